@@ -1,0 +1,110 @@
+"""The small interface every mapper implements, and declared mapper parameters.
+
+A mapper turns a problem into result rows. It exposes *work units* (independent pieces such as a
+chunk of hardware points, an annealing chain with its seed, a shard of an exhaustive space) and
+runs one unit in-process; the engine in `sweep/` decides where units run and stores their rows.
+
+Parameters are declared once, as data (`Param`), so that campaign validation, `sweep list mappers`
+and tuning read the same declaration (the scikit-learn `_parameter_constraints` pattern).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Protocol, Sequence
+
+import numpy as np
+
+__all__ = ["Param", "Mapper", "Columns", "check_params"]
+
+#: A batch of result rows as columns of equal length (name -> 1-D array or list).
+Columns = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Param:
+    """A declared mapper parameter: name, type, default, help and its allowed values.
+
+    ``type`` is one of ``int``, ``float``, ``str``, ``bool``, ``list[str]``. ``choices`` (for str
+    and list[str]) and ``low``/``high`` (inclusive, for numbers) constrain the value.
+    """
+
+    name: str
+    type: str
+    default: Any
+    help: str
+    choices: tuple[str, ...] | None = None
+    low: float | None = None
+    high: float | None = None
+
+    def check(self, value: Any) -> str | None:
+        """Return None if ``value`` is allowed, else a message saying what was expected."""
+        t = self.type
+        if t == "bool":
+            ok = isinstance(value, bool)
+        elif t == "int":
+            ok = isinstance(value, int) and not isinstance(value, bool)
+        elif t == "float":
+            ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+        elif t == "str":
+            ok = isinstance(value, str)
+        elif t == "list[str]":
+            ok = isinstance(value, list) and all(isinstance(v, str) for v in value) and len(value) > 0
+        else:  # pragma: no cover - declaration error
+            raise TypeError(f"unknown param type {t!r}")
+        if not ok:
+            return f"expected {'a non-empty list of strings' if t == 'list[str]' else 'a ' + t}"
+        if self.choices is not None:
+            vals = value if t == "list[str]" else [value]
+            bad = [v for v in vals if v not in self.choices]
+            if bad:
+                return f"expected one of {list(self.choices)}, got {bad[0]!r}"
+            if t == "list[str]" and len(set(vals)) != len(vals):
+                return "duplicate entries"
+        if self.low is not None and value < self.low:
+            return f"expected >= {self.low}"
+        if self.high is not None and value > self.high:
+            return f"expected <= {self.high}"
+        return None
+
+
+def check_params(params: Sequence[Param], given: Mapping[str, Any]) -> tuple[dict[str, Any], list[tuple[str, Any, str]]]:
+    """Fill defaults and check ``given`` against the declarations.
+
+    Returns:
+        (resolved params, problems) where each problem is (param name, value, message).
+    """
+    decl = {p.name: p for p in params}
+    problems: list[tuple[str, Any, str]] = []
+    for k, v in given.items():
+        if k not in decl:
+            problems.append((k, v, f"unknown parameter; known: {sorted(decl)}"))
+            continue
+        msg = decl[k].check(v)
+        if msg:
+            problems.append((k, v, msg))
+    resolved = {p.name: given.get(p.name, p.default) for p in params}
+    return resolved, problems
+
+
+class Mapper(Protocol):
+    """What the engine needs of a mapper.
+
+    Lifecycle: the engine resolves ``params`` against `params` once, asks `units` for the
+    independent work units of a problem, calls `run` on each unit (anywhere: in-process or in a
+    Ray worker) and stores the rows it returns. `run` must be deterministic given its inputs.
+    """
+
+    name: str
+    version: str  # bump when results change: it is part of every task_id
+    params: tuple[Param, ...]
+
+    def run(self, problem: Any, params: Mapping[str, Any]) -> Columns: ...
+
+
+def concat_columns(parts: Sequence[Columns]) -> Columns:
+    """Concatenate row batches with equal column names."""
+    if not parts:
+        return {}
+    keys = list(parts[0])
+    return {k: np.concatenate([np.asarray(p[k]) for p in parts]) for k in keys}

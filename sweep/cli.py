@@ -1,0 +1,162 @@
+"""The ``sweep`` command line (Typer + Rich).
+
+Exit codes: 0 success; 2 invalid input (campaign, option, output directory; the message names the
+file, key and value, and nothing is written); 1 runtime failure (what was stored stays
+resumable with ``--resume``); 130 interrupted by Ctrl-C (resumable).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from sweep.errors import CampaignError, StoreError, SweepError
+
+app = typer.Typer(no_args_is_help=True, add_completion=False, rich_markup_mode="rich",
+                  help="dse-sweep: distributed design-space exploration of DNN accelerators.\n\n"
+                       "Typical use: [bold]sweep validate campaigns/area16mm2.toml[/], then "
+                       "[bold]sweep run campaigns/area16mm2.toml[/], then "
+                       "[bold]sweep report results/area16mm2 --plots plots/[/].")
+out = Console()
+err = Console(stderr=True)
+
+
+def _fail(e: Exception, code: int) -> None:
+    err.print(f"error: {e}", style="red", highlight=False, markup=False)
+    raise typer.Exit(code)
+
+
+def _guard(fn):
+    """Map our exceptions to exit codes in one place."""
+    import functools
+
+    @functools.wraps(fn)
+    def wrapper(*a, **kw):
+        try:
+            return fn(*a, **kw)
+        except (CampaignError, StoreError) as e:
+            _fail(e, 2)
+        except SweepError as e:
+            _fail(e, 1)
+    return wrapper
+
+
+class ExecutorKind(str, Enum):
+    ray = "ray"
+    local = "local"
+
+
+@app.command()
+@_guard
+def run(
+    campaign: Annotated[Path, typer.Argument(help="Campaign TOML file, e.g. campaigns/area16mm2.toml.")],
+    out_dir: Annotated[Optional[Path], typer.Option("--out", help="Output directory (default: the campaign's `output`).")] = None,
+    resume: Annotated[bool, typer.Option("--resume", help="Complete an interrupted run in the same output directory; stored tasks are skipped.")] = False,
+    address: Annotated[Optional[str], typer.Option("--address", help="Existing Ray cluster (host:port or 'auto'); default: RAY_ADDRESS, else a local Ray.", rich_help_panel="Execution")] = None,
+    executor: Annotated[ExecutorKind, typer.Option("--executor", help="'ray' (parallel) or 'local' (in-process, same rows).", rich_help_panel="Execution")] = ExecutorKind.ray,
+) -> None:
+    """Run a campaign: every task of it, in parallel on Ray, results into Parquet."""
+    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
+                               TimeElapsedColumn, TimeRemainingColumn)
+
+    from sweep.campaign import load_campaign
+    from sweep.runner import Interrupted, run_campaign
+
+    c = load_campaign(campaign, output=out_dir)
+    err.print(f"campaign [bold]{c.name}[/]: {len(c.networks)} network(s) x {len(c.architectures):,} "
+              f"hardware point(s) x {len(c.mappers)} mapper(s) x {len(c.objectives)} objective(s) "
+              f"-> {c.output}")
+    with Progress(TextColumn("[progress.description]{task.description}"), BarColumn(),
+                  MofNCompleteColumn(), TextColumn("tasks"), TimeElapsedColumn(),
+                  TimeRemainingColumn(), console=err, transient=False) as prog:
+        bar = prog.add_task("running", total=None)
+
+        def progress(done, total):
+            prog.update(bar, completed=done, total=total)
+        try:
+            s = run_campaign(c, resume=resume, executor=executor.value, address=address,
+                             progress=progress)
+        except Interrupted as i:
+            prog.stop()
+            err.print(f"interrupted: {i.summary.tasks_run} task(s) stored in {c.output}; "
+                      f"complete it with: sweep run {campaign} --resume"
+                      + (f" --out {out_dir}" if out_dir else ""))
+            raise typer.Exit(130)
+    err.print(f"done: {s.tasks_run} task(s) run, {s.tasks_skipped} already stored, "
+              f"{s.tasks_failed} failed, {s.rows_written:,} rows in {s.seconds:.1f} s "
+              f"(executor start {s.executor_start_s:.1f} s) -> {s.output}")
+    if s.tasks_failed:
+        err.print(f"[yellow]{s.tasks_failed} task(s) failed; their rows have status 'error' "
+                  f"(see `sweep report {s.output}`)[/]")
+        raise typer.Exit(1)
+
+
+@app.command()
+@_guard
+def validate(campaign: Annotated[Path, typer.Argument(help="Campaign TOML file.")]) -> None:
+    """Check a campaign file and say what it would run; writes nothing."""
+    from sweep.campaign import load_campaign
+    from sweep.tasks import expand
+
+    c = load_campaign(campaign)
+    n_tasks = sum(1 for _ in expand(c))
+    out.print(f"{campaign}: valid. {len(c.networks)} network(s), {len(c.architectures):,} hardware "
+              f"point(s), mappers {[m.name for m in c.mappers]}, objectives {list(c.objectives)}, "
+              f"{n_tasks} task(s) -> {c.output}")
+
+
+class ListWhat(str, Enum):
+    networks = "networks"
+    archs = "archs"
+    mappers = "mappers"
+
+
+@app.command("list")
+def list_(what: Annotated[ListWhat, typer.Argument(help="networks | archs | mappers")],
+          as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False) -> None:
+    """List the networks of the zoo, the architecture presets or the mappers."""
+    from sweep.catalog import catalog
+    rows = catalog(what.value)
+    if as_json:
+        typer.echo(json.dumps(rows, indent=1))
+        return
+    t = Table(title=what.value)
+    for k in rows[0]:
+        t.add_column(k, justify="right" if isinstance(rows[0][k], (int, float)) else "left")
+    for r in rows:
+        t.add_row(*[f"{v:,}" if isinstance(v, int) else str(v) for v in r.values()])
+    out.print(t)
+
+
+@app.command()
+@_guard
+def report(
+    directory: Annotated[Path, typer.Argument(help="A result directory written by `sweep run`.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+    plots: Annotated[Optional[Path], typer.Option("--plots", help="Write PNG plots into this directory.")] = None,
+) -> None:
+    """Summarise a result directory: paper-style tables, and PNG plots with --plots."""
+    from sweep.report import build_report, print_report, write_plots
+
+    rep = build_report(directory)
+    if plots is not None:
+        rep["plots"] = write_plots(directory, plots)
+    if as_json:
+        typer.echo(json.dumps(rep, indent=1, default=float))
+    else:
+        print_report(rep, out)
+
+
+def main() -> None:  # console-script entry point
+    app()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

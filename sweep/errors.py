@@ -1,0 +1,45 @@
+"""The exceptions of the engine, one root, each also the built-in it behaves like.
+
+The CLI maps them to exit codes in one place (`sweep.cli`): `CampaignError` and `StoreError`
+(bad input: a campaign file, an output directory) exit 2; any other `SweepError` exits 1.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["SweepError", "CampaignError", "Problem", "StoreError", "ExecutionError"]
+
+
+class SweepError(Exception):
+    """Root of every error raised on purpose by dse-sweep."""
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One mistake in a campaign: where (file and TOML key path), what value, what is wrong."""
+
+    key: str
+    value: object
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.key} = {self.value!r}: {self.message}"
+
+
+class CampaignError(SweepError, ValueError):
+    """A campaign file is invalid. Carries every problem found, not just the first."""
+
+    def __init__(self, source: str, problems: list[Problem]):
+        self.source = source
+        self.problems = list(problems)
+        lines = "\n".join(f"  - {p}" for p in self.problems)
+        super().__init__(f"{source}: {len(self.problems)} problem(s):\n{lines}")
+
+
+class StoreError(SweepError, ValueError):
+    """An output directory cannot be used (foreign files, another campaign's results, unreadable)."""
+
+
+class ExecutionError(SweepError, RuntimeError):
+    """The run failed at run time; what was stored stays resumable."""

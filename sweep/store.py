@@ -1,0 +1,192 @@
+"""The Parquet result store of a campaign run.
+
+Layout of an output directory::
+
+    manifest.json             campaign name, config hash, resolved configuration, code version
+    rows/part-<digest>.parquet    one row per result (task_id, status, ...)
+    layers/part-<digest>.parquet  per-layer detail (optional, per mapper)
+    .tmp/                     fragments being written (ignored when reading)
+
+A fragment holds the rows of a batch of whole tasks and is named after its content (the sha256 of
+its sorted task_ids), written to ``.tmp`` and renamed into place (atomic on POSIX), ``rows``
+last. So a killed run (SIGINT or SIGKILL) leaves only complete fragments; a task is *stored* once
+its ``rows`` fragment exists; readers keep, for every task_id, the rows of one fragment only, so a
+retried or repeated task never duplicates a row; ``--resume`` skips stored task_ids.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Iterable
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from sweep.errors import StoreError
+
+__all__ = ["Store", "code_version"]
+
+MANIFEST = "manifest.json"
+FORMAT = "dse-sweep/1"
+
+
+def code_version() -> str:
+    """Package version plus the git commit of the source tree when available."""
+    from importlib.metadata import PackageNotFoundError, version
+    try:
+        v = version("dse-sweep")
+    except PackageNotFoundError:
+        v = "unknown"
+    try:
+        sha = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=Path(__file__).parent,
+                             capture_output=True, text=True, timeout=5).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        sha = ""
+    return f"{v}+{sha}" if sha else v
+
+
+class Store:
+    """A campaign's output directory (see the module docstring)."""
+
+    def __init__(self, root: str | Path):
+        self.root = Path(root)
+
+    # -- opening ---------------------------------------------------------------------------
+    def manifest(self) -> dict:
+        """The manifest, or raise `StoreError` if the directory is not a dse-sweep store."""
+        path = self.root / MANIFEST
+        if not self.root.is_dir():
+            raise StoreError(f"{self.root}: no such directory")
+        try:
+            m = json.loads(path.read_text())
+        except FileNotFoundError:
+            raise StoreError(f"{self.root}: not a dse-sweep result directory (no {MANIFEST})") from None
+        except (OSError, json.JSONDecodeError) as e:
+            raise StoreError(f"{path}: unreadable manifest ({e})") from None
+        if not isinstance(m, dict) or m.get("format") != FORMAT:
+            raise StoreError(f"{path}: not a dse-sweep manifest (format {m.get('format') if isinstance(m, dict) else m!r})")
+        return m
+
+    def check_new_or_resumable(self, config_hash: str, resume: bool) -> None:
+        """Refuse to write into a directory that holds something else. Writes nothing.
+
+        Raises:
+            StoreError: the directory holds another campaign's results, foreign files, or
+                results while ``resume`` is False.
+        """
+        if not self.root.exists():
+            return
+        if not self.root.is_dir():
+            raise StoreError(f"{self.root}: exists and is not a directory")
+        entries = [p for p in self.root.iterdir()]
+        if not entries:
+            return
+        m = self.manifest()
+        if m.get("config_hash") != config_hash:
+            raise StoreError(f"{self.root}: holds results of another campaign or configuration "
+                             f"({m.get('name')!r}, config {str(m.get('config_hash'))[:12]}); "
+                             "choose another --out")
+        if not resume:
+            raise StoreError(f"{self.root}: already holds results of this campaign; "
+                             "pass --resume to complete it, or choose another --out")
+
+    def create(self, manifest: dict) -> None:
+        """Create the directory and write the manifest (if absent)."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        path = self.root / MANIFEST
+        if not path.exists():
+            m = dict(manifest, format=FORMAT, code_version=code_version())
+            tmp = self._tmp_dir() / MANIFEST
+            tmp.write_text(json.dumps(m, indent=1, sort_keys=True, default=str))
+            os.replace(tmp, path)
+        shutil.rmtree(self.root / ".tmp", ignore_errors=True)
+
+    def _tmp_dir(self) -> Path:
+        d = self.root / ".tmp"
+        d.mkdir(parents=True, exist_ok=True)
+        return d
+
+    # -- writing ---------------------------------------------------------------------------
+    def write_batch(self, results: Iterable[tuple[str, dict[str, pa.Table]]]) -> int:
+        """Write the tables of a batch of finished tasks as one fragment per table.
+
+        Args:
+            results: (task_id, {table name: Arrow table}) per task.
+
+        Returns:
+            rows written to the ``rows`` table.
+        """
+        results = list(results)
+        if not results:
+            return 0
+        digest = hashlib.sha256("\n".join(sorted(t for t, _ in results)).encode()).hexdigest()[:32]
+        names = sorted({n for _, tabs in results for n in tabs}, key=lambda n: n == "rows")
+        n_rows = 0
+        for name in names:  # "rows" last: it marks the tasks as stored
+            tables = [tabs[name] for _, tabs in results if name in tabs and tabs[name].num_rows]
+            if name == "rows":
+                tables = [tabs[name] for _, tabs in results if name in tabs]
+            if not tables:
+                continue
+            table = pa.concat_tables(tables, promote_options="default")
+            d = self.root / name
+            d.mkdir(exist_ok=True)
+            tmp = self._tmp_dir() / f"{name}-{digest}.parquet"
+            pq.write_table(table, tmp, compression="zstd")
+            os.replace(tmp, d / f"part-{digest}.parquet")
+            if name == "rows":
+                n_rows = table.num_rows
+        return n_rows
+
+    # -- reading ---------------------------------------------------------------------------
+    def fragments(self, table: str = "rows") -> list[Path]:
+        """The complete fragments of ``table``, in name order."""
+        d = self.root / table
+        return sorted(d.glob("part-*.parquet")) if d.is_dir() else []
+
+    def stored_task_ids(self) -> set[str]:
+        """task_ids whose ``rows`` fragment is complete."""
+        ids: set[str] = set()
+        for f in self.fragments("rows"):
+            try:
+                ids.update(pq.read_table(f, columns=["task_id"]).column(0).to_pylist())
+            except (OSError, pa.ArrowException) as e:
+                raise StoreError(f"{f}: unreadable Parquet fragment ({e})") from None
+        return ids
+
+    def read(self, table: str = "rows", columns: list[str] | None = None) -> pd.DataFrame:
+        """All rows of ``table`` as a DataFrame, each task's rows from one fragment only.
+
+        Rows of other tables count only for tasks whose ``rows`` fragment exists.
+
+        Raises:
+            StoreError: a fragment is unreadable.
+        """
+        stored = self.stored_task_ids() if table != "rows" else None
+        seen: set[str] = set()
+        frames = []
+        for f in self.fragments(table):
+            try:
+                t = pq.read_table(f, columns=columns)
+            except (OSError, pa.ArrowException) as e:
+                raise StoreError(f"{f}: unreadable Parquet fragment ({e})") from None
+            df = t.to_pandas()
+            if "task_id" not in df:
+                raise StoreError(f"{f}: not a dse-sweep fragment (no task_id column)")
+            ids = set(df["task_id"].unique())
+            fresh = ids - seen
+            if stored is not None:
+                fresh &= stored
+            if fresh != ids:
+                df = df[df["task_id"].isin(fresh)]
+            seen |= fresh
+            frames.append(df)
+        if not frames:
+            return pd.DataFrame()
+        return pd.concat(frames, ignore_index=True)
