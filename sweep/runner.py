@@ -60,7 +60,7 @@ def run_campaign(campaign: Campaign, *, resume: bool = False, executor: str = "r
     summary = RunSummary(str(campaign.output), len(tasks), len(tasks) - len(todo))
     store.create({"name": campaign.name, "source": campaign.source,
                   "config_hash": campaign.config_hash(), "config": campaign.resolved_config(),
-                  "tasks": len(tasks)})
+                  "tasks": len(tasks), "report": campaign.report})
     if progress:
         progress(summary.tasks_skipped, summary.tasks_total)
     buf: list = []

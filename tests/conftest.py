@@ -1,0 +1,26 @@
+"""Shared fixtures: one Ray instance for the whole test session, a deterministic Hypothesis profile."""
+
+import os
+import tempfile
+
+import pytest
+
+os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+
+try:
+    from hypothesis import settings
+    settings.register_profile("ci", derandomize=True, deadline=None, max_examples=60)
+    settings.load_profile("ci")
+except ImportError:  # pragma: no cover
+    pass
+
+
+@pytest.fixture(scope="session")
+def ray_session():
+    """A local Ray with 2 CPUs, started once; its temp files outside the repository."""
+    import ray
+    if not ray.is_initialized():
+        ray.init(num_cpus=2, include_dashboard=False, configure_logging=False,
+                 _temp_dir=os.path.join(tempfile.gettempdir(), "ray_dse_sweep_tests"))
+    yield ray
+    ray.shutdown()
