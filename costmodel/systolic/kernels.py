@@ -40,9 +40,13 @@ class Geo:
     sx: np.ndarray   # horizontal stride
     sy: np.ndarray   # vertical stride
     C: np.ndarray    # input channels (per group)
+    ef: np.ndarray | None = None  # filter-SRAM energy, pJ/bit (only for ``compact``)
+    ei: np.ndarray | None = None  # ifmap-SRAM energy, pJ/bit
+    ep: np.ndarray | None = None  # psum-SRAM energy, pJ/bit
 
     def take(self, idx: np.ndarray) -> "Geo":
-        return Geo(*(getattr(self, k)[idx] for k in self.__dataclass_fields__))
+        return Geo(*(None if (v := getattr(self, k)) is None else v[idx]
+                     for k in self.__dataclass_fields__))
 
     def __len__(self) -> int:
         return len(self.J)
@@ -58,8 +62,24 @@ def load_cycles(bits, p: SystolicParams):
 
 def _finish(res: np.ndarray, bad: np.ndarray) -> np.ndarray:
     if bad.any():
-        res[:, bad] = np.inf
+        res[:, np.flatnonzero(bad)] = np.inf
     return res
+
+
+# Rows of a compacted result (see ``compact``).
+C_CYC, C_STALL, C_WR, C_EACC, C_DBITS = range(5)
+
+
+def compact(res: np.ndarray, ef, ei, ep, p: SystolicParams) -> np.ndarray:
+    """Fold a (9, n) kernel result into (5, n): cycles, stall, write-back cycles, access energy
+    in pJ (eqs. 15-16 without the MAC/RF terms) and DRAM bits. ``ef, ei, ep``: SRAM pJ/bit."""
+    out = np.empty((5, res.shape[1]))
+    out[:3] = res[:3]
+    dbits = res[DF] * p.b_f + res[DI] * p.b_i + res[DO] * p.b_o
+    out[C_DBITS] = dbits
+    out[C_EACC] = (res[SF] * (p.b_f * ef) + res[SI] * (p.b_i * ei) + res[SP] * (p.b_p * ep)
+                   + dbits * p.e_dram_pj_per_bit)
+    return out
 
 
 class _Row:

@@ -8,7 +8,7 @@ import numpy as np
 
 from ..workload import Layer
 from . import kernels as kn
-from .kernels import CYC, DF, DI, DO, SF, SI, SP, STALL, WR, Geo
+from .kernels import C_CYC, C_DBITS, C_EACC, C_STALL, C_WR, Geo, compact
 from .params import BRANCHES, SystolicParams, SystolicResult, sram_energy_pj_per_bit
 from .tiling import split_f, split_x, split_xy, split_xyf
 
@@ -16,7 +16,7 @@ __all__ = ["evaluate"]
 
 _KIB_BITS = 8192.0
 #: Flat (point, layer) pairs per block; keeps the kernels' temporaries in the L2 cache.
-_CHUNK = 16384
+_CHUNK = 32768
 
 
 def _as_hw(name: str, v) -> np.ndarray:
@@ -57,11 +57,22 @@ def _layer_table(layers: Sequence[Layer]):
     return out
 
 
-def _energy(res: np.ndarray, ef, ei, ep, p: SystolicParams):
-    """Access energy (eqs. 15-16) in pJ and DRAM bits of kernel results (9, n)."""
-    dram_bits = res[DF] * p.b_f + res[DI] * p.b_i + res[DO] * p.b_o
-    sram = res[SF] * (p.b_f * ef) + res[SI] * (p.b_i * ei) + res[SP] * (p.b_p * ep)
-    return sram + dram_bits * p.e_dram_pj_per_bit, dram_bits
+def _compacting(kernel):
+    """Wrap a kernel so that it returns the 5-row compact result (``kernels.compact``)."""
+    def run(g: Geo, *args):
+        out = kernel(g, *args)
+        if isinstance(out, tuple):
+            return (compact(out[0], g.ef, g.ei, g.ep, args[-1]),) + out[1:]
+        return compact(out, g.ef, g.ei, g.ep, args[-1])
+    return run
+
+
+_K_XYZIZO = _compacting(kn.k_xyzizo)
+_K_XZIYZO = _compacting(kn.k_xziyzo)
+_K_XYZOZI = _compacting(kn.k_xyzozi)
+_K_XZOYZI = _compacting(kn.k_xzoyzi)
+_K_FC_ZF = _compacting(kn.k_fc_zf)
+_K_FC_FZ = _compacting(kn.k_fc_fz)
 
 
 def evaluate(layers: Sequence[Layer], J, K, fsram_kib, isram_kib, psram_kib,
@@ -129,16 +140,16 @@ def evaluate(layers: Sequence[Layer], J, K, fsram_kib, isram_kib, psram_kib,
                 k = np.arange(a, b)
                 pi, li = k // n_l, k % n_l
                 g = Geo(Jf[pi], Kf[pi], fs[pi], is_[pi], ps[pi], tab["R"][li], tab["S"][li],
-                        tab["sx"][li], tab["sy"][li], tab["C"][li])
+                        tab["sx"][li], tab["sy"][li], tab["C"][li], e_f[pi], e_i[pi], e_p[pi])
                 f, wo, eo = tab["F"][li], tab["OX"][li], tab["OY"][li]
                 if gi == 0:
                     fcb = tab["fcb"][li]
-                    rs = [split_xy(kn.k_xyzizo, g, wo, eo, f, p),
-                          split_x(kn.k_xziyzo, g, wo, eo, f, p),
-                          split_xyf(kn.k_xyzozi, g, wo, eo, f, p),
-                          split_xyf(kn.k_xzoyzi, g, wo, eo, f, p)]
+                    rs = [split_xy(_K_XYZIZO, g, wo, eo, f, p),
+                          split_x(_K_XZIYZO, g, wo, eo, f, p),
+                          split_xyf(_K_XYZOZI, g, wo, eo, f, p),
+                          split_xyf(_K_XZOYZI, g, wo, eo, f, p)]
                     rz, okz = kn.k_zixyzo(g, wo, eo, f, tab["IX"][li], tab["IY"][li], p)
-                    rs.append(rz)
+                    rs.append(compact(rz, g.ef, g.ei, g.ep, p))
                     if fcb.any():
                         # Batched FC = 1x1 conv with the batch as ofmap width; the authors cost it
                         # with NzF (= XYZiZo) and NFz (= XYZoZi) only and report NzF in the XZiYZo
@@ -148,8 +159,8 @@ def evaluate(layers: Sequence[Layer], J, K, fsram_kib, isram_kib, psram_kib,
                         okz = okz | fcb
                     ok_out[a:b, 4] = okz
                 else:
-                    r_zf = kn.k_fc_zf(g, f, p)
-                    r_fz = split_f(kn.k_fc_fz, g, f, p)
+                    r_zf = _K_FC_ZF(g, f, p)
+                    r_fz = split_f(_K_FC_FZ, g, f, p)
                     # zF in XYZiZo, XZiYZo, ZiXYZo; Fz in XYZoZi, XZoYZi (LOS_Computation.m).
                     rs = [r_zf, r_zf, r_fz, r_fz, r_zf]
                 macs = tab["macs"][li]
@@ -160,21 +171,20 @@ def evaluate(layers: Sequence[Layer], J, K, fsram_kib, isram_kib, psram_kib,
                     fcb = tab["fcb"][li]
                     if fcb.any():
                         quirk = (fcb, tab["samples"][li])
-                ef, ei, ep = e_f[pi], e_i[pi], e_p[pi]
                 for col, r in enumerate(rs):
-                    acc_e, dbits = _energy(r, ef, ei, ep, p)
-                    cyc = r[CYC] + r[STALL] + r[WR]
+                    acc_e, dbits = r[C_EACC], r[C_DBITS]
+                    cyc = r[C_CYC] + r[C_STALL] + r[C_WR]
                     if quirk is not None:
                         fcb, smp = quirk
                         acc_e = acc_e + np.where(fcb, mac_e * (smp - 1.0), 0.0)
-                        per_img = (np.ceil(r[CYC] / smp) + np.ceil(r[STALL] / smp)
-                                   + np.ceil(r[WR] / smp)) * smp
+                        per_img = (np.ceil(r[C_CYC] / smp) + np.ceil(r[C_STALL] / smp)
+                                   + np.ceil(r[C_WR] / smp)) * smp
                         cyc = np.where(fcb, per_img, cyc)
                     e_out[a:b, col] = (acc_e + mac_e) * mult
                     c_out[a:b, col] = cyc * mult
                     if breakdown:
                         d_out[a:b, col] = dbits * mult
-                        s_out[a:b, col] = r[STALL] * mult
+                        s_out[a:b, col] = r[C_STALL] * mult
             energy[:, lidx, :] = e_out.reshape(P, n_l, 5)
             cycles[:, lidx, :] = c_out.reshape(P, n_l, 5)
             delay_ok[:, lidx, :] = ok_out.reshape(P, n_l, 5)
