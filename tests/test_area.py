@@ -30,7 +30,7 @@ def test_area_by_hand():
 def test_area_vectorised_and_errors():
     a = area_mm2(np.array([8, 16]), 8, [4, 4], 4, 4)
     assert a.dtype == np.float64 and a.shape == (2,)
-    assert a[1] - a[0] == pytest.approx((256 - 64) * A_PE_UM2 * 1e-6)
+    assert a[1] - a[0] == pytest.approx((16 * 8 - 8 * 8) * A_PE_UM2 * 1e-6)
     with pytest.raises(ValueError):
         area_mm2(-1, 8, 4, 4, 4)
     with pytest.raises(ValueError):
