@@ -128,7 +128,7 @@ def _rows_fit(g: Geo, row: _Row, eo, p: SystolicParams):
     return ey, hiy, stall, slack
 
 
-def k_xyzizo(g: Geo, wo, eo, f, p: SystolicParams):
+def k_xyzizo(g: Geo, wo, eo, f, p: SystolicParams, row: _Row | None = None):
     """XYZiZo on an ofmap block of wo columns, eo rows, f filters.
 
     DRAM: filters R*S*C*F once; the ifmap once if W*H*C fits the ifmap SRAM, else every further
@@ -136,7 +136,7 @@ def k_xyzizo(g: Geo, wo, eo, f, p: SystolicParams):
     channels in alternating order (the paper's eq. (11) without the reuse of the resident rows).
     Returns (res (9, n), G_eff, E_eff, F).
     """
-    row = _Row(g, wo, f, p)
+    row = _Row(g, wo, f, p) if row is None else row
     cu, fu, wx, wix = row.cu, row.fu, row.wx, row.wix
     ey, hiy, stall_xy, slack_xy = _rows_fit(g, row, eo, p)
     n_c = g.C / cu
@@ -171,14 +171,14 @@ def k_xyzizo(g: Geo, wo, eo, f, p: SystolicParams):
     return _finish(res, row.bad), wx, ey, f
 
 
-def k_xyzozi(g: Geo, wo, eo, f, p: SystolicParams):
+def k_xyzozi(g: Geo, wo, eo, f, p: SystolicParams, row: _Row | None = None):
     """XYZoZi on an ofmap block: F_eff filters (a multiple of F_uv) share the psum SRAM.
 
     DRAM: filters R*S*C*F_eff once; per channel block the W*H*C_uv ifmap once if it fits, else
     the rows that did not stay are reloaded for every further filter set; times C/C_uv.
     Returns (res, G_eff, E_eff, F_eff).
     """
-    row = _Row(g, wo, f, p)
+    row = _Row(g, wo, f, p) if row is None else row
     cu, fu, wx, wix = row.cu, row.fu, row.wx, row.wix
     ey, hiy, stall_xy, slack_xy = _rows_fit(g, row, eo, p)
     planes = np.floor(g.ps / (wx * ey * p.b_p))
@@ -211,14 +211,14 @@ def k_xyzozi(g: Geo, wo, eo, f, p: SystolicParams):
     return _finish(res, row.bad), wx, ey, fe
 
 
-def k_xzoyzi(g: Geo, wo, eo, f, p: SystolicParams):
+def k_xzoyzi(g: Geo, wo, eo, f, p: SystolicParams, row: _Row | None = None):
     """XZoYZi on an ofmap block: the psum SRAM holds F_eff planes of one row, then E_eff rows.
 
     DRAM: per channel slab the R*S*C_uv*F_eff filters once if they fit the filter SRAM, else the
     evicted planes are reloaded for every further row; times C/C_uv; the ifmap W*H*C once.
     Returns (res, G_eff, E_eff, F_eff).
     """
-    row = _Row(g, wo, f, p)
+    row = _Row(g, wo, f, p) if row is None else row
     cu, fu, wx, wix = row.cu, row.fu, row.wx, row.wix
     n_c = g.C / cu
     c_c = np.ceil(n_c)
@@ -262,7 +262,7 @@ def k_xzoyzi(g: Geo, wo, eo, f, p: SystolicParams):
     return _finish(res, row.bad), wx, ey, fe
 
 
-def k_xziyzo(g: Geo, wo, eo, f, p: SystolicParams):
+def k_xziyzo(g: Geo, wo, eo, f, p: SystolicParams, row: _Row | None = None):
     """XZiYZo on an ofmap block of wo columns (all rows; only G_eff can come from the psum SRAM).
 
     DRAM: filters R*S*C*F_uv per filter set if they fit the filter SRAM, else the evicted planes
@@ -270,7 +270,7 @@ def k_xziyzo(g: Geo, wo, eo, f, p: SystolicParams):
     W*R*C + (W*U*C + W*(R-U)*evicted)*(E-1); further filter sets reload what is not resident.
     Returns (res, G_eff, E, F).
     """
-    row = _Row(g, wo, f, p)
+    row = _Row(g, wo, f, p) if row is None else row
     cu, fu, wx, wix = row.cu, row.fu, row.wx, row.wix
     n_c = g.C / cu
     c_c = np.ceil(n_c)

@@ -59,8 +59,8 @@ def _layer_table(layers: Sequence[Layer]):
 
 def _compacting(kernel):
     """Wrap a kernel so that it returns the 5-row compact result (``kernels.compact``)."""
-    def run(g: Geo, *args):
-        out = kernel(g, *args)
+    def run(g: Geo, *args, **kw):
+        out = kernel(g, *args, **kw)
         if isinstance(out, tuple):
             return (compact(out[0], g.ef, g.ei, g.ep, args[-1]),) + out[1:]
         return compact(out, g.ef, g.ei, g.ep, args[-1])
@@ -144,10 +144,11 @@ def evaluate(layers: Sequence[Layer], J, K, fsram_kib, isram_kib, psram_kib,
                 f, wo, eo = tab["F"][li], tab["OX"][li], tab["OY"][li]
                 if gi == 0:
                     fcb = tab["fcb"][li]
-                    rs = [split_xy(_K_XYZIZO, g, wo, eo, f, p),
-                          split_x(_K_XZIYZO, g, wo, eo, f, p),
-                          split_xyf(_K_XYZOZI, g, wo, eo, f, p),
-                          split_xyf(_K_XZOYZI, g, wo, eo, f, p)]
+                    row = kn._Row(g, wo, f, p)   # depth-1 X stage, shared by the X-first branches
+                    rs = [split_xy(_K_XYZIZO, g, wo, eo, f, p, row=row),
+                          split_x(_K_XZIYZO, g, wo, eo, f, p, row=row),
+                          split_xyf(_K_XYZOZI, g, wo, eo, f, p, row=row),
+                          split_xyf(_K_XZOYZI, g, wo, eo, f, p, row=row)]
                     rz, okz = kn.k_zixyzo(g, wo, eo, f, tab["IX"][li], tab["IY"][li], p)
                     rs.append(compact(rz, g.ef, g.ei, g.ep, p))
                     if fcb.any():

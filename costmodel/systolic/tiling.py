@@ -30,14 +30,16 @@ def _sub(kernel: Kernel, g: Geo, idx, wo, eo, f, p):
     return kernel(g.take(idx), wo[idx], eo[idx], f[idx], p)
 
 
-def split_xy(kernel: Kernel, g: Geo, wo, eo, f, p: SystolicParams) -> np.ndarray:
+def split_xy(kernel: Kernel, g: Geo, wo, eo, f, p: SystolicParams, row=None) -> np.ndarray:
     """Cost of an ofmap block (wo x eo x f) with G_eff / E_eff sub-volumes (XYZiZo style).
+
+    ``row``: optional precomputed depth-1 stage of the first block (shared between branches).
 
     floor(G/G_eff) full-width blocks (each costed per ofmap row, E_eff = 1 there), then the
     remaining columns with floor(E/E_eff) full-height blocks and one remainder block.
     Returns the kernel's result rows summed over all sub-volumes.
     """
-    r1, wx, ey, _ = kernel(g, wo, eo, f, p)
+    r1, wx, ey, _ = kernel(g, wo, eo, f, p, row=row)
     need = ((wx < wo) | (ey < eo)) & np.isfinite(r1[CYC])
     if not need.any():
         return r1
@@ -61,9 +63,9 @@ def split_xy(kernel: Kernel, g: Geo, wo, eo, f, p: SystolicParams) -> np.ndarray
     return out
 
 
-def split_x(kernel: Kernel, g: Geo, wo, eo, f, p: SystolicParams) -> np.ndarray:
+def split_x(kernel: Kernel, g: Geo, wo, eo, f, p: SystolicParams, row=None) -> np.ndarray:
     """Cost with G_eff sub-volumes only (XZiYZo: the psum SRAM holds one row segment)."""
-    r1, wx, _, _ = kernel(g, wo, eo, f, p)
+    r1, wx, _, _ = kernel(g, wo, eo, f, p, row=row)
     need = (wx < wo) & np.isfinite(r1[CYC])
     if not need.any():
         return r1
@@ -77,13 +79,13 @@ def split_x(kernel: Kernel, g: Geo, wo, eo, f, p: SystolicParams) -> np.ndarray:
     return out
 
 
-def split_xyf(kernel: Kernel, g: Geo, wo, eo, f, p: SystolicParams) -> np.ndarray:
+def split_xyf(kernel: Kernel, g: Geo, wo, eo, f, p: SystolicParams, row=None) -> np.ndarray:
     """Cost with G_eff, E_eff and F_eff sub-volumes (XYZoZi / XZoYZi).
 
     The X/Y decomposition of ``split_xy`` is done for F_eff filters and repeated floor(F/F_eff)
     times; the remaining filters form one more block decomposed by ``split_xy``.
     """
-    r1, wx, ey, fe = kernel(g, wo, eo, f, p)
+    r1, wx, ey, fe = kernel(g, wo, eo, f, p, row=row)
     need = ((wx < wo) | (ey < eo) | (fe < f)) & np.isfinite(r1[CYC])
     if not need.any():
         return r1
