@@ -25,7 +25,7 @@ app = typer.Typer(no_args_is_help=True, add_completion=False, rich_markup_mode="
                        "[bold]sweep run campaigns/area16mm2.toml[/], then "
                        "[bold]sweep report results/area16mm2 --plots plots/[/].")
 out = Console()
-err = Console(stderr=True)
+err = Console(stderr=True, soft_wrap=True)
 
 
 def _fail(e: Exception, code: int) -> None:
