@@ -15,7 +15,8 @@ ASIC-based Systolic Deep Learning Accelerators", ASP-DAC 2021 (sections 4.1-4.2,
 * Footnote 1 of the paper: ZiXYZo is only considered for delay-based PMs where the filter SRAM
   holds its working set (``SystolicResult.delay_ok``); for PM E every branch is allowed.
 
-Repeated layers (``Network.repeats``) count as that many executions: sum PMs add r times the
+Costs are per image: a layer of batch B (DeepOpt's FC layers, batch 16) contributes 1/B of its
+cost (`evaluate_per_image`). Repeated layers (``Network.repeats``) count as that many executions: sum PMs add r times the
 layer's PM, and the product PM lets each execution pick its own branch.
 """
 
@@ -30,7 +31,7 @@ from costmodel.systolic import BRANCHES, SystolicParams, SystolicResult, evaluat
 from costmodel.workload import Network
 from mappers.base import Columns, Param
 
-__all__ = ["PMS", "pm_value", "los", "fixed_scheduling", "product_pm", "AllocationProblem",
+__all__ = ["PMS", "pm_value", "los", "fixed_scheduling", "product_pm", "AllocationProblem", "evaluate_per_image",
            "DeepOptMapper", "DEEPOPT"]
 
 #: PM name -> (exponent of E, exponent of D).
@@ -52,6 +53,21 @@ def pm_value(energy_pj, cycles, pm: str):
     if b:
         out = out * d**b
     return out
+
+
+def evaluate_per_image(layers, J, K, fsram_kib, isram_kib, psram_kib,
+                       params: SystolicParams = SystolicParams()) -> SystolicResult:
+    """`costmodel.systolic.evaluate`, with each layer's energy and cycles per image.
+
+    A layer with batch B (DeepOpt's FC layers run at batch 16) costs 1/B of one execution per
+    image, as the authors' code counts it; DeepOpt's PMs are per image ("the Delay represents the
+    per image inference time", section 4.1). Shapes (P, L, 5); energy pJ, delay cycles.
+    """
+    res = evaluate(layers, J, K, fsram_kib, isram_kib, psram_kib, params)
+    b = np.array([l.B for l in layers], dtype=np.float64)[None, :, None]
+    if np.all(b == 1):
+        return res
+    return SystolicResult(energy_pj=res.energy_pj / b, cycles=res.cycles / b, delay_ok=res.delay_ok)
 
 
 def _masked_layer_pm(res: SystolicResult, pm: str) -> np.ndarray:
@@ -177,20 +193,14 @@ class DeepOptMapper:
               "network PM: 'sum' = sum over layers of per-layer PMs (DeepOpt); "
               "'product' = PM of the network totals, (sum E)^a (sum D)^b, solved exactly",
               choices=("sum", "product")),
-        Param("fc_batch_quirk", "bool", False,
-              "reproduce the authors' code: MAC/register energy of batched FC layers not divided by batch"),
     )
 
     def run(self, problem: AllocationProblem, params: Mapping[str, object]) -> dict[str, Columns]:
         net = problem.network
-        sp = problem.systolic
-        if bool(params.get("fc_batch_quirk", False)) != sp.fc_batch_quirk:
-            from dataclasses import replace
-            sp = replace(sp, fc_batch_quirk=bool(params.get("fc_batch_quirk", False)))
         layers = [l for l, _ in net]
         reps = np.array([r for _, r in net], dtype=np.int64)
-        res = evaluate(layers, problem.J, problem.K, problem.fsram_kib, problem.isram_kib,
-                       problem.psram_kib, sp)
+        res = evaluate_per_image(layers, problem.J, problem.K, problem.fsram_kib,
+                                 problem.isram_kib, problem.psram_kib, problem.systolic)
         P = len(problem.J)
         rows: dict[str, list] = {k: [] for k in (
             "network", "pm", "network_pm", "point", "J", "K", "fsram_kib", "isram_kib", "psram_kib",

@@ -143,15 +143,13 @@ def report(
     plots: Annotated[Optional[Path], typer.Option("--plots", help="Write PNG plots into this directory.")] = None,
 ) -> None:
     """Summarise a result directory: paper-style tables, and PNG plots with --plots."""
-    from sweep.report import build_report, print_report, write_plots
+    from sweep.report import build_report, print_report
 
-    rep = build_report(directory)
-    if plots is not None:
-        rep["plots"] = write_plots(directory, plots)
+    rep = build_report(directory, plots)
     if as_json:
         typer.echo(json.dumps(rep, indent=1, default=float))
     else:
-        print_report(rep, out)
+        print_report(rep, Console(width=max(out.width, 150)))
 
 
 def main() -> None:  # console-script entry point

@@ -26,6 +26,7 @@ from sweep.store import Store
 
 __all__ = ["build_report", "print_report", "write_plots", "TABLE3_POINT"]
 
+
 #: DeepOpt Table 3's hardware: J x K = 32 x 64, fSRAM 16, iSRAM 32, pSRAM 8 KiB.
 TABLE3_POINT = {"J": 32, "K": 64, "fsram_kib": 16, "isram_kib": 32, "psram_kib": 8}
 _HW = ["J", "K", "fsram_kib", "isram_kib", "psram_kib"]
@@ -46,17 +47,24 @@ def _load(directory: Path) -> tuple[dict, pd.DataFrame, pd.DataFrame]:
     if rows.empty:
         raise StoreError(f"{directory}: holds no result rows yet")
     layers = store.read("layers")
+    for df in (rows, layers):  # few distinct strings: categories make filters and groupbys fast
+        for c in ("network", "pm", "network_pm", "status", "mapper", "branch"):
+            if c in df:
+                df[c] = df[c].astype("category")
     return manifest, rows, layers
 
 
-def build_report(directory: str | Path) -> dict[str, Any]:
-    """The report of a result directory as JSON-able data.
+def build_report(directory: str | Path, plots_dir: str | Path | None = None) -> dict[str, Any]:
+    """The report of a result directory as JSON-able data; with ``plots_dir``, also PNG plots
+    (their paths under ``"plots"``).
 
     Raises:
         StoreError: not a result directory, unreadable, or empty.
     """
     directory = Path(directory)
     manifest, rows, layers = _load(directory)
+    if plots_dir is not None:
+        rep_plots = write_plots(rows, plots_dir)
     status = rows["status"].value_counts().to_dict()
     rep: dict[str, Any] = {
         "campaign": manifest.get("name"), "directory": str(directory),
@@ -71,18 +79,36 @@ def build_report(directory: str | Path) -> dict[str, Any]:
     if ok.empty or "pm_value" not in ok:
         return rep
     ok = ok[np.isfinite(ok["pm_value"])]
-    rep["optimal"] = _optimal(ok, layers)
+    rep["optimal"] = _optimal(ok, layers, _window(manifest))
     if "ED" in set(ok["pm"]):
         rep["penalty_ED"] = _penalty(ok, "ED")
     point = dict(TABLE3_POINT, **(manifest.get("report") or {}).get("fs_point", {}))
     rep["fs_penalty"] = _fs_penalty(manifest, point)
+    if plots_dir is not None:
+        rep["plots"] = rep_plots
     return rep
 
 
-def _optimal(ok: pd.DataFrame, layers: pd.DataFrame) -> list[dict]:
+def _best_index(g: pd.DataFrame) -> int:
+    """Row label of the smallest PM; ties go to the smaller area, then the lower point index."""
+    return g.sort_values(["pm_value", "area_mm2", "point"], kind="stable").index[0]
+
+
+def _window(manifest: dict) -> tuple[float, float] | None:
+    """DeepOpt's worst-case window: area within ``worst_case_window`` (default 10%) under the budget."""
+    spec = manifest["config"]["architectures"].get("spec") or {}
+    grid = spec.get("grid") if isinstance(spec, dict) else None
+    budget = grid.get("area_budget_mm2") if isinstance(grid, dict) else None
+    if budget is None:
+        return None
+    frac = float((manifest.get("report") or {}).get("worst_case_window", 0.10))
+    return ((1.0 - frac) * float(budget), float(budget))
+
+
+def _optimal(ok: pd.DataFrame, layers: pd.DataFrame, window: tuple[float, float] | None) -> list[dict]:
     out = []
-    for (net, pm, mode), g in ok.groupby(["network", "pm", "network_pm"], sort=False):
-        best = g.loc[g["pm_value"].idxmin()]
+    for (net, pm, mode), g in ok.groupby(["network", "pm", "network_pm"], sort=False, observed=True):
+        best = g.loc[_best_index(g)]
         worst = g.loc[g["pm_value"].idxmax()]
         rec = {"network": net, "pm": pm, "network_pm": mode,
                **{k: int(best[k]) for k in _HW}, "area_mm2": float(best["area_mm2"]),
@@ -90,6 +116,13 @@ def _optimal(ok: pd.DataFrame, layers: pd.DataFrame) -> list[dict]:
                "cycles": float(best["cycles"]), "points": int(len(g)),
                "worst": {k: int(worst[k]) for k in _HW},
                "improvement_over_worst": float(worst["pm_value"] / best["pm_value"])}
+        if window is not None:
+            w = g[(g["area_mm2"] >= window[0]) & (g["area_mm2"] <= window[1])]
+            if not w.empty:
+                wb = w.loc[_best_index(w)]
+                rec["window_mm2"] = list(window)
+                rec["optimum_in_window"] = bool(wb["point"] == best["point"])
+                rec["improvement_over_worst_in_window"] = float(w["pm_value"].max() / wb["pm_value"])
         if not layers.empty:
             sel = layers[(layers["network"] == net) & (layers["pm"] == pm)
                          & (layers["network_pm"] == mode) & (layers["point"] == best["point"])]
@@ -105,8 +138,10 @@ def _penalty(ok: pd.DataFrame, pm: str) -> dict[str, Any]:
     g = ok[ok["pm"] == pm]
     table = g.pivot_table(index="point", columns="network", values="pm_value", aggfunc="first")
     table = table.dropna()
-    nets = list(table.columns)
-    best_point = table.idxmin()
+    nets = [n for n in g["network"].unique() if n in table.columns]
+    area = g.drop_duplicates("point").set_index("point")["area_mm2"].loc[table.index].to_numpy()
+    pts = table.index.to_numpy()
+    best_point = {n: pts[np.lexsort((pts, area, table[n].to_numpy()))[0]] for n in nets}
     matrix = {}
     for a in nets:
         p = best_point[a]
@@ -118,15 +153,15 @@ def _penalty(ok: pd.DataFrame, pm: str) -> dict[str, Any]:
 
 
 def _fs_penalty(manifest: dict, point: dict) -> dict[str, Any]:
-    from costmodel.systolic import BRANCHES, SystolicParams, evaluate
-    from mappers.deepopt import fixed_scheduling, los
+    from costmodel.systolic import BRANCHES, SystolicParams
+    from mappers.deepopt import evaluate_per_image, fixed_scheduling, los
 
     cfg = manifest["config"]
     sp = replace(SystolicParams(), **cfg.get("systolic", {}))
     pms = cfg.get("objectives", ["E", "D", "ED", "E2D", "ED2"])
     out = {"point": point, "pms": pms, "networks": {}}
     for net in _networks(manifest):
-        res = evaluate([l for l, _ in net], *([point[k]] for k in _HW), sp)
+        res = evaluate_per_image([l for l, _ in net], *([point[k]] for k in _HW), sp)
         reps = np.array(net.repeats)
         per = {}
         for b, name in enumerate(BRANCHES):
@@ -155,15 +190,26 @@ def print_report(rep: dict[str, Any], console) -> None:
     if "optimal" not in rep:
         return
     t = Table(title="Optimal hardware allocation per network and PM (DeepOpt Table 4)")
-    for c in ("network", "PM", "J", "K", "fSRAM", "iSRAM", "pSRAM", "area mm2", "E (uJ)",
-              "D (Mcycles)", "improvement over worst", "branches at optimum"):
-        t.add_column(c, justify="left" if c in ("network", "PM", "branches at optimum") else "right")
+    for c in ("network", "PM", "J", "K", "SRAM KiB f/i/p", "area mm2", "E (uJ)", "D (Mcycles)",
+              "x worst", "x worst in window"):
+        t.add_column(c, justify="left" if c in ("network", "PM") else "right")
     for r in rep["optimal"]:
-        br = ", ".join(f"{k} {v}" for k, v in r.get("branches", {}).items())
+        win = r.get("improvement_over_worst_in_window")
         t.add_row(r["network"], r["pm"] + ("" if r["network_pm"] == "sum" else " (product)"),
-                  str(r["J"]), str(r["K"]), str(r["fsram_kib"]), str(r["isram_kib"]),
-                  str(r["psram_kib"]), f"{r['area_mm2']:.2f}", f"{r['energy_pj'] / 1e6:,.1f}",
-                  f"{r['cycles'] / 1e6:,.3f}", f"{r['improvement_over_worst']:,.1f}x", br)
+                  str(r["J"]), str(r["K"]), f"{r['fsram_kib']}/{r['isram_kib']}/{r['psram_kib']}",
+                  f"{r['area_mm2']:.2f}", f"{r['energy_pj'] / 1e6:,.1f}", f"{r['cycles'] / 1e6:,.3f}",
+                  f"{r['improvement_over_worst']:,.1f}", "-" if win is None else f"{win:,.1f}")
+    console.print(t)
+    w = next((r["window_mm2"] for r in rep["optimal"] if "window_mm2" in r), None)
+    if w:
+        console.print(f"x worst: PM of the worst feasible point / optimum; in window: among points of "
+                      f"{w[0]:.1f}-{w[1]:.1f} mm^2 (DeepOpt's 10% allowance under the budget)")
+    t = Table(title="Branches chosen by LOS at the optimum (layers per branch)")
+    t.add_column("network")
+    t.add_column("PM")
+    t.add_column("branches")
+    for r in rep["optimal"]:
+        t.add_row(r["network"], r["pm"], ", ".join(f"{k} {v}" for k, v in r.get("branches", {}).items()))
     console.print(t)
     if "penalty_ED" in rep:
         p = rep["penalty_ED"]
@@ -192,13 +238,13 @@ def print_report(rep: dict[str, Any], console) -> None:
         console.print(f"plot: {p}")
 
 
-def write_plots(directory: str | Path, plots_dir: str | Path) -> list[str]:
-    """Write PNGs: PM over area per network, and E vs D with the Pareto front. Returns paths."""
+def write_plots(rows: pd.DataFrame, plots_dir: str | Path) -> list[str]:
+    """Write PNGs from result ``rows``: PM over area per network and PM, and E vs D with the
+    Pareto front. Returns the paths written."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    _, rows, _ = _load(Path(directory))
     ok = rows[(rows["status"] == "ok")]
     if ok.empty or "pm_value" not in ok:
         return []
@@ -206,14 +252,14 @@ def write_plots(directory: str | Path, plots_dir: str | Path) -> list[str]:
     plots_dir = Path(plots_dir)
     plots_dir.mkdir(parents=True, exist_ok=True)
     written = []
-    nets = list(dict.fromkeys(ok["network"]))
-    pms = list(dict.fromkeys(ok["pm"]))
+    nets = list(ok["network"].unique())
+    pms = list(ok["pm"].unique())
     for pm in pms:
         fig, axes = plt.subplots(1, len(nets), figsize=(4 * len(nets), 3.6), squeeze=False)
         for ax, net in zip(axes[0], nets):
             g = ok[(ok["network"] == net) & (ok["pm"] == pm)]
             rel = g["pm_value"] / g["pm_value"].min()
-            ax.scatter(g["area_mm2"], rel, s=2, alpha=0.3, rasterized=True)
+            ax.plot(g["area_mm2"], rel, ls="none", marker=".", ms=1, alpha=0.3, rasterized=True)
             b = g.loc[g["pm_value"].idxmin()]
             ax.scatter([b["area_mm2"]], [1.0], color="red", s=30, zorder=3,
                        label=f"opt {int(b.J)}x{int(b.K)} {int(b.fsram_kib)}/{int(b.isram_kib)}/{int(b.psram_kib)}")
@@ -223,7 +269,7 @@ def write_plots(directory: str | Path, plots_dir: str | Path) -> list[str]:
             ax.set_title(net, fontsize=9)
             ax.legend(fontsize=7)
         fig.suptitle(f"Network {pm} over area (LOS)")
-        fig.tight_layout()
+        fig.subplots_adjust(left=0.06, right=0.99, bottom=0.14, top=0.85, wspace=0.35)
         path = plots_dir / f"pm_over_area_{pm}.png"
         fig.savefig(path, dpi=110)
         plt.close(fig)
@@ -234,16 +280,18 @@ def write_plots(directory: str | Path, plots_dir: str | Path) -> list[str]:
         g = ok[(ok["network"] == net) & (ok["pm"] == pm)]
         e = g["energy_pj"].to_numpy() / 1e6
         d = g["cycles"].to_numpy() / 1e6
-        ax.scatter(d, e, s=2, alpha=0.25, rasterized=True, label="hardware points")
+        ax.plot(d, e, ls="none", marker=".", ms=1, alpha=0.25, rasterized=True, label="hardware points")
         order = np.lexsort((e, d))
         front = order[np.concatenate([[True], e[order][1:] < np.minimum.accumulate(e[order])[:-1]])]
         ax.plot(d[front], e[front], color="red", lw=1.2, marker=".", label="Pareto front")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
         ax.set_xlabel("delay (Mcycles)")
         ax.set_ylabel("energy (uJ)")
         ax.set_title(net, fontsize=9)
         ax.legend(fontsize=7)
     fig.suptitle(f"Energy vs delay of every hardware point (schedules optimal for {pm})")
-    fig.tight_layout()
+    fig.subplots_adjust(left=0.06, right=0.99, bottom=0.14, top=0.85, wspace=0.35)
     path = plots_dir / f"pareto_E_vs_D.png"
     fig.savefig(path, dpi=110)
     plt.close(fig)
