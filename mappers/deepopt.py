@@ -27,11 +27,12 @@ from typing import Mapping
 
 import numpy as np
 
+from costmodel.hwpoints import HW_COLUMNS, SystolicPoints
 from costmodel.systolic import BRANCHES, SystolicParams, SystolicResult, evaluate
 from costmodel.workload import Network
 from mappers.base import Columns, Param
 
-__all__ = ["PMS", "pm_value", "los", "fixed_scheduling", "product_pm", "AllocationProblem", "evaluate_per_image",
+__all__ = ["PMS", "pm_value", "los", "fixed_scheduling", "product_pm", "pareto_front", "AllocationProblem", "evaluate_per_image",
            "DeepOptMapper", "DEEPOPT"]
 
 #: PM name -> (exponent of E, exponent of D).
@@ -110,7 +111,7 @@ def fixed_scheduling(res: SystolicResult, repeats, pm: str) -> np.ndarray:
     return (pm_value(res.energy_pj, res.cycles, pm) * reps[None, :, None]).sum(axis=1)
 
 
-def _pareto(points: np.ndarray) -> np.ndarray:
+def pareto_front(points: np.ndarray) -> np.ndarray:
     """Indices of the Pareto-minimal rows of ``points`` (n, 2), sorted by the first column."""
     order = np.lexsort((points[:, 1], points[:, 0]))
     d = points[order, 1]
@@ -141,7 +142,7 @@ def product_pm(energy_pj: np.ndarray, cycles: np.ndarray, ok: np.ndarray, repeat
         opts = np.stack([energy_pj[l, allowed], cycles[l, allowed]], axis=1)
         for _ in range(r):
             cand = (front[:, None, :] + opts[None, :, :]).reshape(-1, 2)
-            keep = _pareto(cand)
+            keep = pareto_front(cand)
             back.append((keep // len(allowed), allowed[keep % len(allowed)]))
             front = cand[keep]
     vals = pm_value(front[:, 0], front[:, 1], pm)
@@ -159,17 +160,11 @@ def product_pm(energy_pj: np.ndarray, cycles: np.ndarray, ok: np.ndarray, repeat
 class AllocationProblem:
     """Hardware allocation for one network over a chunk of J x K systolic hardware points.
 
-    Arrays J, K, fsram_kib, isram_kib, psram_kib, area_mm2 have shape (P,); SRAM sizes in KiB,
-    area in mm^2. ``point_index`` (P,) numbers the points in the whole grid.
+    ``points`` has P hardware points; ``point_index`` (P,) numbers them in the whole grid.
     """
 
     network: Network
-    J: np.ndarray
-    K: np.ndarray
-    fsram_kib: np.ndarray
-    isram_kib: np.ndarray
-    psram_kib: np.ndarray
-    area_mm2: np.ndarray
+    points: SystolicPoints
     point_index: np.ndarray
     pms: tuple[str, ...] = tuple(PMS)
     systolic: SystolicParams = field(default_factory=SystolicParams)
@@ -199,9 +194,9 @@ class DeepOptMapper:
         net = problem.network
         layers = [l for l, _ in net]
         reps = np.array([r for _, r in net], dtype=np.int64)
-        res = evaluate_per_image(layers, problem.J, problem.K, problem.fsram_kib,
-                                 problem.isram_kib, problem.psram_kib, problem.systolic)
-        P = len(problem.J)
+        pts = problem.points
+        res = evaluate_per_image(layers, *pts.columns(), problem.systolic)
+        P = len(pts)
         rows: dict[str, list] = {k: [] for k in (
             "network", "pm", "network_pm", "point", "J", "K", "fsram_kib", "isram_kib", "psram_kib",
             "area_mm2", "pm_value", "energy_pj", "cycles", *[f"fs_{b}" for b in BRANCHES])}
@@ -219,8 +214,8 @@ class DeepOptMapper:
             rows["pm"] += [pm] * P
             rows["network_pm"] += [mode] * P
             rows["point"].append(problem.point_index)
-            for k in ("J", "K", "fsram_kib", "isram_kib", "psram_kib", "area_mm2"):
-                rows[k].append(getattr(problem, k))
+            for k in (*HW_COLUMNS, "area_mm2"):
+                rows[k].append(getattr(pts, k))
             rows["pm_value"].append(value)
             rows["energy_pj"].append(energy)
             rows["cycles"].append(cycles)

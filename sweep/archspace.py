@@ -10,59 +10,25 @@ Forms (exactly one of them):
   expressions over those names and ``area_mm2`` (`sweep.expr`); ``area_budget_mm2`` with
   ``min_area_fraction`` keeps points with ``fraction * budget <= area <= budget``.
 
-Every point gets its area from `costmodel.area.area_mm2`. The result is a `PointSet` of columns
+Every point gets its area from `costmodel.area.area_mm2`. The result is a `costmodel.hwpoints.SystolicPoints` of columns
 in a fixed, deterministic order (J, K, fsram, isram, psram ascending).
 """
 
 from __future__ import annotations
 
-import hashlib
 import tomllib
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
 
+from costmodel.hwpoints import HW_COLUMNS, SystolicPoints
 from sweep.expr import ExprError, evaluate, parse
 
-__all__ = ["PointSet", "parse_architectures", "HW_COLUMNS"]
+__all__ = ["parse_architectures"]
 
-#: The columns that define a systolic hardware point.
-HW_COLUMNS = ("J", "K", "fsram_kib", "isram_kib", "psram_kib")
 _ARCH_KEYS = {"kind", "preset", "file", "points", "grid"}
 _GRID_KEYS = set(HW_COLUMNS) | {"constraints", "area_budget_mm2", "min_area_fraction"}
-
-
-@dataclass(frozen=True)
-class PointSet:
-    """Hardware points as columns of shape (P,): J, K, SRAM sizes (KiB), area (mm^2)."""
-
-    J: np.ndarray
-    K: np.ndarray
-    fsram_kib: np.ndarray
-    isram_kib: np.ndarray
-    psram_kib: np.ndarray
-    area_mm2: np.ndarray
-    spec: Any = None
-
-    def __len__(self) -> int:
-        return len(self.J)
-
-    def take(self, idx) -> "PointSet":
-        """A subset (by index array or slice), same spec."""
-        return PointSet(*(getattr(self, c)[idx] for c in (*HW_COLUMNS, "area_mm2")), spec=self.spec)
-
-    def digest(self) -> str:
-        """sha256 of the point columns (identifies exactly this set, in this order)."""
-        h = hashlib.sha256()
-        for c in HW_COLUMNS:
-            h.update(np.ascontiguousarray(getattr(self, c), dtype=np.int64).tobytes())
-        return h.hexdigest()
-
-    def describe(self) -> dict[str, Any]:
-        """JSON-able description: the spec as given plus point count and digest."""
-        return {"spec": self.spec, "points": len(self), "digest": self.digest()}
 
 
 def _from_points(points: Any, key: str, bad) -> dict[str, np.ndarray] | None:
@@ -171,8 +137,8 @@ def _grid(grid: Any, bad) -> tuple[dict[str, np.ndarray] | None, dict]:
     return out, {"grid": grid}
 
 
-def parse_architectures(value: Any, base_dir: Path, bad: Callable[[str, Any, str], None]) -> PointSet | None:
-    """Resolve the ``[architectures]`` table to a `PointSet`; problems go to ``bad``."""
+def parse_architectures(value: Any, base_dir: Path, bad: Callable[[str, Any, str], None]) -> SystolicPoints | None:
+    """Resolve the ``[architectures]`` table to a `costmodel.hwpoints.SystolicPoints`; problems go to ``bad``."""
     from costmodel.presets import systolic_presets
 
     if not isinstance(value, dict):
@@ -226,4 +192,4 @@ def parse_architectures(value: Any, base_dir: Path, bad: Callable[[str, Any, str
     order = np.lexsort(tuple(cols[c] for c in reversed(HW_COLUMNS)))
     cols = {c: v[order] for c, v in cols.items()}
     area = np.asarray(area_mm2(*(cols[c] for c in HW_COLUMNS)), dtype=np.float64)
-    return PointSet(**cols, area_mm2=np.atleast_1d(area), spec=spec)
+    return SystolicPoints(**cols, area_mm2=np.atleast_1d(area), spec=spec)

@@ -82,7 +82,7 @@ class Campaign:
     networks: tuple[Network, ...]
     objectives: tuple[str, ...]
     seeds: tuple[int, ...]
-    architectures: Any                 # sweep.archspace.PointSet
+    architectures: Any                 # costmodel.hwpoints.SystolicPoints
     mappers: tuple[MapperSpec, ...]
     systolic: dict[str, Any]
     run: RunOptions

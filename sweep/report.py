@@ -245,6 +245,8 @@ def write_plots(rows: pd.DataFrame, plots_dir: str | Path) -> list[str]:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from mappers.deepopt import pareto_front
+
     ok = rows[(rows["status"] == "ok")]
     if ok.empty or "pm_value" not in ok:
         return []
@@ -268,12 +270,7 @@ def write_plots(rows: pd.DataFrame, plots_dir: str | Path) -> list[str]:
             ax.set_ylabel(f"{pm} / optimum")
             ax.set_title(net, fontsize=9)
             ax.legend(fontsize=7)
-        fig.suptitle(f"Network {pm} over area (LOS)")
-        fig.subplots_adjust(left=0.06, right=0.99, bottom=0.14, top=0.85, wspace=0.35)
-        path = plots_dir / f"pm_over_area_{pm}.png"
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
-        written.append(str(path))
+        written.append(_save(fig, f"Network {pm} over area (LOS)", plots_dir / f"pm_over_area_{pm}.png"))
     pm = "ED" if "ED" in pms else pms[0]
     fig, axes = plt.subplots(1, len(nets), figsize=(4 * len(nets), 3.6), squeeze=False)
     for ax, net in zip(axes[0], nets):
@@ -281,8 +278,7 @@ def write_plots(rows: pd.DataFrame, plots_dir: str | Path) -> list[str]:
         e = g["energy_pj"].to_numpy() / 1e6
         d = g["cycles"].to_numpy() / 1e6
         ax.plot(d, e, ls="none", marker=".", ms=1, alpha=0.25, rasterized=True, label="hardware points")
-        order = np.lexsort((e, d))
-        front = order[np.concatenate([[True], e[order][1:] < np.minimum.accumulate(e[order])[:-1]])]
+        front = pareto_front(np.stack([d, e], axis=1))
         ax.plot(d[front], e[front], color="red", lw=1.2, marker=".", label="Pareto front")
         ax.set_xscale("log")
         ax.set_yscale("log")
@@ -290,10 +286,15 @@ def write_plots(rows: pd.DataFrame, plots_dir: str | Path) -> list[str]:
         ax.set_ylabel("energy (uJ)")
         ax.set_title(net, fontsize=9)
         ax.legend(fontsize=7)
-    fig.suptitle(f"Energy vs delay of every hardware point (schedules optimal for {pm})")
+    written.append(_save(fig, f"Energy vs delay of every hardware point (schedules optimal for {pm})",
+                         plots_dir / "pareto_E_vs_D.png"))
+    return written
+
+
+def _save(fig, title: str, path: Path) -> str:
+    import matplotlib.pyplot as plt
+    fig.suptitle(title)
     fig.subplots_adjust(left=0.06, right=0.99, bottom=0.14, top=0.85, wspace=0.35)
-    path = plots_dir / f"pareto_E_vs_D.png"
     fig.savefig(path, dpi=110)
     plt.close(fig)
-    written.append(str(path))
-    return written
+    return str(path)

@@ -21,7 +21,7 @@ import pyarrow as pa
 from costmodel.systolic import SystolicParams
 from costmodel.workload import Network
 from mappers import get_mapper
-from sweep.archspace import PointSet
+from costmodel.hwpoints import SystolicPoints
 from sweep.campaign import Campaign, _network_json
 
 __all__ = ["Task", "expand", "execute", "TABLES"]
@@ -38,7 +38,7 @@ class Task:
     mapper: str
     params: dict[str, Any]
     networks: tuple[Network, ...]
-    points: PointSet
+    points: SystolicPoints
     point_offset: int
     objectives: tuple[str, ...]
     systolic: dict[str, Any]
@@ -49,7 +49,7 @@ class Task:
         return len(self.points) * sum(len(n) for n in self.networks)
 
 
-def _task_id(mapper: str, params: dict, networks, points: PointSet, offset: int, objectives, systolic) -> str:
+def _task_id(mapper: str, params: dict, networks, points: SystolicPoints, offset: int, objectives, systolic) -> str:
     m = get_mapper(mapper)
     doc = {"mapper": mapper, "version": m.version, "params": params,
            "networks": [_network_json(n) for n in networks], "points": points.digest(),
@@ -95,10 +95,8 @@ def execute(task: Task) -> dict[str, pa.Table]:
         parts: dict[str, list[pa.Table]] = {}
         for net in task.networks:
             idx = np.arange(task.point_offset, task.point_offset + len(task.points), dtype=np.int64)
-            prob = AllocationProblem(network=net, J=task.points.J, K=task.points.K,
-                                     fsram_kib=task.points.fsram_kib, isram_kib=task.points.isram_kib,
-                                     psram_kib=task.points.psram_kib, area_mm2=task.points.area_mm2,
-                                     point_index=idx, pms=task.objectives, systolic=sp)
+            prob = AllocationProblem(network=net, points=task.points, point_index=idx,
+                                     pms=task.objectives, systolic=sp)
             for name, cols in mapper.run(prob, task.params).items():
                 parts.setdefault(name, []).append(_to_table(cols, task.task_id))
         out = {name: pa.concat_tables(ts) for name, ts in parts.items()}
