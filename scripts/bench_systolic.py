@@ -6,7 +6,6 @@ Prints (point, layer) pairs per second for all 5 branches together (single proce
 
 from __future__ import annotations
 
-import csv
 import sys
 import time
 from pathlib import Path
@@ -18,24 +17,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from costmodel.area import deepopt_grid  # noqa: E402
 from costmodel.systolic import evaluate  # noqa: E402
 from costmodel.workload import Layer  # noqa: E402
-
-CSV = Path("/work/shared/reference/deepopt/deepopt_googlenet_v1.csv")
-
+from costmodel.zoo import load_network  # noqa: E402
 
 def googlenet_layers() -> list[Layer]:
-    layers = []
-    with open(CSV, newline="") as fh:
-        for row in csv.DictReader(fh):
-            r = int(row["R=S"])
-            e = int(row["ofmap_HW"])
-            s = int(row["stride"])
-            if int(row["fc"]):
-                layers.append(Layer(f"L{row['layer']}", K=int(row["K(filters)"]), C=int(row["C"]),
-                                    kind="fc", B=int(row["batch"])))
-            else:
-                layers.append(Layer(f"L{row['layer']}", K=int(row["K(filters)"]), C=int(row["C"]),
-                                    OY=e, OX=e, FY=r, FX=r, SY=s, SX=s, B=int(row["batch"])))
-    return layers
+    """DeepOpt's GoogLeNet-v1 table from the zoo (58 layers)."""
+    return [l for l, _ in load_network("googlenet_v1_deepopt")]
 
 
 def main() -> None:

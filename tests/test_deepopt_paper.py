@@ -88,6 +88,11 @@ def test_grid_size_as_the_authors(grid):
     # reference/README.md: "about 70,600 points" at or under 16 mm^2
     assert 70_000 <= len(grid) <= 71_000
     assert grid.area_mm2.max() <= 16.0
+    # the campaign's constraint expressions give exactly the grid of the authors' rules
+    from costmodel.area import deepopt_grid
+    ref = deepopt_grid()
+    mine = set(zip(*(getattr(grid, k).tolist() for k in HW)))
+    assert mine == set(zip(*(np.asarray(ref[k]).tolist() for k in HW)))
 
 
 _CACHE: dict = {}

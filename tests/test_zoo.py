@@ -24,7 +24,7 @@ CANONICAL = [
 DEEPOPT = ["alexnet", "vgg16", "googlenet_v1", "squeezenet_v11", "resnet50"]
 ALL = CANONICAL + [f"{n}_deepopt" for n in DEEPOPT]
 
-DEEPOPT_REF = Path("/work/shared/reference/deepopt")
+DEEPOPT_REF = Path(__file__).resolve().parents[2] / "shared" / "reference" / "deepopt"
 
 
 def layer(net: Network, name: str) -> Layer:
