@@ -135,3 +135,17 @@ def test_table5_optimal_hardware_per_network(grid, name):
     v = _grid_pm(grid, name)["ED"]
     best = np.lexsort((grid.area_mm2, v))[0]
     assert tuple(int(x) for x in pts[best]) == TABLE5[name][0]
+
+
+def test_min_area_fraction_keeps_the_10_percent_window(tmp_path):
+    from sweep.campaign import load_campaign
+    src = (Path(__file__).parent.parent / "campaigns" / "area16mm2.toml").read_text()
+    p = tmp_path / "c.toml"
+    p.write_text(src.replace("min_area_fraction = 0.0", "min_area_fraction = 0.9"))
+    pts = load_campaign(p).architectures
+    assert pts.area_mm2.min() >= 14.4 and pts.area_mm2.max() <= 16.0
+    assert 0 < len(pts) < 70_000
+    # the published Table 4 / Table 5 optima all lie in the window
+    have = set(zip(*(getattr(pts, k).tolist() for k in HW)))
+    for hw, _ in TABLE5.values():
+        assert hw in have
