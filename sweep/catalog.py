@@ -18,7 +18,9 @@ def catalog(what: str) -> list[dict]:
             net = load_network(name)
             info = network_info(name)
             rows.append({"name": name, "layers": len(net), "executed_layers": net.layer_count,
-                         "total_macs": net.macs, "source": info.get("source", "")})
+                         "total_macs": net.macs,
+                         "published_macs": int(info["published_macs"]) if info.get("published_macs") else None,
+                         "source": info.get("source", "")})
         return rows
     if what == "archs":
         from costmodel.presets import systolic_presets

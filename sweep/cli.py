@@ -129,10 +129,12 @@ def list_(what: Annotated[ListWhat, typer.Argument(help="networks | archs | mapp
         return
     t = Table(title=what.value)
     for k in rows[0]:
-        t.add_column(k, justify="right" if isinstance(rows[0][k], (int, float)) else "left")
+        numeric = isinstance(rows[0][k], (int, float))
+        t.add_column(k, justify="right" if numeric else "left", no_wrap=True,
+                     overflow="ellipsis", max_width=None if numeric or k == "name" else 60)
     for r in rows:
-        t.add_row(*[f"{v:,}" if isinstance(v, int) else str(v) for v in r.values()])
-    out.print(t)
+        t.add_row(*[f"{v:,}" if isinstance(v, int) else ("-" if v is None else str(v)) for v in r.values()])
+    Console(width=max(out.width, 150)).print(t)
 
 
 @app.command()
