@@ -15,7 +15,7 @@ from typing import Any, Mapping, Protocol, Sequence
 
 import numpy as np
 
-__all__ = ["Param", "Mapper", "Columns", "check_params"]
+__all__ = ["Param", "Mapper", "Columns", "check_params", "LayerProblem", "WorkUnit", "SearchResult", "best_of"]
 
 #: A batch of result rows as columns of equal length (name -> 1-D array or list).
 Columns = dict[str, Any]
@@ -108,3 +108,75 @@ def concat_columns(parts: Sequence[Columns]) -> Columns:
         return {}
     keys = list(parts[0])
     return {k: np.concatenate([np.asarray(p[k]) for p in parts]) for k in keys}
+
+
+@dataclass(frozen=True)
+class LayerProblem:
+    """Map one layer on one accelerator (the loop-nest mappers: loma, salsa, random, ...).
+
+    ``spatial`` None = the accelerator's default spatial unrolling. ``objective`` is one of
+    "energy" (pJ), "latency" (cycles) or "edp" (pJ x cycles). ``even`` forces even mapping (the
+    same memory-level boundaries for every operand).
+    """
+
+    layer: Any                      # costmodel.workload.Layer
+    arch: Any                       # costmodel.arch.Accelerator
+    spatial: Any = None             # costmodel.mapping.SpatialMapping | None
+    objective: str = "energy"
+    even: bool = False
+
+
+@dataclass(frozen=True)
+class WorkUnit:
+    """One independent piece of a search: an SA chain (``seed``), an exhaustive shard
+    (``shard`` of ``shards``), or both. ``budget`` is mapper-specific (e.g. iterations)."""
+
+    kind: str
+    seed: int | None = None
+    shard: int = 0
+    shards: int = 1
+    budget: dict = field(default_factory=dict)
+
+
+@dataclass
+class SearchResult:
+    """The outcome of a search or of one of its work units (SciPy's OptimizeResult idea).
+
+    ``value`` is the objective (+inf if nothing valid was found); ``loops`` the best temporal
+    loops innermost first as (dim, factor); ``ordering`` the same as LPF type ids of the
+    evaluator; ``evaluations`` cost-model evaluations done; ``wall_s`` seconds; ``history``
+    optionally the objective of every visited state (for distribution plots).
+    """
+
+    mapper: str
+    engine: str
+    objective: str
+    value: float
+    energy_pj: float
+    latency_cycles: float
+    ordering: tuple[int, ...] | None
+    loops: tuple[tuple[str, int], ...] | None
+    evaluations: int
+    wall_s: float
+    seed: int | None = None
+    history: Any = None
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def edp(self) -> float:
+        """Energy-delay product, pJ x cycles."""
+        return self.energy_pj * self.latency_cycles
+
+
+def best_of(results: Sequence[SearchResult]) -> SearchResult:
+    """Reduce work-unit results to the best one; evaluations and wall time are summed.
+
+    Ties go to the first in the given order (callers pass units in a deterministic order).
+    """
+    if not results:
+        raise ValueError("no results to reduce")
+    best = min(results, key=lambda r: r.value)  # min keeps the first of equal values
+    from dataclasses import replace
+    return replace(best, evaluations=sum(r.evaluations for r in results),
+                   wall_s=sum(r.wall_s for r in results),
+                   extra=dict(best.extra, units=len(results)))
