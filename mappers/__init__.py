@@ -7,9 +7,13 @@ from __future__ import annotations
 
 from importlib import import_module
 
-__all__ = ["MAPPER_NAMES", "get_mapper"]
+__all__ = ["MAPPER_NAMES", "get_mapper", "mapper_kind"]
 
 _REGISTRY = {"deepopt": ("mappers.deepopt", "DEEPOPT")}
+
+#: What each mapper maps: "systolic" (DeepOpt hardware points) or "loopnest" (one layer on an
+#: `costmodel.arch.Accelerator`). Unlisted mappers are loop-nest mappers.
+_KIND = {"deepopt": "systolic"}
 
 #: Names of the mappers a campaign can use.
 MAPPER_NAMES: tuple[str, ...] = tuple(_REGISTRY)
@@ -25,3 +29,8 @@ def get_mapper(name: str):
         raise KeyError(f"unknown mapper {name!r}; known: {list(MAPPER_NAMES)}")
     module, attr = _REGISTRY[name]
     return getattr(import_module(module), attr)
+
+
+def mapper_kind(name: str) -> str:
+    """"systolic" or "loopnest": the kind of architecture mapper ``name`` maps."""
+    return _KIND.get(name, "loopnest")

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import tomllib
 from pathlib import Path
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
@@ -28,6 +29,9 @@ from sweep.expr import ExprError, evaluate, parse
 __all__ = ["parse_architectures"]
 
 _ARCH_KEYS = {"kind", "preset", "file", "points", "grid"}
+_LOOPNEST_KEYS = {"kind", "presets", "files", "spatial"}
+#: The kinds of architecture a campaign can sweep.
+ARCH_KINDS = ("systolic", "loopnest")
 _GRID_KEYS = set(HW_COLUMNS) | {"constraints", "area_budget_mm2", "min_area_fraction"}
 
 
@@ -144,12 +148,14 @@ def parse_architectures(value: Any, base_dir: Path, bad: Callable[[str, Any, str
     if not isinstance(value, dict):
         bad("architectures", value, "required: a table with one of preset, file, points or grid")
         return None
+    if value.get("kind", "systolic") == "loopnest":
+        return parse_loopnest(value, base_dir, bad)
     for k in value:
         if k not in _ARCH_KEYS:
             bad(f"architectures.{k}", value[k], f"unknown key; known: {sorted(_ARCH_KEYS)}")
     kind = value.get("kind", "systolic")
     if kind != "systolic":
-        bad("architectures.kind", kind, "expected 'systolic' (the only architecture kind so far)")
+        bad("architectures.kind", kind, f"expected one of {list(ARCH_KINDS)}")
         return None
     forms = [k for k in ("preset", "file", "points", "grid") if k in value]
     if len(forms) != 1:
@@ -193,3 +199,90 @@ def parse_architectures(value: Any, base_dir: Path, bad: Callable[[str, Any, str
     cols = {c: v[order] for c, v in cols.items()}
     area = np.asarray(area_mm2(*(cols[c] for c in HW_COLUMNS)), dtype=np.float64)
     return SystolicPoints(**cols, area_mm2=np.atleast_1d(area), spec=spec)
+
+
+@dataclass(frozen=True)
+class ArchSet:
+    """Loop-nest accelerators of a campaign: (name, Accelerator) pairs and an optional spatial
+    unrolling override (None = each accelerator's default)."""
+
+    archs: tuple
+    spatial: Any = None
+    spec: Any = None
+
+    def __len__(self) -> int:
+        return len(self.archs)
+
+    def describe(self) -> dict[str, Any]:
+        """JSON-able: names and full descriptions (so a changed preset changes the config hash)."""
+        return {"spec": self.spec,
+                "archs": [{"name": n, "arch": repr(a)} for n, a in self.archs]}
+
+
+def parse_spatial(value: Any, key: str, bad):
+    """``{D1 = [["OX", 14]], D2 = [["FY", 3], ["K", 4]]}`` -> a `SpatialMapping`, or None."""
+    from costmodel.mapping import SpatialMapping
+    from costmodel.workload import LOOP_DIMS
+    if not isinstance(value, dict) or not value:
+        bad(key, value, "expected a table: array dim -> list of [loop dim, factor]")
+        return None
+    out = {}
+    ok = True
+    for adim, loops in value.items():
+        if not isinstance(loops, list) or not all(
+                isinstance(l, list) and len(l) == 2 and l[0] in LOOP_DIMS and isinstance(l[1], int)
+                and not isinstance(l[1], bool) and l[1] >= 1 for l in loops):
+            bad(f"{key}.{adim}", loops, f"expected a list of [loop dim, factor >= 1], loop dims {list(LOOP_DIMS)}")
+            ok = False
+            continue
+        out[adim] = tuple((str(d), int(f)) for d, f in loops)
+    if not ok:
+        return None
+    try:
+        return SpatialMapping(out)
+    except (TypeError, ValueError) as e:
+        bad(key, value, str(e))
+        return None
+
+
+def parse_loopnest(value: dict, base_dir: Path, bad) -> ArchSet | None:
+    """``[architectures] kind = "loopnest"``: ``presets`` (names, see `sweep list archs`) and/or
+    ``files`` (accelerator TOML files), optional ``spatial`` override."""
+    from costmodel.arch import list_accelerators, load_accelerator
+
+    for k in value:
+        if k not in _LOOPNEST_KEYS:
+            bad(f"architectures.{k}", value[k], f"unknown key for kind 'loopnest'; known: {sorted(_LOOPNEST_KEYS)}")
+    archs = []
+    presets = value.get("presets", [])
+    files = value.get("files", [])
+    if not isinstance(presets, list) or not all(isinstance(p, str) for p in presets):
+        bad("architectures.presets", presets, "expected a list of preset names")
+        presets = []
+    if not isinstance(files, list) or not all(isinstance(p, str) for p in files):
+        bad("architectures.files", files, "expected a list of file paths")
+        files = []
+    if not presets and not files:
+        bad("architectures", value, "kind 'loopnest' needs presets = [...] and/or files = [...]")
+        return None
+    known = list_accelerators()
+    for i, name in enumerate(presets):
+        if name not in known:
+            bad(f"architectures.presets[{i}]", name, f"unknown accelerator; known: {known}")
+            continue
+        archs.append((name, load_accelerator(name)))
+    for i, f in enumerate(files):
+        path = Path(f) if Path(f).is_absolute() else base_dir / f
+        try:
+            acc = load_accelerator(path)
+        except (OSError, ValueError) as e:
+            bad(f"architectures.files[{i}]", f, str(e))
+            continue
+        archs.append((acc.name, acc))
+    names = [n for n, _ in archs]
+    if len(set(names)) != len(names):
+        bad("architectures", value, f"accelerator names must be unique, got {names}")
+    spatial = None
+    if "spatial" in value:
+        spatial = parse_spatial(value["spatial"], "architectures.spatial", bad)
+    return ArchSet(tuple(archs), spatial, spec={k: value[k] for k in value})

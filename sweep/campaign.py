@@ -41,11 +41,16 @@ from typing import Any
 from costmodel.workload import Network
 from sweep.errors import CampaignError, Problem
 
-__all__ = ["Campaign", "MapperSpec", "RunOptions", "load_campaign", "parse_campaign"]
+__all__ = ["Campaign", "MapperSpec", "RunOptions", "load_campaign", "parse_campaign",
+           "LOOPNEST_OBJECTIVES"]
+
+#: Objectives of loop-nest campaigns: energy (pJ), latency (cycles), EDP (pJ x cycles).
+LOOPNEST_OBJECTIVES = ("energy", "latency", "edp")
 
 _TOP_KEYS = {"name", "description", "output", "networks", "objectives", "seeds", "architectures",
              "mappers", "run", "systolic", "report"}
-_RUN_KEYS = {"chunk_points": (int, 1, 10**7), "max_in_flight": (int, 1, 10**5),
+_RUN_KEYS = {"chunk_points": (int, 1, 10**7), "units_per_task": (int, 1, 10**5),
+             "max_in_flight": (int, 1, 10**5),
              "num_cpus": (int, 1, 4096), "flush_rows": (int, 1, 10**9),
              "max_retries": (int, 0, 100)}
 
@@ -62,10 +67,12 @@ class MapperSpec:
 class RunOptions:
     """How to run; none of these change results (they are not part of any task_id).
 
-    chunk_points does change how points are grouped into tasks, so it is part of the task_ids.
+    chunk_points and units_per_task change how work is grouped into tasks, so they are part of
+    the task_ids.
     """
 
-    chunk_points: int = 4096
+    chunk_points: int = 4096          # systolic campaigns: hardware points per task
+    units_per_task: int = 8           # loop-nest campaigns: mapper work units per task
     max_in_flight: int | None = None   # default: 2 x Ray CPUs
     num_cpus: int | None = None        # local Ray only; default: all cores
     flush_rows: int = 500_000          # rows buffered before a Parquet fragment is written
@@ -87,6 +94,7 @@ class Campaign:
     systolic: dict[str, Any]
     run: RunOptions
     report: dict[str, Any]
+    kind: str = "systolic"             # "systolic" (DeepOpt allocation) or "loopnest" (layer mapping)
     description: str = ""
     raw: dict[str, Any] = field(default_factory=dict, repr=False)
 
@@ -101,6 +109,8 @@ class Campaign:
             "mappers": [{"name": m.name, "params": m.params} for m in self.mappers],
             "systolic": self.systolic,
             "chunk_points": self.run.chunk_points,
+            "units_per_task": self.run.units_per_task,
+            "kind": self.kind,
         }
 
     def config_hash(self) -> str:
@@ -142,7 +152,7 @@ def parse_campaign(data: dict[str, Any], source: str = "<campaign>", base_dir: P
     """Validate parsed TOML ``data``; see `load_campaign`."""
     from sweep.archspace import parse_architectures
     from sweep.networks import parse_networks
-    from mappers import MAPPER_NAMES, get_mapper
+    from mappers import MAPPER_NAMES, get_mapper, mapper_kind
     from mappers.base import check_params
     from mappers.deepopt import PMS
 
@@ -167,14 +177,17 @@ def parse_campaign(data: dict[str, Any], source: str = "<campaign>", base_dir: P
 
     networks = parse_networks(data.get("networks"), base_dir, bad)
 
-    objectives = data.get("objectives", list(PMS))
+    arch_raw = data.get("architectures")
+    kind = arch_raw.get("kind", "systolic") if isinstance(arch_raw, dict) else "systolic"
+    allowed = list(PMS) if kind == "systolic" else list(LOOPNEST_OBJECTIVES)
+    objectives = data.get("objectives", allowed if kind == "systolic" else ["energy"])
     if not isinstance(objectives, list) or not objectives:
-        bad("objectives", objectives, f"expected a non-empty list of {list(PMS)}")
+        bad("objectives", objectives, f"expected a non-empty list of {allowed}")
         objectives = []
     else:
         for i, o in enumerate(objectives):
-            if o not in PMS:
-                bad(f"objectives[{i}]", o, f"unknown PM; known: {list(PMS)}")
+            if o not in allowed:
+                bad(f"objectives[{i}]", o, f"unknown objective for {kind} architectures; known: {allowed}")
         if len(set(map(str, objectives))) != len(objectives):
             bad("objectives", objectives, "duplicate entries")
 
@@ -206,6 +219,10 @@ def parse_campaign(data: dict[str, Any], source: str = "<campaign>", base_dir: P
         if mname not in MAPPER_NAMES:
             bad(f"{key}.name", mname, f"unknown mapper; known: {list(MAPPER_NAMES)}")
             continue
+        if mapper_kind(mname) != kind:
+            bad(f"{key}.name", mname, f"maps {mapper_kind(mname)} architectures, but the campaign's "
+                f"architectures.kind is {kind!r}")
+            continue
         params = m.get("params", {})
         if not isinstance(params, dict):
             bad(f"{key}.params", params, "expected a table")
@@ -223,7 +240,7 @@ def parse_campaign(data: dict[str, Any], source: str = "<campaign>", base_dir: P
 
     if probs:
         raise CampaignError(source, probs)
-    return Campaign(name=name, source=source, output=Path(out), networks=tuple(networks),
+    return Campaign(name=name, source=source, output=Path(out), networks=tuple(networks), kind=kind,
                     objectives=tuple(objectives), seeds=tuple(seeds), architectures=archs,
                     mappers=tuple(mappers), systolic=systolic, run=run, report=report,
                     description=str(data.get("description", "")), raw=data)

@@ -26,7 +26,7 @@ CASES = [
     ("unknown-top-key", BASE + '\nnmae = "x"\n', "nmae = 'x': unknown key"),
     ("unknown-network", _edit(BASE, '"alexnet_deepopt"', '"resnet51"'), "networks[0] = 'resnet51': unknown network"),
     ("network-file-missing", _edit(BASE, '"alexnet_deepopt"', '{file = "nope.csv"}'), "networks[0].file = 'nope.csv'"),
-    ("bad-objective", _edit(BASE, '"ED"]', '"EDP"]'), "objectives[2] = 'EDP': unknown PM"),
+    ("bad-objective", _edit(BASE, '"ED"]', '"EDP"]'), "objectives[2] = 'EDP': unknown objective for systolic"),
     ("objectives-type", _edit(BASE, 'objectives = ["E", "D", "ED"]', 'objectives = "ED"'), "objectives = 'ED'"),
     ("zero-step", _edit(BASE, "step = 4 }\nK", "step = 0 }\nK"), "architectures.grid.J = {'start': 16, 'stop': 24, 'step': 0}"),
     ("negative-size", _edit(BASE, "fsram_kib = [16, 32]", "fsram_kib = [-16, 32]"), "architectures.grid.fsram_kib = [-16, 32]: values must be positive"),
