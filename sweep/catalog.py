@@ -24,8 +24,19 @@ def catalog(what: str) -> list[dict]:
         return rows
     if what == "archs":
         from costmodel.presets import systolic_presets
-        return [{"name": k, "kind": "systolic", "points": len(v["points"]),
+        rows = [{"name": k, "kind": "systolic", "size": f"{len(v['points'])} point(s)",
                  "description": v.get("description", "")} for k, v in systolic_presets().items()]
+        try:
+            from costmodel.arch import list_accelerators, load_accelerator
+        except ImportError:  # pragma: no cover - loop-nest model not installed
+            return rows
+        for name in list_accelerators():
+            acc = load_accelerator(name)
+            dims = " x ".join(f"{d}={n}" for d, n in acc.array.items())
+            mems = ", ".join(m.name for m in acc.memories)
+            rows.append({"name": name, "kind": "loopnest", "size": dims,
+                         "description": f"memories: {mems}"})
+        return rows
     if what == "mappers":
         from mappers import MAPPER_NAMES, get_mapper
         rows = []

@@ -112,6 +112,65 @@ def validate(campaign: Annotated[Path, typer.Argument(help="Campaign TOML file."
               f"{n_tasks} task(s) -> {c.output}")
 
 
+class Objective(str, Enum):
+    energy = "energy"
+    latency = "latency"
+    edp = "edp"
+
+
+_LAYER_PANEL = "Layer (zoo layer or explicit dimensions)"
+
+
+@app.command("map")
+@_guard
+def map_(
+    arch: Annotated[str, typer.Option("--arch", help="Accelerator preset (see `sweep list archs`) or TOML file.")],
+    mapper: Annotated[str, typer.Option("--mapper", help="Loop-nest mapper: loma, salsa, random (see `sweep list mappers`).")],
+    network: Annotated[Optional[str], typer.Option("--network", help="Zoo network, e.g. resnet34.", rich_help_panel=_LAYER_PANEL)] = None,
+    layer: Annotated[Optional[str], typer.Option("--layer", help="Layer name or 0-based index in the network.", rich_help_panel=_LAYER_PANEL)] = None,
+    dims: Annotated[Optional[str], typer.Option("--dims", help="Explicit layer, e.g. K=64,C=64,OY=56,OX=56,FY=3,FX=3 (unlisted dims 1; B, G, SY, SX allowed).", rich_help_panel=_LAYER_PANEL)] = None,
+    objective: Annotated[Objective, typer.Option("--objective", help="What to minimise: energy (pJ), latency (cycles) or edp.")] = Objective.energy,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of stochastic mappers.")] = 0,
+    param: Annotated[Optional[list[str]], typer.Option("--param", help="Mapper parameter KEY=VALUE (repeatable), e.g. --param iterations=2000 --param engine=sa.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+) -> None:
+    """Map one layer on one accelerator and print the best mapping as a loop nest."""
+    from sweep.single import load_arch, map_layer, parse_param, resolve_layer
+
+    lay = resolve_layer(network, layer, dims)
+    acc = load_arch(arch)
+    params = dict(parse_param(p) for p in (param or []))
+    res = map_layer(lay, acc, mapper, objective.value, seed, params)
+    if as_json:
+        typer.echo(json.dumps({k: v for k, v in res.items() if k != "loop_nest"}, indent=1, default=str))
+        return
+    out.print(res.get("loop_nest", ""), highlight=False, markup=False)
+    out.print(f"{mapper} ({res['engine']}): energy {res['energy_pj']:,.1f} pJ, latency "
+              f"{res['latency_cycles']:,.0f} cycles, EDP {res['edp']:.4g}; {res['evaluations']:,} "
+              f"evaluations in {res['wall_s']:.3f} s")
+
+
+@app.command("eval")
+@_guard
+def eval_(
+    arch: Annotated[str, typer.Option("--arch", help="Accelerator preset or TOML file.")],
+    mapping: Annotated[Path, typer.Option("--mapping", help="Mapping file (JSON or TOML): spatial, temporal loops innermost first, per-operand boundaries.")],
+    network: Annotated[Optional[str], typer.Option("--network", help="Zoo network.", rich_help_panel=_LAYER_PANEL)] = None,
+    layer: Annotated[Optional[str], typer.Option("--layer", help="Layer name or index.", rich_help_panel=_LAYER_PANEL)] = None,
+    dims: Annotated[Optional[str], typer.Option("--dims", help="Explicit layer dimensions.", rich_help_panel=_LAYER_PANEL)] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the cost report as JSON.")] = False,
+) -> None:
+    """Evaluate a given mapping: accesses and energy per operand and memory level, latency split."""
+    from sweep.single import eval_mapping, load_arch, resolve_layer
+
+    rep = eval_mapping(resolve_layer(network, layer, dims), load_arch(arch), mapping)
+    if as_json:
+        typer.echo(json.dumps({k: v for k, v in rep.items() if k != "loop_nest"}, indent=1, default=str))
+        return
+    out.print(rep.pop("loop_nest", ""), highlight=False, markup=False)
+    out.print(json.dumps(rep, indent=1, default=str), highlight=False, markup=False)
+
+
 class ListWhat(str, Enum):
     networks = "networks"
     archs = "archs"

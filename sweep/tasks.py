@@ -27,7 +27,7 @@ from sweep.campaign import Campaign, _network_json
 __all__ = ["Task", "expand", "execute", "TABLES"]
 
 #: Tables a task writes; ``rows`` is written last and marks a task as stored.
-TABLES = ("layers", "rows")
+TABLES = ("layers", "problems", "rows")
 
 
 @dataclass(frozen=True)
@@ -58,7 +58,12 @@ def _task_id(mapper: str, params: dict, networks, points: SystolicPoints, offset
 
 
 def expand(campaign: Campaign) -> Iterator[Task]:
-    """The campaign's tasks in a deterministic order (mapper, then point chunk)."""
+    """The campaign's tasks in a deterministic order (mapper, then point chunk); loop-nest
+    campaigns expand through `sweep.layer_tasks.expand_layers`."""
+    if campaign.kind == "loopnest":
+        from sweep.layer_tasks import expand_layers
+        yield from expand_layers(campaign)
+        return
     pts = campaign.architectures
     n = len(pts)
     step = campaign.run.chunk_points
@@ -88,7 +93,10 @@ def execute(task: Task) -> dict[str, pa.Table]:
         table name -> Arrow table, every row carrying ``task_id`` and ``status``.
     """
     from mappers.deepopt import AllocationProblem
+    from sweep.layer_tasks import LayerTask, execute_layers
 
+    if isinstance(task, LayerTask):
+        return execute_layers(task)
     try:
         mapper = get_mapper(task.mapper)
         sp = replace(SystolicParams(), **task.systolic)

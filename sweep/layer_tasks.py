@@ -1,0 +1,152 @@
+"""Loop-nest campaigns: (unique layer x accelerator x mapper x seed) problems, their work units
+batched into tasks, and how a task runs.
+
+A *problem* is one layer on one accelerator with one mapper, its parameters, an objective and a
+seed; identical layers (same shape) of any network share one problem. The mapper splits a problem
+into work units (SA chains, exhaustive shards); up to ``run.units_per_task`` units form one task.
+Each unit becomes one ``rows`` row (its best value, cost, evaluations, wall time); the best of a
+problem is the minimum over its unit rows (`SearchResult` reduction, ties to the lowest unit), so
+a run can be resumed at any point with nothing to re-reduce. The ``problems`` table maps every
+(network, layer) to its problem_id; it is written with the task holding the problem's unit 0.
+
+Determinism: every column except the measured ``wall_s`` is a function of the campaign.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+import traceback
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+import pyarrow as pa
+
+from mappers import get_mapper
+from mappers.base import LayerProblem, WorkUnit
+
+__all__ = ["LayerTask", "LayerUnit", "expand_layers", "execute_layers", "problem_id"]
+
+
+@dataclass(frozen=True)
+class LayerUnit:
+    """One work unit of one problem, with what the rows need to say where it came from."""
+
+    problem_id: str
+    unit_index: int
+    mapper: str
+    params: dict[str, Any]
+    problem: LayerProblem
+    arch_name: str
+    seed: int | None
+    unit: WorkUnit
+    aliases: tuple[tuple[str, int, str, int], ...] = ()   # (network, layer index, layer, repeat), on unit 0
+
+
+@dataclass(frozen=True)
+class LayerTask:
+    """A batch of work units; ``task_id`` = sha256 of their problem_ids and unit indices."""
+
+    task_id: str
+    units: tuple[LayerUnit, ...]
+    mapper: str = "layers"
+
+
+def _json(obj) -> str:
+    return json.dumps(obj, sort_keys=True, default=str)
+
+
+def problem_id(layer, arch_desc: str, spatial, mapper: str, version: str, params: dict,
+               objective: str, seed) -> str:
+    """sha256 of everything that determines a problem's result (24 hex digits)."""
+    doc = {"layer": {k: v for k, v in layer.__dict__.items() if k != "name"}, "arch": arch_desc,
+           "spatial": repr(spatial), "mapper": mapper, "version": version, "params": params,
+           "objective": objective, "seed": seed}
+    return hashlib.sha256(_json(doc).encode()).hexdigest()[:24]
+
+
+def _seeds_for(mapper, seeds) -> list:
+    """Seeded mappers run once per campaign seed; deterministic ones once (seed None)."""
+    return list(seeds) if any(p.name == "seed" for p in mapper.params) else [None]
+
+
+def expand_layers(campaign) -> Iterator[LayerTask]:
+    """The campaign's tasks in a deterministic order (problem order, then unit order)."""
+    units: list[LayerUnit] = []
+    seen: dict[str, int] = {}
+    for net in campaign.networks:
+        for li, (layer, rep) in enumerate(net.unique()):
+            for arch_name, acc in campaign.architectures.archs:
+                arch_desc = repr(acc)
+                for spec in campaign.mappers:
+                    mapper = get_mapper(spec.name)
+                    for objective in campaign.objectives:
+                        for seed in _seeds_for(mapper, campaign.seeds):
+                            params = dict(spec.params)
+                            if seed is not None:
+                                params["seed"] = seed
+                            pid = problem_id(layer, arch_desc, campaign.architectures.spatial,
+                                             spec.name, mapper.version, params, objective, seed)
+                            alias = (net.name, li, layer.name, rep)
+                            if pid in seen:  # identical layer elsewhere: add an alias only
+                                u = units[seen[pid]]
+                                units[seen[pid]] = LayerUnit(**{**u.__dict__, "aliases": u.aliases + (alias,)})
+                                continue
+                            prob = LayerProblem(layer, acc, campaign.architectures.spatial, objective)
+                            for ui, wu in enumerate(mapper.units(prob, params)):
+                                if ui == 0:
+                                    seen[pid] = len(units)
+                                units.append(LayerUnit(pid, ui, spec.name, params, prob, arch_name,
+                                                       seed, wu, (alias,) if ui == 0 else ()))
+    step = campaign.run.units_per_task
+    for s in range(0, len(units), step):
+        batch = tuple(units[s:s + step])
+        tid = hashlib.sha256(_json([(u.problem_id, u.unit_index, u.aliases) for u in batch]).encode()).hexdigest()[:24]
+        yield LayerTask(tid, batch)
+
+
+_ROW_KEYS = ("problem_id", "unit_index", "mapper", "params", "arch", "layer_shape", "objective",
+             "seed", "unit_kind", "unit_seed", "shard", "shards", "engine", "value", "energy_pj",
+             "latency_cycles", "edp", "evaluations", "wall_s", "loops", "error")
+
+
+def execute_layers(task: LayerTask) -> dict[str, pa.Table]:
+    """Run every unit of ``task`` in-process. A failing unit becomes a row with status "error"."""
+    rows: dict[str, list] = {k: [] for k in ("task_id", "status", *_ROW_KEYS)}
+    aliases: dict[str, list] = {k: [] for k in ("task_id", "problem_id", "network", "layer_index",
+                                                "layer", "repeat", "arch", "mapper", "objective", "seed")}
+    for u in task.units:
+        t0 = time.perf_counter()
+        try:
+            r = get_mapper(u.mapper).run(u.problem, u.unit, u.params)
+            status, err = "ok", ""
+        except Exception as e:  # noqa: BLE001 - a failing unit is a row, the campaign goes on
+            r, status = None, "error"
+            err = f"{type(e).__name__}: {e}\n{traceback.format_exc()[-2000:]}"
+        layer = u.problem.layer
+        vals = {
+            "problem_id": u.problem_id, "unit_index": u.unit_index, "mapper": u.mapper,
+            "params": _json(u.params), "arch": u.arch_name,
+            "layer_shape": _json({k: v for k, v in layer.__dict__.items() if k != "name"}),
+            "objective": u.problem.objective, "seed": u.seed, "unit_kind": u.unit.kind,
+            "unit_seed": u.unit.seed, "shard": u.unit.shard, "shards": u.unit.shards,
+            "engine": r.engine if r else None, "value": r.value if r else None,
+            "energy_pj": r.energy_pj if r else None, "latency_cycles": r.latency_cycles if r else None,
+            "edp": r.edp if r else None, "evaluations": r.evaluations if r else None,
+            "wall_s": r.wall_s if r else time.perf_counter() - t0,
+            "loops": _json(r.loops) if r and r.loops is not None else None, "error": err,
+        }
+        rows["task_id"].append(task.task_id)
+        rows["status"].append(status)
+        for k in _ROW_KEYS:
+            rows[k].append(vals[k])
+        for net, li, lname, rep in u.aliases:
+            for k, v in (("task_id", task.task_id), ("problem_id", u.problem_id), ("network", net),
+                         ("layer_index", li), ("layer", lname), ("repeat", rep), ("arch", u.arch_name),
+                         ("mapper", u.mapper), ("objective", u.problem.objective), ("seed", u.seed)):
+                aliases[k].append(v)
+    out = {"rows": pa.table(rows)}
+    if aliases["task_id"]:
+        out["problems"] = pa.table(aliases)
+    return out

@@ -1,0 +1,161 @@
+"""One layer at a time: `sweep map` (search a mapping) and `sweep eval` (cost of a given mapping).
+
+Both run in-process (no Ray): a single layer is seconds of work at most.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from costmodel.workload import LOOP_DIMS, Layer
+from sweep.errors import CampaignError, Problem
+
+__all__ = ["resolve_layer", "parse_dims", "parse_param", "map_layer", "eval_mapping", "load_arch"]
+
+
+def _bad(source: str, key: str, value: Any, msg: str) -> CampaignError:
+    return CampaignError(source, [Problem(key, value, msg)])
+
+
+def parse_dims(text: str) -> Layer:
+    """``"K=64,C=64,OY=56,OX=56,FY=3,FX=3"`` -> a `Layer` (unlisted dims 1; SY, SX, DY, DX, G, B
+    accepted too). Raises `CampaignError` naming the bad item."""
+    allowed = set(LOOP_DIMS) | {"SY", "SX", "DY", "DX"}
+    vals: dict[str, int] = {}
+    for item in text.split(","):
+        item = item.strip()
+        if not item:
+            continue
+        k, sep, v = item.partition("=")
+        k = k.strip()
+        if not sep or k not in allowed:
+            raise _bad("--dims", "--dims", item, f"expected DIM=VALUE with DIM in {sorted(allowed)}")
+        try:
+            n = int(v)
+        except ValueError:
+            raise _bad("--dims", f"--dims {k}", v, "expected a positive integer") from None
+        if n < 1:
+            raise _bad("--dims", f"--dims {k}", n, "expected a positive integer")
+        vals[k] = n
+    if "K" not in vals or "C" not in vals:
+        vals.setdefault("K", 1)
+        vals.setdefault("C", 1)
+    return Layer(name="dims", **vals)
+
+
+def resolve_layer(network: str | None, layer: str | None, dims: str | None) -> Layer:
+    """The layer named by ``--network/--layer`` (name or 0-based index of the unique layers) or
+    by ``--dims``. Raises `CampaignError`."""
+    if dims:
+        if network or layer:
+            raise _bad("options", "--dims", dims, "give either --dims or --network/--layer, not both")
+        return parse_dims(dims)
+    if not network or layer is None:
+        raise _bad("options", "--network/--layer", None, "give --network N --layer L, or --dims")
+    from costmodel.zoo import list_networks, load_network
+    if network not in list_networks():
+        raise _bad("--network", "--network", network, f"unknown network; known: {list_networks()}")
+    net = load_network(network)
+    layers = [l for l, _ in net]
+    for l in layers:
+        if l.name == layer:
+            return l
+    if layer.isdigit() and int(layer) < len(layers):
+        return layers[int(layer)]
+    raise _bad("--layer", "--layer", layer,
+               f"no such layer in {network}; layers: {[l.name for l in layers][:60]} (or an index 0..{len(layers) - 1})")
+
+
+def load_arch(name: str):
+    """An accelerator preset by name or a TOML file path. Raises `CampaignError`."""
+    from costmodel.arch import list_accelerators, load_accelerator
+    if name in list_accelerators() or Path(name).is_file():
+        try:
+            return load_accelerator(name)
+        except (OSError, ValueError) as e:
+            raise _bad(name, "--arch", name, str(e)) from None
+    raise _bad("--arch", "--arch", name, f"unknown accelerator; known: {list_accelerators()} or a TOML file")
+
+
+def parse_param(text: str) -> tuple[str, Any]:
+    """``KEY=VALUE`` with VALUE read as a TOML value (1, 0.5, true, "auto") or else a string."""
+    k, sep, v = text.partition("=")
+    if not sep or not k.strip():
+        raise _bad("--param", "--param", text, "expected KEY=VALUE")
+    try:
+        value = tomllib.loads(f"v = {v}")["v"]
+    except tomllib.TOMLDecodeError:
+        value = v
+    return k.strip(), value
+
+
+def map_layer(layer: Layer, arch, mapper_name: str, objective: str = "energy", seed: int = 0,
+              params: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Search a mapping of ``layer`` on ``arch`` with a loop-nest mapper; every work unit runs
+    in-process and the results are reduced. Returns a JSON-able dict (energy_pj, latency_cycles,
+    edp, evaluations, wall_s, mapper, engine, mapping, loop_nest).
+
+    Raises:
+        CampaignError: unknown mapper, a mapper of another kind, bad parameters or objective.
+    """
+    from mappers import MAPPER_NAMES, get_mapper, mapper_kind
+    from mappers.base import LayerProblem, check_params
+    from sweep.campaign import LOOPNEST_OBJECTIVES
+
+    if mapper_name not in MAPPER_NAMES or mapper_kind(mapper_name) != "loopnest":
+        known = [m for m in MAPPER_NAMES if mapper_kind(m) == "loopnest"]
+        raise _bad("--mapper", "--mapper", mapper_name, f"unknown loop-nest mapper; known: {known}")
+    if objective not in LOOPNEST_OBJECTIVES:
+        raise _bad("--objective", "--objective", objective, f"expected one of {list(LOOPNEST_OBJECTIVES)}")
+    mapper = get_mapper(mapper_name)
+    given = dict(params or {})
+    if any(p.name == "seed" for p in mapper.params):
+        given.setdefault("seed", seed)
+    resolved, probs = check_params(mapper.params, given)
+    if probs:
+        raise CampaignError("--param", [Problem(f"--param {k}", v, m) for k, v, m in probs])
+    prob = LayerProblem(layer, arch, None, objective)
+    t0 = time.perf_counter()
+    results = [mapper.run(prob, u, resolved) for u in mapper.units(prob, resolved)]
+    best = mapper.reduce(results)
+    wall = time.perf_counter() - t0
+    out = {"mapper": mapper_name, "engine": best.engine, "objective": objective,
+           "value": best.value, "energy_pj": best.energy_pj, "latency_cycles": best.latency_cycles,
+           "edp": best.edp, "evaluations": best.evaluations, "wall_s": wall,
+           "units": len(results), "params": resolved, "layer": layer.name}
+    if best.loops is not None:
+        from costmodel.allocation import allocate
+        from costmodel.mapping import format_loop_nest
+        m = allocate(layer, arch, None, tuple(best.loops))
+        out["mapping"] = m.to_dict()
+        out["loop_nest"] = format_loop_nest(m, layer, arch)
+    return out
+
+
+def eval_mapping(layer: Layer, arch, mapping_file: str | Path) -> dict[str, Any]:
+    """Cost report of the mapping in ``mapping_file`` (JSON or TOML, `costmodel.mapping` format).
+
+    Raises:
+        CampaignError: unreadable file or an invalid mapping (the reason is named).
+    """
+    from costmodel.loopnest import evaluate
+    from costmodel.mapping import Mapping, format_loop_nest
+
+    p = Path(mapping_file)
+    try:
+        text = p.read_text()
+    except OSError as e:
+        raise _bad(str(p), "--mapping", str(p), f"cannot read: {e.strerror}") from None
+    try:
+        data = tomllib.loads(text) if p.suffix == ".toml" else json.loads(text)
+        mapping = Mapping.from_dict(data)
+    except (ValueError, KeyError, TypeError, tomllib.TOMLDecodeError) as e:
+        raise _bad(str(p), "--mapping", str(p), f"not a valid mapping: {e}") from None
+    rep = evaluate(layer, arch, mapping)
+    out = rep.to_dict()
+    out["loop_nest"] = format_loop_nest(mapping, layer, arch)
+    return out
