@@ -108,7 +108,7 @@ def expand_layers(campaign) -> Iterator[LayerTask]:
 
 _ROW_KEYS = ("problem_id", "unit_index", "mapper", "params", "arch", "layer_shape", "objective",
              "seed", "unit_kind", "unit_seed", "shard", "shards", "engine", "value", "energy_pj",
-             "latency_cycles", "edp", "evaluations", "wall_s", "loops", "error")
+             "latency_cycles", "edp", "evaluations", "wall_s", "loops", "error", "history")
 
 
 def execute_layers(task: LayerTask) -> dict[str, pa.Table]:
@@ -136,6 +136,7 @@ def execute_layers(task: LayerTask) -> dict[str, pa.Table]:
             "edp": r.edp if r else None, "evaluations": r.evaluations if r else None,
             "wall_s": r.wall_s if r else time.perf_counter() - t0,
             "loops": _json(r.loops) if r and r.loops is not None else None, "error": err,
+            "history": ([float(x) for x in r.history] if r is not None and r.history is not None else None),
         }
         rows["task_id"].append(task.task_id)
         rows["status"].append(status)

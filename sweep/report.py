@@ -63,7 +63,7 @@ def build_report(directory: str | Path, plots_dir: str | Path | None = None) -> 
     """
     directory = Path(directory)
     manifest, rows, layers = _load(directory)
-    if plots_dir is not None:
+    if plots_dir is not None and "pm_value" in rows:
         rep_plots = write_plots(rows, plots_dir)
     status = rows["status"].value_counts().to_dict()
     rep: dict[str, Any] = {
@@ -75,6 +75,14 @@ def build_report(directory: str | Path, plots_dir: str | Path | None = None) -> 
     errors = rows[rows["status"] != "ok"]
     if not errors.empty:
         rep["errors"] = errors[["task_id", "error"]].drop_duplicates().head(20).to_dict("records")
+    if "problem_id" in rows:  # a loop-nest campaign
+        from sweep.report_layers import layer_report, write_layer_plots
+        problems = Store(directory).read("problems")
+        rep.update(layer_report(rows, problems, (manifest.get("report") or {}).get("baseline", "random")))
+        if plots_dir is not None:
+            rep["plots"] = write_layer_plots(rep, rows.merge(problems[["problem_id", "network", "layer_index"]],
+                                                             on="problem_id", how="left"), plots_dir)
+        return rep
     ok = rows[rows["status"] == "ok"]
     if ok.empty or "pm_value" not in ok:
         return rep
@@ -187,7 +195,12 @@ def print_report(rep: dict[str, Any], console) -> None:
                   f"{rep['tasks_stored']}/{rep['tasks_expected']} tasks stored, rows {rep['rows']}")
     for e in rep.get("errors", []):
         console.print(f"[red]task {e['task_id']}: {e['error']}[/]")
+    if "layers" in rep:
+        from sweep.report_layers import print_layer_report
+        print_layer_report(rep, console)
     if "optimal" not in rep:
+        for p in rep.get("plots", []):
+            console.print(f"plot: {p}")
         return
     t = Table(title="Optimal hardware allocation per network and PM (DeepOpt Table 4)")
     for c in ("network", "PM", "J", "K", "SRAM KiB f/i/p", "area mm2", "E (uJ)", "D (Mcycles)",

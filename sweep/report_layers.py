@@ -1,0 +1,190 @@
+"""`sweep report` for loop-nest campaigns (SALSA-style comparisons).
+
+From the unit rows and the problems table of a result directory:
+
+* ``layers``: per (network, layer, arch, objective) the best value, energy (pJ), latency (cycles),
+  evaluations and search time of every mapper configuration (mean over seeds);
+* ``networks``: per network and mapper the average energy reduction and search speed-up relative
+  to a baseline mapper (default ``random``), like SALSA's Fig. 5 (right);
+* plots: per-layer energy and search time of one network (Fig. 5, left), the per-network bars,
+  and the distribution of the objective over the states visited for one layer (Fig. 4).
+
+A problem's result is the best of its unit rows (ties to the lowest unit); its search time is
+the sum of the units' wall times (CPU seconds) and its evaluations the sum over units.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["layer_report", "print_layer_report", "write_layer_plots", "mapper_label"]
+
+
+def mapper_label(mapper: str, params_json: str) -> str:
+    """A short name for a mapper configuration, e.g. ``loma(lpf_limit=7)``; seeds left out."""
+    params = {k: v for k, v in json.loads(params_json).items() if k != "seed"}
+    shown = {k: v for k, v in params.items() if k in ("lpf_limit", "engine", "iterations", "chains",
+                                                     "patience", "max_orderings")}
+    return mapper + ("(" + ", ".join(f"{k}={v}" for k, v in sorted(shown.items())) + ")" if shown else "")
+
+
+def _problems(rows: pd.DataFrame, problems: pd.DataFrame) -> pd.DataFrame:
+    ok = rows[rows["status"] == "ok"].copy()
+    ok["value"] = ok["value"].astype(float)
+    ok = ok.sort_values(["problem_id", "value", "unit_index"], kind="stable")
+    best = ok.groupby("problem_id", sort=False).head(1).set_index("problem_id")
+    agg = ok.groupby("problem_id").agg(evaluations=("evaluations", "sum"), search_s=("wall_s", "sum"),
+                                       units=("unit_index", "count"))
+    best = best.drop(columns=["evaluations"]).join(agg)
+    best["label"] = [mapper_label(m, p) for m, p in zip(best["mapper"], best["params"])]
+    cols = ["label", "value", "energy_pj", "latency_cycles", "edp", "evaluations", "search_s",
+            "engine", "units", "loops"]
+    return problems.drop(columns=["task_id", "mapper", "arch", "objective", "seed"], errors="ignore") \
+        .join(best[cols + ["arch", "objective", "seed", "mapper"]], on="problem_id", how="inner")
+
+
+def layer_report(rows: pd.DataFrame, problems: pd.DataFrame, baseline: str = "random") -> dict[str, Any]:
+    """Per-layer and per-network tables as JSON-able data (see the module docstring)."""
+    df = _problems(rows, problems)
+    if df.empty:
+        return {"layers": [], "networks": []}
+    keys = ["network", "layer_index", "layer", "arch", "objective", "label"]
+    per = df.groupby(keys, sort=False, observed=True).agg(
+        value=("value", "mean"), energy_pj=("energy_pj", "mean"), latency_cycles=("latency_cycles", "mean"),
+        evaluations=("evaluations", "mean"), search_s=("search_s", "mean"), seeds=("value", "count"),
+        repeat=("repeat", "first")).reset_index()
+    labels = list(dict.fromkeys(per["label"]))
+    base = next((l for l in labels if l.split("(")[0] == baseline), None)
+    layers = per.to_dict("records")
+    nets = []
+    if base is not None:
+        piv_e = per.pivot_table(index=["network", "layer_index", "arch", "objective"], columns="label",
+                                values="value", aggfunc="first", observed=True)
+        piv_t = per.pivot_table(index=["network", "layer_index", "arch", "objective"], columns="label",
+                                values="search_s", aggfunc="first", observed=True)
+        for (net, arch, obj), idx in piv_e.groupby(level=["network", "arch", "objective"]).groups.items():
+            for lab in labels:
+                if lab not in piv_e:
+                    continue
+                e = piv_e.loc[idx, lab]
+                b = piv_e.loc[idx, base]
+                t = piv_t.loc[idx, lab]
+                tb = piv_t.loc[idx, base]
+                m = e.notna() & b.notna()
+                if not m.any():
+                    continue
+                nets.append({"network": net, "arch": arch, "objective": obj, "mapper": lab,
+                             "baseline": base, "layers": int(m.sum()),
+                             "mean_reduction_vs_baseline": float(np.mean(1.0 - e[m] / b[m])),
+                             "speedup_vs_baseline": float(tb[m].sum() / max(t[m].sum(), 1e-12)),
+                             "search_s": float(t[m].sum())})
+    return {"baseline": base, "mappers": labels, "layers": layers, "networks": nets}
+
+
+def print_layer_report(rep: dict[str, Any], console) -> None:
+    """Rich tables of `layer_report`."""
+    from rich.table import Table
+
+    labels = rep.get("mappers", [])
+    if not rep.get("layers"):
+        return
+    layers = pd.DataFrame(rep["layers"])
+    for (net, arch, obj), g in layers.groupby(["network", "arch", "objective"], sort=False):
+        t = Table(title=f"{net} on {arch}: best {obj} per layer and search time (s)")
+        t.add_column("layer")
+        for lab in labels:
+            t.add_column(lab, justify="right")
+        for (li, lname), gl in g.groupby(["layer_index", "layer"], sort=True):
+            cells = []
+            for lab in labels:
+                r = gl[gl["label"] == lab]
+                cells.append("-" if r.empty else f"{r['value'].iloc[0]:.4g} / {r['search_s'].iloc[0]:.2f}s")
+            t.add_row(str(lname), *cells)
+        console.print(t)
+    if rep.get("networks"):
+        t = Table(title=f"Per network: mean {layers['objective'].iloc[0]} reduction and search speed-up vs {rep['baseline']} (SALSA Fig. 5)")
+        for c in ("network", "arch", "mapper", "layers", "mean reduction", "speed-up", "search s"):
+            t.add_column(c, justify="right" if c not in ("network", "arch", "mapper") else "left")
+        for r in rep["networks"]:
+            t.add_row(r["network"], r["arch"], r["mapper"], str(r["layers"]),
+                      f"{100 * r['mean_reduction_vs_baseline']:.1f}%", f"{r['speedup_vs_baseline']:.2f}x",
+                      f"{r['search_s']:.2f}")
+        console.print(t)
+
+
+def write_layer_plots(rep: dict[str, Any], rows: pd.DataFrame, plots_dir: str | Path,
+                      network: str | None = None) -> list[str]:
+    """Fig. 5-like per-layer energy/time of ``network`` (default: the first), per-network bars,
+    and, when histories were recorded, the distribution of visited states of one layer (Fig. 4)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    plots_dir = Path(plots_dir)
+    plots_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    if not rep.get("layers"):
+        return written
+    layers = pd.DataFrame(rep["layers"])
+    network = network or layers["network"].iloc[0]
+    g = layers[layers["network"] == network]
+    fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(11, 6), sharex=True)
+    idx = sorted(g["layer_index"].unique())
+    for lab in rep["mappers"]:
+        r = g[g["label"] == lab].set_index("layer_index").reindex(idx)
+        ax1.plot(range(len(idx)), r["value"], marker="o", ms=3, label=lab)
+        ax2.plot(range(len(idx)), r["search_s"], marker="o", ms=3, label=lab)
+    ax1.set_ylabel(f"best {g['objective'].iloc[0]}")
+    ax1.set_yscale("log")
+    ax2.set_ylabel("search time (s)")
+    ax2.set_yscale("log")
+    ax2.set_xlabel(f"unique layer of {network}")
+    ax1.legend(fontsize=7)
+    fig.suptitle(f"{network}: per-layer result and search time (SALSA Fig. 5, left)")
+    fig.tight_layout()
+    path = plots_dir / f"layers_{network}.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    written.append(str(path))
+    if rep.get("networks"):
+        nets = pd.DataFrame(rep["networks"])
+        fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 3.8))
+        piv_r = nets.pivot_table(index="network", columns="mapper", values="mean_reduction_vs_baseline")
+        piv_s = nets.pivot_table(index="network", columns="mapper", values="speedup_vs_baseline")
+        (100 * piv_r).plot.bar(ax=ax1, rot=20)
+        piv_s.plot.bar(ax=ax2, rot=20, logy=True)
+        ax1.set_ylabel(f"mean reduction vs {rep['baseline']} (%)")
+        ax2.set_ylabel(f"speed-up vs {rep['baseline']}")
+        fig.suptitle("Per network (SALSA Fig. 5, right)")
+        fig.tight_layout()
+        path = plots_dir / "networks.png"
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        written.append(str(path))
+    if "history" in rows and rows["history"].notna().any():
+        h = rows[rows["history"].notna() & (rows["network"] == network)]
+        if not h.empty:
+            # the layer with the most visited states of the chosen network, all its mappers
+            li = h.groupby("layer_index")["history"].apply(lambda v: sum(len(x) for x in v)).idxmax()
+            hl = h[h["layer_index"] == li]
+            fig, ax = plt.subplots(figsize=(7, 4))
+            for (m, p), gh in hl.groupby(["mapper", "params"]):
+                vals = np.concatenate([np.asarray(v, dtype=float) for v in gh["history"]])
+                vals = vals[np.isfinite(vals)]
+                if len(vals):
+                    ax.hist(vals, bins=60, alpha=0.5, label=mapper_label(m, p))
+            ax.set_xlabel("objective of visited mappings")
+            ax.set_ylabel("count")
+            ax.legend(fontsize=7)
+            fig.suptitle(f"{network} layer {li}: distribution of visited mappings (SALSA Fig. 4)")
+            fig.tight_layout()
+            path = plots_dir / "visited_distribution.png"
+            fig.savefig(path, dpi=110)
+            plt.close(fig)
+            written.append(str(path))
+    return written
