@@ -9,7 +9,10 @@ from importlib import import_module
 
 __all__ = ["MAPPER_NAMES", "get_mapper", "mapper_kind"]
 
-_REGISTRY = {"deepopt": ("mappers.deepopt", "DEEPOPT")}
+_REGISTRY = {"deepopt": ("mappers.deepopt", "DEEPOPT"),
+             "loma": ("mappers.loma", "LOMA"),
+             "salsa": ("mappers.salsa", "SALSA"),
+             "random": ("mappers.random_search", "RANDOM")}
 
 #: What each mapper maps: "systolic" (DeepOpt hardware points) or "loopnest" (one layer on an
 #: `costmodel.arch.Accelerator`). Unlisted mappers are loop-nest mappers.

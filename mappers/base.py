@@ -26,7 +26,8 @@ class Param:
     """A declared mapper parameter: name, type, default, help and its allowed values.
 
     ``type`` is one of ``int``, ``float``, ``str``, ``bool``, ``list[str]``. ``choices`` (for str
-    and list[str]) and ``low``/``high`` (inclusive, for numbers) constrain the value.
+    and list[str]) and ``low``/``high`` (inclusive, for numbers) constrain the value. A parameter
+    whose default is None is optional: None is accepted for it (meaning absent).
     """
 
     name: str
@@ -40,6 +41,8 @@ class Param:
     def check(self, value: Any) -> str | None:
         """Return None if ``value`` is allowed, else a message saying what was expected."""
         t = self.type
+        if value is None and self.default is None:
+            return None  # an optional parameter given as None = absent
         if t == "bool":
             ok = isinstance(value, bool)
         elif t == "int":

@@ -1,0 +1,418 @@
+"""SALSA: simulated annealing over LPF loop orderings, with the dual (SA / exhaustive) engine.
+
+Source: V. J. B. Jung, A. Symons, L. Mei, M. Verhelst, L. Benini, "SALSA: Simulated Annealing
+based Loop-Ordering Scheduler for DNN Accelerators", AICAS 2023, section IV.
+
+The annealer (one chain)
+------------------------
+* State: an ordering of the temporal LPFs (type ids, innermost first; `mappers.lpf`). The
+  initial state is a uniformly random ordering drawn from the chain's ``rng``; if it is invalid
+  (does not fit the memories) further random orderings are drawn, up to 1,000, and the first valid
+  one is taken.
+* Neighbourhood, eq. (2): swap(o, i, j). Swapping two LPFs of the same type gives back the same
+  ordering, so the proposal is a uniformly random pair {i, j} of positions holding *different*
+  types (rejection sampling over all pairs).
+* Acceptance, eq. (3): P = exp((V - V') / T_i), on the normalised cost V = cost / cost(initial
+  state) (``normalise="initial"``, the default), T_i = T0 * rho^i, i = 0 .. I-1 (geometric
+  cooling, section IV-C). The best state seen is kept and returned.
+* Defaults from section V-A: I = 1000, rho = 0.999, T0 = 0.05.
+
+Why normalise, and by what: eq. (3) on raw costs (energies of order 1e9 pJ) with T0 = 0.05 would
+reject every worse move, i.e. plain greedy descent; T0 = 0.05 is only meaningful for a
+dimensionless V of order one. Dividing by one constant per chain (the initial cost) keeps eq. (3)
+the Metropolis rule on one fixed landscape, the same for energy, latency or EDP and for any layer
+size: at the start a move 5 % (of the initial cost) worse is accepted with probability 1/e, at the
+end (T = 0.05 * 0.999^1000 = 0.018) one 1.8 % worse. Alternatives, selectable with ``normalise``:
+``"best"`` divides by the best cost found so far (the landscape sharpens as the search improves);
+``"zigzag"`` is ZigZag's rule P = exp((V / V' - 1) / T) (``zigzag/opt/salsa/engine.py``,
+KULeuven-MICAS/zigzag), i.e. the difference divided by the proposed cost V'. (ZigZag's code also
+cools with 0.995^i instead of the paper's rho = 0.999; here rho is a parameter.)
+
+Dual engine (section IV-A, eq. 1)
+---------------------------------
+The paper compares the exhaustive time T(n, k) = tau * n! / prod k_i! with the SA time and takes
+the faster path. A decision on measured time would make rows depend on machine speed, so
+``engine="auto"`` decides on the count: exhaustive when n! / prod k_i! <= chains * iterations *
+`AUTO_EXHAUSTIVE_FACTOR`, where the factor is the measured ratio of the time of one SA step (a
+single-ordering evaluator call plus the move) to the time per ordering of batched exhaustive
+evaluation. The measured tau (seconds per ordering in a batch of 256) and both time estimates are
+reported in ``extra`` as information only.
+
+Work units
+----------
+SA: one unit per chain, each with its own seed from ``numpy.random.SeedSequence(seed).spawn(chains)``
+(so chain k is the same whatever else runs); with ``lockstep`` one unit runs all chains together,
+one batched evaluator call per iteration, and gives exactly the same chains. Exhaustive: ``chains``
+shards of LOMA's enumeration (`mappers.loma`). `reduce` keeps the best (first of equal values).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, replace
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+
+from mappers.base import LayerProblem, Param, SearchResult, WorkUnit, best_of
+from mappers.loma import exhaustive_range, make_result, problem_evaluator, resolve_params
+from mappers.lpf import expand, iter_permutations, multiset_count, shard_range
+
+__all__ = ["AUTO_EXHAUSTIVE_FACTOR", "ChainResult", "anneal", "random_orderings", "chain_seeds",
+           "SalsaMapper", "SALSA"]
+
+#: ``engine="auto"`` takes the exhaustive path when the number of orderings is at most
+#: chains * iterations * this factor: the time of one SA iteration (single-ordering evaluator
+#: call + move + acceptance) over the time per ordering of batched exhaustive evaluation, measured
+#: with scripts/bench_mappers.py (see its output; rounded down).
+AUTO_EXHAUSTIVE_FACTOR = 10
+
+#: Random orderings tried at most for a valid initial state.
+INIT_TRIES = 1000
+
+_NORMALISE = ("initial", "best", "zigzag")
+
+
+def random_orderings(rng: np.random.Generator, counts, size: int) -> np.ndarray:
+    """``size`` uniformly random orderings of the multiset ``counts``, int64 of shape (size, n).
+
+    Each row uses n doubles of ``rng`` (sorted keys), so a stream drawn in pieces equals one drawn
+    at once.
+    """
+    base = expand(counts)
+    keys = rng.random((size, len(base)))
+    return base[np.argsort(keys, axis=1, kind="stable")]
+
+
+def chain_seeds(seed: int, chains: int) -> list[int]:
+    """Seeds of ``chains`` independent chains: ``SeedSequence(seed).spawn(chains)``, each child
+    reduced to a 63-bit int (so that it fits a signed 64-bit column)."""
+    out = []
+    for child in np.random.SeedSequence(int(seed)).spawn(int(chains)):
+        a, b = child.generate_state(2, dtype=np.uint32)
+        out.append(((int(a) << 32) | int(b)) & ((1 << 63) - 1))
+    return out
+
+
+@dataclass
+class ChainResult:
+    """One annealing chain.
+
+    ``value`` best objective (+inf: no valid state found); ``ordering`` its type ids (n,) or None;
+    ``v0`` the initial state's objective; ``evaluations`` evaluator rows (initial tries + one per
+    iteration); ``accepted`` accepted moves; ``history`` (iterations + 1,) objective of the
+    initial state then of every *proposed* state (accepted or not), in evaluation order.
+    """
+
+    value: float
+    ordering: np.ndarray | None
+    v0: float
+    evaluations: int
+    accepted: int
+    history: np.ndarray
+
+
+def _initial(ev, objective: str, rng: np.random.Generator):
+    """A random valid ordering: first of up to INIT_TRIES random draws (1, then batches of 111)."""
+    tried = 0
+    size = 1
+    while tried < INIT_TRIES:
+        cand = random_orderings(rng, ev.counts, size)
+        vals = ev.objective(cand, objective)
+        tried += size
+        ok = np.flatnonzero(np.isfinite(vals))
+        if len(ok):
+            return cand[ok[0]], float(vals[ok[0]]), tried
+        size = min(111, INIT_TRIES - tried)
+    return cand[0], float("inf"), tried
+
+
+def anneal(ev, objective: str, rngs: Sequence[np.random.Generator], iterations: int = 1000, t0: float = 0.05,
+           rho: float = 0.999, normalise: str = "initial") -> list[ChainResult]:
+    """Run ``len(rngs)`` annealing chains; several run in lockstep (one evaluator call per iteration).
+
+    Chain k uses only ``rngs[k]``, in a fixed order (initial state, acceptance uniforms, pair
+    indices), and the same floating-point operations either way, so a chain gives exactly the same
+    result alone (scalar fast path) or in lockstep with others.
+
+    Acceptance (eq. 3) is tested as log(u) < (V - V') / T with u uniform in [0, 1), i.e.
+    u < exp((V - V') / T); V normalised as ``normalise`` says (see the module docstring).
+    Invalid proposals (+inf) are always rejected.
+
+    Args:
+        ev: ordering evaluator (``counts``, ``objective(orderings, objective)``).
+        objective: "energy" | "latency" | "edp".
+        rngs: one Generator per chain.
+        iterations: I, proposals per chain.
+        t0, rho: initial temperature and geometric cooling factor, T_i = t0 * rho^i, i = 0 .. I-1.
+        normalise: "initial" | "best" | "zigzag".
+
+    Returns:
+        One `ChainResult` per chain.
+
+    Raises:
+        ValueError: unknown ``normalise``.
+    """
+    if normalise not in _NORMALISE:
+        raise ValueError(f"normalise must be one of {_NORMALISE}, got {normalise!r}")
+    counts = np.asarray(ev.counts)
+    n = int(counts.sum())
+    init = [_initial(ev, objective, r) for r in rngs]
+    if (counts > 0).sum() < 2 or iterations == 0:
+        return [ChainResult(x, o if np.isfinite(x) else None, x, k, 0, np.array([x])) for o, x, k in init]
+    temps = (t0 * rho ** np.arange(iterations)).tolist()
+    iu, ju = np.triu_indices(n, 1)
+    pairs = list(zip(iu.tolist(), ju.tolist()))
+    draws = []
+    for (o, x, k), r in zip(init, rngs):
+        if not np.isfinite(x):
+            draws.append(None)
+            continue
+        with np.errstate(divide="ignore"):
+            log_u = np.log(r.random(iterations)).tolist()
+        draws.append((log_u, _PairStream(r, len(pairs), 2 * iterations + 16)))
+    if len(rngs) == 1:
+        (o, x, k), = init
+        if draws[0] is None:
+            return [ChainResult(x, None, x, k, 0, np.array([x]))]
+        return [_anneal_one(ev, objective, o, x, k, draws[0], pairs, temps, normalise)]
+    return _anneal_lockstep(ev, objective, init, draws, pairs, temps, normalise)
+
+
+class _PairStream:
+    """Pair indices of one chain, drawn in chunks of a fixed size from its Generator."""
+
+    def __init__(self, rng: np.random.Generator, npairs: int, chunk: int) -> None:
+        self.rng, self.npairs, self.chunk = rng, npairs, chunk
+        self.buf: list[int] = rng.integers(0, npairs, size=chunk).tolist()
+        self.pos = 0
+
+    def next_swap(self, pairs, o) -> tuple[int, int]:
+        """A uniformly random pair (i, j) with o[i] != o[j] (rejection sampling)."""
+        buf, pos = self.buf, self.pos
+        while True:
+            if pos == len(buf):
+                buf.extend(self.rng.integers(0, self.npairs, size=self.chunk).tolist())
+            i, j = pairs[buf[pos]]
+            pos += 1
+            if o[i] != o[j]:
+                self.pos = pos
+                return i, j
+
+
+def _log_accept_arg(v: float, vn: float, ref: float, t: float, normalise: str) -> float:
+    if normalise == "zigzag":
+        return (v / vn - 1.0) / t
+    return (v - vn) / (ref * t)
+
+
+def _anneal_one(ev, objective, o, x, k, draws, pairs, temps, normalise) -> ChainResult:
+    """One chain, scalar bookkeeping around single-row evaluator calls."""
+    log_u, stream = draws
+    cur = o.tolist()
+    cand = np.array([cur], dtype=np.int64)
+    row = cand[0]
+    v = v0 = x
+    best_v, best_o = x, cand[0].copy()
+    ref = v0
+    hist = [x]
+    accepted = 0
+    fobj = ev.objective
+    isinf = math.isinf
+    for it in range(len(temps)):
+        i, j = stream.next_swap(pairs, cur)
+        a, b = cur[i], cur[j]
+        row[i] = b
+        row[j] = a
+        vn = float(fobj(cand, objective)[0])
+        hist.append(vn)
+        if not isinf(vn) and log_u[it] < _log_accept_arg(v, vn, ref, temps[it], normalise):
+            cur[i], cur[j] = b, a
+            v = vn
+            accepted += 1
+            if vn < best_v:
+                best_v = vn
+                best_o = row.copy()
+                if normalise == "best":
+                    ref = best_v
+        else:
+            row[i] = a
+            row[j] = b
+    return ChainResult(best_v, best_o, v0, k + len(temps), accepted, np.array(hist))
+
+
+def _anneal_lockstep(ev, objective, init, draws, pairs, temps, normalise) -> list[ChainResult]:
+    """Several chains, one batched evaluator call per iteration (dead chains, without a valid
+    initial state, are not evaluated)."""
+    live = [k for k, d in enumerate(draws) if d is not None]
+    c = len(init)
+    iters = len(temps)
+    cur = {k: init[k][0].tolist() for k in live}
+    cand = np.array([init[k][0] for k in live], dtype=np.int64).reshape(len(live), -1)
+    v = [init[k][1] for k in live]
+    ref = list(v)
+    best_v = list(v)
+    best_o = [cand[r].copy() for r in range(len(live))]
+    hist = np.empty((iters + 1, len(live)))
+    hist[0] = v
+    accepted = [0] * len(live)
+    swaps = [(0, 0)] * len(live)
+    isinf = math.isinf
+    for it in range(iters):
+        for r, k in enumerate(live):
+            i, j = draws[k][1].next_swap(pairs, cur[k])
+            swaps[r] = (i, j)
+            cand[r, i], cand[r, j] = cur[k][j], cur[k][i]
+        vals = ev.objective(cand, objective)
+        hist[it + 1] = vals
+        t = temps[it]
+        for r, k in enumerate(live):
+            vn = float(vals[r])
+            i, j = swaps[r]
+            o = cur[k]
+            if not isinf(vn) and draws[k][0][it] < _log_accept_arg(v[r], vn, ref[r], t, normalise):
+                o[i], o[j] = o[j], o[i]
+                v[r] = vn
+                accepted[r] += 1
+                if vn < best_v[r]:
+                    best_v[r] = vn
+                    best_o[r] = cand[r].copy()
+                    if normalise == "best":
+                        ref[r] = vn
+            else:
+                cand[r, i], cand[r, j] = o[i], o[j]
+    out = []
+    for k in range(c):
+        o, x, e = init[k]
+        if k in cur:
+            r = live.index(k)
+            out.append(ChainResult(best_v[r], best_o[r], x, e + iters, accepted[r], hist[:, r].copy()))
+        else:
+            out.append(ChainResult(x, None, x, e, 0, np.array([x])))
+    return out
+
+
+def _measure_tau(ev, objective: str, rows: int = 256) -> float:
+    """Seconds per ordering of one batched evaluator call on the first ``rows`` orderings."""
+    block = next(iter_permutations(ev.counts, 0, min(rows, multiset_count(ev.counts)), rows))
+    t = time.perf_counter()
+    ev.objective(block, objective)
+    return (time.perf_counter() - t) / len(block)
+
+
+class SalsaMapper:
+    """SALSA: SA over LPF orderings (eqs. 2-3), dual engine with LOMA's exhaustive search (eq. 1).
+
+    Lifecycle: `units` decides the engine (for "auto", on the count of orderings, see
+    `AUTO_EXHAUSTIVE_FACTOR`) and returns SA chains (seeded) or exhaustive shards; `run` runs one
+    unit; `reduce` keeps the best and stacks the chains' histories.
+
+    Args:
+        evaluator_factory: builds the ordering evaluator (signature of
+            ``costmodel.batch.OrderingEvaluator``); None = the real one.
+    """
+
+    name = "salsa"
+    version = "1"
+    params = (
+        Param("engine", "str", "auto", "auto: exhaustive when the space is small enough, else SA (eq. 1)",
+              choices=("auto", "sa", "exhaustive")),
+        Param("iterations", "int", 1000, "SA iterations I per chain", low=0, high=10**8),
+        Param("t0", "float", 0.05, "initial temperature T0 (on the normalised cost)", low=1e-12),
+        Param("rho", "float", 0.999, "geometric cooling factor, T_{i+1} = rho T_i", low=0.0, high=1.0),
+        Param("chains", "int", 1, "independent SA chains (parallel restarts), each its own work unit and seed",
+              low=1, high=10**6),
+        Param("lockstep", "bool", False, "run all chains in one unit, one batched evaluator call per iteration"),
+        Param("seed", "int", 0, "campaign seed; the chains' seeds are spawned from it (SeedSequence.spawn)",
+              low=0),
+        Param("normalise", "str", "initial",
+              "cost normalisation in exp((V - V')/T): by the initial cost, the best so far, or ZigZag's V/V' - 1",
+              choices=_NORMALISE),
+    )
+
+    def __init__(self, evaluator_factory: Callable | None = None) -> None:
+        self.evaluator_factory = evaluator_factory
+
+    def evaluator(self, problem: LayerProblem):
+        """The (cached) ordering evaluator of ``problem``."""
+        return problem_evaluator(problem, self.evaluator_factory)
+
+    def choose_engine(self, problem: LayerProblem, params: Mapping[str, Any]) -> str:
+        """"sa" or "exhaustive": ``params['engine']`` unless "auto", which compares the number of
+        orderings n!/prod k_i! with chains * iterations * `AUTO_EXHAUSTIVE_FACTOR`."""
+        engine = params.get("engine", "auto")
+        if engine != "auto":
+            return engine
+        space = multiset_count(self.evaluator(problem).counts)
+        budget = int(params.get("chains", 1)) * int(params.get("iterations", 1000)) * AUTO_EXHAUSTIVE_FACTOR
+        return "exhaustive" if space <= budget else "sa"
+
+    def units(self, problem: LayerProblem, params: Mapping[str, Any]) -> list[WorkUnit]:
+        """SA: one unit per chain (``budget={'chain': k}``) seeded by `chain_seeds` (params['seed'], chains),
+        or one unit with all chains if ``lockstep`` (``budget={'chains': [...], 'seeds': [...]}``);
+        exhaustive: ``chains`` shards."""
+        chains = int(params.get("chains", 1))
+        engine = self.choose_engine(problem, params)
+        if engine == "exhaustive":
+            return [WorkUnit(kind="exhaustive", shard=i, shards=chains) for i in range(chains)]
+        seeds = chain_seeds(int(params.get("seed", 0)), chains)
+        if params.get("lockstep", False):
+            return [WorkUnit(kind="sa", seed=seeds[0], budget={"chains": list(range(chains)), "seeds": seeds})]
+        return [WorkUnit(kind="sa", seed=s, budget={"chain": k}) for k, s in enumerate(seeds)]
+
+    def run(self, problem: LayerProblem, unit: WorkUnit, params: Mapping[str, Any]) -> SearchResult:
+        """Run one unit: SA chain(s) or an exhaustive shard.
+
+        ``extra``: ``space`` (orderings), ``n_loops``, and for SA ``chain``, ``v0``, ``accepted``,
+        ``history_kind`` ("proposed"), ``tau_s`` (measured s per batched ordering, information
+        only), ``t_exhaustive_est_s`` = tau * space (eq. 1) and ``t_sa_s`` (this run's time).
+        For a lockstep unit the result is the best chain; ``history`` has shape (chains, I + 1).
+        """
+        t_start = time.perf_counter()
+        ev = self.evaluator(problem)
+        space = multiset_count(ev.counts)
+        n_loops = int(np.sum(ev.counts))
+        if unit.kind == "exhaustive":
+            start, stop = shard_range(space, unit.shard, unit.shards)
+            v, o, r, n = exhaustive_range(ev, problem.objective, start, stop)
+            return make_result(ev, problem, self.name, "exhaustive", o, v, n, time.perf_counter() - t_start,
+                               extra={"rank": r, "space": space, "start": start, "stop": stop, "n_loops": n_loops})
+        if unit.kind != "sa":
+            raise ValueError(f"salsa cannot run a work unit of kind {unit.kind!r}")
+        seeds = unit.budget.get("seeds", [unit.seed])
+        ids = unit.budget.get("chains", [unit.budget.get("chain", 0)])
+        rngs = [np.random.default_rng(s) for s in seeds]
+        res = anneal(ev, problem.objective, rngs, int(params.get("iterations", 1000)), float(params.get("t0", 0.05)),
+                     float(params.get("rho", 0.999)), str(params.get("normalise", "initial")))
+        t_sa = time.perf_counter() - t_start
+        tau = _measure_tau(ev, problem.objective) if params.get("engine", "auto") == "auto" else None
+        best = min(range(len(res)), key=lambda k: res[k].value)
+        ch = res[best]
+        extra = {"chain": ids[best], "v0": ch.v0, "accepted": ch.accepted, "history_kind": "proposed",
+                 "space": space, "n_loops": n_loops, "t_sa_s": t_sa, "tau_s": tau,
+                 "t_exhaustive_est_s": None if tau is None else tau * space}
+        history = ch.history if len(res) == 1 else np.stack([r.history for r in res]) if \
+            len({len(r.history) for r in res}) == 1 else [r.history for r in res]
+        return make_result(ev, problem, self.name, "sa", ch.ordering, ch.value, sum(r.evaluations for r in res),
+                           time.perf_counter() - t_start, seed=seeds[best], history=history, extra=extra)
+
+    def reduce(self, results: Sequence[SearchResult]) -> SearchResult:
+        """Best unit (first of equal values, in unit order); SA histories stacked to (chains, I + 1)."""
+        out = best_of(results)
+        hs = [r.history for r in results if r.history is not None]
+        if len(results) > 1 and hs:
+            rows = [h for h in hs for h in (h if isinstance(h, list) else list(np.atleast_2d(h)))]
+            if len({len(h) for h in rows}) == 1:
+                out = replace(out, history=np.stack(rows))
+            else:
+                out = replace(out, history=rows)
+        return out
+
+    def search(self, problem: LayerProblem, params: Mapping[str, Any] | None = None) -> SearchResult:
+        """All units in-process, reduced (parameters checked, defaults filled)."""
+        p = resolve_params(self, params)
+        return self.reduce([self.run(problem, u, p) for u in self.units(problem, p)])
+
+
+SALSA = SalsaMapper()

@@ -1,0 +1,317 @@
+"""Conformance suite of the loop-ordering mappers (loma, salsa, random), first on a stub evaluator
+with an arbitrary deterministic cost (so the search logic is tested apart from the cost model),
+then on the real batch evaluator (`costmodel.batch`) on small layers of ``eyeriss_like``."""
+
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+from hypothesis import given, strategies as st
+
+from costmodel.workload import LOOP_DIMS, Layer
+from mappers import get_mapper
+from mappers.base import LayerProblem
+from mappers.loma import LomaMapper, exhaustive_range, problem_evaluator, resolve_params
+from mappers.lpf import lpf_types, multiset_count, prime_factors
+from mappers.random_search import RandomMapper, stop_index
+from mappers.salsa import AUTO_EXHAUSTIVE_FACTOR, SalsaMapper, anneal, chain_seeds
+
+
+@dataclass
+class StubCost:
+    energy_pj: np.ndarray
+    latency_cycles: np.ndarray
+    edp: np.ndarray
+    valid: np.ndarray
+
+
+class StubEvaluator:
+    """The `costmodel.batch.OrderingEvaluator` interface with an arbitrary cost: a weighted position
+    sum plus adjacent-pair terms (rugged enough for SA to have local optima); orderings whose two
+    innermost types form a 'bad' pair are invalid."""
+
+    def __init__(self, layer, arch, spatial=None, factors=None, even=False):
+        if factors is None:
+            factors = [(d, p) for d in LOOP_DIMS for p in prime_factors(getattr(layer, d))]
+        self.types, self.counts = lpf_types(factors)
+        self.n_loops = int(self.counts.sum())
+        m = len(self.types)
+        g = np.random.default_rng(1000 + m)
+        self.w = g.uniform(1.0, 3.0, m)
+        self.a = g.uniform(0.0, 6.0, (m, m))
+        self.bad = g.uniform(0.0, 1.0, (m, m)) < 0.15
+
+    def evaluate(self, orderings):
+        o = np.asarray(orderings)
+        pos = np.arange(1, o.shape[1] + 1)
+        energy = np.exp2(((self.w[o] * pos).sum(1) + 0.3 * self.a[o[:, :-1], o[:, 1:]].sum(1)) / o.shape[1])
+        latency = 50.0 + (self.a[o[:, 1:], o[:, :-1]] * pos[:-1]).sum(1)
+        valid = ~self.bad[o[:, 0], o[:, 1]] if o.shape[1] > 1 else np.ones(len(o), bool)
+        energy = np.where(valid, energy, np.inf)
+        latency = np.where(valid, latency, np.inf)
+        return StubCost(energy, latency, energy * latency, valid)
+
+    def objective(self, orderings, objective):
+        c = self.evaluate(orderings)
+        return {"energy": c.energy_pj, "latency": c.latency_cycles, "edp": c.edp}[objective]
+
+    def loops(self, ordering):
+        return tuple(self.types[int(t)] for t in ordering)
+
+
+TINY = Layer("tiny", K=4, C=6, OY=2, OX=3)               # 6 LPFs, 360 orderings
+SMALL = Layer("small", K=8, C=12, OY=4, OX=3, FX=3)      # 10 LPFs, 151,200 orderings
+MEDIUM = Layer("medium", K=8, C=6, OY=4, OX=3)           # 8 LPFs, 3,360 orderings
+
+MAPPERS = {"loma": LomaMapper, "salsa": SalsaMapper, "random": RandomMapper}
+
+
+def _problem(layer, objective="energy"):
+    return LayerProblem(layer=layer, arch=None, objective=objective)
+
+
+@pytest.fixture(params=sorted(MAPPERS))
+def mapper(request):
+    return MAPPERS[request.param](evaluator_factory=StubEvaluator)
+
+
+@pytest.fixture(scope="module")
+def stub_optima():
+    """Exhaustive optimum (value) of each stub problem."""
+    out = {}
+    for layer in (TINY, MEDIUM, SMALL):
+        for obj in ("energy", "latency", "edp"):
+            ev = problem_evaluator(_problem(layer, obj), StubEvaluator)
+            out[layer.name, obj] = exhaustive_range(ev, obj, 0, multiset_count(ev.counts))[0]
+    return out
+
+
+def _params(mapper, **kw):
+    base = {"salsa": {"engine": "sa"}, "random": {}, "loma": {}}[mapper.name]
+    return resolve_params(mapper, {**base, **kw})
+
+
+# ---------------------------------------------------------------- conformance, stub evaluator
+
+def test_registered():
+    for name, cls in MAPPERS.items():
+        m = get_mapper(name)
+        assert isinstance(m, cls) and m.name == name and m.version
+        assert {"units", "run", "reduce"} <= set(dir(m))
+
+
+@pytest.mark.parametrize("objective", ["energy", "latency", "edp"])
+def test_result_is_valid_and_value_is_the_evaluators(mapper, objective):
+    prob = _problem(MEDIUM, objective)
+    res = mapper.search(prob, _params(mapper))
+    ev = problem_evaluator(prob, StubEvaluator)
+    assert np.isfinite(res.value) and res.mapper == mapper.name and res.objective == objective
+    o = np.array(res.ordering)
+    assert np.bincount(o, minlength=len(ev.counts)).tolist() == ev.counts.tolist()
+    assert res.loops == ev.loops(o)
+    assert res.value == ev.objective(o[None], objective)[0]
+    cost = ev.evaluate(o[None])
+    assert (res.energy_pj, res.latency_cycles) == (cost.energy_pj[0], cost.latency_cycles[0])
+    assert res.evaluations > 0 and res.wall_s >= 0
+
+
+def test_same_seed_same_result(mapper):
+    p = _params(mapper, **({} if mapper.name == "loma" else {"seed": 7}))
+    a, b = mapper.search(_problem(SMALL), p), mapper.search(_problem(SMALL), p)
+    assert (a.value, a.ordering, a.evaluations, a.seed) == (b.value, b.ordering, b.evaluations, b.seed)
+
+
+@pytest.mark.parametrize("layer", [TINY, MEDIUM, SMALL])
+def test_never_better_than_exhaustive(mapper, stub_optima, layer):
+    for seed in range(3):
+        p = _params(mapper, **({} if mapper.name == "loma" else {"seed": seed}))
+        res = mapper.search(_problem(layer), p)
+        assert res.value >= stub_optima[layer.name, "energy"]
+        if mapper.name == "loma":
+            assert res.value == stub_optima[layer.name, "energy"]
+
+
+# ---------------------------------------------------------------- loma
+
+def test_loma_sharding_does_not_change_the_optimum():
+    m = LomaMapper(StubEvaluator)
+    ref = m.search(_problem(MEDIUM), {"shards": 1})
+    for shards in (2, 3, 7, 64):
+        res = m.search(_problem(MEDIUM), {"shards": shards, "batch": 100})
+        assert (res.value, res.ordering, res.extra["rank"]) == (ref.value, ref.ordering, ref.extra["rank"])
+        assert res.evaluations == multiset_count(problem_evaluator(_problem(MEDIUM), StubEvaluator).counts)
+        assert res.extra["units"] == shards
+
+
+def test_loma_ties_go_to_the_lowest_rank():
+    class Flat(StubEvaluator):
+        def objective(self, orderings, objective):
+            return np.ones(len(orderings))
+    m = LomaMapper(Flat)
+    for shards in (1, 5):
+        res = m.search(_problem(TINY), {"shards": shards, "batch": 7})
+        assert res.extra["rank"] == 0 and list(res.ordering) == sorted(res.ordering)
+
+
+def test_loma_lpf_limit():
+    m = LomaMapper(StubEvaluator)
+    full = m.search(_problem(SMALL), {"batch": 1 << 16})
+    for limit in (3, 5, 7):
+        res = m.search(_problem(SMALL), {"lpf_limit": limit})
+        # (the stub's cost of merged loops is unrelated to the unmerged ones: no value comparison here)
+        assert res.extra["n_loops"] == max(limit, 5) and res.extra["space"] < full.extra["space"]
+        assert res.extra["space"] == res.evaluations
+        prods = {}
+        for d, f in res.loops:
+            prods[d] = prods.get(d, 1) * f
+        assert prods == {"K": 8, "C": 12, "OY": 4, "OX": 3, "FX": 3}
+    assert m.search(_problem(SMALL), {"lpf_limit": None}).value == full.value
+
+
+# ---------------------------------------------------------------- salsa
+
+def test_salsa_lockstep_gives_the_same_chains():
+    m = SalsaMapper(StubEvaluator)
+    p = _params(m, chains=5, seed=3, iterations=300)
+    alone = [m.run(_problem(SMALL), u, p) for u in m.units(_problem(SMALL), p)]
+    (unit,) = m.units(_problem(SMALL), {**p, "lockstep": True})
+    together = m.run(_problem(SMALL), unit, {**p, "lockstep": True})
+    red = m.reduce(alone)
+    assert (together.value, together.ordering, together.seed) == (red.value, red.ordering, red.seed)
+    assert together.evaluations == red.evaluations
+    assert np.array_equal(together.history, red.history) and red.history.shape == (5, 301)
+
+
+def test_salsa_chain_seeds_are_spawned():
+    m = SalsaMapper(StubEvaluator)
+    p = _params(m, chains=4, seed=11)
+    units = m.units(_problem(SMALL), p)
+    assert [u.seed for u in units] == chain_seeds(11, 4)
+    assert len(set(chain_seeds(11, 100))) == 100 and chain_seeds(11, 2) == chain_seeds(11, 4)[:2]
+    assert all(0 <= s < 2**63 for s in chain_seeds(5, 10))
+
+
+def test_salsa_history_and_extra():
+    m = SalsaMapper(StubEvaluator)
+    res = m.search(_problem(SMALL), _params(m, iterations=200))
+    ev = problem_evaluator(_problem(SMALL), StubEvaluator)
+    assert res.engine == "sa" and res.history.shape == (201,) and res.extra["history_kind"] == "proposed"
+    assert res.history[0] == res.extra["v0"] and res.value == np.min(res.history)
+    assert res.evaluations >= 201 and 0 < res.extra["accepted"] <= 200
+    assert res.extra["space"] == multiset_count(ev.counts)
+
+
+def test_salsa_sa_often_reaches_the_stub_optimum(stub_optima):
+    m = SalsaMapper(StubEvaluator)
+    opt = stub_optima["small", "energy"]
+    vals = np.array([m.search(_problem(SMALL), _params(m, seed=s)).value for s in range(20)])
+    assert (vals == opt).sum() >= 8 and np.mean(vals / opt - 1) < 0.02  # (an arbitrary rugged landscape)
+
+
+@pytest.mark.parametrize("normalise", ["initial", "best", "zigzag"])
+def test_salsa_normalisations_run(normalise, stub_optima):
+    m = SalsaMapper(StubEvaluator)
+    res = m.search(_problem(MEDIUM), _params(m, normalise=normalise))
+    assert stub_optima["medium", "energy"] <= res.value < np.inf
+
+
+def test_salsa_zero_temperature_is_descent():
+    """With T0 -> 0 only non-worsening moves are accepted: the current cost never increases."""
+    ev = problem_evaluator(_problem(SMALL), StubEvaluator)
+    (ch,) = anneal(ev, "energy", [np.random.default_rng(0)], 300, t0=1e-12, rho=1.0)
+    (hot,) = anneal(ev, "energy", [np.random.default_rng(0)], 300, t0=10.0, rho=1.0)
+    assert ch.accepted < hot.accepted
+    cur, path = ch.history[0], [ch.history[0]]
+    for v in ch.history[1:]:
+        if v <= cur:
+            cur = v
+        path.append(cur)
+    assert ch.value == min(path)
+
+
+def test_salsa_dual_engine_decides_on_the_count():
+    m = SalsaMapper(StubEvaluator)
+    space_medium = 3360
+    assert m.choose_engine(_problem(MEDIUM), _params(m, engine="auto")) == "exhaustive"
+    budget_iters = space_medium // AUTO_EXHAUSTIVE_FACTOR - 1  # just below the space
+    assert m.choose_engine(_problem(MEDIUM), _params(m, engine="auto", iterations=budget_iters)) == "sa"
+    assert m.choose_engine(_problem(SMALL), _params(m, engine="auto")) == "sa"
+    res = m.search(_problem(MEDIUM), _params(m, engine="auto", chains=3))
+    assert res.engine == "exhaustive" and res.evaluations == space_medium and res.extra["units"] == 3
+    sa = m.search(_problem(SMALL), _params(m, engine="auto"))
+    assert sa.engine == "sa" and sa.extra["tau_s"] > 0
+    assert sa.extra["t_exhaustive_est_s"] == pytest.approx(sa.extra["tau_s"] * sa.extra["space"])
+
+
+def test_salsa_single_type_layer():
+    m = SalsaMapper(StubEvaluator)
+    res = m.search(_problem(Layer("one", K=8, C=1)), _params(m))
+    assert res.ordering == (0, 0, 0) and res.engine == "sa"
+
+
+# ---------------------------------------------------------------- random
+
+def _stop_reference(vals, patience):
+    best, streak = np.inf, 0
+    for k, v in enumerate(vals):
+        if v < best:
+            best, streak = v, 0
+        elif np.isfinite(v):
+            streak += 1
+            if streak >= patience:
+                return k, best
+    return None, best
+
+
+@given(st.lists(st.sampled_from([1.0, 2.0, 3.0, 5.0, np.inf]), min_size=1, max_size=40), st.integers(1, 6),
+       st.integers(1, 9))
+def test_random_stop_rule_in_sample_order(vals, patience, split):
+    vals = np.array(vals)
+    want_end, want_best = _stop_reference(vals, patience)
+    best, streak, offset, end = np.inf, 0, 0, None
+    for s in range(0, len(vals), split):
+        e, best, streak, _ = stop_index(vals[s:s + split], best, streak, patience)
+        if e is not None:
+            end = s + e
+            break
+    assert end == want_end and best == want_best
+
+
+def test_random_result_does_not_depend_on_batch():
+    m = RandomMapper(StubEvaluator)
+    runs = [m.search(_problem(SMALL), _params(m, seed=4, patience=50, batch=b)) for b in (1, 7, 256, 5000)]
+    for r in runs[1:]:
+        assert (r.value, r.ordering, r.evaluations) == (runs[0].value, runs[0].ordering, runs[0].evaluations)
+        assert np.array_equal(r.history, runs[0].history)
+    assert runs[0].extra["stopped_by"] == "patience" and len(runs[0].history) == runs[0].evaluations
+
+
+def test_random_max_samples():
+    m = RandomMapper(StubEvaluator)
+    r = m.search(_problem(SMALL), _params(m, patience=10**6, max_samples=1000, batch=300))
+    assert r.evaluations == 1000 == r.extra["evaluated"] and r.extra["stopped_by"] == "max_samples"
+
+
+# ---------------------------------------------------------------- parameters
+
+@pytest.mark.parametrize("name, params, match", [
+    ("loma", {"lpf_limit": 0}, "lpf_limit"),
+    ("loma", {"shards": "2"}, "shards"),
+    ("loma", {"lpf": 3}, "unknown parameter"),
+    ("salsa", {"engine": "fast"}, "engine"),
+    ("salsa", {"rho": 1.5}, "rho"),
+    ("salsa", {"t0": 0.0}, "t0"),
+    ("salsa", {"normalise": "max"}, "normalise"),
+    ("random", {"patience": 0}, "patience"),
+])
+def test_bad_params(name, params, match):
+    with pytest.raises(ValueError, match=match):
+        resolve_params(get_mapper(name), params)
+
+
+# ---------------------------------------------------------------- real evaluator
+
+def _real():
+    batch = pytest.importorskip("costmodel.batch")
+    from costmodel.arch import load_accelerator
+    return batch, load_accelerator("eyeriss_like")
