@@ -46,8 +46,10 @@ def _expanded(ev) -> list[tuple[str, int]]:
 def problem_evaluator(problem: LayerProblem, factory: Callable | None = None, lpf_limit: int | None = None):
     """The ordering evaluator of a problem, with the LPFs merged to ``lpf_limit`` if given.
 
-    Evaluators are cached per (factory, problem, lpf_limit) (a few entries, least recently used
-    dropped), since building one allocates tables and work units of one problem share it.
+    Evaluators are cached (the last 16, least recently used dropped), since work units of one
+    problem share one. The key holds the layer, ``even``, the LPF limit and the *identity* of the
+    accelerator and spatial unrolling (they are not hashable); the cache keeps references to them,
+    so an identity cannot be reused while its entry lives.
 
     Args:
         problem: layer, accelerator, spatial unrolling, even/uneven.
@@ -56,14 +58,14 @@ def problem_evaluator(problem: LayerProblem, factory: Callable | None = None, lp
         lpf_limit: LOMA's LPF limit; None = the LPFs as they are.
     """
     factory = factory or default_evaluator
-    key = (factory, problem, lpf_limit)
     try:
-        ev = _EV_CACHE.get(key)
-    except TypeError:  # unhashable problem: no caching
-        key, ev = None, None
-    if ev is not None:
+        key = (factory, problem.layer, id(problem.arch), id(problem.spatial), bool(problem.even), lpf_limit)
+        hit = _EV_CACHE.get(key)
+    except TypeError:  # unhashable layer: no caching
+        key, hit = None, None
+    if hit is not None:
         _EV_CACHE.move_to_end(key)
-        return ev
+        return hit[2]
     ev = factory(problem.layer, problem.arch, spatial=problem.spatial, even=problem.even)
     if lpf_limit is not None:
         loops = _expanded(ev)
@@ -71,7 +73,7 @@ def problem_evaluator(problem: LayerProblem, factory: Callable | None = None, lp
         if len(merged) < len(loops):
             ev = factory(problem.layer, problem.arch, spatial=problem.spatial, factors=merged, even=problem.even)
     if key is not None:
-        _EV_CACHE[key] = ev
+        _EV_CACHE[key] = (problem.arch, problem.spatial, ev)
         while len(_EV_CACHE) > _EV_CACHE_SIZE:
             _EV_CACHE.popitem(last=False)
     return ev
