@@ -16,11 +16,14 @@ vectorised with NumPy over the n orderings:
   `loopnest.evaluate(layer, arch, allocate(layer, arch, spatial, loops))` bit for bit (tests
   check 1e-12 relative).
 
-Speed (one core, ResNet-34 3x3 layer K=C=256, OY=OX=14 on eyeriss_like, 17 LPFs; measured by
-``scripts/bench_costmodel.py``, numbers in its output and in the README of the benchmark): the
-vectorised path reaches its throughput from batch sizes of a few thousand. A batch of one goes
-through `OrderingEvaluator.evaluate_one`, a scalar path with per-type tables precomputed in
-``__init__`` (SA chains call it that way); its cost per call is printed by the benchmark too.
+Speed (one core, measured by ``scripts/bench_costmodel.py`` on the development machine,
+eyeriss_like, 17-18 LPFs: ResNet-34 3x3 K=C=256 OY=OX=14, and three other layers):
+
+* ``evaluate`` with batch 4096: ~60,000 orderings/s; batch 64: ~30,000/s (the NumPy path is bound
+  by its ~150 passes over (n, n_loops+1) arrays; the 200,000/s target is NOT reached yet);
+* batch size 1 (``evaluate_one``, also used by ``evaluate`` for n <= 8): ~0.13-0.16 ms per
+  evaluation incl. overhead, i.e. a 1000-iteration SA chain in ~0.17-0.20 s (target 0.1 s). Most
+  of it is LOMA's joint choice for the memory shared by I and O (sram_1M: ~80 prefix pairs).
 """
 
 from __future__ import annotations
