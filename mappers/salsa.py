@@ -101,7 +101,7 @@ class ChainResult:
 
     ``value`` best objective (+inf: no valid state found); ``ordering`` its type ids (n,) or None;
     ``v0`` the initial state's objective; ``evaluations`` evaluator rows (initial tries + one per
-    iteration); ``accepted`` accepted moves; ``history`` (iterations + 1,) objective of the
+    proposal not evaluated before by this chain; repeats are looked up); ``accepted`` accepted moves; ``history`` (iterations + 1,) objective of the
     initial state then of every *proposed* state (accepted or not), in evaluation order.
     """
 
@@ -207,87 +207,114 @@ def _log_accept_arg(v: float, vn: float, ref: float, t: float, normalise: str) -
     return (v - vn) / (ref * t)
 
 
+_OBJ_INDEX = {"energy": 0, "latency": 1, "edp": 2}
+
+
+def _single_row(ev, objective: str) -> Callable[[list], float]:
+    """Objective of one ordering given as a list: the evaluator's scalar ``evaluate_one`` if it
+    has one (same numbers as the batched path, without NumPy per call), else a 1-row batch."""
+    one = getattr(ev, "evaluate_one", None)
+    if one is not None:
+        k = _OBJ_INDEX[objective]
+        return lambda o: float(one(o)[k])
+    return lambda o: float(ev.objective(np.array([o], dtype=np.int64), objective)[0])
+
+
 def _anneal_one(ev, objective, o, x, k, draws, pairs, temps, normalise) -> ChainResult:
-    """One chain, scalar bookkeeping around single-row evaluator calls."""
+    """One chain, scalar bookkeeping around single-ordering evaluator calls.
+
+    Proposals already evaluated by this chain are looked up (same value, no evaluator call)."""
     log_u, stream = draws
+    f = _single_row(ev, objective)
     cur = o.tolist()
-    cand = np.array([cur], dtype=np.int64)
-    row = cand[0]
     v = v0 = x
-    best_v, best_o = x, cand[0].copy()
+    best_v, best_o = x, tuple(cur)
+    memo = {best_o: x}
     ref = v0
     hist = [x]
     accepted = 0
-    fobj = ev.objective
+    evals = k
     isinf = math.isinf
     for it in range(len(temps)):
         i, j = stream.next_swap(pairs, cur)
-        a, b = cur[i], cur[j]
-        row[i] = b
-        row[j] = a
-        vn = float(fobj(cand, objective)[0])
+        cur[i], cur[j] = cur[j], cur[i]
+        key = tuple(cur)
+        vn = memo.get(key)
+        if vn is None:
+            vn = memo[key] = f(cur)
+            evals += 1
         hist.append(vn)
         if not isinf(vn) and log_u[it] < _log_accept_arg(v, vn, ref, temps[it], normalise):
-            cur[i], cur[j] = b, a
             v = vn
             accepted += 1
             if vn < best_v:
-                best_v = vn
-                best_o = row.copy()
+                best_v, best_o = vn, key
                 if normalise == "best":
                     ref = best_v
         else:
-            row[i] = a
-            row[j] = b
-    return ChainResult(best_v, best_o, v0, k + len(temps), accepted, np.array(hist))
+            cur[i], cur[j] = cur[j], cur[i]
+    return ChainResult(best_v, np.array(best_o, dtype=np.int64), v0, evals, accepted, np.array(hist))
 
 
 def _anneal_lockstep(ev, objective, init, draws, pairs, temps, normalise) -> list[ChainResult]:
-    """Several chains, one batched evaluator call per iteration (dead chains, without a valid
-    initial state, are not evaluated)."""
+    """Several chains, one batched evaluator call per iteration for the proposals not seen before
+    by their chain (dead chains, without a valid initial state, do not run)."""
     live = [k for k, d in enumerate(draws) if d is not None]
-    c = len(init)
     iters = len(temps)
-    cur = {k: init[k][0].tolist() for k in live}
-    cand = np.array([init[k][0] for k in live], dtype=np.int64).reshape(len(live), -1)
+    cur = [init[k][0].tolist() for k in live]
     v = [init[k][1] for k in live]
     ref = list(v)
     best_v = list(v)
-    best_o = [cand[r].copy() for r in range(len(live))]
+    best_o = [tuple(o) for o in cur]
+    memo = [{best_o[r]: v[r]} for r in range(len(live))]
+    evals = [init[k][2] for k in live]
     hist = np.empty((iters + 1, len(live)))
     hist[0] = v
     accepted = [0] * len(live)
     swaps = [(0, 0)] * len(live)
+    keys = [()] * len(live)
+    vals = [0.0] * len(live)
     isinf = math.isinf
     for it in range(iters):
+        todo = []
         for r, k in enumerate(live):
-            i, j = draws[k][1].next_swap(pairs, cur[k])
+            i, j = draws[k][1].next_swap(pairs, cur[r])
+            o = cur[r]
+            o[i], o[j] = o[j], o[i]
             swaps[r] = (i, j)
-            cand[r, i], cand[r, j] = cur[k][j], cur[k][i]
-        vals = ev.objective(cand, objective)
+            keys[r] = key = tuple(o)
+            got = memo[r].get(key)
+            if got is None:
+                todo.append(r)
+            else:
+                vals[r] = got
+        if todo:
+            out = ev.objective(np.array([keys[r] for r in todo], dtype=np.int64), objective).tolist()
+            for r, vn in zip(todo, out):
+                vals[r] = memo[r][keys[r]] = float(vn)
+                evals[r] += 1
         hist[it + 1] = vals
         t = temps[it]
-        for r, k in enumerate(live):
-            vn = float(vals[r])
-            i, j = swaps[r]
-            o = cur[k]
-            if not isinf(vn) and draws[k][0][it] < _log_accept_arg(v[r], vn, ref[r], t, normalise):
-                o[i], o[j] = o[j], o[i]
+        for r in range(len(live)):
+            vn = vals[r]
+            if not isinf(vn) and draws[live[r]][0][it] < _log_accept_arg(v[r], vn, ref[r], t, normalise):
                 v[r] = vn
                 accepted[r] += 1
                 if vn < best_v[r]:
-                    best_v[r] = vn
-                    best_o[r] = cand[r].copy()
+                    best_v[r], best_o[r] = vn, keys[r]
                     if normalise == "best":
                         ref[r] = vn
             else:
-                cand[r, i], cand[r, j] = o[i], o[j]
+                i, j = swaps[r]
+                o = cur[r]
+                o[i], o[j] = o[j], o[i]
     out = []
-    for k in range(c):
+    for k in range(len(init)):
         o, x, e = init[k]
-        if k in cur:
+        if k in live:
             r = live.index(k)
-            out.append(ChainResult(best_v[r], best_o[r], x, e + iters, accepted[r], hist[:, r].copy()))
+            out.append(ChainResult(best_v[r], np.array(best_o[r], dtype=np.int64), x, evals[r], accepted[r],
+                                   hist[:, r].copy()))
         else:
             out.append(ChainResult(x, None, x, e, 0, np.array([x])))
     return out
