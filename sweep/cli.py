@@ -48,6 +48,11 @@ def _guard(fn):
     return wrapper
 
 
+def _arch_count(c) -> str:
+    n = len(c.architectures)
+    return f"{n:,} hardware point(s)" if c.kind == "systolic" else f"{n} accelerator(s)"
+
+
 class ExecutorKind(str, Enum):
     ray = "ray"
     local = "local"
@@ -70,8 +75,7 @@ def run(
     from sweep.runner import Interrupted, run_campaign
 
     c = load_campaign(campaign, output=out_dir)
-    err.print(f"campaign [bold]{c.name}[/]: {len(c.networks)} network(s) x {len(c.architectures):,} "
-              f"hardware point(s) x {len(c.mappers)} mapper(s) x {len(c.objectives)} objective(s) "
+    err.print(f"campaign [bold]{c.name}[/]: {len(c.networks)} network(s) x {_arch_count(c)} x {len(c.mappers)} mapper(s) x {len(c.objectives)} objective(s) "
               f"-> {c.output}")
     with Progress(TextColumn("[progress.description]{task.description}"), BarColumn(),
                   MofNCompleteColumn(), TextColumn("tasks"), TimeElapsedColumn(),
@@ -107,8 +111,7 @@ def validate(campaign: Annotated[Path, typer.Argument(help="Campaign TOML file."
 
     c = load_campaign(campaign)
     n_tasks = sum(1 for _ in expand(c))
-    out.print(f"{campaign}: valid. {len(c.networks)} network(s), {len(c.architectures):,} hardware "
-              f"point(s), mappers {[m.name for m in c.mappers]}, objectives {list(c.objectives)}, "
+    out.print(f"{campaign}: valid. {len(c.networks)} network(s), {_arch_count(c)}, mappers {[m.name for m in c.mappers]}, objectives {list(c.objectives)}, "
               f"{n_tasks} task(s) -> {c.output}")
 
 
@@ -144,8 +147,9 @@ def map_(
     if as_json:
         typer.echo(json.dumps({k: v for k, v in res.items() if k != "loop_nest"}, indent=1, default=str))
         return
-    out.print(res.get("loop_nest", ""), highlight=False, markup=False)
-    out.print(f"{mapper} ({res['engine']}): energy {res['energy_pj']:,.1f} pJ, latency "
+    wide = Console(width=max(out.width, 160), soft_wrap=True)
+    wide.print(res.get("loop_nest", ""), highlight=False, markup=False)
+    wide.print(f"{mapper} ({res['engine']}): energy {res['energy_pj']:,.1f} pJ, latency "
               f"{res['latency_cycles']:,.0f} cycles, EDP {res['edp']:.4g}; {res['evaluations']:,} "
               f"evaluations in {res['wall_s']:.3f} s")
 
@@ -167,8 +171,9 @@ def eval_(
     if as_json:
         typer.echo(json.dumps({k: v for k, v in rep.items() if k != "loop_nest"}, indent=1, default=str))
         return
-    out.print(rep.pop("loop_nest", ""), highlight=False, markup=False)
-    out.print(json.dumps(rep, indent=1, default=str), highlight=False, markup=False)
+    wide = Console(width=max(out.width, 160), soft_wrap=True)
+    wide.print(rep.pop("loop_nest", ""), highlight=False, markup=False)
+    wide.print(json.dumps(rep, indent=1, default=str), highlight=False, markup=False)
 
 
 class ListWhat(str, Enum):

@@ -28,7 +28,7 @@ __all__ = ["layer_report", "print_layer_report", "write_layer_plots", "mapper_la
 def mapper_label(mapper: str, params_json: str) -> str:
     """A short name for a mapper configuration, e.g. ``loma(lpf_limit=7)``; seeds left out."""
     params = {k: v for k, v in json.loads(params_json).items() if k != "seed"}
-    shown = {k: v for k, v in params.items() if k in ("lpf_limit", "engine", "iterations", "chains",
+    shown = {k: v for k, v in params.items() if v is not None and k in ("lpf_limit", "engine", "iterations", "chains",
                                                      "patience", "max_orderings")}
     return mapper + ("(" + ", ".join(f"{k}={v}" for k, v in sorted(shown.items())) + ")" if shown else "")
 
