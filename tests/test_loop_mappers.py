@@ -208,7 +208,7 @@ def test_salsa_sa_often_reaches_the_stub_optimum(stub_optima):
     assert (vals == opt).sum() >= 8 and np.mean(vals / opt - 1) < 0.02  # (an arbitrary rugged landscape)
 
 
-@pytest.mark.parametrize("normalise", ["initial", "best", "zigzag"])
+@pytest.mark.parametrize("normalise", ["log", "initial", "best", "zigzag"])
 def test_salsa_normalisations_run(normalise, stub_optima):
     m = SalsaMapper(StubEvaluator)
     res = m.search(_problem(MEDIUM), _params(m, normalise=normalise))
