@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import os
 from dataclasses import dataclass
 
 import numpy as np
@@ -39,11 +40,36 @@ from .loopnest import _Nest, operand_bits
 from .mapping import OPERANDS, RELEVANT, Mapping, MappingError, SpatialMapping, prime_factors
 from .workload import LOOP_DIMS
 
-__all__ = ["OrderingEvaluator", "BatchCost"]
+__all__ = ["OrderingEvaluator", "BatchCost", "default_backend"]
 
 _OBJECTIVES = ("energy", "latency", "edp")
 #: batches up to this size go through the scalar path (faster than NumPy for tiny batches)
 _SCALAR_MAX = 8
+_BACKENDS = ("numba", "numpy")
+_NB_UNSET = object()
+_nb_module = _NB_UNSET
+
+
+def _numba_kernels():
+    """The compiled kernels (`costmodel._batch_numba`), or None if numba is not installed.
+
+    Imported on first use: importing numba costs ~0.5 s, loading the cached kernels a bit more."""
+    global _nb_module
+    if _nb_module is _NB_UNSET:
+        try:
+            from . import _batch_numba
+        except ImportError:
+            _batch_numba = None
+        _nb_module = _batch_numba
+    return _nb_module
+
+
+def default_backend() -> str:
+    """"numba" if numba is importable and ``DSE_SWEEP_NO_NUMBA`` is not set (to 1/true/yes), else
+    "numpy"."""
+    if os.environ.get("DSE_SWEEP_NO_NUMBA", "").strip().lower() in ("1", "true", "yes", "on"):
+        return "numpy"
+    return "numba" if _numba_kernels() is not None else "numpy"
 
 
 @dataclass
@@ -75,17 +101,29 @@ class OrderingEvaluator:
             merges factors into composites); default: the prime factors of each dim's temporal
             bound ceil(bound / spatial), dims in `LOOP_DIMS` order.
         even: even mappings only (see `costmodel.allocation`).
+        backend: "numba" (compiled kernel, one loop per ordering), "numpy" (vectorised NumPy for
+            batches, pure Python for `evaluate_one`) or None = `default_backend()` (numba unless it
+            is missing or ``DSE_SWEEP_NO_NUMBA=1``). Both give identical results.
 
     Attributes:
         types: tuple of the unique (dim, factor) loop types; ids index it.
         counts: (m,) int array, multiplicity of each type.
         n_loops: counts.sum().
+        backend: the backend in use.
 
     Raises:
         MappingError: if ``factors`` do not multiply to the temporal bounds.
     """
 
-    def __init__(self, layer, arch, spatial: SpatialMapping | None = None, factors=None, even: bool = False):
+    def __init__(self, layer, arch, spatial: SpatialMapping | None = None, factors=None, even: bool = False,
+                 backend: str | None = None):
+        if backend is None:
+            backend = default_backend()
+        elif backend not in _BACKENDS:
+            raise ValueError(f"backend must be one of {_BACKENDS} or None, got {backend!r}")
+        elif backend == "numba" and _numba_kernels() is None:
+            raise ValueError("backend 'numba' requested but numba is not installed")
+        self.backend = backend
         self.layer, self.arch, self.even = layer, arch, even
         self.spatial = spatial
         sp0 = spatial if spatial is not None else arch.spatial
@@ -189,6 +227,51 @@ class OrderingEvaluator:
         sc["bd"] = {k: (v["g"], v["n_up"], v["n_lo"], v["fin_ok"]) for k, v in self._bd.items()}
         sc["mem_inst"] = [(m, nest.instances(m.private_to)) for m in arch.memories]
         self._scalar = sc
+        self._nb = None
+        if self.backend == "numba":
+            self._nb = _numba_kernels()
+            self._nbt = self._numba_tables()
+
+    def _numba_tables(self) -> tuple:
+        """The tables of the compiled kernels (layouts in `costmodel._batch_numba`)."""
+        nb, sc, arch, layer = self._nb, self._scalar, self.arch, self.layer
+        m = len(self.types)
+        ft = np.zeros((nb.N_T, m), dtype=np.int64)
+        for r, key in ((nb.T_F, None), (nb.T_W, "W"), (nb.T_O, "O"), (nb.T_OIRR, "Oirr"), (nb.T_IBCG, "Ibcg"),
+                       (nb.T_OY, "OY"), (nb.T_FY, "FY"), (nb.T_OX, "OX"), (nb.T_FX, "FX")):
+            ft[r] = self._f if key is None else self._fac[key]
+        for k, op in enumerate(OPERANDS):
+            ft[nb.T_REL + k] = self._rel[op]
+        nlev = [len(arch.levels(op)) for op in OPERANDS]
+        lv = np.zeros((3, max(nlev), nb.N_LV), dtype=np.int64)
+        for k, op in enumerate(OPERANDS):
+            for li, (mem, mi, word) in enumerate(sc["info"][op]):
+                row = lv[k, li]
+                row[nb.LV_MEM], row[nb.LV_WORD] = mi, word
+                row[nb.LV_TOP] = self._lv[op][li]["top"]
+                consts = sc["lv"][op][li]
+                row[nb.LV_K0:nb.LV_K0 + len(consts)] = [int(c) for c in consts]
+                g, n_up, n_lo, fin_ok = sc["bd"][(op, li - 1)]
+                row[nb.LV_G], row[nb.LV_NUP], row[nb.LV_NLO], row[nb.LV_FINOK] = g, n_up, n_lo, fin_ok
+        mems = arch.memories
+        mem = np.zeros((len(mems), nb.N_M), dtype=np.int64)
+        memf = np.zeros((len(mems), nb.N_MF), dtype=np.float64)
+        for mi, (mm, ni) in enumerate(sc["mem_inst"]):
+            row = mem[mi]
+            row[nb.M_SIZE] = -1 if mm.size_bits is None else mm.size_bits
+            row[nb.M_NOPS] = len(mm.operands)
+            for j, op in enumerate(mm.operands):
+                row[nb.M_OP0 + j] = OPERANDS.index(op)
+                row[nb.M_LI0 + j] = [x.name for x in arch.levels(op)].index(mm.name)
+            row[nb.M_WORD], row[nb.M_SHARED], row[nb.M_NI] = mm.word_bits, bool(mm.shared_port), ni
+            row[nb.M_PJINT] = isinstance(mm.read_pj, int) + 2 * isinstance(mm.write_pj, int)
+            memf[mi] = (mm.read_pj, mm.write_pj, mm.read_bw, mm.write_bw)
+        bits = self.bits
+        par = np.zeros(nb.N_P, dtype=np.int64)
+        par[:nb.P_NL0] = (self._total, bits["W"], bits["I"], bits["O"], bits["O_final"],
+                          layer.SY, layer.SX, layer.DY, layer.DX, int(bool(self.even)))
+        par[nb.P_NL0:nb.P_NL0 + 3] = nlev
+        return ft, lv, mem, memf, par, float(self.mac_energy)
 
     # ------------------------------------------------------------------ helpers
     def loops(self, ordering) -> tuple[tuple[str, int], ...]:
@@ -219,9 +302,23 @@ class OrderingEvaluator:
     def evaluate_one(self, ordering) -> tuple[float, float, float, bool]:
         """(energy_pj, latency_cycles, edp, valid) of one ordering: the scalar path for SA chains.
 
-        The same arithmetic as `evaluate` in Python integers / floats (no NumPy per call), so the
-        results are identical; inf costs and valid False where the allocation fails.
+        ``ordering``: sequence (list, tuple, 1-D array) of type ids. The same arithmetic as
+        `evaluate` (compiled with numba, else in Python integers / floats), so the results are
+        identical; inf costs and valid False where the allocation fails.
         """
+        nb = self._nb
+        if nb is None:
+            return self._evaluate_one_py(ordering)
+        a = np.asarray(ordering, dtype=np.int64)
+        if a.ndim != 1 or a.shape[0] != self.n_loops:
+            raise ValueError(f"ordering must have {self.n_loops} loops, got shape {a.shape}")
+        e, la, d, st = nb.evaluate_one(a, *self._nbt)
+        if st < 0:
+            raise ValueError(f"ordering has a type id outside [0, {len(self.types)}): {a.tolist()}")
+        return e, la, d, st == 1
+
+    def _evaluate_one_py(self, ordering) -> tuple[float, float, float, bool]:
+        """`evaluate_one` in pure Python (the backend "numpy")."""
         o = ordering.tolist() if isinstance(ordering, np.ndarray) else list(ordering)
         if len(o) != self.n_loops:
             raise ValueError(f"ordering must have {self.n_loops} loops, got {len(o)}")
@@ -422,6 +519,11 @@ class OrderingEvaluator:
         if n == 0:
             e = np.empty(0)
             return BatchCost(e, e.copy(), e.copy(), np.empty(0, dtype=bool))
+        if self._nb is not None:
+            en, la, ed, va, bad = self._nb.evaluate_batch(np.ascontiguousarray(O_, dtype=np.int64), *self._nbt)
+            if bad >= 0:
+                raise ValueError(f"row {bad} has a type id outside [0, {len(self.types)}): {O_[bad].tolist()}")
+            return BatchCost(en, la, ed, va)
         if n <= _SCALAR_MAX:
             res = [self.evaluate_one(row) for row in O_]
             en, la, ed, va = (np.array(x) for x in zip(*res))

@@ -150,3 +150,84 @@ def test_allocation_hand_case():
     ev = OrderingEvaluator(layer, acc)
     ids = [ev.types.index(t) for t in (("C", 2), ("K", 2), ("K", 2))]
     assert ev.evaluate(np.array([ids])).energy_pj[0] == evaluate(layer, acc, m).energy_pj
+
+
+def _tight_accelerator():
+    """A small accelerator with a buffer shared by all three operands (three free prefixes), integer
+    and float pJ, tight capacities (invalid orderings occur)."""
+    from costmodel.arch import Accelerator, MemoryLevel
+    pe = ("D1", "D2")
+    mems = (MemoryLevel("reg_w", 16, ("W",), 1, 2, 8, 8, 8, False, pe),
+            MemoryLevel("reg_o", 32, ("O",), 1.5, 2, 16, 16, 16, False, pe),
+            MemoryLevel("reg_i", 24, ("I",), 1, 1, 8, 8, 8, False, ("D1",)),
+            MemoryLevel("buf", 1536, ("W", "I", "O"), 6.25, 7, 64, 64, 32, True, ()),
+            MemoryLevel("dram", None, ("W", "I", "O"), 200, 200, 64, 64, 64, True, ()))
+    sp = SpatialMapping({"D1": (("K", 4),), "D2": (("C", 2),)})
+    return Accelerator("tight", {"D1": 4, "D2": 2}, 0.25, mems, sp, {"W": 8, "I": 8, "O": 16, "O_final": 8})
+
+
+def test_tight_accelerator_three_operand_buffer_equals_reference():
+    acc = _tight_accelerator()
+    layer = Layer("small", K=16, C=8, OY=6, OX=6, FY=3, FX=3)
+    n_valid = n_invalid = 0
+    for even in (False, True):
+        ev = OrderingEvaluator(layer, acc, even=even)
+        ords = _random_orderings(ev, 60, 11)
+        bc = ev.evaluate(ords)
+        for i, o in enumerate(ords):
+            r = _reference(layer, acc, ev, o, even)
+            one = ev.evaluate_one(o)
+            if r is None or not r.valid:
+                assert not bc.valid[i] and not one[3] and one[0] == math.inf
+                n_invalid += 1
+                continue
+            n_valid += 1
+            assert bc.energy_pj[i] == pytest.approx(r.energy_pj, rel=1e-12)
+            assert bc.latency_cycles[i] == pytest.approx(r.latency_cycles, rel=1e-12)
+            assert one[:3] == (bc.energy_pj[i], bc.latency_cycles[i], bc.edp[i])
+    assert n_valid > 0 and n_invalid > 0
+
+
+@pytest.mark.parametrize("arch", ["eyeriss_like", "simba_like", "tpu_like", "tight"])
+def test_numba_and_numpy_backends_identical(arch):
+    pytest.importorskip("numba")
+    acc = _tight_accelerator() if arch == "tight" else load_accelerator(arch)
+    layers = [Layer("small", K=16, C=8, OY=6, OX=6, FY=3, FX=3)] if arch == "tight" else LAYERS
+    for even in (False, True):
+        for k, layer in enumerate(layers):
+            a = OrderingEvaluator(layer, acc, even=even, backend="numba")
+            b = OrderingEvaluator(layer, acc, even=even, backend="numpy")
+            assert (a.backend, b.backend) == ("numba", "numpy")
+            ords = _random_orderings(a, 300, 100 + k)
+            x, y = a.evaluate(ords), b.evaluate(ords)
+            for f in ("energy_pj", "latency_cycles", "edp", "valid"):
+                assert np.array_equal(getattr(x, f), getattr(y, f)), (layer.name, even, f)
+            for o in ords[:20]:
+                assert a.evaluate_one(o) == b.evaluate_one(o) == b.evaluate_one(o.tolist())
+            assert a.evaluate(ords[:3]).energy_pj.tolist() == x.energy_pj[:3].tolist()
+
+
+def test_backend_selection_and_bad_ids(monkeypatch):
+    from costmodel import batch
+    layer, acc = LAYERS[0], load_accelerator("eyeriss_like")
+    monkeypatch.setenv("DSE_SWEEP_NO_NUMBA", "1")
+    assert batch.default_backend() == "numpy"
+    assert OrderingEvaluator(layer, acc).backend == "numpy"
+    monkeypatch.delenv("DSE_SWEEP_NO_NUMBA")
+    try:
+        import numba  # noqa: F401
+    except ImportError:
+        assert batch.default_backend() == "numpy"
+        return
+    ev = OrderingEvaluator(layer, acc)
+    assert ev.backend == "numba"
+    with pytest.raises(ValueError, match="backend must be one of"):
+        OrderingEvaluator(layer, acc, backend="cuda")
+    o = _random_orderings(ev, 2, 0)
+    o[1, 3] = len(ev.types)
+    with pytest.raises(ValueError, match="type id outside"):
+        ev.evaluate(o)
+    with pytest.raises(ValueError, match="type id outside"):
+        ev.evaluate_one(o[1])
+    with pytest.raises(ValueError, match="loops"):
+        ev.evaluate_one(o[1][:4])
