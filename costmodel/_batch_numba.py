@@ -8,9 +8,16 @@ specific to one evaluator is passed in as small integer / float tables built by
 the same order, the same tie-breaking of LOMA's prefix choice), so both paths give identical
 results; ``tests/test_batch.py`` checks it.
 
-Compiled with ``cache=True`` (the machine code is cached in ``costmodel/__pycache__``, or numba's
-user cache directory if that is read-only): the first call in a fresh environment compiles for a
-few seconds, later processes load the cache.
+One entry point, `evaluate_batch` (single orderings go through it as a (1, L) view), so one
+compilation: ``cache=True`` caches the machine code in ``costmodel/__pycache__`` (or numba's user
+cache directory if that is read-only). The first call in a fresh environment compiles for ~8-10 s
+(mostly numba's type inference of `_row`); later processes load the cache in ~0.5 s.
+
+Where the kernel departs from the NumPy code's formulation (not its results): the remaining
+products above a prefix end, ``total // cumprod[e]`` and ``cumprod_O[L] // cumprod_O[e]``, are
+computed as suffix products (equal for any permutation of the loop multiset, the evaluator's
+input contract), and integer division uses ``error_model="numpy"`` (no zero-division checks; all
+divisors are word widths >= 1).
 """
 
 from __future__ import annotations
@@ -43,7 +50,7 @@ P_NL0 = 10         # 10, 11, 12: number of levels of W, I, O
 N_P = 13
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _tile(op, li, e, C, lv, par):
     """(tile elements, tile bits) of operand op at level li holding the loops [0, e)."""
     if op == 0:
@@ -60,8 +67,8 @@ def _tile(op, li, e, C, lv, par):
     return te, te * par[P_BI]
 
 
-@njit(cache=True)
-def _row(o, ft, lv, mem, memf, par, mac_e, C, ctb, ccost, clo, chi, cj, choice, start, bnd, te_at,
+@njit(cache=True, error_model="numpy")
+def _row(o, ft, lv, mem, memf, par, mac_e, C, rem, remo, ctb, ccost, clo, chi, cj, choice, start, bnd, te_at,
          reads, writes, R, Wr, FW, TB):
     """Energy, latency, EDP and status (1 valid, 0 invalid, -1 type id out of range) of ordering o.
 
@@ -71,7 +78,9 @@ def _row(o, ft, lv, mem, memf, par, mac_e, C, ctb, ccost, clo, chi, cj, choice, 
     m = ft.shape[1]
     total = par[P_TOTAL]
     even = par[P_EVEN] != 0
-    # ---- cumulative products of the per-type factors along the ordering
+    # ---- cumulative products of the per-type factors along the ordering; suffix products of all
+    # factors (rem[e] = total // C[T_F, e]) and of the O-relevant ones (C[T_O, L] // C[T_O, e]):
+    # equal to those quotients for a permutation of the loop multiset, without divisions
     for r in range(9):
         C[r, 0] = 1
     for i in range(L):
@@ -80,6 +89,12 @@ def _row(o, ft, lv, mem, memf, par, mac_e, C, ctb, ccost, clo, chi, cj, choice, 
             return inf, inf, inf, -1
         for r in range(9):
             C[r, i + 1] = C[r, i] * ft[r, t]
+    rem[L] = 1
+    remo[L] = 1
+    for i in range(L - 1, -1, -1):
+        t = o[i]
+        rem[i] = rem[i + 1] * ft[T_F, t]
+        remo[i] = remo[i + 1] * ft[T_O, t]
     # ---- allocation (LOMA), memories innermost first
     nm = mem.shape[0]
     for k in range(3):
@@ -108,7 +123,7 @@ def _row(o, ft, lv, mem, memf, par, mac_e, C, ctb, ccost, clo, chi, cj, choice, 
                 if bounded and tb > size:
                     break
                 ctb[nfree, e] = tb
-                ccost[nfree, e] = (total // C[T_F, e]) * tb
+                ccost[nfree, e] = rem[e] * tb
                 hi = e + 1
             clo[nfree] = s
             chi[nfree] = hi
@@ -212,7 +227,7 @@ def _row(o, ft, lv, mem, memf, par, mac_e, C, ctb, ccost, clo, chi, cj, choice, 
             j = bl
             while j < L and ft[T_REL + op, o[j]] == 0:
                 j += 1
-            F = total // C[T_F, j]
+            F = rem[j]
             te = 1 if lo < 0 else te_at[lo]
             if op != 2:
                 reads[up] += F * n_up * ((te * g * bb + w_up - 1) // w_up)
@@ -222,7 +237,7 @@ def _row(o, ft, lv, mem, memf, par, mac_e, C, ctb, ccost, clo, chi, cj, choice, 
                     writes[lo] += wr
                     FW[lv[op, lo, LV_MEM]] += wr
                 continue
-            D = C[T_O, L] // C[T_O, bl]
+            D = remo[bl]
             fin = D if lv[op, up, LV_FINOK] != 0 else 0
             part = F - fin
             rb = F - D
@@ -268,10 +283,10 @@ def _row(o, ft, lv, mem, memf, par, mac_e, C, ctb, ccost, clo, chi, cj, choice, 
     return energy, latency, energy * latency, 1
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _scratch(L, nm, par):
     nl = max(par[P_NL0], par[P_NL0 + 1], par[P_NL0 + 2])
-    C = np.empty((9, L + 1), dtype=np.int64)
+    C = np.empty((11, L + 1), dtype=np.int64)         # 9 cumulative products, rem, remo
     ctb = np.empty((3, L + 1), dtype=np.int64)
     ccost = np.empty((3, L + 1), dtype=np.int64)
     small = np.empty((5, 3), dtype=np.int64)           # clo, chi, cj, choice, start
@@ -281,31 +296,20 @@ def _scratch(L, nm, par):
     return C, ctb, ccost, small, bnd, lvl, mems
 
 
-@njit(cache=True)
-def evaluate_one(o, ft, lv, mem, memf, par, mac_e):
-    """(energy, latency, edp, status) of one ordering (1-D int64 array of type ids)."""
-    C, ctb, ccost, sm, bnd, lvl, ms = _scratch(o.shape[0], mem.shape[0], par)
-    return _row(o, ft, lv, mem, memf, par, mac_e, C, ctb, ccost, sm[0], sm[1], sm[2], sm[3], sm[4], bnd,
-                lvl[0], lvl[1], lvl[2], ms[0], ms[1], ms[2], ms[3])
+@njit(cache=True, error_model="numpy")
+def evaluate_batch(O, ft, lv, mem, memf, par, mac_e, out):
+    """Costs of the orderings O (n, L) into out (4, n): energy, latency, edp, valid (1.0 / 0.0).
 
-
-@njit(cache=True)
-def evaluate_batch(O, ft, lv, mem, memf, par, mac_e):
-    """Arrays (energy, latency, edp, valid) of the orderings O (n, L) and the first row with a type
-    id out of range (-1 if none; the rows from there on are not evaluated)."""
-    n = O.shape[0]
-    energy = np.empty(n)
-    latency = np.empty(n)
-    edp = np.empty(n)
-    valid = np.zeros(n, dtype=np.bool_)
+    Returns the first row with a type id out of range (the rows from there on are not evaluated),
+    else -1. The only entry point (one compilation): `evaluate_one` passes a (1, L) view."""
     C, ctb, ccost, sm, bnd, lvl, ms = _scratch(O.shape[1], mem.shape[0], par)
-    for i in range(n):
-        e, la, d, st = _row(O[i], ft, lv, mem, memf, par, mac_e, C, ctb, ccost, sm[0], sm[1], sm[2], sm[3],
-                            sm[4], bnd, lvl[0], lvl[1], lvl[2], ms[0], ms[1], ms[2], ms[3])
+    for i in range(O.shape[0]):
+        e, la, d, st = _row(O[i], ft, lv, mem, memf, par, mac_e, C, C[9], C[10], ctb, ccost, sm[0], sm[1], sm[2],
+                            sm[3], sm[4], bnd, lvl[0], lvl[1], lvl[2], ms[0], ms[1], ms[2], ms[3])
         if st < 0:
-            return energy, latency, edp, valid, i
-        energy[i] = e
-        latency[i] = la
-        edp[i] = d
-        valid[i] = st == 1
-    return energy, latency, edp, valid, -1
+            return i
+        out[0, i] = e
+        out[1, i] = la
+        out[2, i] = d
+        out[3, i] = 1.0 if st == 1 else 0.0
+    return -1

@@ -16,14 +16,25 @@ vectorised with NumPy over the n orderings:
   `loopnest.evaluate(layer, arch, allocate(layer, arch, spatial, loops))` bit for bit (tests
   check 1e-12 relative).
 
-Speed (one core, measured by ``scripts/bench_costmodel.py`` on the development machine,
-eyeriss_like, 17-18 LPFs: ResNet-34 3x3 K=C=256 OY=OX=14, and three other layers):
+Two backends give identical results (``tests/test_batch.py`` checks it on random orderings of
+several layers and presets): "numba" (default when numba is installed; ``DSE_SWEEP_NO_NUMBA=1``
+or ``backend="numpy"`` turns it off), a compiled kernel (`costmodel._batch_numba`) looping over
+the orderings with the same integer arithmetic and the same float summation order, fed with small
+per-evaluator tables; "numpy", the vectorised code below for batches and a pure Python
+`evaluate_one`. The first numba call in a fresh environment compiles the kernel (~8-10 s, one
+entry point, ``cache=True``); later processes load it from the cache (import of numba + load
+~0.7 s).
 
-* ``evaluate`` with batch 4096: ~60,000 orderings/s; batch 64: ~30,000/s (the NumPy path is bound
-  by its ~150 passes over (n, n_loops+1) arrays; the 200,000/s target is NOT reached yet);
-* batch size 1 (``evaluate_one``, also used by ``evaluate`` for n <= 8): ~0.13-0.16 ms per
-  evaluation incl. overhead, i.e. a 1000-iteration SA chain in ~0.17-0.20 s (target 0.1 s). Most
-  of it is LOMA's joint choice for the memory shared by I and O (sram_1M: ~80 prefix pairs).
+Speed (one core, ``scripts/bench_costmodel.py`` on the development machine, eyeriss_like, 17-18
+LPFs: ResNet-34 3x3 K=C=256 OY=OX=14, and three other layers):
+
+* numba: ``evaluate`` ~300,000-350,000 orderings/s at batch 4096 (~3 us per ordering), ~290,000/s
+  at batch 64, ~110,000/s at batch 1; ``evaluate_one`` ~8 us per call incl. Python overhead, a
+  1000-iteration SA-like loop ~0.01 s. Targets (200,000/s; SA run of 1000 iterations <= 0.1 s) met.
+* numpy: ~60,000/s at batch 4096, ~30,000/s at batch 64 (bound by ~150 passes over (n, n_loops+1)
+  arrays); ``evaluate_one`` (pure Python, also used by ``evaluate`` for n <= 8) ~0.13-0.16 ms,
+  a 1000-iteration chain ~0.17-0.20 s. Most of it is LOMA's joint choice for the memory shared
+  by I and O (sram_1M: ~80 prefix pairs).
 """
 
 from __future__ import annotations
@@ -312,10 +323,11 @@ class OrderingEvaluator:
         a = np.asarray(ordering, dtype=np.int64)
         if a.ndim != 1 or a.shape[0] != self.n_loops:
             raise ValueError(f"ordering must have {self.n_loops} loops, got shape {a.shape}")
-        e, la, d, st = nb.evaluate_one(a, *self._nbt)
-        if st < 0:
+        out = np.empty((4, 1))
+        if nb.evaluate_batch(a.reshape(1, -1), *self._nbt, out) >= 0:
             raise ValueError(f"ordering has a type id outside [0, {len(self.types)}): {a.tolist()}")
-        return e, la, d, st == 1
+        e, la, d, v = out[:, 0].tolist()
+        return e, la, d, v != 0.0
 
     def _evaluate_one_py(self, ordering) -> tuple[float, float, float, bool]:
         """`evaluate_one` in pure Python (the backend "numpy")."""
@@ -520,10 +532,11 @@ class OrderingEvaluator:
             e = np.empty(0)
             return BatchCost(e, e.copy(), e.copy(), np.empty(0, dtype=bool))
         if self._nb is not None:
-            en, la, ed, va, bad = self._nb.evaluate_batch(np.ascontiguousarray(O_, dtype=np.int64), *self._nbt)
+            out = np.empty((4, n))
+            bad = self._nb.evaluate_batch(np.ascontiguousarray(O_, dtype=np.int64), *self._nbt, out)
             if bad >= 0:
                 raise ValueError(f"row {bad} has a type id outside [0, {len(self.types)}): {O_[bad].tolist()}")
-            return BatchCost(en, la, ed, va)
+            return BatchCost(out[0], out[1], out[2], out[3] != 0.0)
         if n <= _SCALAR_MAX:
             res = [self.evaluate_one(row) for row in O_]
             en, la, ed, va = (np.array(x) for x in zip(*res))
