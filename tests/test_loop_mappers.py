@@ -232,11 +232,13 @@ def test_salsa_zero_temperature_is_descent():
 def test_salsa_dual_engine_decides_on_the_count():
     m = SalsaMapper(StubEvaluator)
     space_medium = 3360
-    assert m.choose_engine(_problem(MEDIUM), _params(m, engine="auto")) == "exhaustive"
-    budget_iters = space_medium // AUTO_EXHAUSTIVE_FACTOR - 1  # just below the space
-    assert m.choose_engine(_problem(MEDIUM), _params(m, engine="auto", iterations=budget_iters)) == "sa"
+    enough = -(-space_medium // AUTO_EXHAUSTIVE_FACTOR)  # iterations whose budget covers the space
+    assert m.choose_engine(_problem(MEDIUM), _params(m, engine="auto", iterations=enough)) == "exhaustive"
+    assert m.choose_engine(_problem(MEDIUM), _params(m, engine="auto", iterations=enough - 1)) == "sa"
+    assert m.choose_engine(_problem(MEDIUM), _params(m, engine="auto", iterations=enough // 2 + 1,
+                                                     chains=2)) == "exhaustive"
     assert m.choose_engine(_problem(SMALL), _params(m, engine="auto")) == "sa"
-    res = m.search(_problem(MEDIUM), _params(m, engine="auto", chains=3))
+    res = m.search(_problem(MEDIUM), _params(m, engine="auto", chains=3, iterations=enough))
     assert res.engine == "exhaustive" and res.evaluations == space_medium and res.extra["units"] == 3
     sa = m.search(_problem(SMALL), _params(m, engine="auto"))
     assert sa.engine == "sa" and sa.extra["tau_s"] > 0
