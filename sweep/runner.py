@@ -72,6 +72,8 @@ def run_campaign(campaign: Campaign, *, resume: bool = False, executor: str = "r
         summary.rows_written += store.write_batch(buf)
         buf, buf_rows, last_flush = [], 0, time.monotonic()
 
+    if todo and campaign.kind == "loopnest":
+        _warm_up(todo[0])
     ex = make_executor(executor, address, campaign.run.num_cpus, campaign.run.max_in_flight,
                        campaign.run.max_retries)
     try:
@@ -96,3 +98,16 @@ def run_campaign(campaign: Campaign, *, resume: bool = False, executor: str = "r
         raise Interrupted(summary) from None
     summary.seconds = time.perf_counter() - t0
     return summary
+
+
+def _warm_up(task) -> None:
+    """Compile (or load from the on-disk cache) the loop-nest evaluator's kernel once in the
+    driver, so that Ray workers starting together load it instead of each compiling it."""
+    try:
+        from costmodel.batch import OrderingEvaluator
+        u = task.units[0]
+        ev = OrderingEvaluator(u.problem.layer, u.problem.arch, u.problem.spatial)
+        import numpy as np
+        ev.evaluate(np.repeat(np.arange(len(ev.counts)), ev.counts)[None, :])
+    except Exception:  # noqa: BLE001 - a warm-up only; the task itself reports real errors
+        pass
