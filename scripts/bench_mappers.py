@@ -1,7 +1,6 @@
 """Benchmark the loop-ordering mappers on eyeriss_like (single core unless said otherwise).
 
 Usage: python scripts/bench_mappers.py [--reference] [--exhaustive-rows N] [--sa-runs R]
-       python scripts/bench_mappers.py --acceptance [--max-space N] [--runs R] [--normalise initial,best,zigzag]
 
 Prints, for the ResNet-34 3x3 layer layer1.0.conv1 (K = C = 64, 56 x 56, 3 x 3):
 * evaluator construction time and the cost of one single-ordering evaluator call;
@@ -14,11 +13,7 @@ Prints, for the ResNet-34 3x3 layer layer1.0.conv1 (K = C = 64, 56 x 56, 3 x 3):
 * exhaustive speed-up of 2 shards in 2 processes over 1 (a layer of about 1-2 M orderings);
 * one random-mapper run (patience 500).
 
-``--acceptance`` measures SALSA's claim (section V-B: 99.9 % of SA runs reach the optimum, mean
-gap 0.007 %): for every unique ResNet-34 layer whose exhaustive search has at most ``--max-space``
-orderings, the LOMA optimum (shards on 2 processes), then R seeded SA runs of 1000 iterations
-(T0 = 0.05, ``--rho``; run in lockstep, which gives exactly the single-chain results): the fraction
-reaching the optimum and the mean relative gap, per layer and overall, for each normalisation.
+The SA-vs-exhaustive acceptance of issue 3 is `scripts/salsa_vs_exhaustive.py`.
 
 ``--reference`` uses the one-at-a-time reference model instead of `costmodel.batch` (slow; only to
 check the script).
@@ -41,7 +36,7 @@ from costmodel.arch import load_accelerator  # noqa: E402
 from costmodel.zoo import load_network  # noqa: E402
 from mappers.base import LayerProblem  # noqa: E402
 from mappers.loma import LomaMapper, exhaustive_range, problem_evaluator  # noqa: E402
-from mappers.lpf import iter_permutations, multiset_count, shard_range  # noqa: E402
+from mappers.lpf import iter_permutations, multiset_count  # noqa: E402
 from mappers.random_search import RandomMapper  # noqa: E402
 from mappers.salsa import AUTO_EXHAUSTIVE_FACTOR, SalsaMapper, anneal, chain_seeds  # noqa: E402
 
@@ -80,61 +75,13 @@ def _unique_layer(name: str):
     return next(l for l in load_network("resnet34").unique().layers if l.name == name)
 
 
-def acceptance(max_space: int, runs: int, normalises: list[str], rho: float = 0.999) -> None:
-    """SA success rate and mean gap against the exhaustive optimum (see the module docstring)."""
-    arch = load_accelerator("eyeriss_like")
-    factory = _factory(False)
-    net = load_network("resnet34").unique()
-    todo = []
-    for layer in net.layers:
-        ev = problem_evaluator(LayerProblem(layer, arch), factory)
-        space = multiset_count(ev.counts)
-        if space <= max_space:
-            todo.append((layer, ev, space))
-    print(f"{len(todo)} of {len(net.layers)} unique ResNet-34 layers with <= {max_space:,} orderings; "
-          f"{runs} SA runs of 1000 iterations each, T0 = 0.05, rho = {rho}")
-    seeds = chain_seeds(2023, runs)
-    totals = {nm: [0, 0.0, 0] for nm in normalises}
-    with ProcessPoolExecutor(2) as pool:
-        for layer, ev, space in todo:
-            t = time.perf_counter()
-            parts = list(pool.map(_optimum, [(layer.name, i, 2) for i in range(2)]))
-            opt = min(p.value for p in parts)
-            t_ex = time.perf_counter() - t
-            line = f"{layer.name:22s} {ev.n_loops:2d} LPFs {space:>10,d} orderings, exhaustive {t_ex:6.1f} s (2 proc)"
-            for nm in normalises:
-                t = time.perf_counter()
-                res = anneal(ev, "energy", [np.random.default_rng(s) for s in seeds], 1000, rho=rho, normalise=nm)
-                t_sa = time.perf_counter() - t
-                vals = np.array([r.value for r in res])
-                assert np.all(vals >= opt)
-                hit = int((vals == opt).sum())
-                gap = float(np.mean(vals / opt - 1))
-                tot = totals[nm]
-                tot[0] += hit
-                tot[1] += gap * runs
-                tot[2] += runs
-                line += f" | {nm}: {hit}/{runs} hit, gap {gap * 100:.4f} % ({t_sa / runs * 1e3:.0f} ms/run)"
-            print(line, flush=True)
-    for nm, (hit, gsum, n) in totals.items():
-        print(f"overall {nm}: {hit}/{n} = {hit / n * 100:.1f} % reach the optimum, mean gap {gsum / n * 100:.4f} %")
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--acceptance", action="store_true", help="SA success rate vs exhaustive on ResNet-34")
-    ap.add_argument("--max-space", type=int, default=4_000_000, help="acceptance: largest exhaustive space")
-    ap.add_argument("--runs", type=int, default=100, help="acceptance: SA runs per layer")
-    ap.add_argument("--normalise", default="log", help="acceptance: comma-separated normalisations")
-    ap.add_argument("--rho", type=float, default=0.999, help="acceptance: cooling factor")
     ap.add_argument("--reference", action="store_true", help="use the reference model (slow)")
     ap.add_argument("--exhaustive-rows", type=int, default=200_000, help="orderings for the throughput figure")
     ap.add_argument("--sa-runs", type=int, default=7, help="seeds for the SA timing")
     ap.add_argument("--no-shards", action="store_true", help="skip the 2-process sharding figure")
     a = ap.parse_args()
-    if a.acceptance:
-        acceptance(a.max_space, a.runs, a.normalise.split(","), a.rho)
-        return
     factory = _factory(a.reference)
     arch = load_accelerator("eyeriss_like")
     layer = _layer("layer1.0.conv1")

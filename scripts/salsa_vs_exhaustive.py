@@ -7,7 +7,8 @@ runs reaching the optimum and their mean gap (the SALSA paper reports 99.9% and 
 the exhaustive throughput (orderings/s per core) and the speed-up of 2 shards on 2 Ray workers
 over 1 shard on one, on the largest feasible layer.
 
-    python scripts/salsa_vs_exhaustive.py [--runs 100] [--max-space 3000000] [--json out.json]
+    python scripts/salsa_vs_exhaustive.py [--runs 100] [--max-space 13000000] [--rho 0.999]
+        [--normalise log|initial|best|zigzag] [--json out.json]
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ def _exhaustive(problem, shards: int, batch: int = 4096):
     return LOMA.reduce(res), time.perf_counter() - t0
 
 
-def _sa_runs(problem, seeds, iterations):
+def _sa_runs(problem, seeds, iterations, extra):
     import ray
     from mappers.loma import resolve_params
     from mappers.salsa import SALSA
@@ -44,7 +45,7 @@ def _sa_runs(problem, seeds, iterations):
     def runs(block):
         out = []
         for s in block:
-            p = resolve_params(SALSA, {"engine": "sa", "iterations": iterations, "chains": 1, "seed": s})
+            p = resolve_params(SALSA, {"engine": "sa", "iterations": iterations, "chains": 1, "seed": s, **extra})
             u = SALSA.units(problem, p)[0]
             r = SALSA.run(problem, u, p)
             out.append((s, r.value, r.wall_s, r.evaluations))
@@ -58,9 +59,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=100)
     ap.add_argument("--iterations", type=int, default=1000)
-    ap.add_argument("--max-space", type=float, default=3e6)
+    ap.add_argument("--max-space", type=float, default=1.3e7)
     ap.add_argument("--num-cpus", type=int, default=2)
     ap.add_argument("--json", default=None)
+    ap.add_argument("--rho", type=float, default=0.999, help="SA cooling factor (paper 0.999)")
+    ap.add_argument("--normalise", default="log", help="SA cost normalisation (see mappers.salsa)")
     args = ap.parse_args()
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     import ray
@@ -86,7 +89,8 @@ def main() -> None:
             rows.append({"layer": layer.name, "lpfs": n, "space": space, "feasible": False})
             continue
         best, t_exh = _exhaustive(prob, args.num_cpus)
-        runs = _sa_runs(prob, list(range(args.runs)), args.iterations)
+        runs = _sa_runs(prob, list(range(args.runs)), args.iterations,
+                        {"rho": args.rho, "normalise": args.normalise})
         vals = np.array([v for _, v, _, _ in runs])
         gap = (vals - best.value) / best.value
         reach = float(np.mean(gap <= 1e-9))
