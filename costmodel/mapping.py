@@ -31,6 +31,8 @@ accelerator's default unrolling is then used by the evaluators).
 
 from __future__ import annotations
 
+import numbers
+
 import math
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping as _Mapping, Sequence
@@ -62,8 +64,9 @@ def prime_factors(n: int) -> list[int]:
 
     ``prime_factors(1) == []``. Raises ValueError for n < 1.
     """
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+    if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 1:
         raise ValueError(f"prime_factors: n must be a positive integer, got {n!r}")
+    n = int(n)
     out: list[int] = []
     p = 2
     while p * p <= n:

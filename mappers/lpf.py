@@ -28,29 +28,10 @@ from typing import Iterator, Sequence
 
 import numpy as np
 
+from costmodel.mapping import prime_factors  # noqa: E402  (re-exported)
+
 __all__ = ["prime_factors", "lpf_types", "expand", "multiset_count", "rank", "unrank", "shard_range",
            "iter_permutations", "merge_lpfs"]
-
-
-def prime_factors(x: int) -> list[int]:
-    """Prime factors of ``x`` >= 1 in ascending order, with multiplicity (``[]`` for 1).
-
-    Raises:
-        ValueError: ``x`` is not a positive integer.
-    """
-    if isinstance(x, bool) or not isinstance(x, (int, np.integer)) or x < 1:
-        raise ValueError(f"expected a positive integer, got {x!r}")
-    x = int(x)
-    out: list[int] = []
-    p = 2
-    while p * p <= x:
-        while x % p == 0:
-            out.append(p)
-            x //= p
-        p += 1
-    if x > 1:
-        out.append(x)
-    return out
 
 
 def lpf_types(factors: Sequence[tuple[str, int]]) -> tuple[tuple[tuple[str, int], ...], np.ndarray]:
