@@ -132,6 +132,9 @@ class LomaMapper:
     params = (
         Param("lpf_limit", "int", None, "merge LPFs until at most this many loops remain (LOMA); absent = no limit",
               low=1),
+        Param("max_orderings", "int", None,
+              "skip the search (engine 'skipped', value inf) when the space is larger; absent = no limit",
+              low=1),
         Param("shards", "int", 1, "independent work units, each a contiguous rank range of the orderings",
               low=1, high=1 << 20),
         Param("batch", "int", 4096, "orderings per evaluator call", low=1, high=1 << 22),
@@ -162,6 +165,12 @@ class LomaMapper:
         t0 = time.perf_counter()
         ev = self.evaluator(problem, params)
         total = multiset_count(ev.counts)
+        limit = params.get("max_orderings")
+        if limit is not None and total > int(limit):  # "exhaustive where it is feasible"
+            return make_result(ev, problem, self.name, "skipped", None, float("inf"), 0,
+                               time.perf_counter() - t0,
+                               extra={"space": total, "max_orderings": int(limit),
+                                      "n_loops": int(np.sum(ev.counts))})
         start, stop = shard_range(total, unit.shard, unit.shards)
         v, o, r, n = exhaustive_range(ev, problem.objective, start, stop, int(params.get("batch", 4096)))
         extra = {"rank": r, "space": total, "start": start, "stop": stop, "n_loops": int(np.sum(ev.counts)),

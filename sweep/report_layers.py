@@ -36,6 +36,7 @@ def mapper_label(mapper: str, params_json: str) -> str:
 def _problems(rows: pd.DataFrame, problems: pd.DataFrame) -> pd.DataFrame:
     ok = rows[rows["status"] == "ok"].copy()
     ok["value"] = ok["value"].astype(float)
+    ok = ok[np.isfinite(ok["value"])]  # skipped searches (e.g. loma over max_orderings) and failures
     ok = ok.sort_values(["problem_id", "value", "unit_index"], kind="stable")
     best = ok.groupby("problem_id", sort=False).head(1).set_index("problem_id")
     agg = ok.groupby("problem_id").agg(evaluations=("evaluations", "sum"), search_s=("wall_s", "sum"),
