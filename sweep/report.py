@@ -81,7 +81,8 @@ def build_report(directory: str | Path, plots_dir: str | Path | None = None) -> 
         rep.update(layer_report(rows, problems, (manifest.get("report") or {}).get("baseline", "random")))
         if plots_dir is not None:
             rep["plots"] = write_layer_plots(rep, rows.merge(problems[["problem_id", "network", "layer_index"]],
-                                                             on="problem_id", how="left"), plots_dir)
+                                                             on="problem_id", how="left"), plots_dir,
+                                             (manifest.get("report") or {}).get("network"))
         return rep
     ok = rows[rows["status"] == "ok"]
     if ok.empty or "pm_value" not in ok:
