@@ -173,7 +173,31 @@ def eval_(
         return
     wide = Console(width=max(out.width, 160), soft_wrap=True)
     wide.print(rep.pop("loop_nest", ""), highlight=False, markup=False)
-    wide.print(json.dumps(rep, indent=1, default=str), highlight=False, markup=False)
+    _print_cost_report(rep, wide)
+
+
+def _print_cost_report(rep: dict, console: Console) -> None:
+    """Per operand and memory level accesses and energy, then the latency split."""
+    if not rep.get("valid", True):
+        console.print(f"invalid mapping: {rep.get('reason')}", style="red")
+        return
+    b = rep.get("breakdown", {})
+    t = Table(title="Accesses and energy per operand and memory level")
+    for c in ("operand", "memory", "reads", "writes", "fills", "psum read-backs", "tile bits",
+              "instances", "energy pJ"):
+        t.add_column(c, justify="left" if c in ("operand", "memory") else "right")
+    for op, levels in b.get("operands", {}).items():
+        for lv in levels:
+            t.add_row(op, lv["memory"], f"{lv['reads']:,}", f"{lv['writes']:,}", f"{lv['fills']:,}",
+                      f"{lv['readbacks']:,}", f"{lv['tile_bits']:,}", f"{lv['instances']:,}",
+                      f"{lv['energy_pj']:,.1f}")
+    t.add_row("MAC", "", f"{b.get('macs', 0):,}", "", "", "", "", "", f"{b.get('mac_energy_pj', 0):,.1f}")
+    console.print(t)
+    stalls = {k: v for k, v in b.get("stall_cycles", {}).items() if v}
+    console.print(f"energy {rep['energy_pj']:,.1f} pJ; latency {rep['latency_cycles']:,.0f} cycles = "
+                  f"compute {b.get('compute_cycles', 0):,} + stall (largest of "
+                  f"{', '.join(f'{k} {v:,.0f}' for k, v in stalls.items()) or 'none'}); "
+                  f"utilisation {b.get('utilization', 1):.1%}; EDP {rep['edp']:.4g}")
 
 
 class ListWhat(str, Enum):
