@@ -122,16 +122,21 @@ class Objective(str, Enum):
 
 
 _LAYER_PANEL = "Layer (zoo layer or explicit dimensions)"
+#: The options naming one layer, shared by `map` and `eval`.
+NetworkOpt = Annotated[Optional[str], typer.Option("--network", help="Zoo network, e.g. resnet34 (see `sweep list networks`).", rich_help_panel=_LAYER_PANEL)]
+LayerOpt = Annotated[Optional[str], typer.Option("--layer", help="Layer name or 0-based index of the network's unique layers.", rich_help_panel=_LAYER_PANEL)]
+DimsOpt = Annotated[Optional[str], typer.Option("--dims", help="Explicit layer, e.g. K=64,C=64,OY=56,OX=56,FY=3,FX=3 (unlisted dims 1; B, G, SY, SX allowed).", rich_help_panel=_LAYER_PANEL)]
+ArchOpt = Annotated[str, typer.Option("--arch", help="Accelerator preset (see `sweep list archs`) or TOML file.")]
 
 
 @app.command("map")
 @_guard
 def map_(
-    arch: Annotated[str, typer.Option("--arch", help="Accelerator preset (see `sweep list archs`) or TOML file.")],
+    arch: ArchOpt,
     mapper: Annotated[str, typer.Option("--mapper", help="Loop-nest mapper: loma, salsa, random (see `sweep list mappers`).")],
-    network: Annotated[Optional[str], typer.Option("--network", help="Zoo network, e.g. resnet34.", rich_help_panel=_LAYER_PANEL)] = None,
-    layer: Annotated[Optional[str], typer.Option("--layer", help="Layer name or 0-based index in the network.", rich_help_panel=_LAYER_PANEL)] = None,
-    dims: Annotated[Optional[str], typer.Option("--dims", help="Explicit layer, e.g. K=64,C=64,OY=56,OX=56,FY=3,FX=3 (unlisted dims 1; B, G, SY, SX allowed).", rich_help_panel=_LAYER_PANEL)] = None,
+    network: NetworkOpt = None,
+    layer: LayerOpt = None,
+    dims: DimsOpt = None,
     objective: Annotated[Objective, typer.Option("--objective", help="What to minimise: energy (pJ), latency (cycles) or edp.")] = Objective.energy,
     seed: Annotated[int, typer.Option("--seed", help="Seed of stochastic mappers.")] = 0,
     param: Annotated[Optional[list[str]], typer.Option("--param", help="Mapper parameter KEY=VALUE (repeatable), e.g. --param iterations=2000 --param engine=sa.")] = None,
@@ -157,11 +162,11 @@ def map_(
 @app.command("eval")
 @_guard
 def eval_(
-    arch: Annotated[str, typer.Option("--arch", help="Accelerator preset or TOML file.")],
-    mapping: Annotated[Path, typer.Option("--mapping", help="Mapping file (JSON or TOML): spatial, temporal loops innermost first, per-operand boundaries.")],
-    network: Annotated[Optional[str], typer.Option("--network", help="Zoo network.", rich_help_panel=_LAYER_PANEL)] = None,
-    layer: Annotated[Optional[str], typer.Option("--layer", help="Layer name or index.", rich_help_panel=_LAYER_PANEL)] = None,
-    dims: Annotated[Optional[str], typer.Option("--dims", help="Explicit layer dimensions.", rich_help_panel=_LAYER_PANEL)] = None,
+    arch: ArchOpt,
+    mapping: Annotated[Path, typer.Option("--mapping", help="Mapping file (JSON or TOML): spatial, temporal loops innermost first, per-operand boundaries (see costmodel.mapping).")],
+    network: NetworkOpt = None,
+    layer: LayerOpt = None,
+    dims: DimsOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the cost report as JSON.")] = False,
 ) -> None:
     """Evaluate a given mapping: accesses and energy per operand and memory level, latency split."""
