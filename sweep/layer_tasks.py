@@ -108,7 +108,8 @@ def expand_layers(campaign) -> Iterator[LayerTask]:
 
 _ROW_KEYS = ("problem_id", "unit_index", "mapper", "params", "arch", "layer_shape", "objective",
              "seed", "unit_kind", "unit_seed", "shard", "shards", "engine", "value", "energy_pj",
-             "latency_cycles", "edp", "evaluations", "wall_s", "loops", "error", "history")
+             "latency_cycles", "edp", "evaluations", "wall_s", "loops", "mapping", "solver_status",
+             "solver_s", "mip_gap", "error", "history")
 
 
 def execute_layers(task: LayerTask) -> dict[str, pa.Table]:
@@ -136,6 +137,10 @@ def execute_layers(task: LayerTask) -> dict[str, pa.Table]:
             "edp": r.edp if r else None, "evaluations": r.evaluations if r else None,
             "wall_s": r.wall_s if r else time.perf_counter() - t0,
             "loops": _json(r.loops) if r and r.loops is not None else None, "error": err,
+            "mapping": _json(r.extra["mapping"]) if r and isinstance(r.extra.get("mapping"), dict) else None,
+            "solver_status": str(r.extra["status"]) if r and "status" in r.extra else None,
+            "solver_s": float(r.extra["solver_s"]) if r and r.extra.get("solver_s") is not None else None,
+            "mip_gap": float(r.extra["mip_gap"]) if r and r.extra.get("mip_gap") is not None else None,
             "history": ([float(x) for x in r.history] if r is not None and r.history is not None else None),
         }
         rows["task_id"].append(task.task_id)

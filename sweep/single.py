@@ -127,10 +127,17 @@ def map_layer(layer: Layer, arch, mapper_name: str, objective: str = "energy", s
            "value": best.value, "energy_pj": best.energy_pj, "latency_cycles": best.latency_cycles,
            "edp": best.edp, "evaluations": best.evaluations, "wall_s": wall,
            "units": len(results), "params": resolved, "layer": layer.name}
-    if best.loops is not None:
+    for k in ("status", "solver_s", "mip_gap", "mip_objective"):  # MIP mappers (cosa)
+        if k in best.extra:
+            out[k] = best.extra[k]
+    from costmodel.mapping import Mapping, format_loop_nest
+    m = None
+    if isinstance(best.extra.get("mapping"), dict):  # full-mapspace mappers give the whole mapping
+        m = Mapping.from_dict(best.extra["mapping"])
+    elif best.loops is not None:  # loop-ordering mappers: LOMA allocation of the best ordering
         from costmodel.allocation import allocate
-        from costmodel.mapping import format_loop_nest
         m = allocate(layer, arch, None, tuple(best.loops))
+    if m is not None:
         out["mapping"] = m.to_dict()
         out["loop_nest"] = format_loop_nest(m, layer, arch)
     return out
