@@ -316,7 +316,8 @@ class PrimitiveSpace:
 
     # -- moves ---------------------------------------------------------------------------------------
     def propose(self, sections, rng: np.random.Generator, p_block: float) -> tuple[list[list[int]], str]:
-        """One move on the flat list (block / swap / move, see the module docstring)."""
+        """One move on the flat list (block / swap / move, see the module docstring). After a block
+        move ``self.last_block`` holds the moved primitive ids (in their new, contiguous order)."""
         seq = self.flat(sections)
         L = len(seq)
         u = rng.random()
@@ -334,6 +335,7 @@ class PrimitiveSpace:
             rest = seq[:lo] + [t for t in seq[lo:hi + 1] if self.prims[t][0] != d] + seq[hi + 1:]
             j = int(rng.integers(len(rest) + 1))
             seq = rest[:j] + block + rest[j:]
+            self.last_block = list(block)
         elif u < p_block + (1 - p_block) / 2:
             kind = "swap"
             for _ in range(1000):
