@@ -44,15 +44,21 @@ and T_v (10) the log of transfers: sum_z Y[v, z] l_z + (all loops above the glob
 l_z = sum_f log(p_f) x[f, z] the log-extent of rank z and Y (9): Y[v, z] >= x[f, z] for f relevant
 to v, Y[v, z] >= Y[v, z-1] (Y binary).
 
-**Linearisation.** The quadratic term of (10) is Y[v, z] * l_z with Y binary and l_z a bounded
-linear expression in [0, M], M = sum of log(p) of all factors. Rather than one McCormick product per
-(v, factor, rank) (Y * X for every factor), the products are aggregated per (v, z): one continuous
-t[v, z] with
-    t <= M Y,   t <= l_z,   t >= l_z - M (1 - Y),   t >= 0,
-which forces t = Y * l_z for every binary Y and every l_z in [0, M] (Y = 0: 0 <= t <= 0;
-Y = 1: l_z <= t <= l_z) - it is McCormick's envelope of a binary times a bounded continuous, which is
-exact, and needs 3 x Z columns and 4 x 3 x Z rows instead of 3 x factors x Z of each. The big-M
-is the tightest valid one (the largest possible l_z).
+**Linearisation.** The quadratic term of (10), sum_z Y[v, z] l_z with Y binary and l_z = sum_f
+log(p_f) x[f, z] the log-extent of rank z, is rewritten as
+    T_v = sum_z l_z - sum_z s[v, z],   s[v, z] = (1 - Y[v, z]) l^irr_{v, z},
+where l^irr_{v, z} sums only the v-irrelevant factors of rank z: whenever a v-relevant factor sits at
+z, (9) forces Y[v, z] = 1, so (1 - Y) l_z = (1 - Y) l^irr. s is the stationary run below the first
+v-relevant rank. The product of the binary (1 - Y) and the bounded continuous l^irr in [0, M_v]
+(M_v = log of the product of all v-irrelevant factors, the tightest valid bound) is linearised by
+its McCormick envelope
+    s <= l^irr,   s <= M_v (1 - Y),   s >= l^irr - M_v Y,   s >= 0,
+which is exact for a binary Y (Y = 1: s = 0; Y = 0: s = l^irr): one continuous column and 4 rows per
+(v, z) with irrelevant factors, instead of one McCormick product (3 rows) per (v, factor, rank) for
+Y * X. (The first two rows alone would do when w_traffic > 0, since the objective maximises s; the
+other two keep s = product for any weights.) Compared with the direct form t = Y l_z with
+M = log of all factors, the smaller M_v gives a tighter LP relaxation: HiGHS solves ResNet-50 layers
+3-20x faster with the same optima.
 
 **Padding.** A dimension whose bound has a prime factor p > ``pad_primes_over`` is padded to
 bound / p * (p + 1) (p + 1 is even, so it splits). The MIP and the mapping are built on the padded
@@ -110,7 +116,7 @@ class CosaModel:
         gb: index of the permutation level (global buffer) or None; ``Z`` ranks.
         c, lb, ub, integer: column costs, bounds, integrality (n,); rows as COO (rows, cols, vals)
             with ``rlo``, ``rhi`` (m,); ``offset`` the constant of the objective.
-        tcols, ycols: (v, z) -> column of t / Y (the linearised products).
+        tcols, ycols: (v, z) -> column of s = (1 - Y) l^irr (the linearised product) / of Y.
     """
 
     layer: Any
@@ -177,7 +183,7 @@ def _pad_layer(layer, pad_over: int | None):
 
 
 def build_model(layer, arch, w_util: float = -0.1, w_compute: float = 10.0, w_traffic: float = 1.0,
-                pad_primes_over: int | None = None) -> CosaModel:
+                pad_primes_over: int | None = None, symmetry: bool = False) -> CosaModel:
     """Build the MIP (eqs. 2-12) of ``layer`` on ``arch``.
 
     Args:
@@ -185,6 +191,8 @@ def build_model(layer, arch, w_util: float = -0.1, w_compute: float = 10.0, w_tr
         w_util: weight of Util (5) as it enters the minimised objective (the paper's -w_U).
         w_compute, w_traffic: weights of Comp (6) and Traf (11).
         pad_primes_over: pad prime factors larger than this (None = never).
+        symmetry: add symmetry-breaking rows (identical factors ordered, ranks packed); off by
+            default: they slow HiGHS down 2-5x on ResNet-50 layers.
 
     Returns:
         `CosaModel` (natural logarithms throughout).
@@ -250,6 +258,25 @@ def build_model(layer, arch, w_util: float = -0.1, w_compute: float = 10.0, w_tr
     # (3) each factor placed once
     for f in range(len(factors)):
         row([(j, 1.0) for j in xcol[f]], 1.0, 1.0)
+    # symmetry breaking (no optimum is lost): identical factors (same dim and prime) take
+    # placements in non-decreasing index order; permutation ranks are used from the innermost
+    # without gaps (rank z+1 used => rank z used; e[z] continuous, forced to 0 by an empty rank)
+    for f in range(len(factors) - 1):
+        if symmetry and factors[f] == factors[f + 1]:
+            row([(j, float(k)) for k, j in enumerate(xcol[f])]
+                + [(j, -float(k)) for k, j in enumerate(xcol[f + 1])], -inf, 0.0)
+    if gb is not None and symmetry:
+        used = []
+        for z in range(Z):
+            at_z = [xcol[f][k] for f in range(len(factors)) for k, pl in enumerate(placements[f])
+                    if pl.kind == "t" and pl.where == gb and pl.rank == z]
+            e = col(0.0, 0.0, 1.0, False)
+            used.append(e)
+            for j in at_z:
+                row([(e, 1.0), (j, -1.0)], 0.0, inf)
+            row([(e, 1.0)] + [(j, -1.0) for j in at_z], -inf, 0.0)
+            if z > 0:
+                row([(used[z - 1], 1.0), (e, -1.0)], 0.0, inf)
     # (4) fan-out per array dim
     for a in arr:
         terms = [(xcol[f][k], logp[f]) for f in range(len(factors))
@@ -325,23 +352,31 @@ def build_model(layer, arch, w_util: float = -0.1, w_compute: float = 10.0, w_tr
                     w += 1.0                      # T_v: loops above the global buffer
                 if w:
                     add_cost(xcol[f][k], w_traffic * w * logp[f])
+        # T_v = sum_z Y[v,z] l_z written as (all rank loops) - sum_z s[v,z], where s[v,z] =
+        # (1 - Y[v,z]) l^irr_{v,z} is the extent of the v-irrelevant loops of rank z below the
+        # first v-relevant rank (the stationary run); exact (see the module docstring)
+        Mv = sum(logp[f] for f, (d, _) in enumerate(factors) if d not in RELEVANT[v])
         for z in range(Z):
             y = col(0.0, 0.0, 1.0, True)
-            t = col(w_traffic, 0.0, M, False)
-            ycols[v, z], tcols[v, z] = y, t
-            lz = [(xcol[f][k], logp[f]) for f in range(len(factors))
-                  for k, pl in enumerate(placements[f]) if pl.kind == "t" and pl.where == gb and pl.rank == z]
-            for f, (d, _) in enumerate(factors):   # (9)
-                if d in RELEVANT[v]:
-                    for k, pl in enumerate(placements[f]):
-                        if pl.kind == "t" and pl.where == gb and pl.rank == z:
-                            row([(y, 1.0), (xcol[f][k], -1.0)], 0.0, inf)
+            ycols[v, z] = y
+            at_z = [(f, xcol[f][k]) for f in range(len(factors)) for k, pl in enumerate(placements[f])
+                    if pl.kind == "t" and pl.where == gb and pl.rank == z]
+            for f, j in at_z:
+                add_cost(j, w_traffic * logp[f])
+            for f, j in at_z:                      # (9)
+                if factors[f][0] in RELEVANT[v]:
+                    row([(y, 1.0), (j, -1.0)], 0.0, inf)
             if z > 0:
                 row([(y, 1.0), (ycols[v, z - 1], -1.0)], 0.0, inf)
-            # t = Y * l_z, exactly (see the module docstring)
-            row([(t, 1.0), (y, -M)], -inf, 0.0)
-            row([(t, 1.0)] + [(j, -w) for j, w in lz], -inf, 0.0)
-            row([(t, 1.0), (y, -M)] + [(j, -w) for j, w in lz], -M, inf)
+            lirr = [(j, logp[f]) for f, j in at_z if factors[f][0] not in RELEVANT[v]]
+            if not lirr:
+                continue
+            s_ = col(-w_traffic, 0.0, Mv, False)
+            tcols[v, z] = s_
+            # s = (1 - Y) * l^irr exactly: McCormick of a binary and a continuous in [0, Mv]
+            row([(s_, 1.0)] + [(j, -w) for j, w in lirr], -inf, 0.0)        # s <= l
+            row([(s_, 1.0), (y, Mv)], -inf, Mv)                              # s <= Mv (1 - Y)
+            row([(s_, 1.0), (y, Mv)] + [(j, -w) for j, w in lirr], 0.0, inf)   # s >= l - Mv Y
     return CosaModel(layer=layer, real_layer=real, arch=arch, weights=(w_util, w_compute, w_traffic),
                      factors=factors, placements=placements, xcol=xcol, groups=groups, gb=gb, Z=Z,
                      inner_arr=inner_arr, chip_arr=chip_arr, c=c, lb=lb, ub=ub, integer=integer, rows=rows,

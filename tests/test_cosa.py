@@ -9,7 +9,7 @@ import pytest
 
 from costmodel.arch import accelerator_from_dict, load_accelerator
 from costmodel.loopnest import evaluate
-from costmodel.mapping import SPATIAL_DIMS, Mapping
+from costmodel.mapping import RELEVANT, SPATIAL_DIMS, Mapping
 from costmodel.workload import Layer
 from mappers.base import LayerProblem
 from mappers.cosa import COSA, build_model, decode, placement_feasible, placement_objective, solve_model
@@ -98,11 +98,13 @@ def test_linearisation_exact_for_random_binaries(simba):
         for y in model.ycols.values():
             x[y] = float(rng.integers(2))
         for (v, z), t in model.tcols.items():
-            lz = sum(math.log(p) for f, (d, p) in enumerate(model.factors)
-                     if (pl := model.placements[f][choice[f]]).kind == "t" and pl.where == model.gb and pl.rank == z)
-            prod = x[model.ycols[v, z]] * lz
+            lirr = sum(math.log(p) for f, (d, p) in enumerate(model.factors)
+                       if d not in RELEVANT[v] and (pl := model.placements[f][choice[f]]).kind == "t"
+                       and pl.where == model.gb and pl.rank == z)
+            prod = (1.0 - x[model.ycols[v, z]]) * lirr
             lo, hi = _t_interval(model, t, x)
             assert lo == pytest.approx(prod, abs=1e-9) and hi == pytest.approx(prod, abs=1e-9)
+        assert model.tcols
 
 
 def test_infeasible_is_a_row_not_an_error():
