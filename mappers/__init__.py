@@ -12,7 +12,10 @@ __all__ = ["MAPPER_NAMES", "get_mapper", "mapper_kind"]
 _REGISTRY = {"deepopt": ("mappers.deepopt", "DEEPOPT"),
              "loma": ("mappers.loma", "LOMA"),
              "salsa": ("mappers.salsa", "SALSA"),
-             "random": ("mappers.random_search", "RANDOM")}
+             "random": ("mappers.random_search", "RANDOM"),
+             "primitive_sa": ("mappers.primitive_sa", "PRIMITIVE_SA"),
+             "random5": ("mappers.fullspace_random", "RANDOM5"),
+             "hybrid": ("mappers.fullspace_random", "HYBRID")}
 
 #: What each mapper maps: "systolic" (DeepOpt hardware points) or "loopnest" (one layer on an
 #: `costmodel.arch.Accelerator`). Unlisted mappers are loop-nest mappers.
