@@ -15,7 +15,8 @@ _REGISTRY = {"deepopt": ("mappers.deepopt", "DEEPOPT"),
              "random": ("mappers.random_search", "RANDOM"),
              "primitive_sa": ("mappers.primitive_sa", "PRIMITIVE_SA"),
              "random5": ("mappers.fullspace_random", "RANDOM5"),
-             "hybrid": ("mappers.fullspace_random", "HYBRID")}
+             "hybrid": ("mappers.fullspace_random", "HYBRID"),
+             "cosa": ("mappers.cosa", "COSA")}
 
 #: What each mapper maps: "systolic" (DeepOpt hardware points) or "loopnest" (one layer on an
 #: `costmodel.arch.Accelerator`). Unlisted mappers are loop-nest mappers.
