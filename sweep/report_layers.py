@@ -70,6 +70,7 @@ def layer_report(rows: pd.DataFrame, problems: pd.DataFrame, baseline: str = "ra
                                 values="value", aggfunc="first", observed=True)
         piv_t = per.pivot_table(index=["network", "layer_index", "arch", "objective"], columns="label",
                                 values="search_s", aggfunc="first", observed=True)
+        winners = piv_e.idxmin(axis=1)  # the mapper with the best value per layer (ties: first)
         for (net, arch, obj), idx in piv_e.groupby(level=["network", "arch", "objective"]).groups.items():
             for lab in labels:
                 if lab not in piv_e:
@@ -86,7 +87,8 @@ def layer_report(rows: pd.DataFrame, problems: pd.DataFrame, baseline: str = "ra
                              "mean_reduction_vs_baseline": float(np.mean(1.0 - e[m] / b[m])),
                              "geomean_improvement_vs_baseline": float(np.exp(np.mean(np.log(b[m] / e[m])))),
                              "speedup_vs_baseline": float(tb[m].sum() / max(t[m].sum(), 1e-12)),
-                             "search_s": float(t[m].sum())})
+                             "search_s": float(t[m].sum()),
+                             "wins": int((winners.loc[idx] == lab).sum())})
     return {"baseline": base, "mappers": labels, "layers": layers, "networks": nets}
 
 
@@ -113,10 +115,11 @@ def print_layer_report(rep: dict[str, Any], console) -> None:
     if rep.get("networks"):
         t = Table(title=f"Per network and objective, vs {rep['baseline']}: mean reduction, geomean improvement "
                         f"(baseline / mapper; for latency the speed-up, CoSA Figs. 6-7), search speed-up (SALSA Fig. 5)")
-        for c in ("network", "arch", "mapper", "layers", "mean reduction", "geomean x", "search speed-up", "search s"):
-            t.add_column(c, justify="right" if c not in ("network", "arch", "mapper") else "left")
+        for c in ("network", "arch", "objective", "mapper", "layers", "best on", "mean reduction", "geomean x",
+                  "search speed-up", "search s"):
+            t.add_column(c, justify="right" if c not in ("network", "arch", "objective", "mapper") else "left")
         for r in rep["networks"]:
-            t.add_row(r["network"], r["arch"], r["mapper"], str(r["layers"]),
+            t.add_row(r["network"], r["arch"], r["objective"], r["mapper"], str(r["layers"]), str(r.get("wins", "")),
                       f"{100 * r['mean_reduction_vs_baseline']:.1f}%",
                       f"{r['geomean_improvement_vs_baseline']:.2f}x", f"{r['speedup_vs_baseline']:.2f}x",
                       f"{r['search_s']:.2f}")
@@ -138,33 +141,34 @@ def write_layer_plots(rep: dict[str, Any], rows: pd.DataFrame, plots_dir: str | 
         return written
     layers = pd.DataFrame(rep["layers"])
     network = network or layers["network"].iloc[0]
-    g = layers[layers["network"] == network]
-    fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(11, 6), sharex=True)
-    idx = sorted(g["layer_index"].unique())
-    for lab in rep["mappers"]:
-        r = g[g["label"] == lab].set_index("layer_index").reindex(idx)
-        ax1.plot(range(len(idx)), r["value"], marker="o", ms=3, label=lab)
-        ax2.plot(range(len(idx)), r["search_s"], marker="o", ms=3, label=lab)
-    ax1.set_ylabel(f"best {g['objective'].iloc[0]}")
-    ax1.set_yscale("log")
-    ax2.set_ylabel("search time (s)")
-    ax2.set_yscale("log")
-    ax2.set_xlabel(f"unique layer of {network}")
-    ax1.legend(fontsize=7)
-    fig.suptitle(f"{network}: per-layer result and search time (SALSA Fig. 5, left)")
-    fig.tight_layout()
-    path = plots_dir / f"layers_{network}.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    written.append(str(path))
+    for obj, g in layers[layers["network"] == network].groupby("objective", sort=False):
+        fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(11, 6), sharex=True)
+        idx = sorted(g["layer_index"].unique())
+        for lab in rep["mappers"]:
+            r = g[g["label"] == lab].groupby("layer_index").first().reindex(idx)
+            ax1.plot(range(len(idx)), r["value"], marker="o", ms=3, label=lab)
+            ax2.plot(range(len(idx)), r["search_s"], marker="o", ms=3, label=lab)
+        ax1.set_ylabel(f"best {obj}")
+        ax1.set_yscale("log")
+        ax2.set_ylabel("search time (s)")
+        ax2.set_yscale("log")
+        ax2.set_xlabel(f"unique layer of {network}")
+        ax1.legend(fontsize=7)
+        fig.suptitle(f"{network}: per-layer {obj} and search time per mapper")
+        fig.tight_layout()
+        path = plots_dir / f"layers_{network}_{obj}.png"
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        written.append(str(path))
     if rep.get("networks"):
         nets = pd.DataFrame(rep["networks"])
         fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 3.8))
-        piv_r = nets.pivot_table(index="network", columns="mapper", values="mean_reduction_vs_baseline")
+        nets = nets.assign(network=nets["network"] + " / " + nets["objective"])
+        piv_r = nets.pivot_table(index="network", columns="mapper", values="geomean_improvement_vs_baseline")
         piv_s = nets.pivot_table(index="network", columns="mapper", values="speedup_vs_baseline")
-        (100 * piv_r).plot.bar(ax=ax1, rot=20)
+        piv_r.plot.bar(ax=ax1, rot=20)
         piv_s.plot.bar(ax=ax2, rot=20, logy=True)
-        ax1.set_ylabel(f"mean reduction vs {rep['baseline']} (%)")
+        ax1.set_ylabel(f"geomean improvement vs {rep['baseline']} (x)")
         ax2.set_ylabel(f"speed-up vs {rep['baseline']}")
         fig.suptitle("Per network (SALSA Fig. 5, right)")
         fig.tight_layout()
