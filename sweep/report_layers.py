@@ -63,6 +63,10 @@ def layer_report(rows: pd.DataFrame, problems: pd.DataFrame, baseline: str = "ra
         repeat=("repeat", "first")).reset_index()
     labels = list(dict.fromkeys(per["label"]))
     base = next((l for l in labels if l.split("(")[0] == baseline), None)
+    if base is not None:  # per layer: baseline value / value (the speed-up for latency)
+        key = ["network", "layer_index", "arch", "objective"]
+        bv = per[per["label"] == base].set_index(key)["value"]
+        per["vs_baseline"] = bv.reindex(pd.MultiIndex.from_frame(per[key])).to_numpy() / per["value"].to_numpy()
     layers = per.to_dict("records")
     nets = []
     if base is not None:
@@ -101,7 +105,7 @@ def print_layer_report(rep: dict[str, Any], console) -> None:
         return
     layers = pd.DataFrame(rep["layers"])
     for (net, arch, obj), g in layers.groupby(["network", "arch", "objective"], sort=False):
-        t = Table(title=f"{net} on {arch}: best {obj} per layer and search time (s)")
+        t = Table(title=f"{net} on {arch}: best {obj} per layer (x: {rep.get('baseline')} / mapper) / time to solution (s)")
         t.add_column("layer")
         for lab in labels:
             t.add_column(lab, justify="right")
@@ -109,7 +113,8 @@ def print_layer_report(rep: dict[str, Any], console) -> None:
             cells = []
             for lab in labels:
                 r = gl[gl["label"] == lab]
-                cells.append("-" if r.empty else f"{r['value'].iloc[0]:.4g} / {r['search_s'].iloc[0]:.2f}s")
+                ratio = r["vs_baseline"].iloc[0] if not r.empty and "vs_baseline" in r else float("nan")
+                cells.append("-" if r.empty else f"{r['value'].iloc[0]:.4g} ({ratio:.2f}x) / {r['search_s'].iloc[0]:.2f}s")
             t.add_row(str(lname), *cells)
         console.print(t)
     if rep.get("networks"):
