@@ -15,7 +15,8 @@ from typing import Any, Mapping, Protocol, Sequence
 
 import numpy as np
 
-__all__ = ["Param", "Mapper", "Columns", "check_params", "LayerProblem", "WorkUnit", "SearchResult", "best_of"]
+__all__ = ["Param", "Mapper", "Columns", "check_params", "LayerProblem", "WorkUnit", "SearchResult", "best_of",
+           "resolve_params", "chain_seeds", "SearchMixin"]
 
 #: A batch of result rows as columns of equal length (name -> 1-D array or list).
 Columns = dict[str, Any]
@@ -183,3 +184,41 @@ def best_of(results: Sequence[SearchResult]) -> SearchResult:
     return replace(best, evaluations=sum(r.evaluations for r in results),
                    wall_s=sum(r.wall_s for r in results),
                    extra=dict(best.extra, units=len(results)))
+
+
+def resolve_params(mapper, params: Mapping[str, Any] | None) -> dict[str, Any]:
+    """`check_params` against ``mapper.params`` that raises ValueError listing every problem."""
+    resolved, problems = check_params(mapper.params, dict(params or {}))
+    if problems:
+        raise ValueError("; ".join(f"the {k!r} parameter of {mapper.name} {m} (got {v!r})"
+                                   for k, v, m in problems))
+    return resolved
+
+
+def chain_seeds(seed: int, chains: int) -> list[int]:
+    """Seeds of ``chains`` independent chains: ``numpy.random.SeedSequence(seed).spawn(chains)``,
+    each child reduced to a 63-bit int (so that it fits a signed 64-bit column)."""
+    out = []
+    for child in np.random.SeedSequence(int(seed)).spawn(int(chains)):
+        a, b = child.generate_state(2, dtype=np.uint32)
+        out.append(((int(a) << 32) | int(b)) & ((1 << 63) - 1))
+    return out
+
+
+class SearchMixin:
+    """The lifecycle helpers every loop-nest mapper shares: `resolve` (declared parameters
+    checked, defaults filled), `reduce` (`best_of` the units, in unit order) and `search` (all
+    units in-process, then reduced)."""
+
+    def resolve(self, params: Mapping[str, Any] | None) -> dict[str, Any]:
+        """Defaults filled in and values checked. Raises ValueError listing every problem."""
+        return resolve_params(self, params)
+
+    def reduce(self, results: Sequence[SearchResult]) -> SearchResult:
+        """Best unit result (first of equal values); evaluations and wall time summed."""
+        return best_of(results)
+
+    def search(self, problem: LayerProblem, params: Mapping[str, Any] | None = None) -> SearchResult:
+        """All units in-process, reduced (parameters checked, defaults filled)."""
+        p = self.resolve(params)
+        return self.reduce([self.run(problem, u, p) for u in self.units(problem, p)])

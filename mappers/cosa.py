@@ -83,7 +83,7 @@ import numpy as np
 from costmodel.loopnest import evaluate, operand_bits
 from costmodel.mapping import (OPERANDS, RELEVANT, SPATIAL_DIMS, Mapping, MappingError, SpatialMapping,
                                TemporalMapping, prime_factors)
-from mappers.base import LayerProblem, Param, SearchResult, WorkUnit, best_of
+from mappers.base import LayerProblem, Param, SearchResult, WorkUnit, SearchMixin
 
 __all__ = ["CosaMapper", "COSA", "CosaModel", "build_model", "solve_model", "decode", "placement_objective",
            "placement_feasible", "DECODE_ORDER"]
@@ -580,7 +580,7 @@ def _value(rep, objective: str) -> float:
     return {"energy": rep.energy_pj, "latency": rep.latency_cycles, "edp": rep.edp}[objective]
 
 
-class CosaMapper:
+class CosaMapper(SearchMixin):
     """CoSA's one-shot MIP scheduler (HiGHS). One work unit per problem (kind "mip").
 
     `run` builds the MIP (`build_model`), solves it (`solve_model`), decodes (`decode`), checks
@@ -643,19 +643,7 @@ class CosaMapper:
                             float(rep.energy_pj), float(rep.latency_cycles), None, tuple(mapping.temporal.loops),
                             1, time.perf_counter() - t0, extra=extra)
 
-    def reduce(self, results: Sequence[SearchResult]) -> SearchResult:
-        """`best_of` (there is one unit)."""
-        return best_of(results)
 
-    def search(self, problem: LayerProblem, params: _Mapping[str, Any] | None = None) -> SearchResult:
-        """All units in-process, reduced."""
-        p = self.resolve(params)
-        return self.reduce([self.run(problem, u, p) for u in self.units(problem, p)])
-
-    def resolve(self, params: _Mapping[str, Any] | None) -> dict[str, Any]:
-        """Defaults filled, values checked. Raises ValueError listing every problem."""
-        from mappers.loma import resolve_params
-        return resolve_params(self, params)
 
 
 COSA = CosaMapper()

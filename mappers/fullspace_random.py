@@ -27,8 +27,8 @@ from typing import Any, Mapping as _Mapping, Sequence
 
 import numpy as np
 
-from mappers.base import LayerProblem, Param, SearchResult, WorkUnit, best_of
-from mappers.primitive_sa import PrimitiveSpace, chain_seeds, make_fullspace_result, resolve_params
+from mappers.base import LayerProblem, Param, SearchResult, WorkUnit, SearchMixin
+from mappers.primitive_sa import PrimitiveSpace, chain_seeds, make_fullspace_result
 
 __all__ = ["Random5Mapper", "HybridMapper", "RANDOM5", "HYBRID", "nth_permutation"]
 
@@ -44,7 +44,7 @@ def nth_permutation(items: Sequence, k: int) -> list:
     return out
 
 
-class Random5Mapper:
+class Random5Mapper(SearchMixin):
     """Best of the first ``valid`` valid random full-space mappings (CoSA's Random (5x))."""
 
     name = "random5"
@@ -80,15 +80,9 @@ class Random5Mapper:
         return make_fullspace_result(space, problem, self.name, "random", best, best_v, best_rep, len(hist),
                                      time.perf_counter() - t0, unit.seed, np.array(hist), extra)
 
-    def reduce(self, results: Sequence[SearchResult]) -> SearchResult:
-        return best_of(results)
-
-    def search(self, problem: LayerProblem, params: _Mapping[str, Any] | None = None) -> SearchResult:
-        p = resolve_params(self, params)
-        return self.reduce([self.run(problem, u, p) for u in self.units(problem, p)])
 
 
-class HybridMapper:
+class HybridMapper(SearchMixin):
     """Timeloop-Hybrid-like: random tiling, linear walk over loop permutations, per-thread patience."""
 
     name = "hybrid"
@@ -158,12 +152,6 @@ class HybridMapper:
         return make_fullspace_result(space, problem, self.name, "hybrid", best, best_v, best_rep, len(hist),
                                      time.perf_counter() - t0, unit.seed, np.array(hist), extra)
 
-    def reduce(self, results: Sequence[SearchResult]) -> SearchResult:
-        return best_of(results)
-
-    def search(self, problem: LayerProblem, params: _Mapping[str, Any] | None = None) -> SearchResult:
-        p = resolve_params(self, params)
-        return self.reduce([self.run(problem, u, p) for u in self.units(problem, p)])
 
 
 RANDOM5 = Random5Mapper()

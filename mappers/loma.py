@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from mappers.base import LayerProblem, Param, SearchResult, WorkUnit, best_of
+from mappers.base import LayerProblem, Param, SearchResult, WorkUnit, SearchMixin
 from mappers.lpf import iter_permutations, merge_lpfs, multiset_count, shard_range
 
 __all__ = ["LomaMapper", "LOMA", "default_evaluator", "problem_evaluator", "exhaustive_range", "make_result"]
@@ -116,7 +116,7 @@ def exhaustive_range(ev, objective: str, start: int, stop: int, batch: int = 409
     return best_v, best_o, best_r, stop - start
 
 
-class LomaMapper:
+class LomaMapper(SearchMixin):
     """Exhaustive loop-ordering search (LOMA), sharded into contiguous rank ranges.
 
     Lifecycle: `units` gives one `WorkUnit` per shard; `run` enumerates one shard through the batch
@@ -177,32 +177,8 @@ class LomaMapper:
                  "lpf_limit": params.get("lpf_limit")}
         return make_result(ev, problem, self.name, "exhaustive", o, v, n, time.perf_counter() - t0, extra=extra)
 
-    def reduce(self, results: Sequence[SearchResult]) -> SearchResult:
-        """Best of the shards (pass them in shard order: ties go to the first)."""
-        return best_of(results)
-
-    def search(self, problem: LayerProblem, params: Mapping[str, Any] | None = None) -> SearchResult:
-        """All units in-process, reduced (parameters checked, defaults filled)."""
-        p = self.resolve(params)
-        return self.reduce([self.run(problem, u, p) for u in self.units(problem, p)])
-
-    def resolve(self, params: Mapping[str, Any] | None) -> dict[str, Any]:
-        """Defaults filled in and values checked.
-
-        Raises:
-            ValueError: unknown parameter or bad value (all problems in one message).
-        """
-        return resolve_params(self, params)
 
 
-def resolve_params(mapper, params: Mapping[str, Any] | None) -> dict[str, Any]:
-    """`mappers.base.check_params` that raises ValueError listing every problem."""
-    from mappers.base import check_params
-    resolved, problems = check_params(mapper.params, dict(params or {}))
-    if problems:
-        msg = "; ".join(f"the {k!r} parameter of {mapper.name} {m} (got {v!r})" for k, v, m in problems)
-        raise ValueError(msg)
-    return resolved
 
 
 LOMA = LomaMapper()

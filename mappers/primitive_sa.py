@@ -68,7 +68,7 @@ import numpy as np
 
 from costmodel.loopnest import evaluate, footprint, operand_bits
 from costmodel.mapping import OPERANDS, RELEVANT, SPATIAL_DIMS, Mapping, SpatialMapping, prime_factors
-from mappers.base import LayerProblem, Param, SearchResult, WorkUnit, best_of
+from mappers.base import LayerProblem, Param, SearchResult, WorkUnit, SearchMixin, chain_seeds, resolve_params
 
 __all__ = ["PrimitiveSpace", "PrimitiveSAMapper", "PRIMITIVE_SA", "chain_seeds", "resolve_params",
            "objective_of", "make_fullspace_result", "MOVES"]
@@ -78,23 +78,6 @@ MOVES = ("block", "swap", "move")
 
 SEP = -1  # separator token in the flat list
 
-
-def chain_seeds(seed: int, chains: int) -> list[int]:
-    """``SeedSequence(seed).spawn(chains)`` cut to 63 bits (same as `mappers.salsa.chain_seeds`)."""
-    out = []
-    for child in np.random.SeedSequence(int(seed)).spawn(int(chains)):
-        a, b = child.generate_state(2, dtype=np.uint32)
-        out.append(((int(a) << 32) | int(b)) & ((1 << 63) - 1))
-    return out
-
-
-def resolve_params(mapper, params: _Mapping[str, Any] | None) -> dict[str, Any]:
-    """`mappers.base.check_params` that raises ValueError listing every problem."""
-    from mappers.base import check_params
-    resolved, problems = check_params(mapper.params, dict(params or {}))
-    if problems:
-        raise ValueError("; ".join(f"the {k!r} parameter of {mapper.name} {m} (got {v!r})" for k, v, m in problems))
-    return resolved
 
 
 def objective_of(report, objective: str) -> float:
@@ -434,7 +417,7 @@ def anneal_chain(space: PrimitiveSpace, objective: str, rng: np.random.Generator
                 moves=moves, moves_accepted=moves_acc, history=np.array(hist))
 
 
-class PrimitiveSAMapper:
+class PrimitiveSAMapper(SearchMixin):
     """SA over the primitive list of the full mapspace (tiling, order and spatial unrolling at once).
 
     `units`: one WorkUnit(kind="sa") per chain, seeds from `chain_seeds` (seed, chains); `run` runs
@@ -476,12 +459,6 @@ class PrimitiveSAMapper:
         return make_fullspace_result(space, problem, self.name, "sa", r["best"], r["value"], r["report"],
                                      r["evaluations"], time.perf_counter() - t_start, unit.seed, r["history"], extra)
 
-    def reduce(self, results: Sequence[SearchResult]) -> SearchResult:
-        return best_of(results)
-
-    def search(self, problem: LayerProblem, params: _Mapping[str, Any] | None = None) -> SearchResult:
-        p = resolve_params(self, params)
-        return self.reduce([self.run(problem, u, p) for u in self.units(problem, p)])
 
 
 PRIMITIVE_SA = PrimitiveSAMapper()

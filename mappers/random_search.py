@@ -18,12 +18,12 @@ al., AICAS 2023, section V).
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from mappers.base import LayerProblem, Param, SearchResult, WorkUnit, best_of
-from mappers.loma import make_result, problem_evaluator, resolve_params
+from mappers.base import LayerProblem, Param, SearchResult, WorkUnit, SearchMixin
+from mappers.loma import make_result, problem_evaluator
 from mappers.lpf import multiset_count
 from mappers.salsa import chain_seeds, random_orderings
 
@@ -59,7 +59,7 @@ def stop_index(vals: np.ndarray, best: float, streak: int, patience: int) -> tup
     return (end if len(hit) else None), (float(seg[i]) if improved else best), int(s[end]), (i if improved else None)
 
 
-class RandomMapper:
+class RandomMapper(SearchMixin):
     """Timeloop-like random sampling of loop orderings with a patience stop.
 
     Lifecycle: `units` gives one seeded unit (``SeedSequence(seed).spawn(1)``); `run` samples until
@@ -117,14 +117,6 @@ class RandomMapper:
         return make_result(ev, problem, self.name, "random", best_o, best, done, time.perf_counter() - t0,
                            seed=unit.seed, history=np.concatenate(hist) if hist else np.empty(0), extra=extra)
 
-    def reduce(self, results: Sequence[SearchResult]) -> SearchResult:
-        """Best of the units (`best_of`)."""
-        return best_of(results)
-
-    def search(self, problem: LayerProblem, params: Mapping[str, Any] | None = None) -> SearchResult:
-        """All units in-process, reduced (parameters checked, defaults filled)."""
-        p = resolve_params(self, params)
-        return self.reduce([self.run(problem, u, p) for u in self.units(problem, p)])
 
 
 RANDOM = RandomMapper()

@@ -78,8 +78,8 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from mappers.base import LayerProblem, Param, SearchResult, WorkUnit, best_of
-from mappers.loma import exhaustive_range, make_result, problem_evaluator, resolve_params
+from mappers.base import LayerProblem, Param, SearchMixin, SearchResult, WorkUnit, best_of, chain_seeds
+from mappers.loma import exhaustive_range, make_result, problem_evaluator
 from mappers.lpf import expand, iter_permutations, multiset_count, shard_range
 
 __all__ = ["AUTO_EXHAUSTIVE_FACTOR", "ChainResult", "anneal", "random_orderings", "chain_seeds",
@@ -110,15 +110,6 @@ def random_orderings(rng: np.random.Generator, counts, size: int) -> np.ndarray:
     keys = rng.random((size, len(base)))
     return base[np.argsort(keys, axis=1, kind="stable")]
 
-
-def chain_seeds(seed: int, chains: int) -> list[int]:
-    """Seeds of ``chains`` independent chains: ``SeedSequence(seed).spawn(chains)``, each child
-    reduced to a 63-bit int (so that it fits a signed 64-bit column)."""
-    out = []
-    for child in np.random.SeedSequence(int(seed)).spawn(int(chains)):
-        a, b = child.generate_state(2, dtype=np.uint32)
-        out.append(((int(a) << 32) | int(b)) & ((1 << 63) - 1))
-    return out
 
 
 @dataclass
@@ -356,7 +347,7 @@ def _measure_tau(ev, objective: str, rows: int = 256) -> float:
     return (time.perf_counter() - t) / len(block)
 
 
-class SalsaMapper:
+class SalsaMapper(SearchMixin):
     """SALSA: SA over LPF orderings (eqs. 2-3), dual engine with LOMA's exhaustive search (eq. 1).
 
     Lifecycle: `units` decides the engine (for "auto", on the count of orderings, see
@@ -463,11 +454,6 @@ class SalsaMapper:
             else:
                 out = replace(out, history=rows)
         return out
-
-    def search(self, problem: LayerProblem, params: Mapping[str, Any] | None = None) -> SearchResult:
-        """All units in-process, reduced (parameters checked, defaults filled)."""
-        p = resolve_params(self, params)
-        return self.reduce([self.run(problem, u, p) for u in self.units(problem, p)])
 
 
 SALSA = SalsaMapper()

@@ -38,7 +38,7 @@ def _exhaustive(problem, shards: int, batch: int = 4096):
 
 def _sa_runs(problem, seeds, iterations, extra):
     import ray
-    from mappers.loma import resolve_params
+    from mappers.base import resolve_params
     from mappers.salsa import SALSA
 
     @ray.remote(num_cpus=1)

@@ -11,7 +11,8 @@ from hypothesis import given, strategies as st
 from costmodel.workload import LOOP_DIMS, Layer
 from mappers import get_mapper
 from mappers.base import LayerProblem
-from mappers.loma import LomaMapper, exhaustive_range, problem_evaluator, resolve_params
+from mappers.base import resolve_params
+from mappers.loma import LomaMapper, exhaustive_range, problem_evaluator
 from mappers.lpf import lpf_types, multiset_count, prime_factors
 from mappers.random_search import RandomMapper, stop_index
 from mappers.salsa import AUTO_EXHAUSTIVE_FACTOR, SalsaMapper, anneal, chain_seeds
