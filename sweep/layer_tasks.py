@@ -109,7 +109,7 @@ def expand_layers(campaign) -> Iterator[LayerTask]:
 _ROW_KEYS = ("problem_id", "unit_index", "mapper", "params", "arch", "layer_shape", "objective",
              "seed", "unit_kind", "unit_seed", "shard", "shards", "engine", "value", "energy_pj",
              "latency_cycles", "edp", "evaluations", "wall_s", "loops", "mapping", "solver_status",
-             "solver_s", "mip_gap", "error", "history")
+             "solver_s", "mip_gap", "mip_objective", "error", "history")
 
 
 def execute_layers(task: LayerTask) -> dict[str, pa.Table]:
@@ -141,6 +141,8 @@ def execute_layers(task: LayerTask) -> dict[str, pa.Table]:
             "solver_status": str(r.extra["status"]) if r and "status" in r.extra else None,
             "solver_s": float(r.extra["solver_s"]) if r and r.extra.get("solver_s") is not None else None,
             "mip_gap": float(r.extra["mip_gap"]) if r and r.extra.get("mip_gap") is not None else None,
+            "mip_objective": (float(r.extra["mip_objective"]) if r and r.extra.get("mip_objective") is not None
+                              else None),
             "history": ([float(x) for x in r.history] if r is not None and r.history is not None else None),
         }
         rows["task_id"].append(task.task_id)

@@ -79,6 +79,7 @@ def test_rows_carry_valid_full_mappings_with_their_cost(out):
     cosa = rows[rows["mapper"] == "cosa"]
     assert set(cosa["solver_status"]) <= {"optimal", "time_limit"}
     assert (cosa["solver_s"] >= 0).all()
+    assert cosa["mip_objective"].notna().all()  # rows carry both the MIP objective and the modelled cost
 
 
 def test_report_speedup_over_random5(out):
