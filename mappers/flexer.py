@@ -1,0 +1,277 @@
+"""Flexer: out-of-order list scheduling of a tiled layer on a multi-NPU (Min, Kwon, Egger,
+"Flexer: Out-of-Order Scheduling for Multi-NPUs", CGO 2023), and the scaffolding shared with the
+static loop-order baseline (`mappers.static_npu`).
+
+Search (Algorithm 1, lines 2-11): every viable tiling (`costmodel.npu.tilings`) x every dataflow of
+``params['dataflows']`` is scheduled; the best by ``metric`` (latency x transferred bytes by
+default, as in the paper) is kept. Work units are contiguous chunks of the tiling list.
+
+GetSchedule (Algorithm 1, lines 12-27; `flexer_schedule`). The DFG is `mappers.flexer_graph`'s. A
+tCONV is ready when its chain predecessor (previous c of the same output tile) is scheduled. The
+ready queue is ordered by the op's position in the dataflow (loop order); that order is the
+dataflow's only role (tie-breaks and the window below). Each step:
+
+1. candidate sets: all combinations of ``min(n, ready)`` ops among the first ``window`` ready ops
+   (**our choice**: the paper enumerates all oCn sets of the whole ready queue, which is
+   intractable in Python for thousands of ready ops; ``window`` bounds it). If no set of that size
+   can be placed, smaller sets are tried; if not even one op fits beside the pinned tiles, the buffer
+   is flushed (every tile evicted, live partial sums spilled) and the first ready op placed alone.
+2. pruning (section 4.2): sets with an identical *dataflow map* are skipped (the first in
+   combination order is kept). The map is, per data type (IN, WT, OT), the sorted multiset of
+   "ops sharing a tile" counts of reused (resident) tiles and of new tiles.
+3. priority (section 4.3), lexicographic: highest memory benefit = reused bytes - sum over spilled
+   tiles of size / min(n, remaining uses); then highest buffer utilisation after placement; then
+   fewest memory-operation cycles (loads + partial-sum spills). Reused bytes (**our reading**):
+   per op, each input tile (IN, WT, the partial sum for c > 0) that is resident before the set or
+   brought in by an earlier op of the same set. Remaining ties: first set in combination order.
+4. memory management (section 4.1, `mappers.flexer_memory`): the set's missing tiles are placed in
+   op order (IN, WT, OT of each op) by in-place replacement, best fit, then Algorithm 2 spilling;
+   only the set's own tiles are pinned. Clean victims (IN, WT) are dropped; live partial sums are
+   written back (PS traffic) and reloaded when needed. Dead tiles are freed right after their last
+   use; final outputs are written back eagerly (OT traffic).
+5. timing (`mappers.flexer_graph.Engine`): transfers on the one DRAM channel in the earliest gap
+   after their data/space is available; each op on the earliest-free core, after its tiles are
+   loaded and its chain predecessor finished.
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+import math
+import time
+from typing import Any, Iterator, Mapping
+
+from costmodel.npu import NPUArch, Tiling, tilings, transfer_cycles
+from mappers.base import LayerProblem, Param, SearchMixin, SearchResult, WorkUnit
+from mappers.flexer_graph import DATAFLOWS, DFG, OT, Engine, build_dfg, summarize, validate
+from mappers.flexer_memory import new_map, place_tile, used_bytes
+
+__all__ = ["FlexerMapper", "FLEXER", "flexer_schedule", "TiledNPUMapper", "METRICS", "validate"]
+
+METRICS = ("latency_bytes", "latency", "bytes")
+DEFAULT_DATAFLOWS = ["oy-ox-c-k", "oy-ox-k-c", "c-k-oy-ox"]
+
+
+class _State:
+    """Scheduler state: the engine, the memory map and the resident tiles."""
+
+    def __init__(self, g: DFG, n: int, capacity: int) -> None:
+        self.g, self.n, self.cap = g, n, capacity
+        self.eng = Engine(g, n)
+        self.segs = new_map(capacity)
+        self.resident: set[int] = set()
+
+    def needed(self, ops) -> tuple[list[int], int]:
+        """(tiles to place, in op order; reused bytes) of an operation set."""
+        g = self.g
+        need, seen, reused = [], set(), 0
+        for op in ops:
+            for t in g.tiles_of(op):
+                if t in self.resident or t in seen:
+                    reused += g.tile_size[t]
+                else:
+                    need.append(t)
+                    seen.add(t)
+        return need, reused
+
+    def dataflow_map(self, ops) -> tuple:
+        g = self.g
+        cnt: dict[int, int] = {}
+        for op in ops:
+            for t in g.tiles_of(op):
+                cnt[t] = cnt.get(t, 0) + 1
+        key = [[], [], [], [], [], []]
+        for t, c in cnt.items():
+            fresh = t not in self.resident
+            key[2 * g.tile_type[t] + fresh].append(c)
+        return tuple(tuple(sorted(k)) for k in key)
+
+    def priority(self, ops) -> tuple | None:
+        """Priority tuple of a set (smaller = better), None if it cannot be placed."""
+        g, eng = self.g, self.eng
+        need, reused = self.needed(ops)
+        pinned = {t for op in ops for t in g.tiles_of(op)}
+        segs, spilled, memcyc = self.segs, 0.0, 0
+        bw = g.arch.bandwidth
+        for t in need:
+            r = place_tile(segs, t, g.tile_size[t], pinned, eng.remaining)
+            if r is None:
+                return None
+            segs, _, _, victims = r
+            for v in victims:
+                spilled += g.tile_size[v] / max(1, min(self.n, eng.remaining[v]))
+                if eng.dirty[v]:
+                    memcyc += transfer_cycles(g.tile_size[v], bw)
+            if not self._is_new_output(t):
+                memcyc += transfer_cycles(g.tile_size[t], bw)
+        return (-(reused - spilled), -used_bytes(segs) / self.cap, memcyc)
+
+    def _is_new_output(self, t: int) -> bool:
+        return self.g.tile_type[t] == OT and self.eng.remaining[t] == self.g.uses[t]
+
+    def _evict(self, t: int) -> int:
+        self.resident.discard(t)
+        return self.eng.evict(t)
+
+    def commit(self, ops) -> list[int]:
+        """Place, load and run the set; returns the ops that became ready."""
+        g, eng = self.g, self.eng
+        need, _ = self.needed(ops)
+        pinned = {t for op in ops for t in g.tiles_of(op)}
+        for t in need:
+            r = place_tile(self.segs, t, g.tile_size[t], pinned, eng.remaining, evict=self._evict)
+            assert r is not None, "commit of a set that does not fit"
+            self.segs, addr, avail, _ = r
+            if self._is_new_output(t):
+                eng.alloc_out(t, addr, avail)
+            else:
+                eng.load(t, addr, avail)
+            self.resident.add(t)
+        woken = []
+        for op in ops:
+            eng.run_op(op)
+            for t in eng.dead_after(op):
+                self.free(t, eng.free_dead(t))
+            if g.op_succ[op] >= 0:
+                woken.append(g.op_succ[op])
+        return woken
+
+    def free(self, t: int, when: int) -> None:
+        self.resident.discard(t)
+        for i, (a, s, tt, av) in enumerate(self.segs):
+            if tt == t:
+                self.segs[i] = (a, s, -1, when)
+                return
+
+    def flush(self) -> None:
+        """Evict every resident tile (spilling live partial sums)."""
+        for i, (a, s, t, av) in enumerate(self.segs):
+            if t >= 0:
+                self.segs[i] = (a, s, -1, self._evict(t))
+
+
+def flexer_schedule(g: DFG, dataflow: str = "oy-ox-c-k", window: int = 8, cores: int | None = None,
+                    capacity: int | None = None) -> Engine:
+    """Flexer's out-of-order list schedule of ``g`` (see module doc); returns the finished
+    `Engine` (latency, bytes, trace, residencies)."""
+    n = cores or g.arch.cores
+    st = _State(g, n, capacity or g.arch.buffer_bytes)
+    rank = {op: i for i, op in enumerate(g.order(dataflow))}
+    ready = sorted((rank[o], o) for o in range(g.n_ops) if g.op_pred[o] < 0)
+    while ready:
+        win = [o for _, o in ready[:window]]
+        chosen = None
+        for k in range(min(n, len(win)), 0, -1):
+            seen, best = set(), None
+            for combo in itertools.combinations(win, k):
+                key = st.dataflow_map(combo)
+                if key in seen:
+                    continue
+                seen.add(key)
+                p = st.priority(combo)
+                if p is not None and (best is None or p < best[0]):
+                    best = (p, combo)
+            if best is not None:
+                chosen = best[1]
+                break
+        if chosen is None:
+            st.flush()
+            chosen = (win[0],)
+        for o in chosen:
+            ready.remove((rank[o], o))
+        for o in st.commit(chosen):
+            bisect.insort(ready, (rank[o], o))
+    return st.eng
+
+
+class TiledNPUMapper(SearchMixin):
+    """What flexer and static share: units over contiguous chunks of the tiling list, and a `run`
+    that builds every schedule of its chunk (`schedules`, per subclass) and keeps the best by
+    ``metric`` (first of equal values, in tiling then schedule order)."""
+
+    name = "?"
+    version = "1"
+    engine = "list"
+    common_params = (
+        Param("metric", "str", "latency_bytes", "ranking of schedules: latency x bytes, latency or bytes",
+              choices=METRICS),
+        Param("tilings_per_unit", "int", 16, "tilings per work unit (a contiguous chunk of the tiling list)",
+              low=1),
+        Param("keep_trace", "bool", False, "add the operation trace of the best schedule to extra['trace']"),
+        Param("min_spatial", "int", 1, "smallest OY/OX tile size tried", low=1),
+        Param("min_channels", "int", 8, "smallest C/K tile size tried", low=1),
+        Param("max_ops", "int", 512, "skip tilings with more tCONVs than this", low=1),
+    )
+    params: tuple[Param, ...] = common_params
+
+    def tiling_list(self, problem: LayerProblem, params: Mapping[str, Any]) -> list[Tiling]:
+        """The viable tilings of the problem (raises TypeError unless its arch is an `NPUArch`)."""
+        if not isinstance(problem.arch, NPUArch):
+            raise TypeError(f"{self.name} needs an NPUArch (costmodel.npu), got {type(problem.arch).__name__}")
+        return tilings(problem.layer, problem.arch, int(params["min_spatial"]), int(params["min_channels"]),
+                       int(params["max_ops"]))
+
+    def units(self, problem: LayerProblem, params: Mapping[str, Any]) -> list[WorkUnit]:
+        """One unit per chunk of ``tilings_per_unit`` tilings (at least one unit)."""
+        n = len(self.tiling_list(problem, params))
+        per = int(params["tilings_per_unit"])
+        chunks = max(1, math.ceil(n / per))
+        return [WorkUnit(kind="tilings", shard=i, shards=chunks,
+                         budget={"start": i * per, "stop": min(n, (i + 1) * per)}) for i in range(chunks)]
+
+    def schedules(self, g: DFG, params: Mapping[str, Any]) -> Iterator[tuple[str, Engine | None]]:
+        """(dataflow label, finished engine or None if infeasible) for every schedule of ``g``."""
+        raise NotImplementedError
+
+    def run(self, problem: LayerProblem, unit: WorkUnit, params: Mapping[str, Any]) -> SearchResult:
+        t0 = time.perf_counter()
+        metric = params["metric"]
+        layer = problem.layer
+        reps = layer.B * layer.G
+        tl = self.tiling_list(problem, params)[unit.budget.get("start", 0):unit.budget.get("stop", None)]
+        best, evals = None, 0
+        for tiling in tl:
+            g = build_dfg(layer, problem.arch, tiling)
+            for label, eng in self.schedules(g, params):
+                evals += 1
+                if eng is None:
+                    continue
+                s = summarize(eng, metric, reps)
+                if best is None or s["value"] < best[0]["value"]:
+                    best = (s, tiling, label, eng)
+        wall = time.perf_counter() - t0
+        if best is None:
+            return SearchResult(mapper=self.name, engine=self.engine, objective=metric, value=float("inf"),
+                                energy_pj=float("nan"), latency_cycles=float("inf"), ordering=None, loops=None,
+                                evaluations=evals, wall_s=wall, extra={"metric": metric, "tilings": len(tl)})
+        s, tiling, label, eng = best
+        extra = {"transferred_bytes": s["transferred_bytes"], "bytes_by_type": s["bytes_by_type"],
+                 "reloads": s["reloads"], "peak_buffer_bytes": s["peak_buffer_bytes"],
+                 "tiling": list(tiling.as_tuple()), "dataflow": label, "metric": metric, "tilings": len(tl)}
+        if params.get("keep_trace"):
+            extra["trace"] = eng.trace()
+        return SearchResult(mapper=self.name, engine=self.engine, objective=metric, value=float(s["value"]),
+                            energy_pj=float("nan"), latency_cycles=float(s["latency"]), ordering=None, loops=None,
+                            evaluations=evals, wall_s=wall, extra=extra)
+
+
+class FlexerMapper(TiledNPUMapper):
+    """Flexer's OoO list scheduler over every viable tiling x dataflow (module doc)."""
+
+    name = "flexer"
+    version = "1"
+    params = TiledNPUMapper.common_params + (
+        Param("dataflows", "list[str]", DEFAULT_DATAFLOWS,
+              "loop orders (outermost first) that order the ready queue; one schedule per tiling each",
+              choices=DATAFLOWS),
+        Param("window", "int", 8, "candidate sets are combinations of the first `window` ready ops", low=1,
+              high=64),
+    )
+
+    def schedules(self, g: DFG, params: Mapping[str, Any]) -> Iterator[tuple[str, Engine | None]]:
+        for df in params["dataflows"]:
+            yield df, flexer_schedule(g, df, int(params["window"]))
+
+
+FLEXER = FlexerMapper()
