@@ -32,6 +32,14 @@ dataflow's only role (tie-breaks and the window below). Each step:
 5. timing (`mappers.flexer_graph.Engine`): transfers on the one DRAM channel in the earliest gap
    after their data/space is available; each op on the earliest-free core, after its tiles are
    loaded and its chain predecessor finished.
+
+Result (`TiledNPUMapper.run`): a `SearchResult` with engine "list", ``objective`` = ``value``'s
+metric name ("latency_bytes" | "latency" | "bytes"; ``problem.objective`` is not used), energy NaN
+(no energy model), ``latency_cycles`` and ``extra`` = transferred_bytes, bytes_by_type (IN, WT, OT,
+PS), reloads (per type, {moves: tiles}), peak_buffer_bytes, tiling [oy_t, ox_t, c_t, k_t],
+dataflow, metric, tilings (in the unit) and, with ``keep_trace``, trace [(resource, start, end,
+what)]. Flexer is *not* guaranteed to beat the static baseline (greedy list scheduling; a
+different schedule space): `scripts/bench_flexer.py` reports the comparison.
 """
 
 from __future__ import annotations
@@ -50,7 +58,7 @@ from mappers.flexer_memory import new_map, place_tile, used_bytes
 __all__ = ["FlexerMapper", "FLEXER", "flexer_schedule", "TiledNPUMapper", "METRICS", "validate"]
 
 METRICS = ("latency_bytes", "latency", "bytes")
-DEFAULT_DATAFLOWS = ["oy-ox-c-k", "oy-ox-k-c", "c-k-oy-ox"]
+DEFAULT_DATAFLOWS = ["oy-ox-c-k", "k-c-oy-ox", "c-k-oy-ox"]
 
 
 class _State:
