@@ -16,11 +16,14 @@ _REGISTRY = {"deepopt": ("mappers.deepopt", "DEEPOPT"),
              "primitive_sa": ("mappers.primitive_sa", "PRIMITIVE_SA"),
              "random5": ("mappers.fullspace_random", "RANDOM5"),
              "hybrid": ("mappers.fullspace_random", "HYBRID"),
-             "cosa": ("mappers.cosa", "COSA")}
+             "cosa": ("mappers.cosa", "COSA"),
+             "flexer": ("mappers.flexer", "FLEXER"),
+             "static": ("mappers.static_npu", "STATIC")}
 
-#: What each mapper maps: "systolic" (DeepOpt hardware points) or "loopnest" (one layer on an
-#: `costmodel.arch.Accelerator`). Unlisted mappers are loop-nest mappers.
-_KIND = {"deepopt": "systolic"}
+#: What each mapper maps: "systolic" (DeepOpt hardware points), "npu" (one layer on Flexer's
+#: multi-NPU `costmodel.npu.NPUArch`) or "loopnest" (one layer on an `costmodel.arch.Accelerator`).
+#: Unlisted mappers are loop-nest mappers.
+_KIND = {"deepopt": "systolic", "flexer": "npu", "static": "npu"}
 
 #: Names of the mappers a campaign can use.
 MAPPER_NAMES: tuple[str, ...] = tuple(_REGISTRY)
@@ -39,5 +42,5 @@ def get_mapper(name: str):
 
 
 def mapper_kind(name: str) -> str:
-    """"systolic" or "loopnest": the kind of architecture mapper ``name`` maps."""
+    """"systolic", "loopnest" or "npu": the kind of architecture mapper ``name`` maps."""
     return _KIND.get(name, "loopnest")

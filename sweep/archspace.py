@@ -31,7 +31,7 @@ __all__ = ["parse_architectures"]
 _ARCH_KEYS = {"kind", "preset", "file", "points", "grid"}
 _LOOPNEST_KEYS = {"kind", "presets", "files", "spatial"}
 #: The kinds of architecture a campaign can sweep.
-ARCH_KINDS = ("systolic", "loopnest")
+ARCH_KINDS = ("systolic", "loopnest", "npu")
 _GRID_KEYS = set(HW_COLUMNS) | {"constraints", "area_budget_mm2", "min_area_fraction"}
 
 
@@ -148,7 +148,7 @@ def parse_architectures(value: Any, base_dir: Path, bad: Callable[[str, Any, str
     if not isinstance(value, dict):
         bad("architectures", value, "required: a table with one of preset, file, points or grid")
         return None
-    if value.get("kind", "systolic") == "loopnest":
+    if value.get("kind", "systolic") in ("loopnest", "npu"):
         return parse_loopnest(value, base_dir, bad)
     for k in value:
         if k not in _ARCH_KEYS:
@@ -246,9 +246,13 @@ def parse_spatial(value: Any, key: str, bad):
 
 
 def parse_loopnest(value: dict, base_dir: Path, bad) -> ArchSet | None:
-    """``[architectures] kind = "loopnest"``: ``presets`` (names, see `sweep list archs`) and/or
-    ``files`` (accelerator TOML files), optional ``spatial`` override."""
-    from costmodel.arch import list_accelerators, load_accelerator
+    """``[architectures] kind = "loopnest"`` (accelerators with a memory hierarchy) or ``"npu"``
+    (Flexer's multi-NPU presets arch1..arch8): ``presets`` (names, see `sweep list archs`) and/or
+    ``files`` (TOML files), optional ``spatial`` override (loopnest only)."""
+    if value.get("kind") == "npu":
+        from costmodel.npu import list_npus as list_accelerators, load_npu as load_accelerator
+    else:
+        from costmodel.arch import list_accelerators, load_accelerator
 
     for k in value:
         if k not in _LOOPNEST_KEYS:
@@ -284,5 +288,8 @@ def parse_loopnest(value: dict, base_dir: Path, bad) -> ArchSet | None:
         bad("architectures", value, f"accelerator names must be unique, got {names}")
     spatial = None
     if "spatial" in value:
-        spatial = parse_spatial(value["spatial"], "architectures.spatial", bad)
+        if value.get("kind") == "npu":
+            bad("architectures.spatial", value["spatial"], "not used by kind 'npu'")
+        else:
+            spatial = parse_spatial(value["spatial"], "architectures.spatial", bad)
     return ArchSet(tuple(archs), spatial, spec={k: value[k] for k in value})

@@ -42,10 +42,12 @@ from costmodel.workload import Network
 from sweep.errors import CampaignError, Problem
 
 __all__ = ["Campaign", "MapperSpec", "RunOptions", "load_campaign", "parse_campaign",
-           "LOOPNEST_OBJECTIVES"]
+           "LOOPNEST_OBJECTIVES", "NPU_OBJECTIVES"]
 
 #: Objectives of loop-nest campaigns: energy (pJ), latency (cycles), EDP (pJ x cycles).
 LOOPNEST_OBJECTIVES = ("energy", "latency", "edp")
+#: Objectives of multi-NPU (Flexer) campaigns: latency (cycles) x transferred bytes, latency, bytes.
+NPU_OBJECTIVES = ("latency_bytes", "latency", "bytes")
 
 _TOP_KEYS = {"name", "description", "output", "networks", "objectives", "seeds", "architectures",
              "mappers", "run", "systolic", "report"}
@@ -179,8 +181,8 @@ def parse_campaign(data: dict[str, Any], source: str = "<campaign>", base_dir: P
 
     arch_raw = data.get("architectures")
     kind = arch_raw.get("kind", "systolic") if isinstance(arch_raw, dict) else "systolic"
-    allowed = list(PMS) if kind == "systolic" else list(LOOPNEST_OBJECTIVES)
-    objectives = data.get("objectives", allowed if kind == "systolic" else ["energy"])
+    allowed = {"systolic": list(PMS), "npu": list(NPU_OBJECTIVES)}.get(kind, list(LOOPNEST_OBJECTIVES))
+    objectives = data.get("objectives", allowed if kind == "systolic" else [allowed[0]])
     if not isinstance(objectives, list) or not objectives:
         bad("objectives", objectives, f"expected a non-empty list of {allowed}")
         objectives = []

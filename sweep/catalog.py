@@ -36,6 +36,12 @@ def catalog(what: str) -> list[dict]:
             mems = ", ".join(m.name for m in acc.memories)
             rows.append({"name": name, "kind": "loopnest", "size": dims,
                          "description": f"memories: {mems}"})
+        from costmodel.npu import list_npus, load_npu
+        for name in list_npus():
+            a = load_npu(name)
+            rows.append({"name": name, "kind": "npu", "size": f"{a.cores} x {a.rows}x{a.cols} PEs",
+                         "description": f"global buffer {a.buffer_bytes // 1024} KiB, DRAM {a.bandwidth} B/cycle "
+                                        "(Flexer Table 1)"})
         return rows
     if what == "mappers":
         from mappers import MAPPER_NAMES, get_mapper

@@ -8,7 +8,6 @@ resumable with ``--resume``); 130 interrupted by Ctrl-C (resumable).
 from __future__ import annotations
 
 import json
-import sys
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Optional
@@ -115,12 +114,6 @@ def validate(campaign: Annotated[Path, typer.Argument(help="Campaign TOML file."
               f"{n_tasks} task(s) -> {c.output}")
 
 
-class Objective(str, Enum):
-    energy = "energy"
-    latency = "latency"
-    edp = "edp"
-
-
 _LAYER_PANEL = "Layer (zoo layer or explicit dimensions)"
 #: The options naming one layer, shared by `map` and `eval`.
 NetworkOpt = Annotated[Optional[str], typer.Option("--network", help="Zoo network, e.g. resnet34 (see `sweep list networks`).", rich_help_panel=_LAYER_PANEL)]
@@ -137,7 +130,7 @@ def map_(
     network: NetworkOpt = None,
     layer: LayerOpt = None,
     dims: DimsOpt = None,
-    objective: Annotated[Objective, typer.Option("--objective", help="What to minimise: energy (pJ), latency (cycles) or edp.")] = Objective.energy,
+    objective: Annotated[Optional[str], typer.Option("--objective", help="What to minimise: energy (pJ), latency (cycles) or edp (default energy); on the multi-NPU archs arch1..arch8: latency_bytes (default), latency or bytes.")] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed of stochastic mappers.")] = 0,
     param: Annotated[Optional[list[str]], typer.Option("--param", help="Mapper parameter KEY=VALUE (repeatable), e.g. --param iterations=2000 --param engine=sa.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
@@ -148,12 +141,18 @@ def map_(
     lay = resolve_layer(network, layer, dims)
     acc = load_arch(arch)
     params = dict(parse_param(p) for p in (param or []))
-    res = map_layer(lay, acc, mapper, objective.value, seed, params)
+    res = map_layer(lay, acc, mapper, objective, seed, params)
     if as_json:
         typer.echo(json.dumps({k: v for k, v in res.items() if k != "loop_nest"}, indent=1, default=str))
         return
     wide = Console(width=max(out.width, 160), soft_wrap=True)
     wide.print(res.get("loop_nest", ""), highlight=False, markup=False)
+    if "transferred_bytes" in res:  # multi-NPU schedule
+        wide.print(f"{mapper} ({res['engine']}): tiling {res.get('tiling')} {res.get('dataflow')}, latency "
+                   f"{res['latency_cycles']:,.0f} cycles, {res['transferred_bytes']:,.0f} bytes transferred "
+                   f"{res.get('bytes_by_type')}, {res['objective']} {res['value']:.4g}; {res['evaluations']:,} "
+                   f"schedules in {res['wall_s']:.3f} s")
+        return
     wide.print(f"{mapper} ({res['engine']}): energy {res['energy_pj']:,.1f} pJ, latency "
               f"{res['latency_cycles']:,.0f} cycles, EDP {res['edp']:.4g}; {res['evaluations']:,} "
               f"evaluations in {res['wall_s']:.3f} s")

@@ -86,6 +86,8 @@ def expand_layers(campaign) -> Iterator[LayerTask]:
                             params = dict(spec.params)
                             if seed is not None:
                                 params["seed"] = seed
+                            if campaign.kind == "npu":  # the objective is the schedule metric
+                                params["metric"] = objective
                             pid = problem_id(layer, arch_desc, campaign.architectures.spatial,
                                              spec.name, mapper.version, params, objective, seed)
                             alias = (net.name, li, layer.name, rep)
@@ -109,7 +111,7 @@ def expand_layers(campaign) -> Iterator[LayerTask]:
 _ROW_KEYS = ("problem_id", "unit_index", "mapper", "params", "arch", "layer_shape", "objective",
              "seed", "unit_kind", "unit_seed", "shard", "shards", "engine", "value", "energy_pj",
              "latency_cycles", "edp", "evaluations", "wall_s", "loops", "mapping", "solver_status",
-             "solver_s", "mip_gap", "mip_objective", "error", "history")
+             "solver_s", "mip_gap", "mip_objective", "transferred_bytes", "error", "history")
 
 
 def execute_layers(task: LayerTask) -> dict[str, pa.Table]:
@@ -143,6 +145,8 @@ def execute_layers(task: LayerTask) -> dict[str, pa.Table]:
             "mip_gap": float(r.extra["mip_gap"]) if r and r.extra.get("mip_gap") is not None else None,
             "mip_objective": (float(r.extra["mip_objective"]) if r and r.extra.get("mip_objective") is not None
                               else None),
+            "transferred_bytes": (float(r.extra["transferred_bytes"]) if r and r.extra.get("transferred_bytes")
+                                  is not None else None),
             "history": ([float(x) for x in r.history] if r is not None and r.history is not None else None),
         }
         rows["task_id"].append(task.task_id)

@@ -72,7 +72,7 @@ def run_campaign(campaign: Campaign, *, resume: bool = False, executor: str = "r
         summary.rows_written += store.write_batch(buf)
         buf, buf_rows, last_flush = [], 0, time.monotonic()
 
-    if todo and campaign.kind == "loopnest":
+    if todo and campaign.kind == "loopnest":  # (npu mappers have no compiled kernel)
         _warm_up(todo[0])
     ex = make_executor(executor, address, campaign.run.num_cpus, campaign.run.max_in_flight,
                        campaign.run.max_retries)

@@ -71,14 +71,19 @@ def resolve_layer(network: str | None, layer: str | None, dims: str | None) -> L
 
 
 def load_arch(name: str):
-    """An accelerator preset by name or a TOML file path. Raises `CampaignError`."""
+    """An accelerator preset by name (loop-nest accelerators, or Flexer's multi-NPU arch1..arch8)
+    or a TOML file path. Raises `CampaignError`."""
     from costmodel.arch import list_accelerators, load_accelerator
+    from costmodel.npu import list_npus, load_npu
+    if name in list_npus():
+        return load_npu(name)
     if name in list_accelerators() or Path(name).is_file():
         try:
             return load_accelerator(name)
         except (OSError, ValueError) as e:
             raise _bad(name, "--arch", name, str(e)) from None
-    raise _bad("--arch", "--arch", name, f"unknown accelerator; known: {list_accelerators()} or a TOML file")
+    raise _bad("--arch", "--arch", name,
+               f"unknown accelerator; known: {list_accelerators() + list_npus()} or a TOML file")
 
 
 def parse_param(text: str) -> tuple[str, Any]:
@@ -93,7 +98,7 @@ def parse_param(text: str) -> tuple[str, Any]:
     return k.strip(), value
 
 
-def map_layer(layer: Layer, arch, mapper_name: str, objective: str = "energy", seed: int = 0,
+def map_layer(layer: Layer, arch, mapper_name: str, objective: str | None = None, seed: int = 0,
               params: dict[str, Any] | None = None) -> dict[str, Any]:
     """Search a mapping of ``layer`` on ``arch`` with a loop-nest mapper; every work unit runs
     in-process and the results are reduced. Returns a JSON-able dict (energy_pj, latency_cycles,
@@ -104,15 +109,21 @@ def map_layer(layer: Layer, arch, mapper_name: str, objective: str = "energy", s
     """
     from mappers import MAPPER_NAMES, get_mapper, mapper_kind
     from mappers.base import LayerProblem, check_params
-    from sweep.campaign import LOOPNEST_OBJECTIVES
+    from costmodel.npu import NPUArch
+    from sweep.campaign import LOOPNEST_OBJECTIVES, NPU_OBJECTIVES
 
-    if mapper_name not in MAPPER_NAMES or mapper_kind(mapper_name) != "loopnest":
-        known = [m for m in MAPPER_NAMES if mapper_kind(m) == "loopnest"]
-        raise _bad("--mapper", "--mapper", mapper_name, f"unknown loop-nest mapper; known: {known}")
-    if objective not in LOOPNEST_OBJECTIVES:
-        raise _bad("--objective", "--objective", objective, f"expected one of {list(LOOPNEST_OBJECTIVES)}")
+    kind = "npu" if isinstance(arch, NPUArch) else "loopnest"
+    allowed = NPU_OBJECTIVES if kind == "npu" else LOOPNEST_OBJECTIVES
+    if mapper_name not in MAPPER_NAMES or mapper_kind(mapper_name) != kind:
+        known = [m for m in MAPPER_NAMES if mapper_kind(m) == kind]
+        raise _bad("--mapper", "--mapper", mapper_name, f"unknown {kind} mapper for this --arch; known: {known}")
+    objective = objective or allowed[0]
+    if objective not in allowed:
+        raise _bad("--objective", "--objective", objective, f"expected one of {list(allowed)} for {kind} architectures")
     mapper = get_mapper(mapper_name)
     given = dict(params or {})
+    if kind == "npu":
+        given["metric"] = objective
     if any(p.name == "seed" for p in mapper.params):
         given.setdefault("seed", seed)
     resolved, probs = check_params(mapper.params, given)
@@ -127,9 +138,12 @@ def map_layer(layer: Layer, arch, mapper_name: str, objective: str = "energy", s
            "value": best.value, "energy_pj": best.energy_pj, "latency_cycles": best.latency_cycles,
            "edp": best.edp, "evaluations": best.evaluations, "wall_s": wall,
            "units": len(results), "params": resolved, "layer": layer.name}
-    for k in ("status", "solver_s", "mip_gap", "mip_objective"):  # MIP mappers (cosa)
+    for k in ("status", "solver_s", "mip_gap", "mip_objective",  # MIP mappers (cosa)
+              "transferred_bytes", "metric", "bytes_by_type", "tiling", "dataflow"):  # flexer / static
         if k in best.extra:
             out[k] = best.extra[k]
+    if kind == "npu":  # no energy model for the multi-NPU schedules: null, not NaN, in JSON
+        return {k: (None if isinstance(v, float) and v != v else v) for k, v in out.items()}
     from costmodel.mapping import Mapping, format_loop_nest
     m = None
     if isinstance(best.extra.get("mapping"), dict):  # full-mapspace mappers give the whole mapping

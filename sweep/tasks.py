@@ -60,7 +60,7 @@ def _task_id(mapper: str, params: dict, networks, points: SystolicPoints, offset
 def expand(campaign: Campaign) -> Iterator[Task]:
     """The campaign's tasks in a deterministic order (mapper, then point chunk); loop-nest
     campaigns expand through `sweep.layer_tasks.expand_layers`."""
-    if campaign.kind == "loopnest":
+    if campaign.kind in ("loopnest", "npu"):
         from sweep.layer_tasks import expand_layers
         yield from expand_layers(campaign)
         return

@@ -1,0 +1,76 @@
+"""Flexer / static on the multi-NPU presets through the engine and `sweep map`."""
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from sweep.campaign import load_campaign
+from sweep.cli import app
+from sweep.report import build_report
+from sweep.runner import run_campaign
+from sweep.store import Store
+
+runner = CliRunner()
+DATA = __import__("pathlib").Path(__file__).parent / "data"
+
+CAMPAIGN = """
+name = "tiny_npu"
+output = "{out}"
+networks = [{{ file = "{net}" }}]
+objectives = ["latency_bytes"]
+
+[architectures]
+kind = "npu"
+presets = ["arch1", "arch5"]
+
+[[mappers]]
+name = "flexer"
+params = {{ min_channels = 4, min_spatial = 7 }}
+
+[[mappers]]
+name = "static"
+params = {{ min_channels = 4, min_spatial = 7, dataflows = ["oy-ox-c-k", "k-c-oy-ox"] }}
+
+[report]
+baseline = "static"
+"""
+
+
+@pytest.fixture(scope="module")
+def out(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("npu")
+    p = tmp / "c.toml"
+    p.write_text(CAMPAIGN.format(out=(tmp / "out").as_posix(), net=(DATA / "tiny_net.csv").as_posix()))
+    c = load_campaign(p)
+    assert c.kind == "npu" and len(c.architectures) == 2
+    s = run_campaign(c, executor="local")
+    assert s.tasks_failed == 0
+    return c.output
+
+
+def test_rows_and_report(out):
+    rows = Store(out).read("rows")
+    assert set(rows["mapper"]) == {"flexer", "static"} and set(rows["arch"]) == {"arch1", "arch5"}
+    assert (rows["status"] == "ok").all()
+    # the metric is latency (cycles) x transferred bytes of the same schedule
+    best = rows.loc[rows.groupby("problem_id")["value"].idxmin()]
+    assert (best["value"] == best["latency_cycles"] * best["transferred_bytes"]).all()
+    rep = build_report(out)
+    labels = {r["mapper"].split("(")[0] for r in rep["networks"]}
+    assert labels == {"flexer", "static"}
+
+
+def test_map_flexer_json_and_bad_objective():
+    args = ["map", "--dims", "K=64,C=32,OY=14,OX=14,FY=3,FX=3", "--arch", "arch5", "--mapper", "flexer",
+            "--param", "min_channels=16", "--param", "min_spatial=7"]
+    res = runner.invoke(app, args + ["--json"])
+    assert res.exit_code == 0, res.output
+    d = json.loads(res.output)
+    assert d["metric"] == "latency_bytes" and d["transferred_bytes"] > 0
+    assert d["value"] == d["latency_cycles"] * d["transferred_bytes"]
+    assert d["energy_pj"] is None
+    res = runner.invoke(app, args + ["--objective", "energy"])
+    assert res.exit_code == 2 and "--objective = 'energy'" in res.output.replace("\n", " ")
+    res = runner.invoke(app, ["map", "--dims", "K=8", "--arch", "arch5", "--mapper", "salsa"])
+    assert res.exit_code == 2 and "--mapper = 'salsa'" in res.output.replace("\n", " ")
