@@ -9,7 +9,8 @@ problem is the minimum over its unit rows (`SearchResult` reduction, ties to the
 a run can be resumed at any point with nothing to re-reduce. The ``problems`` table maps every
 (network, layer) to its problem_id; it is written with the task holding the problem's unit 0.
 
-Determinism: every column except the measured ``wall_s`` is a function of the campaign.
+Determinism: every column except the measured ``wall_s`` and ``solver_s`` is a function of the
+campaign.
 """
 
 from __future__ import annotations
@@ -111,7 +112,11 @@ def expand_layers(campaign) -> Iterator[LayerTask]:
 _ROW_KEYS = ("problem_id", "unit_index", "mapper", "params", "arch", "layer_shape", "objective",
              "seed", "unit_kind", "unit_seed", "shard", "shards", "engine", "value", "energy_pj",
              "latency_cycles", "edp", "evaluations", "wall_s", "loops", "mapping", "solver_status",
-             "solver_s", "mip_gap", "mip_objective", "transferred_bytes", "error", "history")
+             "solver_s", "mip_gap", "mip_objective", "transferred_bytes", "extra", "error", "history")
+
+
+#: Keys of `SearchResult.extra` stored in their own columns or too large for every row.
+_BULKY = frozenset({"mapping", "trace", "initial_mapping", "valid_values"})
 
 
 def execute_layers(task: LayerTask) -> dict[str, pa.Table]:
@@ -147,6 +152,10 @@ def execute_layers(task: LayerTask) -> dict[str, pa.Table]:
                               else None),
             "transferred_bytes": (float(r.extra["transferred_bytes"]) if r and r.extra.get("transferred_bytes")
                                   is not None else None),
+            # the rest of the mapper's extra (e.g. flexer's bytes_by_type, reloads, tiling), as JSON
+            # (timings, keys ending in "_s", are measurements and stay out of it: rows are deterministic)
+            "extra": _json({k: v for k, v in r.extra.items() if k not in _BULKY and not k.endswith("_s")})
+            if r else None,
             "history": ([float(x) for x in r.history] if r is not None and r.history is not None else None),
         }
         rows["task_id"].append(task.task_id)

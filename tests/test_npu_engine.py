@@ -56,6 +56,8 @@ def test_rows_and_report(out):
     # the metric is latency (cycles) x transferred bytes of the same schedule
     best = rows.loc[rows.groupby("problem_id")["value"].idxmin()]
     assert (best["value"] == best["latency_cycles"] * best["transferred_bytes"]).all()
+    for e, tb in zip(best["extra"], best["transferred_bytes"]):  # bytes by type add up (IN, WT, OT, PS)
+        assert sum(json.loads(e)["bytes_by_type"].values()) == tb
     rep = build_report(out)
     labels = {r["mapper"].split("(")[0] for r in rep["networks"]}
     assert labels == {"flexer", "static"}
