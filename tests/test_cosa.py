@@ -12,7 +12,8 @@ from costmodel.loopnest import evaluate
 from costmodel.mapping import RELEVANT, SPATIAL_DIMS, Mapping
 from costmodel.workload import Layer
 from mappers.base import LayerProblem
-from mappers.cosa import COSA, build_model, decode, placement_feasible, placement_objective, solve_model
+from mappers.cosa import COSA, build_model, decode, solve_model
+from mappers.cosa_check import placement_feasible, placement_objective
 
 
 def tiny_arch(reg_bits=64, gb_bits=2048):
