@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import signal
 import time
 from dataclasses import dataclass
 from typing import Callable
@@ -78,7 +80,7 @@ def run_campaign(campaign: Campaign, *, resume: bool = False, executor: str = "r
                        campaign.run.max_retries)
     try:
         t1 = time.perf_counter()
-        with ex:
+        with ex, _sigterm_as_interrupt():
             summary.executor_start_s = time.perf_counter() - t1
             for task, tables in ex.imap(todo):
                 buf.append((task.task_id, tables))
@@ -98,6 +100,24 @@ def run_campaign(campaign: Campaign, *, resume: bool = False, executor: str = "r
         raise Interrupted(summary) from None
     summary.seconds = time.perf_counter() - t0
     return summary
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt():
+    """Within the block, SIGTERM (a batch scheduler, `kill`, `timeout`) stops the run like Ctrl-C:
+    finished tasks are stored and the run is resumable. Installed after Ray has started, so it
+    replaces Ray's own handler for the driver; the previous handler is restored afterwards."""
+    def handler(signum, frame):
+        raise KeyboardInterrupt
+    try:
+        previous = signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread: leave signals alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _warm_up(task) -> None:

@@ -163,3 +163,32 @@ def test_sigkill_then_resume(tmp_path):
     a = _rows(out).drop(columns="task_id")
     b = _rows(ref.output).drop(columns="task_id")
     pd.testing.assert_frame_equal(a, b)
+
+
+@pytest.mark.slow
+def test_sigterm_stops_cleanly_and_resumes(tmp_path):
+    """SIGTERM (schedulers, `kill`) stops like Ctrl-C: exit 130, stored tasks kept, resumable."""
+    ref = load_campaign(write_tiny(tmp_path, out=tmp_path / "ref", chunk=1, name="ref.toml"))
+    run_campaign(ref, executor="local")
+    path = write_tiny(tmp_path, chunk=1)
+    out = tmp_path / "out"
+    env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0")
+    cmd = [sys.executable, "-m", "sweep.cli", "run", str(path), "--executor", "local"]
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    while time.time() < deadline and proc.poll() is None:
+        if (out / "rows").is_dir() and len(list((out / "rows").glob("part-*.parquet"))) >= 2:
+            break
+        time.sleep(0.002)
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+        if proc.returncode == 130:
+            assert "--resume" in err
+        else:  # finished before the signal arrived
+            assert proc.returncode == 0
+    else:
+        proc.communicate()
+    res = subprocess.run(cmd + ["--resume"], env=env, capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    pd.testing.assert_frame_equal(_rows(out), _rows(ref.output))
