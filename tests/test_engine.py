@@ -6,7 +6,6 @@ import subprocess
 import sys
 import time
 
-import numpy as np
 import pandas as pd
 import pytest
 from typer.testing import CliRunner
@@ -135,22 +134,35 @@ def test_failing_task_becomes_error_row(tmp_path, monkeypatch, reference):
     assert (rows["status"] == "ok").sum() == len(reference[0]) - 8 * 2 * 3
 
 
-@pytest.mark.slow
-def test_sigkill_then_resume(tmp_path):
-    """SIGKILL the driver while it writes; --resume ends with exactly the undisturbed rows."""
+def _start_run_and_wait(tmp_path, fragments: int, **popen):
+    """An undisturbed reference run, then `sweep run` in a subprocess, returned once it has
+    written ``fragments`` rows fragments (or finished). Returns (ref campaign, proc, cmd, env, out)."""
     ref = load_campaign(write_tiny(tmp_path, out=tmp_path / "ref", chunk=1, name="ref.toml"))
     run_campaign(ref, executor="local")
     path = write_tiny(tmp_path, chunk=1)
     out = tmp_path / "out"
     env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0")
     cmd = [sys.executable, "-m", "sweep.cli", "run", str(path), "--executor", "local"]
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)
+    proc = subprocess.Popen(cmd, env=env, **popen)
     deadline = time.time() + 120
     while time.time() < deadline and proc.poll() is None:
-        if (out / "rows").is_dir() and len(list((out / "rows").glob("part-*.parquet"))) >= 3:
+        if (out / "rows").is_dir() and len(list((out / "rows").glob("part-*.parquet"))) >= fragments:
             break
         time.sleep(0.002)
+    return ref, proc, cmd, env, out
+
+
+def _resume_equals_reference(cmd, env, out, ref) -> None:
+    res = subprocess.run(cmd + ["--resume"], env=env, capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    pd.testing.assert_frame_equal(_rows(out), _rows(ref.output))
+
+
+@pytest.mark.slow
+def test_sigkill_then_resume(tmp_path):
+    """SIGKILL the driver while it writes; --resume ends with exactly the undisturbed rows."""
+    ref, proc, cmd, env, out = _start_run_and_wait(
+        tmp_path, 3, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     killed = proc.poll() is None
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
@@ -158,28 +170,14 @@ def test_sigkill_then_resume(tmp_path):
     assert n >= 3
     if killed:
         assert n < 72
-    res = subprocess.run(cmd + ["--resume"], env=env, capture_output=True, text=True)
-    assert res.returncode == 0, res.stderr
-    a = _rows(out).drop(columns="task_id")
-    b = _rows(ref.output).drop(columns="task_id")
-    pd.testing.assert_frame_equal(a, b)
+    _resume_equals_reference(cmd, env, out, ref)
 
 
 @pytest.mark.slow
 def test_sigterm_stops_cleanly_and_resumes(tmp_path):
     """SIGTERM (schedulers, `kill`) stops like Ctrl-C: exit 130, stored tasks kept, resumable."""
-    ref = load_campaign(write_tiny(tmp_path, out=tmp_path / "ref", chunk=1, name="ref.toml"))
-    run_campaign(ref, executor="local")
-    path = write_tiny(tmp_path, chunk=1)
-    out = tmp_path / "out"
-    env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0")
-    cmd = [sys.executable, "-m", "sweep.cli", "run", str(path), "--executor", "local"]
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 120
-    while time.time() < deadline and proc.poll() is None:
-        if (out / "rows").is_dir() and len(list((out / "rows").glob("part-*.parquet"))) >= 2:
-            break
-        time.sleep(0.002)
+    ref, proc, cmd, env, out = _start_run_and_wait(
+        tmp_path, 2, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     if proc.poll() is None:
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=60)
@@ -189,6 +187,4 @@ def test_sigterm_stops_cleanly_and_resumes(tmp_path):
             assert proc.returncode == 0
     else:
         proc.communicate()
-    res = subprocess.run(cmd + ["--resume"], env=env, capture_output=True, text=True)
-    assert res.returncode == 0, res.stderr
-    pd.testing.assert_frame_equal(_rows(out), _rows(ref.output))
+    _resume_equals_reference(cmd, env, out, ref)
