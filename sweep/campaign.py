@@ -27,6 +27,10 @@ Example (see ``campaigns/area16mm2.toml``)::
 
     [run]
     chunk_points = 4096
+
+``[[mappers]]`` entries may also name a ``params_file``: a TOML file (relative to the campaign)
+whose ``[mappers.<name>]`` table gives parameters, e.g. the ``best_params.toml`` of `sweep tune`;
+inline ``params`` override the file's values.
 """
 
 from __future__ import annotations
@@ -215,8 +219,8 @@ def parse_campaign(data: dict[str, Any], source: str = "<campaign>", base_dir: P
             bad(key, m, "expected a table with 'name' and optional 'params'")
             continue
         for k in m:
-            if k not in ("name", "params"):
-                bad(f"{key}.{k}", m[k], "unknown key; known: ['name', 'params']")
+            if k not in ("name", "params", "params_file"):
+                bad(f"{key}.{k}", m[k], "unknown key; known: ['name', 'params', 'params_file']")
         mname = m.get("name")
         if mname not in MAPPER_NAMES:
             bad(f"{key}.name", mname, f"unknown mapper; known: {list(MAPPER_NAMES)}")
@@ -229,9 +233,15 @@ def parse_campaign(data: dict[str, Any], source: str = "<campaign>", base_dir: P
         if not isinstance(params, dict):
             bad(f"{key}.params", params, "expected a table")
             continue
-        resolved, pprobs = check_params(get_mapper(mname).params, params)
+        from_file = {}
+        if "params_file" in m:
+            from_file = _params_file(m["params_file"], mname, base_dir, f"{key}.params_file", bad)
+            if from_file is None:
+                continue
+        resolved, pprobs = check_params(get_mapper(mname).params, {**from_file, **params})
         for pk, pv, msg in pprobs:
-            bad(f"{key}.params.{pk}", pv, msg)
+            where = f"{key}.params.{pk}" if pk in params else f"{key}.params_file[{m['params_file']}].{pk}"
+            bad(where, pv, msg)
         mappers.append(MapperSpec(mname, resolved))
 
     run = _check_run(data.get("run", {}), bad)
@@ -246,6 +256,29 @@ def parse_campaign(data: dict[str, Any], source: str = "<campaign>", base_dir: P
                     objectives=tuple(objectives), seeds=tuple(seeds), architectures=archs,
                     mappers=tuple(mappers), systolic=systolic, run=run, report=report,
                     description=str(data.get("description", "")), raw=data)
+
+
+def _params_file(value: Any, mapper: str, base_dir: Path, key: str, bad) -> dict[str, Any] | None:
+    """The ``[mappers.<mapper>]`` table of a ``params_file`` (e.g. `sweep tune`'s best_params.toml),
+    resolved against the campaign's folder; None (and a problem reported) if unusable. Inline
+    ``params`` are merged over it by the caller (inline wins)."""
+    if not isinstance(value, str) or not value:
+        bad(key, value, "expected a path to a TOML file with a [mappers.<name>] table")
+        return None
+    path = Path(value) if Path(value).is_absolute() else base_dir / value
+    try:
+        data = tomllib.loads(path.read_text())
+    except OSError as e:
+        bad(key, value, f"cannot read {path}: {e.strerror}")
+        return None
+    except tomllib.TOMLDecodeError as e:
+        bad(key, value, f"{path} is not valid TOML: {e}")
+        return None
+    table = data.get("mappers", {}).get(mapper) if isinstance(data.get("mappers"), dict) else None
+    if not isinstance(table, dict):
+        bad(key, value, f"{path} has no [mappers.{mapper}] table")
+        return None
+    return dict(table)
 
 
 def _check_run(run: Any, bad) -> RunOptions:

@@ -236,14 +236,71 @@ def report(
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
     plots: Annotated[Optional[Path], typer.Option("--plots", help="Write PNG plots into this directory.")] = None,
 ) -> None:
-    """Summarise a result directory: paper-style tables, and PNG plots with --plots."""
-    from sweep.report import build_report, print_report
+    """Summarise a result directory: paper-style tables, and PNG plots with --plots.
+
+    On a `sweep tune` directory: optimisation history and parameter importances (PNGs, default
+    DIR/plots) and the held-out gap of the tuned vs the default schedule."""
+    from sweep.tune import is_tune_dir
+
+    if is_tune_dir(directory):
+        from sweep.tune_report import build_tune_report as build_report, print_tune_report as print_report
+    else:
+        from sweep.report import build_report, print_report
 
     rep = build_report(directory, plots)
     if as_json:
         typer.echo(json.dumps(rep, indent=1, default=float))
     else:
         print_report(rep, Console(width=max(out.width, 150)))
+
+
+@app.command()
+@_guard
+def tune(
+    campaign: Annotated[Path, typer.Argument(help="Tuning campaign TOML, e.g. campaigns/tune_salsa_eyeriss.toml (mapper, [space], [training], [heldout], budget, sampler).")],
+    out_dir: Annotated[Optional[Path], typer.Option("--out", help="Output directory: study journal, trial rows, best_params.toml (default: the campaign's `output`).")] = None,
+    trials: Annotated[Optional[int], typer.Option("--trials", min=1, help="End with this many finished (complete + pruned) trials in the study (default: the campaign's `trials`).")] = None,
+    parallel: Annotated[Optional[int], typer.Option("--parallel", min=1, help="Trials evaluated at once, one Ray task each (default: the campaign's `parallel`).")] = None,
+    resume: Annotated[bool, typer.Option("--resume", help="Continue the study in an existing output directory (after Ctrl-C or a kill), or join it from another driver.")] = False,
+    address: Annotated[Optional[str], typer.Option("--address", help="Existing Ray cluster; default: RAY_ADDRESS, else a local Ray.", rich_help_panel="Execution")] = None,
+    executor: Annotated[ExecutorKind, typer.Option("--executor", help="'ray' (parallel) or 'local' (in-process, the same trials).", rich_help_panel="Execution")] = ExecutorKind.ray,
+    num_cpus: Annotated[Optional[int], typer.Option("--num-cpus", min=1, help="CPUs of a new local Ray (default: all cores).", rich_help_panel="Execution")] = None,
+) -> None:
+    """Tune an annealer's schedule (T0, rho, restarts, ...) with Optuna, trials as Ray tasks.
+
+    Each trial runs the mapper at a fixed budget of proposals on the training layers and seeds and
+    scores the mean relative gap to the layers' reference optima; the best schedule is written to
+    OUT/best_params.toml for campaigns' `params_file`, and compared with the default schedule on
+    the held-out layers. Then: [bold]sweep report OUT[/]."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from sweep.tune import Interrupted, run_tune
+    from sweep.tune_campaign import load_tune_campaign
+
+    c = load_tune_campaign(campaign, output=out_dir)
+    n = trials or c.trials
+    err.print(f"tuning [bold]{c.mapper}[/] on {len(c.training[1])} {c.training[0]} layer(s) x {len(c.seeds)} seed(s) "
+              f"at {c.budget} proposals, {len(c.space)} parameter(s), {c.sampler['name']} sampler: {n} trial(s), "
+              f"{parallel or c.parallel} at a time -> {c.output}")
+    with Progress(TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TextColumn("trials"), TimeElapsedColumn(), console=err) as prog:
+        bar = prog.add_task("tuning", total=n)
+        try:
+            s = run_tune(c, trials=trials, parallel=parallel, resume=resume, executor=executor.value,
+                         address=address, num_cpus=num_cpus,
+                         progress=lambda done, total: prog.update(bar, completed=done, total=total))
+        except Interrupted as i:
+            prog.stop()
+            err.print(f"interrupted after {i.summary.run_here} trial(s) in this driver; running trials were "
+                      f"re-enqueued. Continue with: sweep tune {campaign} --resume" + (f" --out {out_dir}" if out_dir else ""))
+            raise typer.Exit(130)
+    err.print(f"done: {s.complete} complete + {s.pruned} pruned trial(s) ({s.run_here} here, {s.orphans} orphan(s) "
+              f"re-enqueued) in {s.seconds:.1f} s (references {s.reference_s:.1f} s) -> {s.output}")
+    if s.best:
+        err.print(f"best trial {s.best['trial']}: mean gap {100 * s.best['values'][0]:.4f} %, {s.best['full']}")
+    for k, v in s.heldout.items():
+        err.print(f"held-out ({k}): mean gap {100 * v['mean_gap']:.4f} %, reach {100 * v['reach_rate']:.1f} %, "
+                  f"{v['mean_evals_to_optimum']:.0f} proposals to the optimum, seeds {v['seeds']}")
 
 
 def main() -> None:  # console-script entry point
