@@ -411,8 +411,9 @@ def run_tune(c: TuneCampaign, *, trials: int | None = None, parallel: int | None
     out = Path(c.output)
     store = Store(out)
     store.check_new_or_resumable(c.config_hash(), resume)
-    store.create({"name": c.name, "source": c.source, "config_hash": c.config_hash(), "config": c.resolved_config(),
-                  "storage": c.storage})
+    if not (out / "manifest.json").exists():  # (create clears OUT/.tmp: not while another driver writes)
+        store.create({"name": c.name, "source": c.source, "config_hash": c.config_hash(), "config": c.resolved_config(),
+                      "storage": c.storage})
     (out / ".gitignore").write_text("drivers/\n")
     summary = TuneSummary(str(out))
     beat = _Heartbeat(out)

@@ -121,6 +121,12 @@ def test_two_objectives(tmp_path):
     assert rows["value_evals_to_reach"].between(0, 200).all()
 
 
+@pytest.mark.parametrize("sampler", ["cmaes", "random"])
+def test_other_samplers(tmp_path, sampler):
+    c = load_tune_campaign(write_tune(tmp_path, trials=2, sampler=sampler))
+    assert run_tune(c, executor="local", heldout=False).complete == 2
+
+
 @pytest.mark.slow
 def test_sigkill_then_resume_ends_with_exactly_the_trials(tmp_path):
     """SIGKILL `sweep tune` mid-study; --resume ends with exactly N finished trials, none twice."""
