@@ -33,11 +33,20 @@ dataflow's only role (tie-breaks and the window below). Each step:
    after their data/space is available; each op on the earliest-free core, after its tiles are
    loaded and its chain predecessor finished.
 
+Branch and bound (`TiledNPUMapper.run`, ``prune``): the tilings of a unit are scheduled in the
+order of `flexer_graph.lower_bound` of the metric and the scan stops once the bound exceeds the
+best value found, with ties broken by tiling then schedule index; inside a tiling, a schedule is
+abandoned as soon as its partial bound (`flexer_graph.Cutoff`: latency so far x bytes moved so far
+plus the first moves to come) exceeds the best value. The result equals the exhaustive pass
+(tested); ``evaluations`` counts the schedules started, extra ``tilings_scheduled`` and
+``schedules_cut`` what the bounds saved. Units should therefore be large
+(``tilings_per_unit``); the engine's parallelism comes from layers x architectures.
+
 Result (`TiledNPUMapper.run`): a `SearchResult` with engine "list", ``objective`` = ``value``'s
 metric name ("latency_bytes" | "latency" | "bytes"; ``problem.objective`` is not used), energy NaN
 (no energy model), ``latency_cycles`` and ``extra`` = transferred_bytes, bytes_by_type (IN, WT, OT,
 PS), reloads (per type, {moves: tiles}), peak_buffer_bytes, tiling [oy_t, ox_t, c_t, k_t],
-dataflow, metric, tilings (in the unit) and, with ``keep_trace``, trace [(resource, start, end,
+dataflow, metric, tilings (in the unit), tilings_scheduled, schedules_cut and, with ``keep_trace``, trace [(resource, start, end,
 what)]. Flexer is *not* guaranteed to beat the static baseline (greedy list scheduling; a
 different schedule space): `scripts/bench_flexer.py` reports the comparison.
 """
@@ -48,11 +57,13 @@ import bisect
 import itertools
 import math
 import time
+from collections import Counter
 from typing import Any, Iterator, Mapping
 
 from costmodel.npu import NPUArch, Tiling, tilings, transfer_cycles
 from mappers.base import LayerProblem, Param, SearchMixin, SearchResult, WorkUnit
-from mappers.flexer_graph import DATAFLOWS, DFG, OT, Engine, build_dfg, summarize, validate
+from mappers.flexer_graph import (DATAFLOWS, DFG, OT, Cutoff, Engine, build_dfg, latency_lower_bound, lower_bound,
+                                  summarize, validate)
 from mappers.flexer_memory import new_map, place_tile, used_bytes
 
 __all__ = ["FlexerMapper", "FLEXER", "flexer_schedule", "TiledNPUMapper", "METRICS", "validate"]
@@ -84,16 +95,11 @@ class _State:
         return need, reused
 
     def dataflow_map(self, ops) -> tuple:
-        g = self.g
-        cnt: dict[int, int] = {}
-        for op in ops:
-            for t in g.tiles_of(op):
-                cnt[t] = cnt.get(t, 0) + 1
-        key = [[], [], [], [], [], []]
-        for t, c in cnt.items():
-            fresh = t not in self.resident
-            key[2 * g.tile_type[t] + fresh].append(c)
-        return tuple(tuple(sorted(k)) for k in key)
+        """Section 4.2's dataflow map of a set, as the sorted (class, ops sharing the tile) pairs of
+        its tiles, class = 2 * data type + (tile not resident): equal maps = equivalent sets."""
+        tt, res, tiles = self.g.tile_type, self.resident, self.g.op_tiles
+        cnt = Counter([t for op in ops for t in tiles[op]])
+        return tuple(sorted([(2 * tt[t] + (t not in res), c) for t, c in cnt.items()]))
 
     def priority(self, ops) -> tuple | None:
         """Priority tuple of a set (smaller = better), None if it cannot be placed."""
@@ -160,9 +166,9 @@ class _State:
 
 
 def flexer_schedule(g: DFG, dataflow: str = "oy-ox-c-k", window: int = 8, cores: int | None = None,
-                    capacity: int | None = None) -> Engine:
+                    capacity: int | None = None, cutoff: Cutoff | None = None) -> Engine | None:
     """Flexer's out-of-order list schedule of ``g`` (see module doc); returns the finished
-    `Engine` (latency, bytes, trace, residencies)."""
+    `Engine` (latency, bytes, trace, residencies), or None once ``cutoff`` shows it cannot win."""
     n = cores or g.arch.cores
     st = _State(g, n, capacity or g.arch.buffer_bytes)
     rank = {op: i for i, op in enumerate(g.order(dataflow))}
@@ -190,6 +196,8 @@ def flexer_schedule(g: DFG, dataflow: str = "oy-ox-c-k", window: int = 8, cores:
             ready.remove((rank[o], o))
         for o in st.commit(chosen):
             bisect.insort(ready, (rank[o], o))
+        if cutoff is not None and cutoff.exceeded(st.eng):
+            return None
     return st.eng
 
 
@@ -204,12 +212,14 @@ class TiledNPUMapper(SearchMixin):
     common_params = (
         Param("metric", "str", "latency_bytes", "ranking of schedules: latency x bytes, latency or bytes",
               choices=METRICS),
-        Param("tilings_per_unit", "int", 16, "tilings per work unit (a contiguous chunk of the tiling list)",
+        Param("tilings_per_unit", "int", 512, "tilings per work unit (a contiguous chunk of the tiling list)",
               low=1),
         Param("keep_trace", "bool", False, "add the operation trace of the best schedule to extra['trace']"),
         Param("min_spatial", "int", 1, "smallest OY/OX tile size tried", low=1),
         Param("min_channels", "int", 8, "smallest C/K tile size tried", low=1),
         Param("max_ops", "int", 512, "skip tilings with more tCONVs than this", low=1),
+        Param("prune", "bool", True, "skip tilings whose lower bound (flexer_graph.lower_bound) exceeds the "
+              "best value found; the result is unchanged, only faster"),
     )
     params: tuple[Param, ...] = common_params
 
@@ -228,8 +238,10 @@ class TiledNPUMapper(SearchMixin):
         return [WorkUnit(kind="tilings", shard=i, shards=chunks,
                          budget={"start": i * per, "stop": min(n, (i + 1) * per)}) for i in range(chunks)]
 
-    def schedules(self, g: DFG, params: Mapping[str, Any]) -> Iterator[tuple[str, Engine | None]]:
-        """(dataflow label, finished engine or None if infeasible) for every schedule of ``g``."""
+    def schedules(self, g: DFG, params: Mapping[str, Any], cutoff: Cutoff | None = None
+                  ) -> Iterator[tuple[str, Engine | None]]:
+        """(dataflow label, finished engine or None if infeasible or cut off by ``cutoff``) for
+        every schedule of ``g``."""
         raise NotImplementedError
 
     def run(self, problem: LayerProblem, unit: WorkUnit, params: Mapping[str, Any]) -> SearchResult:
@@ -238,25 +250,41 @@ class TiledNPUMapper(SearchMixin):
         layer = problem.layer
         reps = layer.B * layer.G
         tl = self.tiling_list(problem, params)[unit.budget.get("start", 0):unit.budget.get("stop", None)]
-        best, evals = None, 0
-        for tiling in tl:
-            g = build_dfg(layer, problem.arch, tiling)
-            for label, eng in self.schedules(g, params):
+        # branch and bound: tilings in order of their lower bound; stop once the bound exceeds the
+        # best value. Ties are broken by (tiling index, schedule index), so the result is the one
+        # an exhaustive pass in list order finds.
+        graphs = [build_dfg(layer, problem.arch, t) for t in tl]
+        order = list(range(len(tl)))
+        prune = params.get("prune", True)
+        lbs = [lower_bound(g, metric, reps) for g in graphs] if prune else [0.0] * len(tl)
+        order.sort(key=lambda i: (lbs[i], i))
+        best, evals, done, cut = None, 0, 0, 0
+        for i in order:
+            if best is not None and lbs[i] > best[0]["value"]:
+                break
+            done += 1
+            cutoff = Cutoff(metric, reps, best[0]["value"] if best else math.inf,
+                            latency_lower_bound(graphs[i])) if prune else None
+            for j, (label, eng) in enumerate(self.schedules(graphs[i], params, cutoff)):
                 evals += 1
                 if eng is None:
+                    cut += cutoff is not None and cutoff.value < math.inf
                     continue
                 s = summarize(eng, metric, reps)
-                if best is None or s["value"] < best[0]["value"]:
-                    best = (s, tiling, label, eng)
+                if best is None or (s["value"], i, j) < (best[0]["value"], best[4], best[5]):
+                    best = (s, tl[i], label, eng, i, j)
+                    if cutoff is not None:
+                        cutoff.value = s["value"]
         wall = time.perf_counter() - t0
+        base = {"metric": metric, "tilings": len(tl), "tilings_scheduled": done, "schedules_cut": cut}
         if best is None:
             return SearchResult(mapper=self.name, engine=self.engine, objective=metric, value=float("inf"),
                                 energy_pj=float("nan"), latency_cycles=float("inf"), ordering=None, loops=None,
-                                evaluations=evals, wall_s=wall, extra={"metric": metric, "tilings": len(tl)})
-        s, tiling, label, eng = best
+                                evaluations=evals, wall_s=wall, extra=base)
+        s, tiling, label, eng = best[:4]
         extra = {"transferred_bytes": s["transferred_bytes"], "bytes_by_type": s["bytes_by_type"],
                  "reloads": s["reloads"], "peak_buffer_bytes": s["peak_buffer_bytes"],
-                 "tiling": list(tiling.as_tuple()), "dataflow": label, "metric": metric, "tilings": len(tl)}
+                 "tiling": list(tiling.as_tuple()), "dataflow": label, **base}
         if params.get("keep_trace"):
             extra["trace"] = eng.trace()
         return SearchResult(mapper=self.name, engine=self.engine, objective=metric, value=float(s["value"]),
@@ -277,9 +305,10 @@ class FlexerMapper(TiledNPUMapper):
               high=64),
     )
 
-    def schedules(self, g: DFG, params: Mapping[str, Any]) -> Iterator[tuple[str, Engine | None]]:
+    def schedules(self, g: DFG, params: Mapping[str, Any], cutoff: Cutoff | None = None
+                  ) -> Iterator[tuple[str, Engine | None]]:
         for df in params["dataflows"]:
-            yield df, flexer_schedule(g, df, int(params["window"]))
+            yield df, flexer_schedule(g, df, int(params["window"]), cutoff=cutoff)
 
 
 FLEXER = FlexerMapper()

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from costmodel.npu import NPUArch, Tiling, conv_cycles, tile_bytes, transfer_cycles
 
 __all__ = ["IN", "WT", "OT", "TYPE_NAMES", "DATAFLOWS", "DFG", "build_dfg", "Engine", "validate",
-           "summarize"]
+           "summarize", "lower_bound", "latency_lower_bound", "Cutoff", "metric_value"]
 
 IN, WT, OT = 0, 1, 2
 TYPE_NAMES = ("IN", "WT", "OT")
@@ -69,6 +69,7 @@ class DFG:
     op_succ: list[int] = field(default_factory=list)      # -1 = last of its chain
     op_cycles: list[int] = field(default_factory=list)
     uses: list[int] = field(default_factory=list)         # ops reading/writing each tile
+    op_tiles: list[tuple[int, int, int]] = field(default_factory=list)  # (IN, WT, OT) tile of each op
 
     @property
     def n_ops(self) -> int:
@@ -79,7 +80,7 @@ class DFG:
         return len(self.tile_type)
 
     def tiles_of(self, op: int) -> tuple[int, int, int]:
-        return self.op_in[op], self.op_wt[op], self.op_out[op]
+        return self.op_tiles[op]
 
     def order(self, dataflow: str) -> list[int]:
         """Op ids in the loop order ``dataflow`` (e.g. "oy-ox-c-k", outermost first)."""
@@ -119,12 +120,63 @@ def build_dfg(layer, arch: NPUArch, tiling: Tiling) -> DFG:
         g.op_in.append(ti)
         g.op_wt.append(tw)
         g.op_out.append(to)
+        g.op_tiles.append((ti, tw, to))
         g.op_pred.append(op - len(sk) if c > 0 else -1)  # (a, b, c-1, k): k is the fastest index
         g.op_succ.append(op + len(sk) if c + 1 < len(sc) else -1)
         g.op_cycles.append(conv_cycles(L.FY, L.FX, sc[c], sk[k], sy[a] * sx[b], arch.rows, arch.cols))
         for t in (ti, tw, to):
             g.uses[t] += 1
     return g
+
+
+def metric_value(metric: str, latency: float, nbytes: float) -> float:
+    """The ranking metric of a schedule: "latency_bytes" (cycles x bytes, the paper's), "latency"
+    (cycles) or "bytes"."""
+    if metric == "latency_bytes":
+        return float(latency) * float(nbytes)
+    return float(latency) if metric == "latency" else float(nbytes)
+
+
+def latency_lower_bound(g: DFG) -> int:
+    """Cycles no schedule of ``g`` (one instance) can beat, the largest of: the busiest core's work
+    (>= total tCONV cycles / n) between the first op's loads (>= the cheapest IN + WT load of any
+    op) and the last op's write-back (the last op to finish ends a chain: >= the cheapest final
+    write-back); the longest accumulation chain; the transfer time of the minimal bytes
+    (every IN and WT tile loaded and every output written back once: sum of ``tile_final``)."""
+    bw, n = g.arch.bandwidth, g.arch.cores
+    chain: dict[int, int] = {}
+    for o in range(g.n_ops):
+        chain[g.op_out[o]] = chain.get(g.op_out[o], 0) + g.op_cycles[o]
+    first = min(transfer_cycles(g.tile_size[g.op_in[o]], bw) + transfer_cycles(g.tile_size[g.op_wt[o]], bw)
+                for o in range(g.n_ops))
+    wb = min(transfer_cycles(g.tile_final[t], bw) for t in chain)
+    return max(first + math.ceil(sum(g.op_cycles) / n) + wb, max(chain.values()),
+               transfer_cycles(sum(g.tile_final), bw))
+
+
+def lower_bound(g: DFG, metric: str, reps: int = 1) -> float:
+    """A lower bound of ``metric`` over every schedule of ``g`` (any scheduler, any buffer), scaled
+    like `summarize`: `latency_lower_bound` and the minimal bytes (every IN and WT tile loaded and
+    every output written back once); lets the mappers skip tilings that cannot beat the best
+    schedule found."""
+    return metric_value(metric, latency_lower_bound(g) * reps, sum(g.tile_final) * reps)
+
+
+@dataclass
+class Cutoff:
+    """Abandon a schedule as soon as it cannot beat ``value`` (branch and bound inside one schedule):
+    the schedulers check `Engine.bound` after every operation set and return None once it exceeds
+    ``value`` -- strictly, so a schedule that ties the best is always finished. ``value`` may be
+    lowered between schedules; ``lat_floor`` is a latency lower bound of the whole graph (cycles,
+    one instance). Units as `summarize` (scaled by ``reps``)."""
+
+    metric: str
+    reps: int = 1
+    value: float = math.inf
+    lat_floor: int = 0
+
+    def exceeded(self, eng: "Engine") -> bool:
+        return self.value < math.inf and eng.bound(self.metric, self.reps, self.lat_floor) > self.value
 
 
 class Engine:
@@ -150,6 +202,7 @@ class Engine:
         self.op_rec: list[tuple | None] = [None] * dfg.n_ops   # (core, start, end)
         self.mem_rec: list[tuple] = []                         # (kind, tile, start, end)
         self.open_res: dict[int, list] = {}                    # tile -> [addr, size, start, valid_from]
+        self.first_left = sum(dfg.tile_final)                  # bytes of first loads / final writes to come
         self.res_log: list[tuple] = []                         # (tile, addr, size, start, valid_from, end)
         self.end = 0
 
@@ -178,6 +231,8 @@ class Engine:
         s, e = self._channel(max(avail, self.dram_ready[t]), transfer_cycles(size, self.bw))
         kind = "PS" if g.tile_type[t] == OT else TYPE_NAMES[g.tile_type[t]]
         self.bytes[kind] += size
+        if self.loads[t] == 0 and kind != "PS":
+            self.first_left -= size
         self.loads[t] += 1
         self.ready_at[t] = e
         self.mem_rec.append(("load", t, s, e))
@@ -233,6 +288,7 @@ class Engine:
         if g.op_succ[op] < 0:  # final output: eager write-back
             s, e = self._channel(end, transfer_cycles(g.tile_final[to], self.bw))
             self.bytes["OT"] += g.tile_final[to]
+            self.first_left -= g.tile_final[to]
             self.writes[to] += 1
             self.mem_rec.append(("writeback", to, s, e))
             self.dirty[to] = False
@@ -254,6 +310,14 @@ class Engine:
     @property
     def latency(self) -> int:
         return self.end
+
+    def bound(self, metric: str, reps: int = 1, lat_floor: int = 0) -> float:
+        """A lower bound of the finished schedule's ``metric`` (as `summarize`): bytes >= moved so
+        far + the first moves still to come; latency >= the current end, ``lat_floor`` and the
+        channel time of those bytes (the one DRAM channel moves them one after another)."""
+        nbytes = sum(self.bytes.values()) + self.first_left
+        lat = max(self.end, lat_floor, transfer_cycles(nbytes, self.bw))
+        return metric_value(metric, lat * reps, nbytes * reps)
 
     def transferred(self) -> int:
         return sum(self.bytes.values())
@@ -292,7 +356,7 @@ def summarize(eng: Engine, metric: str, reps: int = 1) -> dict:
     lat = eng.latency * reps
     by = {k: v * reps for k, v in eng.bytes.items()}
     tot = sum(by.values())
-    val = {"latency_bytes": float(lat) * float(tot), "latency": float(lat), "bytes": float(tot)}[metric]
+    val = metric_value(metric, lat, tot)
     rel: dict[str, dict[str, int]] = {"IN": {}, "WT": {}, "OT": {}}
     for t in range(g.n_tiles):
         typ = TYPE_NAMES[g.tile_type[t]]

@@ -173,7 +173,7 @@ PARAMS = {"max_ops": 32, "min_spatial": 2, "min_channels": 16, "tilings_per_unit
 
 def test_flexer_mapper_result_and_units():
     p = LayerProblem(POINT, load_npu("arch1"))
-    prm = FLEXER.resolve(dict(PARAMS, keep_trace=True))
+    prm = FLEXER.resolve(dict(PARAMS, keep_trace=True, prune=False))
     units = FLEXER.units(p, prm)
     n = len(tilings(POINT, p.arch, 2, 16, 32))
     assert units[0].budget == {"start": 0, "stop": min(4, n)} and units[-1].budget["stop"] == n

@@ -1,0 +1,94 @@
+"""The bounds that make the Flexer / static tiling sweep fast must never change its answer:
+`lower_bound` and `Engine.bound` are lower bounds of every schedule, a cut-off schedule is one that
+would have lost, and the pruned search returns the exhaustive search's best (value, tiling and
+schedule) -- also with ties."""
+
+import math
+
+import pytest
+
+from costmodel.npu import NPUArch, tilings
+from costmodel.workload import Layer
+from mappers.base import LayerProblem
+from mappers.flexer import FLEXER, flexer_schedule
+from mappers.flexer_graph import DATAFLOWS, Cutoff, build_dfg, latency_lower_bound, lower_bound, summarize
+from mappers.static_npu import STATIC, effective_order, static_schedule
+
+LAYERS = [Layer("small", K=64, C=32, OY=8, OX=8, FY=3, FX=3),
+          Layer("strided", K=48, C=24, OY=7, OX=5, FY=3, FX=3, SY=2, SX=2),
+          Layer("point", K=96, C=64, OY=6, OX=6),
+          Layer("batched", K=32, C=16, OY=4, OX=4, B=2)]
+ARCHS = [NPUArch("t2", cores=2, buffer_bytes=16 * 1024, bandwidth=32),
+         NPUArch("t4", cores=4, buffer_bytes=8 * 1024, bandwidth=16)]
+PARAMS = {"max_ops": 48, "min_spatial": 2, "min_channels": 16}
+
+
+def _schedules(layer, arch):
+    for t in tilings(layer, arch, 2, 16, 48):
+        g = build_dfg(layer, arch, t)
+        for df in DATAFLOWS[::4]:
+            yield g, flexer_schedule(g, df)
+            for st in ("IN", "WT", "OT"):
+                yield g, static_schedule(g, df, st)
+
+
+@pytest.mark.parametrize("layer", LAYERS, ids=lambda l: l.name)
+@pytest.mark.parametrize("arch", ARCHS, ids=lambda a: a.name)
+def test_lower_bounds_hold_for_every_schedule(layer, arch):
+    reps = layer.B * layer.G
+    n = 0
+    for g, eng in _schedules(layer, arch):
+        if eng is None:
+            continue
+        n += 1
+        assert latency_lower_bound(g) <= eng.latency
+        for metric in ("latency_bytes", "latency", "bytes"):
+            final = summarize(eng, metric, reps)["value"]
+            assert lower_bound(g, metric, reps) <= final
+            # the in-schedule bound of the finished engine is the final value itself
+            assert eng.bound(metric, reps, latency_lower_bound(g)) == final
+    assert n > 10
+
+
+@pytest.mark.parametrize("sched", ["flexer", "static"])
+def test_cutoff_cuts_exactly_the_losers(sched):
+    layer, arch = LAYERS[0], ARCHS[1]
+    for t in tilings(layer, arch, 2, 16, 48)[:6]:
+        g = build_dfg(layer, arch, t)
+        run = (lambda c: flexer_schedule(g, "k-c-oy-ox", cutoff=c)) if sched == "flexer" else \
+              (lambda c: static_schedule(g, "k-c-oy-ox", "WT", cutoff=c))
+        full = run(None)
+        if full is None:
+            continue
+        v = summarize(full, "latency_bytes")["value"]
+        floor = latency_lower_bound(g)
+        tie = run(Cutoff("latency_bytes", 1, v, floor))  # a tie is finished, identically
+        assert tie is not None and (tie.latency, tie.transferred()) == (full.latency, full.transferred())
+        assert run(Cutoff("latency_bytes", 1, math.nextafter(v, 0), floor)) is None
+
+
+@pytest.mark.parametrize("mapper", [FLEXER, STATIC], ids=lambda m: m.name)
+@pytest.mark.parametrize("metric", ["latency_bytes", "latency", "bytes"])
+def test_pruned_search_equals_exhaustive(mapper, metric):
+    extra = {} if mapper is FLEXER else {"dataflows": list(DATAFLOWS[::3])}
+    for layer in LAYERS:
+        for arch in ARCHS:
+            p = LayerProblem(layer, arch)
+            a = mapper.search(p, dict(PARAMS, metric=metric, prune=True, **extra))
+            b = mapper.search(p, dict(PARAMS, metric=metric, prune=False, **extra))
+            key = lambda r: (r.value, r.latency_cycles, r.extra.get("transferred_bytes"), r.extra.get("tiling"),
+                             r.extra.get("dataflow"))
+            assert key(a) == key(b)
+            assert a.evaluations <= b.evaluations
+
+
+def test_static_dataflows_differing_in_single_tile_loops_are_one_schedule():
+    layer, arch = LAYERS[2], ARCHS[0]   # K=96 C=64 OY=OX=6
+    t = next(t for t in tilings(layer, arch, 6, 16, 48) if t.oy_t == 6 and t.ox_t == 6)
+    g = build_dfg(layer, arch, t)
+    assert effective_order(g, "oy-ox-c-k") == effective_order(g, "c-oy-k-ox") == ("c", "k")
+    a, b = static_schedule(g, "oy-ox-c-k"), static_schedule(g, "c-oy-k-ox")
+    assert a.trace() == b.trace() and a.bytes == b.bytes
+    # and the mapper builds that schedule once per stationary choice, not once per dataflow
+    labels = [lab for lab, _ in STATIC.schedules(g, STATIC.resolve({}))]
+    assert len({lab.split("/")[0] for lab in labels}) == 2   # the c-k and k-c orders
