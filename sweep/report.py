@@ -83,6 +83,14 @@ def build_report(directory: str | Path, plots_dir: str | Path | None = None) -> 
             rep["plots"] = write_layer_plots(rep, rows.merge(problems[["problem_id", "network", "layer_index"]],
                                                              on="problem_id", how="left"), plots_dir,
                                              (manifest.get("report") or {}).get("network"))
+        if manifest["config"].get("kind") == "npu":  # Flexer's Figs. 8-10
+            from sweep.report_npu import npu_report, write_npu_plots
+            cfg = manifest.get("report") or {}
+            rep.update(npu_report(rows, problems, cfg.get("mapper", "flexer"), cfg.get("baseline", "static")))
+            if plots_dir is not None:
+                nets = {n["name"]: n["layers"] for n in manifest["config"].get("networks", [])}
+                rep["plots"] += write_npu_plots(rep, plots_dir, cfg.get("network"), nets)
+            rep.pop("_npu_frame", None)
         return rep
     ok = rows[rows["status"] == "ok"]
     if ok.empty or "pm_value" not in ok:
@@ -198,7 +206,9 @@ def print_report(rep: dict[str, Any], console) -> None:
         console.print(f"[red]task {e['task_id']}: {e['error']}[/]")
     if "layers" in rep:
         from sweep.report_layers import print_layer_report
+        from sweep.report_npu import print_npu_report
         print_layer_report(rep, console)
+        print_npu_report(rep, console)
     if "optimal" not in rep:
         for p in rep.get("plots", []):
             console.print(f"plot: {p}")

@@ -76,3 +76,31 @@ def test_map_flexer_json_and_bad_objective():
     assert res.exit_code == 2 and "--objective = 'energy'" in res.output.replace("\n", " ")
     res = runner.invoke(app, ["map", "--dims", "K=8", "--arch", "arch5", "--mapper", "salsa"])
     assert res.exit_code == 2 and "--mapper = 'salsa'" in res.output.replace("\n", " ")
+
+
+def test_npu_report_ratios_plots_and_gantt(out, tmp_path):
+    """Flexer Figs. 8-10 data: per-layer ratios are static / flexer of the stored best rows, the
+    network ratios weight each layer by its repeat count, and the Gantt schedule rebuilt from the
+    stored tiling and dataflow has the stored latency (else `write_npu_plots` raises)."""
+    rep = build_report(out, tmp_path / "plots")
+    rows, probs = Store(out).read("rows"), Store(out).read("problems")
+    best = rows.sort_values("value").groupby("problem_id").head(1).merge(
+        probs[["problem_id", "network", "layer_index", "repeat"]], on="problem_id")
+    lay = {(r["arch"], r["layer_index"]): r for r in rep["npu_layers"]}
+    assert len(lay) == len(best) // 2 > 0
+    for (arch, li), r in lay.items():
+        f = best[(best["mapper"] == "flexer") & (best["arch"] == arch) & (best["layer_index"] == li)].iloc[0]
+        s = best[(best["mapper"] == "static") & (best["arch"] == arch) & (best["layer_index"] == li)].iloc[0]
+        assert r["speedup"] == pytest.approx(s["latency_cycles"] / f["latency_cycles"])
+        assert r["data_reduction"] == pytest.approx(s["transferred_bytes"] / f["transferred_bytes"])
+    for n in rep["npu_networks"]:
+        b = best[best["arch"] == n["arch"]]
+        tot = {m: (b[b["mapper"] == m]["latency_cycles"] * b[b["mapper"] == m]["repeat"]).sum()
+               for m in ("flexer", "static")}
+        assert n["speedup"] == pytest.approx(tot["static"] / tot["flexer"])
+        assert n["max_layer_speedup"] == pytest.approx(max(r["speedup"] for (a, _), r in lay.items() if a == n["arch"]))
+    names = {p.rsplit("/", 1)[-1] for p in rep["plots"]}
+    assert {"npu_networks.png", "npu_reloads.png", "npu_gantt.png"} <= names
+    assert all((tmp_path / "plots" / n).stat().st_size > 1000 for n in names)
+    res = runner.invoke(app, ["report", str(out)])
+    assert res.exit_code == 0 and "speed-up" in res.output
