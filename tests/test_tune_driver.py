@@ -130,7 +130,7 @@ def test_other_samplers(tmp_path, sampler):
 @pytest.mark.slow
 def test_sigkill_then_resume_ends_with_exactly_the_trials(tmp_path):
     """SIGKILL `sweep tune` mid-study; --resume ends with exactly N finished trials, none twice."""
-    n = 12
+    n = 8
     path = write_tune(tmp_path, trials=n)
     env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0")
     cmd = [sys.executable, "-m", "sweep.cli", "tune", str(path), "--executor", "local"]
@@ -139,14 +139,14 @@ def test_sigkill_then_resume_ends_with_exactly_the_trials(tmp_path):
     rows_dir = tmp_path / "out" / "rows"
     deadline = time.time() + 120
     while time.time() < deadline and proc.poll() is None:
-        if rows_dir.is_dir() and len(list(rows_dir.glob("part-*.parquet"))) >= 3:
+        if rows_dir.is_dir() and len(list(rows_dir.glob("part-*.parquet"))) >= 2:
             break
         time.sleep(0.005)
     killed = proc.poll() is None
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
     before = read_trials(tmp_path / "out")
-    assert len(before) >= 3
+    assert len(before) >= 2
     if killed:
         assert len(_finished(before)) < n
     res = subprocess.run(cmd + ["--resume"], env=env, capture_output=True, text=True)
