@@ -67,27 +67,40 @@ def best_fit(segs: Sequence[Seg], size: int) -> int | None:
 
 def find_victims(segs: Sequence[Seg], size: int, pinned, remaining: Sequence[int]) -> tuple[int, int] | None:
     """Algorithm 2: the segment range [start, end] to free for ``size`` bytes (see module doc),
-    or None if no sequence without a pinned tile is large enough."""
-    best = None
-    min_frag = min_dis = min_blocks = None
+    or None if no sequence without a pinned tile is large enough. For every start the shortest
+    sufficient end (found by a two-pointer scan, O(segments)); the least fragmentation, then the
+    least lost reuse, then the fewest blocks; ties to the lowest start."""
     n = len(segs)
-    for start in range(n):
-        spill = dis = blocks = 0
-        for end in range(start, n):
-            a, s, t, _ = segs[end]
+    best = None
+    start = end = 0
+    spill = dis = blocks = 0  # of the window [start, end)
+    while start < n:
+        while spill < size and end < n:
+            t = segs[end][2]
             if t >= 0 and t in pinned:
                 break
-            spill += s
+            spill += segs[end][1]
             if t >= 0:
-                dis += s * remaining[t]
+                dis += segs[end][1] * remaining[t]
                 blocks += 1
-            if spill >= size:
-                frag = spill - size
-                if (best is None or frag < min_frag or (frag == min_frag and dis < min_dis)
-                        or (frag == min_frag and dis == min_dis and blocks < min_blocks)):
-                    best, min_frag, min_dis, min_blocks = (start, end), frag, dis, blocks
+            end += 1
+        if spill < size:
+            if end >= n:
                 break
-    return best
+            # segs[end] is pinned: no start up to it reaches past it
+            start = end = end + 1
+            spill = dis = blocks = 0
+            continue
+        cand = (spill - size, dis, blocks)
+        if best is None or cand < best[0]:
+            best = (cand, (start, end - 1))
+        _, sz, t, _ = segs[start]  # drop segment `start` from the window
+        spill -= sz
+        if t >= 0:
+            dis -= sz * remaining[t]
+            blocks -= 1
+        start += 1
+    return None if best is None else best[1]
 
 
 def coalesce(segs: list[Seg]) -> list[Seg]:

@@ -145,8 +145,8 @@ def write_npu_plots(rep: dict[str, Any], plots_dir: str | Path, network: str | N
     fig.tight_layout(rect=(0, 0.08, 1, 1))
     written.append(_save(fig, plots_dir / "npu_networks.png", plt))
 
-    # Fig. 10: the two layers of `network` with the largest speed-up on the first arch
-    arch0 = sorted(g["arch"].unique())[0]
+    # Fig. 10: the two layers of `network` with the largest speed-up on the arch of its largest one
+    arch0 = g.loc[g["speedup"].idxmax(), "arch"]
     two = g[g["arch"] == arch0].nlargest(2, "speedup")
     fig, axes = plt.subplots(1, len(two), figsize=(6 * len(two), 4.2), squeeze=False)
     for ax, (_, r) in zip(axes[0], two.iterrows()):
@@ -188,7 +188,7 @@ def _gantt(r, layer, network: str, arch_name: str, path: Path, plt) -> str:
     from mappers.flexer_graph import build_dfg
 
     ex = json.loads(r["extra"])
-    window = int(json.loads(r["params"]).get("window", 8))
+    window = int(json.loads(r["params"]).get("window", 6))
     eng = flexer_schedule(build_dfg(layer, load_npu(arch_name), Tiling(*ex["tiling"])), ex["dataflow"], window)
     if eng.latency * layer.B * layer.G != r["latency_cycles"]:
         raise RuntimeError(f"rebuilt schedule of {r['layer']} has {eng.latency} cycles, the row "

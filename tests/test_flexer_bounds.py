@@ -6,11 +6,14 @@ schedule) -- also with ties."""
 import math
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from costmodel.npu import NPUArch, tilings
 from costmodel.workload import Layer
 from mappers.base import LayerProblem
 from mappers.flexer import FLEXER, flexer_schedule
+from mappers.flexer_memory import find_victims
 from mappers.flexer_graph import DATAFLOWS, Cutoff, build_dfg, latency_lower_bound, lower_bound, summarize
 from mappers.static_npu import STATIC, effective_order, static_schedule
 
@@ -92,3 +95,33 @@ def test_static_dataflows_differing_in_single_tile_loops_are_one_schedule():
     # and the mapper builds that schedule once per stationary choice, not once per dataflow
     labels = [lab for lab, _ in STATIC.schedules(g, STATIC.resolve({}))]
     assert len({lab.split("/")[0] for lab in labels}) == 2   # the c-k and k-c orders
+
+
+def _victims_oracle(segs, size, pinned, remaining):
+    """Algorithm 2 by brute force: every start, its shortest sufficient end without a pinned tile."""
+    best = None
+    for s in range(len(segs)):
+        spill = dis = blocks = 0
+        for e in range(s, len(segs)):
+            _, sz, t, _ = segs[e]
+            if t >= 0 and t in pinned:
+                break
+            spill += sz
+            dis += sz * remaining[t] if t >= 0 else 0
+            blocks += t >= 0
+            if spill >= size:
+                if best is None or (spill - size, dis, blocks) < best[0]:
+                    best = ((spill - size, dis, blocks), (s, e))
+                break
+    return None if best is None else best[1]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 9), st.integers(-1, 5)), min_size=1, max_size=12),
+       st.integers(1, 40), st.sets(st.integers(0, 5), max_size=3), st.lists(st.integers(0, 4), min_size=6, max_size=6))
+def test_find_victims_equals_brute_force(pieces, size, pinned, remaining):
+    segs, addr = [], 0
+    for sz, t in pieces:
+        segs.append((addr, sz, t, 0))
+        addr += sz
+    assert find_victims(segs, size, pinned, remaining) == _victims_oracle(segs, size, pinned, remaining)
