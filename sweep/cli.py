@@ -257,7 +257,7 @@ def report(
 @app.command()
 @_guard
 def tune(
-    campaign: Annotated[Path, typer.Argument(help="Tuning campaign TOML, e.g. campaigns/tune_salsa_eyeriss.toml (mapper, [space], [training], [heldout], budget, sampler).")],
+    campaign: Annotated[Path, typer.Argument(help="Tuning campaign TOML, e.g. campaigns/tune_salsa_eyeriss.toml (mapper, budget, tables space, training, heldout, sampler).")],
     out_dir: Annotated[Optional[Path], typer.Option("--out", help="Output directory: study journal, trial rows, best_params.toml (default: the campaign's `output`).")] = None,
     trials: Annotated[Optional[int], typer.Option("--trials", min=1, help="End with this many finished (complete + pruned) trials in the study (default: the campaign's `trials`).")] = None,
     parallel: Annotated[Optional[int], typer.Option("--parallel", min=1, help="Trials evaluated at once, one Ray task each (default: the campaign's `parallel`).")] = None,

@@ -11,9 +11,10 @@ From the unit rows and the problems table of a ``kind = "npu"`` result directory
   bytes summed over its layers with their repeat counts (layers executed one after another), and
   the largest per-layer speed-up -- Fig. 9.
 * plots: per-layer speed-up and data reduction of one network on every arch (Fig. 8), per-network
-  bars (Fig. 9), the reload breakdown by data type of two layers (Fig. 10: for each mapper, the
-  tiles moved once, twice, three times or more, per data type -- IN and WT loads, OT write-backs
-  including partial-sum spills), and a Gantt chart of one Flexer schedule (cores and the DRAM
+  bars (Fig. 9), the data moved by type of two layers (Fig. 10: IN, WT, final OT and partial-sum
+  bytes per mapper, each bar labelled with the mean number of DRAM moves per tile -- IN and WT
+  loads, OT write-backs including partial-sum spills; the two mappers' best tilings may differ),
+  and a Gantt chart of one Flexer schedule (cores and the DRAM
   channel over time), rebuilt from the stored tiling and dataflow with `mappers.flexer`.
 """
 
@@ -148,25 +149,26 @@ def write_npu_plots(rep: dict[str, Any], plots_dir: str | Path, network: str | N
     # Fig. 10: the two layers of `network` with the largest speed-up on the arch of its largest one
     arch0 = g.loc[g["speedup"].idxmax(), "arch"]
     two = g[g["arch"] == arch0].nlargest(2, "speedup")
-    fig, axes = plt.subplots(1, len(two), figsize=(6 * len(two), 4.2), squeeze=False)
+    fig, axes = plt.subplots(1, len(two), figsize=(6.5 * len(two), 4.2), squeeze=False)
+    types = ("IN", "WT", "OT", "PS")
     for ax, (_, r) in zip(axes[0], two.iterrows()):
-        bars = {}
-        for who, col in ((f, "extra"), (b, "extra_base")):
+        for k, (who, col) in enumerate(((f, "extra"), (b, "extra_base"))):
+            ex = json.loads(r[col])
+            mb = [ex["bytes_by_type"].get(t, 0) / 1e6 for t in types]
+            bars = ax.bar(np.arange(4) + (k - 0.5) * 0.4, mb, width=0.4, label=f"{who} {ex['tiling']}")
             h = _reload_hist(r[col])
-            for typ in ("IN", "WT", "OT"):
-                ht = h.get(typ, {})
-                bars[(who, typ)] = [ht.get(1, 0), ht.get(2, 0), sum(v for k, v in ht.items() if k >= 3)]
-        x = np.arange(len(bars))
-        bottom = np.zeros(len(bars))
-        for i, lab in enumerate(("moved once", "twice", "3+ times")):
-            vals = np.array([v[i] for v in bars.values()], dtype=float)
-            ax.bar(x, vals, bottom=bottom, label=lab)
-            bottom += vals
-        ax.set_xticks(x, [f"{who}\n{typ}" for who, typ in bars], fontsize=7)
-        ax.set_ylabel("tiles")
+            for bar, t in zip(bars, types):  # mean DRAM moves per tile of that type
+                ht = h.get(t, {})
+                if ht and t != "PS":
+                    mean = sum(m * c for m, c in ht.items()) / sum(ht.values())
+                    ax.annotate(f"{mean:.2f}", (bar.get_x() + bar.get_width() / 2, bar.get_height()),
+                                ha="center", va="bottom", fontsize=7)
+        ax.set_xticks(np.arange(4), ["IN", "WT", "OT (final)", "PS (spill+reload)"], fontsize=8)
+        ax.set_ylabel("MB moved")
         ax.set_title(f"{r['layer']} on {arch0} (speed-up {r['speedup']:.2f}x)", fontsize=9)
-        ax.legend(fontsize=7)
-    fig.suptitle("Reloads by data type (Fig. 10): tiles per number of DRAM moves (OT: write-backs incl. spills)")
+        ax.legend(fontsize=7, title="mapper [OY, OX, C, K tile]", title_fontsize=7)
+    fig.suptitle("Data moved by type (Fig. 10); labels: mean DRAM moves per tile (1 = no reload; OT counts "
+                 "partial-sum spills)", fontsize=10)
     fig.tight_layout()
     written.append(_save(fig, plots_dir / "npu_reloads.png", plt))
 
@@ -176,7 +178,7 @@ def write_npu_plots(rep: dict[str, Any], plots_dir: str | Path, network: str | N
 
         r = two.iloc[0]
         if arch0 in list_npus():
-            layer = Layer(**layers[network][int(r["layer_index"])])
+            layer = Layer(**next(l for l in layers[network] if l["name"] == r["layer"]))
             written.append(_gantt(r, layer, network, arch0, plots_dir / "npu_gantt.png", plt))
     return written
 
