@@ -141,16 +141,31 @@ def load_campaign(path: str | Path, output: str | Path | None = None) -> Campaig
     Raises:
         CampaignError: the file cannot be read or parsed, or has problems (all are listed).
     """
+    from sweep.tune_campaign import is_tune_campaign
+
+    p = Path(path)
+    data = read_toml(p)
+    if is_tune_campaign(data):
+        raise CampaignError(str(p), [Problem("<file>", str(p), "a tuning campaign ([space] and [training] tables): "
+                                             "run it with `sweep tune`")])
+    return parse_campaign(data, source=str(p), base_dir=p.parent, output=output)
+
+
+def read_toml(path: str | Path) -> dict[str, Any]:
+    """The parsed TOML file ``path``.
+
+    Raises:
+        CampaignError: the file cannot be read or is not valid TOML (key ``<file>``).
+    """
     p = Path(path)
     try:
         text = p.read_text()
     except OSError as e:
         raise CampaignError(str(p), [Problem("<file>", str(p), f"cannot read: {e.strerror}")]) from None
     try:
-        data = tomllib.loads(text)
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise CampaignError(str(p), [Problem("<file>", str(p), f"not valid TOML: {e}")]) from None
-    return parse_campaign(data, source=str(p), base_dir=p.parent, output=output)
 
 
 def parse_campaign(data: dict[str, Any], source: str = "<campaign>", base_dir: Path | None = None,

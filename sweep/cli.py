@@ -104,10 +104,18 @@ def run(
 @app.command()
 @_guard
 def validate(campaign: Annotated[Path, typer.Argument(help="Campaign TOML file.")]) -> None:
-    """Check a campaign file and say what it would run; writes nothing."""
-    from sweep.campaign import load_campaign
+    """Check a campaign file (or a tuning campaign) and say what it would run; writes nothing."""
+    from sweep.campaign import load_campaign, read_toml
     from sweep.tasks import expand
+    from sweep.tune_campaign import is_tune_campaign, load_tune_campaign
 
+    if is_tune_campaign(read_toml(campaign)):
+        t = load_tune_campaign(campaign)
+        out.print(f"{campaign}: valid tuning campaign. {t.mapper} on {t.arch}, {len(t.space)} tuned parameter(s) "
+                  f"{[s.name for s in t.space]}, budget {t.budget} per (layer, seed), training {t.training[0]} "
+                  f"x {len(t.training[1])} layer(s) x {len(t.seeds)} seed(s), held out {t.heldout[0]} x "
+                  f"{len(t.heldout[1])}, {t.trials} trial(s) -> {t.output}; run it with `sweep tune {campaign}`")
+        return
     c = load_campaign(campaign)
     n_tasks = sum(1 for _ in expand(c))
     out.print(f"{campaign}: valid. {len(c.networks)} network(s), {_arch_count(c)}, mappers {[m.name for m in c.mappers]}, objectives {list(c.objectives)}, "

@@ -58,7 +58,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -157,14 +156,10 @@ def load_tune_campaign(path: str | Path, output: str | Path | None = None) -> Tu
     Raises:
         CampaignError: unreadable, not TOML, or any problem (all listed, with key and value).
     """
+    from sweep.campaign import read_toml
+
     p = Path(path)
-    try:
-        data = tomllib.loads(p.read_text())
-    except OSError as e:
-        raise CampaignError(str(p), [Problem("<file>", str(p), f"cannot read: {e.strerror}")]) from None
-    except tomllib.TOMLDecodeError as e:
-        raise CampaignError(str(p), [Problem("<file>", str(p), f"not valid TOML: {e}")]) from None
-    return parse_tune_campaign(data, str(p), p.parent, output)
+    return parse_tune_campaign(read_toml(p), str(p), p.parent, output)
 
 
 def _int(v, lo, hi=None) -> bool:

@@ -2,6 +2,7 @@
 and ``params_file`` in `sweep run` campaigns."""
 
 import re
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -139,3 +140,17 @@ def test_params_file_bad_value_is_reported_with_the_file(tmp_path):
         _run_campaign(tmp_path, 'params_file = "s.toml"')
     (p,) = e.value.problems
     assert p.key == "mappers[0].params_file[s.toml].rho" and "<= 1" in p.message
+
+
+def test_validate_knows_tuning_campaigns_and_run_refuses_them(tmp_path):
+    """`sweep validate` summarises a tuning campaign; `sweep run` on one exits 2 pointing to `sweep tune`."""
+    from typer.testing import CliRunner
+
+    from sweep.cli import app
+
+    camp = Path(__file__).parent.parent / "campaigns" / "tune_salsa_eyeriss.toml"
+    r = CliRunner().invoke(app, ["validate", str(camp)])
+    text = " ".join(r.output.split())
+    assert r.exit_code == 0 and "valid tuning campaign" in text and "budget 1000" in text
+    r = CliRunner().invoke(app, ["run", str(camp), "--out", str(tmp_path / "o")])
+    assert r.exit_code == 2 and "sweep tune" in " ".join(r.output.split()) and not (tmp_path / "o").exists()
