@@ -13,8 +13,8 @@ From the unit rows and the problems table of a ``kind = "npu"`` result directory
 * plots: per-layer speed-up and data reduction of one network on every arch (Fig. 8), per-network
   bars (Fig. 9), the data moved by type of two layers (Fig. 10: IN, WT, final OT and partial-sum
   bytes per mapper, each bar labelled with the mean number of DRAM moves per tile -- IN and WT
-  loads, OT write-backs including partial-sum spills; the two mappers' best tilings may differ),
-  and a Gantt chart of one Flexer schedule (cores and the DRAM
+  loads, OT write-backs including partial-sum spills; the two mappers' best tilings may differ --
+  and, as the paper's "on-chip" bar, the bytes of flexer's tiling with an unlimited buffer), and a Gantt chart of one Flexer schedule (cores and the DRAM
   channel over time), rebuilt from the stored tiling and dataflow with `mappers.flexer`.
 """
 
@@ -152,17 +152,22 @@ def write_npu_plots(rep: dict[str, Any], plots_dir: str | Path, network: str | N
     fig, axes = plt.subplots(1, len(two), figsize=(6.5 * len(two), 4.2), squeeze=False)
     types = ("IN", "WT", "OT", "PS")
     for ax, (_, r) in zip(axes[0], two.iterrows()):
-        for k, (who, col) in enumerate(((f, "extra"), (b, "extra_base"))):
-            ex = json.loads(r[col])
-            mb = [ex["bytes_by_type"].get(t, 0) / 1e6 for t in types]
-            bars = ax.bar(np.arange(4) + (k - 0.5) * 0.4, mb, width=0.4, label=f"{who} {ex['tiling']}")
-            h = _reload_hist(r[col])
+        ex_f = json.loads(r["extra"])
+        bars_of = [(f"{who} {json.loads(r[col])['tiling']}", json.loads(r[col])["bytes_by_type"], _reload_hist(r[col]))
+                   for who, col in ((f, "extra"), (b, "extra_base"))]
+        layer = _layer(layers, network, r["layer"])
+        if layer is not None and _is_preset(arch0):  # the paper's "on-chip" bar: every tile moved once
+            bars_of.append((f"unlimited buffer {ex_f['tiling']}", _onchip_bytes(layer, arch0, ex_f["tiling"]), {}))
+        w = 0.8 / len(bars_of)
+        for k, (label, by, h) in enumerate(bars_of):
+            bars = ax.bar(np.arange(4) + (k - (len(bars_of) - 1) / 2) * w, [by.get(t, 0) / 1e6 for t in types],
+                          width=w, label=label)
             for bar, t in zip(bars, types):  # mean DRAM moves per tile of that type
                 ht = h.get(t, {})
                 if ht and t != "PS":
                     mean = sum(m * c for m, c in ht.items()) / sum(ht.values())
                     ax.annotate(f"{mean:.2f}", (bar.get_x() + bar.get_width() / 2, bar.get_height()),
-                                ha="center", va="bottom", fontsize=7)
+                                ha="center", va="bottom", fontsize=6)
         ax.set_xticks(np.arange(4), ["IN", "WT", "OT (final)", "PS (spill+reload)"], fontsize=8)
         ax.set_ylabel("MB moved")
         ax.set_title(f"{r['layer']} on {arch0} (speed-up {r['speedup']:.2f}x)", fontsize=9)
@@ -172,15 +177,37 @@ def write_npu_plots(rep: dict[str, Any], plots_dir: str | Path, network: str | N
     fig.tight_layout()
     written.append(_save(fig, plots_dir / "npu_reloads.png", plt))
 
-    if not two.empty and layers and network in layers:
-        from costmodel.npu import list_npus
-        from costmodel.workload import Layer
-
+    if not two.empty:
         r = two.iloc[0]
-        if arch0 in list_npus():
-            layer = Layer(**next(l for l in layers[network] if l["name"] == r["layer"]))
+        layer = _layer(layers, network, r["layer"])
+        if layer is not None and _is_preset(arch0):
             written.append(_gantt(r, layer, network, arch0, plots_dir / "npu_gantt.png", plt))
     return written
+
+
+def _is_preset(arch_name: str) -> bool:
+    from costmodel.npu import list_npus
+    return arch_name in list_npus()
+
+
+def _layer(layers: dict[str, list[dict]] | None, network: str, name: str):
+    """The `Layer` called ``name`` of ``network`` from the manifest's layer dicts, or None."""
+    from costmodel.workload import Layer
+
+    found = [l for l in (layers or {}).get(network, []) if l["name"] == name]
+    return Layer(**found[0]) if found else None
+
+
+def _onchip_bytes(layer, arch_name: str, tiling) -> dict[str, int]:
+    """Bytes by type when every tile moves exactly once (an unlimited buffer), for one tiling."""
+    from costmodel.npu import Tiling, load_npu
+    from mappers.flexer_graph import TYPE_NAMES, build_dfg
+
+    g = build_dfg(layer, load_npu(arch_name), Tiling(*tiling))
+    out = {"IN": 0, "WT": 0, "OT": 0, "PS": 0}
+    for typ, nbytes in zip(g.tile_type, g.tile_final):
+        out[TYPE_NAMES[typ]] += nbytes * layer.B * layer.G
+    return out
 
 
 def _gantt(r, layer, network: str, arch_name: str, path: Path, plt) -> str:
