@@ -11,19 +11,35 @@
 from __future__ import annotations
 
 import os
+import time
 from typing import Iterable, Iterator
 
 import pyarrow as pa
 
 from sweep.tasks import Task, error_table, execute
 
-__all__ = ["LocalExecutor", "RayExecutor", "make_executor"]
+__all__ = ["LocalExecutor", "RayExecutor", "make_executor", "TIMERS"]
+
+#: Where the driver's time goes, in seconds, accumulated in ``executor.timers``:
+#: ``submit_s`` creating Ray tasks (serialising their arguments), ``wait_s`` blocked in
+#: ``ray.wait`` (the cluster computing, scheduling), ``get_s`` fetching and deserialising results,
+#: ``compute_s`` the tasks' own run time summed over workers (CPU-seconds of useful work).
+TIMERS = ("submit_s", "wait_s", "get_s", "compute_s")
+
+
+def _timed_execute(task: Task) -> tuple[dict[str, pa.Table], float]:
+    t0 = time.perf_counter()
+    tables = execute(task)
+    return tables, time.perf_counter() - t0
 
 
 class LocalExecutor:
     """Runs tasks in-process, in order."""
 
     name = "local"
+
+    def __init__(self):
+        self.timers = dict.fromkeys(TIMERS, 0.0)
 
     def __enter__(self):
         return self
@@ -33,11 +49,9 @@ class LocalExecutor:
 
     def imap(self, tasks: Iterable[Task]) -> Iterator[tuple[Task, dict[str, pa.Table]]]:
         for t in tasks:
-            yield t, execute(t)
-
-
-def _remote_execute(task: Task) -> dict[str, pa.Table]:
-    return execute(task)
+            tables, dt = _timed_execute(t)
+            self.timers["compute_s"] += dt
+            yield t, tables
 
 
 class RayExecutor:
@@ -60,6 +74,7 @@ class RayExecutor:
         self.max_retries = max_retries
         self._started = False
         self._pending: list = []
+        self.timers = dict.fromkeys(TIMERS, 0.0)
 
     def __enter__(self):
         import ray
@@ -71,7 +86,7 @@ class RayExecutor:
             else:
                 ray.init(num_cpus=self.num_cpus, **kw)
             self._started = True
-        self._remote = ray.remote(_remote_execute).options(max_retries=self.max_retries,
+        self._remote = ray.remote(_timed_execute).options(max_retries=self.max_retries,
                                                             retry_exceptions=False)
         return self
 
@@ -92,23 +107,35 @@ class RayExecutor:
         by_ref: dict = {}
         it = iter(tasks)
         exhausted = False
+        tm = self.timers
         while True:
+            t0 = time.perf_counter()
             while not exhausted and len(by_ref) < limit:
                 t = next(it, None)
                 if t is None:
                     exhausted = True
                     break
                 by_ref[self._remote.remote(t)] = t
+            t1 = time.perf_counter()
+            tm["submit_s"] += t1 - t0
             self._pending = list(by_ref)
             if not by_ref:
                 return
-            done, _ = ray.wait(list(by_ref), num_returns=1)
+            done, _ = ray.wait(self._pending, num_returns=len(by_ref), timeout=0)
+            if not done:
+                done, _ = ray.wait(self._pending, num_returns=1)
+            t2 = time.perf_counter()
+            tm["wait_s"] += t2 - t1
             for ref in done:
                 t = by_ref.pop(ref)
+                t3 = time.perf_counter()
                 try:
-                    yield t, ray.get(ref)
+                    tables, dt = ray.get(ref)
+                    tm["compute_s"] += dt
                 except RayError as e:  # worker died more than max_retries times, or similar
-                    yield t, {"rows": error_table(t, f"{type(e).__name__}: {e}")}
+                    tables = {"rows": error_table(t, f"{type(e).__name__}: {e}")}
+                tm["get_s"] += time.perf_counter() - t3
+                yield t, tables
 
 
 def make_executor(kind: str, address: str | None = None, num_cpus: int | None = None,

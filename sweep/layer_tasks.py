@@ -73,9 +73,16 @@ def _seeds_for(mapper, seeds) -> list:
 
 
 def expand_layers(campaign) -> Iterator[LayerTask]:
-    """The campaign's tasks in a deterministic order (problem order, then unit order)."""
-    units: list[LayerUnit] = []
-    seen: dict[str, int] = {}
+    """The campaign's tasks in a deterministic order (problem order, then unit order), streamed.
+
+    Two passes: the first finds the unique problems and the (network, layer) aliases of each (one
+    small tuple per unique problem: references to shared Layer/Accelerator objects, a 24-hex id);
+    the second asks each problem's mapper for its work units only when the tasks reach it, so
+    the driver never holds every unit or task at once (100,000 tasks: tens of MB, see
+    scripts/bench_scale.py).
+    """
+    problems: list[tuple] = []           # (pid, layer, acc, arch_name, spec name, params, objective, seed)
+    aliases: dict[str, list] = {}
     for net in campaign.networks:
         for li, (layer, rep) in enumerate(net.unique()):
             for arch_name, acc in campaign.architectures.archs:
@@ -92,21 +99,29 @@ def expand_layers(campaign) -> Iterator[LayerTask]:
                             pid = problem_id(layer, arch_desc, campaign.architectures.spatial,
                                              spec.name, mapper.version, params, objective, seed)
                             alias = (net.name, li, layer.name, rep)
-                            if pid in seen:  # identical layer elsewhere: add an alias only
-                                u = units[seen[pid]]
-                                units[seen[pid]] = LayerUnit(**{**u.__dict__, "aliases": u.aliases + (alias,)})
+                            if pid in aliases:  # identical layer elsewhere: add an alias only
+                                aliases[pid].append(alias)
                                 continue
-                            prob = LayerProblem(layer, acc, campaign.architectures.spatial, objective)
-                            for ui, wu in enumerate(mapper.units(prob, params)):
-                                if ui == 0:
-                                    seen[pid] = len(units)
-                                units.append(LayerUnit(pid, ui, spec.name, params, prob, arch_name,
-                                                       seed, wu, (alias,) if ui == 0 else ()))
+                            aliases[pid] = [alias]
+                            problems.append((pid, layer, acc, arch_name, spec.name, params, objective, seed))
     step = campaign.run.units_per_task
-    for s in range(0, len(units), step):
-        batch = tuple(units[s:s + step])
-        tid = hashlib.sha256(_json([(u.problem_id, u.unit_index, u.aliases) for u in batch]).encode()).hexdigest()[:24]
-        yield LayerTask(tid, batch)
+    batch: list[LayerUnit] = []
+    for pid, layer, acc, arch_name, mname, params, objective, seed in problems:
+        prob = LayerProblem(layer, acc, campaign.architectures.spatial, objective)
+        for ui, wu in enumerate(get_mapper(mname).units(prob, params)):
+            batch.append(LayerUnit(pid, ui, mname, params, prob, arch_name, seed, wu,
+                                   tuple(aliases[pid]) if ui == 0 else ()))
+            if len(batch) == step:
+                yield _layer_task(batch)
+                batch = []
+    if batch:
+        yield _layer_task(batch)
+
+
+def _layer_task(units: list[LayerUnit]) -> LayerTask:
+    batch = tuple(units)
+    tid = hashlib.sha256(_json([(u.problem_id, u.unit_index, u.aliases) for u in batch]).encode()).hexdigest()[:24]
+    return LayerTask(tid, batch)
 
 
 _ROW_KEYS = ("problem_id", "unit_index", "mapper", "params", "arch", "layer_shape", "objective",

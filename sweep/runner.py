@@ -5,13 +5,13 @@ from __future__ import annotations
 import contextlib
 import signal
 import time
-from dataclasses import dataclass
-from typing import Callable
+from dataclasses import dataclass, field
+from typing import Callable, Iterator
 
 from sweep.campaign import Campaign
 from sweep.executor import make_executor
-from sweep.store import Store
-from sweep.tasks import expand
+from sweep.store import Store, code_version
+from sweep.tasks import Task, count_tasks, expand
 
 __all__ = ["RunSummary", "run_campaign", "Interrupted"]
 
@@ -26,7 +26,14 @@ class Interrupted(Exception):
 
 @dataclass
 class RunSummary:
-    """What a run did. Times in seconds."""
+    """What a run did. Times in seconds.
+
+    ``timings`` says where the driver's time went: ``expand_s`` expanding tasks (streamed, so
+    spread over the run), ``submit_s`` submitting them (Ray argument serialisation, including
+    the expansion), ``wait_s`` blocked waiting for results, ``get_s`` fetching and deserialising
+    them, ``write_s`` writing Parquet fragments, ``compute_s`` the tasks' own run time summed
+    over workers (see `sweep.executor.TIMERS`). ``fragments`` counts the files written.
+    """
 
     output: str
     tasks_total: int = 0
@@ -36,6 +43,8 @@ class RunSummary:
     rows_written: int = 0
     seconds: float = 0.0
     executor_start_s: float = 0.0
+    fragments: int = 0
+    timings: dict[str, float] = field(default_factory=dict)
 
 
 def run_campaign(campaign: Campaign, *, resume: bool = False, executor: str = "ray",
@@ -56,33 +65,55 @@ def run_campaign(campaign: Campaign, *, resume: bool = False, executor: str = "r
     t0 = time.perf_counter()
     store = Store(campaign.output)
     store.check_new_or_resumable(campaign.config_hash(), resume)
-    tasks = list(expand(campaign))
-    done_ids = store.stored_task_ids() if resume else set()
-    todo = [t for t in tasks if t.task_id not in done_ids]
-    summary = RunSummary(str(campaign.output), len(tasks), len(tasks) - len(todo))
+    done_ids = store.stored_task_ids() if resume else set()   # 100k ids: ~10 MB
+    total = count_tasks(campaign)
+    summary = RunSummary(str(campaign.output), total)
     store.create({"name": campaign.name, "source": campaign.source,
                   "config_hash": campaign.config_hash(), "config": campaign.resolved_config(),
-                  "tasks": len(tasks), "report": campaign.report})
+                  "campaign": campaign.raw, "tasks": total, "report": campaign.report})
+    stamp = {"code_version": code_version(), "config_hash": campaign.config_hash()}
+    timings = summary.timings
+    timings.update(expand_s=0.0, write_s=0.0)
+
+    def todo() -> Iterator[Task]:
+        """Tasks not yet stored, expanded lazily (the executor pulls them as slots free up)."""
+        it = expand(campaign)
+        while True:
+            t1 = time.perf_counter()
+            task = next(it, None)
+            timings["expand_s"] += time.perf_counter() - t1
+            if task is None:
+                return
+            if task.task_id in done_ids:
+                summary.tasks_skipped += 1
+                continue
+            yield task
+
     if progress:
-        progress(summary.tasks_skipped, summary.tasks_total)
+        progress(len(done_ids), summary.tasks_total)
     buf: list = []
     buf_rows = 0
     last_flush = time.monotonic()
 
     def flush():
         nonlocal buf, buf_rows, last_flush
-        summary.rows_written += store.write_batch(buf)
+        t1 = time.perf_counter()
+        n = store.write_batch(buf, stamp=stamp)
+        if buf:
+            summary.fragments += 1
+        summary.rows_written += n
         buf, buf_rows, last_flush = [], 0, time.monotonic()
+        timings["write_s"] += time.perf_counter() - t1
 
-    if todo and campaign.kind == "loopnest":  # (npu mappers have no compiled kernel)
-        _warm_up(todo[0])
+    if campaign.kind == "loopnest" and total > len(done_ids):  # (npu mappers have no compiled kernel)
+        _warm_up(next(expand(campaign)))
     ex = make_executor(executor, address, campaign.run.num_cpus, campaign.run.max_in_flight,
                        campaign.run.max_retries)
     try:
         t1 = time.perf_counter()
         with ex, _sigterm_as_interrupt():
             summary.executor_start_s = time.perf_counter() - t1
-            for task, tables in ex.imap(todo):
+            for task, tables in ex.imap(todo()):
                 buf.append((task.task_id, tables))
                 rows = tables["rows"]
                 buf_rows += rows.num_rows
@@ -92,12 +123,17 @@ def run_campaign(campaign: Campaign, *, resume: bool = False, executor: str = "r
                 if buf_rows >= campaign.run.flush_rows or time.monotonic() - last_flush > 30:
                     flush()
                 if progress:
-                    progress(summary.tasks_skipped + summary.tasks_run, summary.tasks_total)
+                    progress(len(done_ids) + summary.tasks_run, summary.tasks_total)
             flush()
     except KeyboardInterrupt:
         flush()
-        summary.seconds = time.perf_counter() - t0
+        _finish(summary, ex, t0)
         raise Interrupted(summary) from None
+    return _finish(summary, ex, t0)
+
+
+def _finish(summary: RunSummary, ex, t0: float) -> RunSummary:
+    summary.timings.update(getattr(ex, "timers", {}))
     summary.seconds = time.perf_counter() - t0
     return summary
 

@@ -21,6 +21,7 @@ import json
 import os
 import shutil
 import subprocess
+from functools import lru_cache
 from pathlib import Path
 from typing import Iterable
 
@@ -36,19 +37,25 @@ MANIFEST = "manifest.json"
 FORMAT = "dse-sweep/1"
 
 
+@lru_cache(maxsize=1)
 def code_version() -> str:
-    """Package version plus the git commit of the source tree when available."""
+    """Package version plus, in a git checkout, the commit of the source tree and ``.dirty`` if
+    tracked files differ from it: ``0.1.0+d0257fd`` or ``0.1.0+d0257fd.dirty``. Computed once
+    per process."""
     from importlib.metadata import PackageNotFoundError, version
     try:
         v = version("dse-sweep")
     except PackageNotFoundError:
         v = "unknown"
+    here = Path(__file__).parent
     try:
-        sha = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=Path(__file__).parent,
+        sha = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=here,
                              capture_output=True, text=True, timeout=5).stdout.strip()
+        dirty = sha and subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+                                       cwd=here, capture_output=True, text=True, timeout=10).stdout.strip()
     except (OSError, subprocess.SubprocessError):
-        sha = ""
-    return f"{v}+{sha}" if sha else v
+        sha = dirty = ""
+    return f"{v}+{sha}{'.dirty' if dirty else ''}" if sha else v
 
 
 class Store:
@@ -113,11 +120,15 @@ class Store:
         return d
 
     # -- writing ---------------------------------------------------------------------------
-    def write_batch(self, results: Iterable[tuple[str, dict[str, pa.Table]]]) -> int:
+    def write_batch(self, results: Iterable[tuple[str, dict[str, pa.Table]]],
+                    stamp: dict[str, str] | None = None) -> int:
         """Write the tables of a batch of finished tasks as one fragment per table.
 
         Args:
             results: (task_id, {table name: Arrow table}) per task.
+            stamp: constant string columns added to every ``rows`` row (the runner's
+                ``code_version`` and ``config_hash``: which code and which resolved
+                configuration, in ``manifest.json``, produced the row).
 
         Returns:
             rows written to the ``rows`` table.
@@ -135,6 +146,9 @@ class Store:
             if not tables:
                 continue
             table = pa.concat_tables(tables, promote_options="default")
+            if name == "rows" and stamp:
+                for k, v in stamp.items():
+                    table = table.append_column(k, pa.array([v] * table.num_rows, pa.string()))
             d = self.root / name
             d.mkdir(exist_ok=True)
             tmp = self._tmp_dir() / f"{name}-{digest}.parquet"

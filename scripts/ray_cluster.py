@@ -1,0 +1,211 @@
+"""A local multi-node Ray cluster on this machine, a campaign run against it, and a check that
+its rows equal an in-process run's; stops only what it started.
+
+The cluster: a head node (``--num-cpus 1``, resource ``head``) and two worker nodes
+(``--num-cpus 1`` each, resources ``worker1`` / ``worker2``), every node a ``ray start --block``
+in its own process group, on free ports, with a temp dir outside the repository. Stopping kills
+those process groups (SIGTERM, then SIGKILL) -- never ``ray stop``, which would stop every Ray
+on the machine, other users' included.
+
+    python scripts/ray_cluster.py [--campaign campaigns/X.toml] [--workers 2] [--keep DIR]
+
+Without ``--campaign`` it runs a small synthetic loop-nest campaign (scripts/synthetic_campaign.py).
+It runs ``sweep run CAMPAIGN --address ADDR --out DIR/cluster`` and ``sweep run CAMPAIGN
+--executor local --out DIR/local`` and compares the rows (same task_ids, same values except the
+measured ``wall_s`` / ``solver_s``). Exit 0 if equal.
+
+`LocalCluster` is also used by tests/test_faults.py (a worker node removed mid-campaign).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+#: Measured columns, different in every run.
+MEASURED = ["wall_s", "solver_s"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def cluster_env() -> dict[str, str]:
+    """Environment of the nodes and of drivers joining them: no usage stats, and no token
+    authentication (Ray >= 2.5x enables it for `ray start` clusters; a local test cluster on
+    127.0.0.1 needs none, and drivers would otherwise need the token file)."""
+    return dict(os.environ, RAY_USAGE_STATS_ENABLED="0", RAY_AUTH_MODE="disabled")
+
+
+def _ports() -> list[str]:
+    """Explicit free ports for everything a node would otherwise take from a fixed default
+    (so a second cluster on the machine does not collide with the first)."""
+    return ["--node-manager-port", str(free_port()), "--object-manager-port", str(free_port()),
+            "--dashboard-agent-listen-port", str(free_port()),
+            "--dashboard-agent-grpc-port", str(free_port()), "--metrics-export-port", str(free_port()),
+            "--runtime-env-agent-port", str(free_port())]
+
+
+class LocalCluster:
+    """Ray nodes started as process groups on this machine.
+
+    Args:
+        temp_dir: Ray's session files (keep it short: socket paths are limited to 107 bytes).
+        workers: worker nodes, each with ``worker_cpus`` CPUs and resource ``worker<i>``.
+        head_cpus: CPUs of the head node (0: tasks run on worker nodes only).
+    """
+
+    def __init__(self, temp_dir: str | Path | None = None, workers: int = 2, head_cpus: int = 1,
+                 worker_cpus: int = 1, object_store_mib: int = 100):
+        self.temp_dir = Path(temp_dir or tempfile.mkdtemp(prefix="rc_", dir="/tmp"))
+        self.workers, self.head_cpus, self.worker_cpus = workers, head_cpus, worker_cpus
+        self.store_bytes = object_store_mib * 1024 * 1024
+        self.nodes: list[subprocess.Popen] = []
+        self.address = ""
+
+    def _ray(self, *args) -> subprocess.Popen:
+        env = cluster_env()
+        env.pop("RAY_ADDRESS", None)
+        log = open(self.temp_dir / f"node{len(self.nodes)}.log", "w")
+        p = subprocess.Popen(["ray", "start", "--block", "--disable-usage-stats",
+                              "--object-store-memory", str(self.store_bytes), *_ports(), *args],
+                             env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        self.nodes.append(p)
+        return p
+
+    def start(self, timeout: float = 90) -> "LocalCluster":
+        """Start the head, then the worker nodes; return once all are alive in the cluster."""
+        self.temp_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            return self._start(timeout)
+        except BaseException:
+            self.stop()
+            raise
+
+    def _start(self, timeout: float) -> "LocalCluster":
+        port = free_port()
+        self.address = f"127.0.0.1:{port}"
+        self._ray("--head", "--node-ip-address", "127.0.0.1", "--port", str(port),
+                  "--num-cpus", str(self.head_cpus), "--resources", '{"head": 1}',
+                  "--include-dashboard", "false",
+                  "--temp-dir", str(self.temp_dir))
+        self.wait_nodes(1, timeout)
+        for i in range(1, self.workers + 1):
+            self._ray("--address", self.address, "--node-ip-address", "127.0.0.1",
+                      "--num-cpus", str(self.worker_cpus), "--resources", f'{{"worker{i}": 1}}')
+        self.wait_nodes(1 + self.workers, timeout)
+        return self
+
+    def alive_nodes(self) -> int:
+        """Alive nodes as the GCS sees them (-1 if it cannot be asked yet)."""
+        code = ("import ray,sys; ray.init(address=sys.argv[1], logging_level='ERROR', log_to_driver=False);"
+                "print(sum(n['Alive'] for n in ray.nodes()))")
+        env = cluster_env()
+        try:
+            r = subprocess.run([sys.executable, "-c", code, self.address], capture_output=True, text=True,
+                               env=env, timeout=30)
+            return int(r.stdout.strip().splitlines()[-1])
+        except (ValueError, IndexError, subprocess.TimeoutExpired):
+            return -1
+
+    def wait_nodes(self, n: int, timeout: float = 90) -> None:
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            dead = [p.args for p in self.nodes if p.poll() is not None]
+            if dead:
+                raise RuntimeError(f"a Ray node exited: {dead}; see {self.temp_dir}/node*.log")
+            if self.alive_nodes() >= n:
+                return
+            time.sleep(1)
+        raise TimeoutError(f"{n} Ray node(s) not up after {timeout} s; see {self.temp_dir}/node*.log")
+
+    def kill_node(self, i: int) -> None:
+        """SIGKILL node ``i`` (0 = head) and every process of its group: a machine lost."""
+        _killpg(self.nodes[i], signal.SIGKILL)
+
+    def stop(self) -> None:
+        """Stop the nodes this object started (workers first), SIGTERM then SIGKILL."""
+        for p in reversed(self.nodes):
+            _killpg(p, signal.SIGTERM)
+        deadline = time.time() + 15
+        for p in reversed(self.nodes):
+            try:
+                p.wait(max(0.1, deadline - time.time()))
+            except subprocess.TimeoutExpired:
+                pass
+            _killpg(p, signal.SIGKILL)
+            p.wait()
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+        return False
+
+
+def _killpg(p: subprocess.Popen, sig: int) -> None:
+    try:
+        os.killpg(p.pid, sig)
+    except ProcessLookupError:
+        pass
+
+
+def same_rows(a: Path, b: Path) -> tuple[bool, str]:
+    """Rows of two result directories equal, sorted by task_id (measured columns dropped)."""
+    import pandas as pd
+    from sweep.store import Store
+
+    def load(d):
+        df = Store(d).read("rows")
+        df = df.drop(columns=[c for c in MEASURED if c in df])
+        keys = [c for c in ("task_id", "problem_id", "unit_index", "network", "pm", "point") if c in df]
+        return df.sort_values(keys).reset_index(drop=True)
+    x, y = load(a), load(b)
+    if set(x["task_id"]) != set(y["task_id"]):
+        return False, f"task_ids differ: {len(set(x['task_id']) ^ set(y['task_id']))}"
+    try:
+        pd.testing.assert_frame_equal(x, y)
+    except AssertionError as e:
+        return False, str(e)
+    return True, f"{len(x)} rows, {x['task_id'].nunique()} task_ids, identical"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--campaign", type=Path)
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--keep", type=Path, help="output directories here (default: a temp dir)")
+    a = ap.parse_args()
+    work = a.keep or Path(tempfile.mkdtemp(prefix="ray_cluster_"))
+    campaign = a.campaign
+    if campaign is None:
+        sys.path.insert(0, str(Path(__file__).parent))
+        from synthetic_campaign import write_campaign
+        campaign = write_campaign(work / "campaign", 400, layers=20, units_per_task=4)
+    env = cluster_env()
+    sweep = [sys.executable, "-m", "sweep.cli", "run", str(campaign)]
+    with LocalCluster(workers=a.workers) as cl:
+        print(f"cluster {cl.address}: {cl.alive_nodes()} nodes, temp dir {cl.temp_dir}", flush=True)
+        t0 = time.time()
+        subprocess.run(sweep + ["--address", cl.address, "--out", str(work / "cluster")], env=env, check=True)
+        print(f"cluster run {time.time() - t0:.1f} s", flush=True)
+    t0 = time.time()
+    subprocess.run(sweep + ["--executor", "local", "--out", str(work / "local")], env=env, check=True)
+    print(f"local run {time.time() - t0:.1f} s")
+    ok, msg = same_rows(work / "cluster", work / "local")
+    print(("same rows: " if ok else "DIFFERENT rows: ") + msg)
+    sys.exit(0 if ok else 1)
+
+
+if __name__ == "__main__":
+    main()
