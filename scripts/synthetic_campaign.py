@@ -72,7 +72,7 @@ presets = ["eyeriss_like"]
 
 [[mappers]]
 name = "random"
-params = {{ patience = {samples}, max_samples = {samples}, batch = {samples} }}
+params = {{ patience = {samples}, max_samples = {samples}, batch = {min(samples, 512)} }}
 
 [run]
 {chr(10).join(run)}

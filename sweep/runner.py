@@ -8,6 +8,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
+import pyarrow.compute as pc
+
 from sweep.campaign import Campaign
 from sweep.executor import make_executor
 from sweep.store import Store, code_version
@@ -118,7 +120,7 @@ def run_campaign(campaign: Campaign, *, resume: bool = False, executor: str = "r
                 rows = tables["rows"]
                 buf_rows += rows.num_rows
                 summary.tasks_run += 1
-                if rows.num_rows and rows.column("status")[0].as_py() != "ok":
+                if rows.num_rows and pc.any(pc.not_equal(rows.column("status"), "ok")).as_py():
                     summary.tasks_failed += 1
                 if buf_rows >= campaign.run.flush_rows or time.monotonic() - last_flush > 30:
                     flush()
