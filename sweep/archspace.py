@@ -245,6 +245,20 @@ def parse_spatial(value: Any, key: str, bad):
         return None
 
 
+def _check_spatial_fits(spatial, archs, raw, bad) -> None:
+    """An override spatial unrolling must fit every accelerator's array: each of its array dims
+    exists and its fan-out (product of the factors) is at most the dim's size; otherwise no
+    mapping of any layer fits that accelerator."""
+    for name, acc in archs:
+        for adim in spatial.dims:
+            if adim not in acc.array:
+                bad(f"architectures.spatial.{adim}", raw[adim], f"accelerator {name!r} has no array dim "
+                    f"{adim!r}; its dims are {dict(acc.array)}: no mapping fits")
+            elif spatial.array_fanout(adim) > acc.array[adim]:
+                bad(f"architectures.spatial.{adim}", raw[adim], f"fan-out {spatial.array_fanout(adim)} exceeds "
+                    f"{adim} = {acc.array[adim]} of accelerator {name!r}: no mapping fits")
+
+
 def parse_loopnest(value: dict, base_dir: Path, bad) -> ArchSet | None:
     """``[architectures] kind = "loopnest"`` (accelerators with a memory hierarchy) or ``"npu"``
     (Flexer's multi-NPU presets arch1..arch8): ``presets`` (names, see `sweep list archs`) and/or
@@ -292,4 +306,6 @@ def parse_loopnest(value: dict, base_dir: Path, bad) -> ArchSet | None:
             bad("architectures.spatial", value["spatial"], "not used by kind 'npu'")
         else:
             spatial = parse_spatial(value["spatial"], "architectures.spatial", bad)
+            if spatial is not None:
+                _check_spatial_fits(spatial, archs, value["spatial"], bad)
     return ArchSet(tuple(archs), spatial, spec={k: value[k] for k in value})
