@@ -67,13 +67,37 @@ def run(
     executor: Annotated[ExecutorKind, typer.Option("--executor", help="'ray' (parallel) or 'local' (in-process, same rows).", rich_help_panel="Execution")] = ExecutorKind.ray,
 ) -> None:
     """Run a campaign: every task of it, in parallel on Ray, results into Parquet."""
+    from sweep.campaign import load_campaign
+
+    c = load_campaign(campaign, output=out_dir)
+    _execute(c, resume, executor, address,
+             f"sweep run {campaign} --resume" + (f" --out {out_dir}" if out_dir else ""))
+
+
+@app.command()
+@_guard
+def rerun(
+    directory: Annotated[Path, typer.Argument(help="A result directory written by `sweep run`.")],
+    out_dir: Annotated[Path, typer.Option("--out", help="New output directory for the rerun.")],
+    resume: Annotated[bool, typer.Option("--resume", help="Complete an interrupted rerun in --out.")] = False,
+    address: Annotated[Optional[str], typer.Option("--address", help="Existing Ray cluster; default: RAY_ADDRESS, else a local Ray.", rich_help_panel="Execution")] = None,
+    executor: Annotated[ExecutorKind, typer.Option("--executor", help="'ray' or 'local' (same rows).", rich_help_panel="Execution")] = ExecutorKind.ray,
+) -> None:
+    """Rerun the campaign recorded in DIR/manifest.json into a new directory (same task_ids and
+    rows; refused with exit 2 if its input files or mapper versions changed since)."""
+    from sweep.runner import campaign_from_manifest
+
+    c = campaign_from_manifest(directory, out_dir)
+    _execute(c, resume, executor, address, f"sweep rerun {directory} --out {out_dir} --resume")
+
+
+def _execute(c, resume: bool, executor: ExecutorKind, address: str | None, resume_hint: str) -> None:
+    """Run campaign ``c`` with a progress bar; exit 130 if interrupted, 1 if a task failed."""
     from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
                                TimeElapsedColumn, TimeRemainingColumn)
 
-    from sweep.campaign import load_campaign
     from sweep.runner import Interrupted, run_campaign
 
-    c = load_campaign(campaign, output=out_dir)
     err.print(f"campaign [bold]{c.name}[/]: {len(c.networks)} network(s) x {_arch_count(c)} x {len(c.mappers)} mapper(s) x {len(c.objectives)} objective(s) "
               f"-> {c.output}")
     with Progress(TextColumn("[progress.description]{task.description}"), BarColumn(),
@@ -89,8 +113,7 @@ def run(
         except Interrupted as i:
             prog.stop()
             err.print(f"interrupted: {i.summary.tasks_run} task(s) stored in {c.output}; "
-                      f"complete it with: sweep run {campaign} --resume"
-                      + (f" --out {out_dir}" if out_dir else ""))
+                      f"complete it with: {resume_hint}")
             raise typer.Exit(130)
     err.print(f"done: {s.tasks_run} task(s) run, {s.tasks_skipped} already stored, "
               f"{s.tasks_failed} failed, {s.rows_written:,} rows in {s.seconds:.1f} s "

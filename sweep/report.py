@@ -71,6 +71,9 @@ def build_report(directory: str | Path, plots_dir: str | Path | None = None) -> 
         "code_version": manifest.get("code_version"), "config_hash": manifest.get("config_hash"),
         "tasks_expected": manifest.get("tasks"), "tasks_stored": int(rows["task_id"].nunique()),
         "rows": {k: int(v) for k, v in status.items()},
+        # which code and configuration produced the rows (several versions after resumes)
+        "row_code_versions": sorted(rows["code_version"].dropna().unique().tolist()) if "code_version" in rows else [],
+        "row_config_hashes": sorted(rows["config_hash"].dropna().unique().tolist()) if "config_hash" in rows else [],
     }
     errors = rows[rows["status"] != "ok"]
     if not errors.empty:
@@ -202,6 +205,10 @@ def print_report(rep: dict[str, Any], console) -> None:
 
     console.print(f"[bold]{rep['campaign']}[/] in {rep['directory']} (code {rep['code_version']}): "
                   f"{rep['tasks_stored']}/{rep['tasks_expected']} tasks stored, rows {rep['rows']}")
+    if rep.get("row_code_versions"):
+        console.print(f"rows from code {', '.join(rep['row_code_versions'])}, config "
+                      f"{', '.join(h[:12] for h in rep['row_config_hashes'])} (manifest.json: the full "
+                      f"resolved configuration; rerun with `sweep rerun {rep['directory']} --out NEW`)")
     for e in rep.get("errors", []):
         console.print(f"[red]task {e['task_id']}: {e['error']}[/]")
     if "layers" in rep:

@@ -6,16 +6,18 @@ import contextlib
 import signal
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Callable, Iterator
 
 import pyarrow.compute as pc
 
 from sweep.campaign import Campaign
+from sweep.errors import StoreError
 from sweep.executor import make_executor
 from sweep.store import Store, code_version
 from sweep.tasks import Task, count_tasks, expand
 
-__all__ = ["RunSummary", "run_campaign", "Interrupted"]
+__all__ = ["RunSummary", "run_campaign", "Interrupted", "campaign_from_manifest"]
 
 
 class Interrupted(Exception):
@@ -72,7 +74,8 @@ def run_campaign(campaign: Campaign, *, resume: bool = False, executor: str = "r
     summary = RunSummary(str(campaign.output), total)
     store.create({"name": campaign.name, "source": campaign.source,
                   "config_hash": campaign.config_hash(), "config": campaign.resolved_config(),
-                  "campaign": campaign.raw, "tasks": total, "report": campaign.report})
+                  "campaign": campaign.raw, "base_dir": str(Path(campaign.source).resolve().parent),
+                  "tasks": total, "report": campaign.report})
     stamp = {"code_version": code_version(), "config_hash": campaign.config_hash()}
     timings = summary.timings
     timings.update(expand_s=0.0, write_s=0.0)
@@ -138,6 +141,32 @@ def _finish(summary: RunSummary, ex, t0: float) -> RunSummary:
     summary.timings.update(getattr(ex, "timers", {}))
     summary.seconds = time.perf_counter() - t0
     return summary
+
+
+def campaign_from_manifest(directory: str | Path, output: str | Path) -> Campaign:
+    """The campaign that produced the result directory ``directory``, to rerun into ``output``:
+    the campaign file's parsed contents, stored in ``manifest.json``, validated again with file
+    names relative to the original campaign file's folder.
+
+    Raises:
+        StoreError: not a result directory, no stored campaign (written by an older version, or a
+            `sweep tune` directory), or the inputs changed since (a network or accelerator file,
+            a preset, a mapper version: the resolved configuration's hash differs), so a rerun
+            would not reproduce the rows.
+    """
+    from sweep.campaign import parse_campaign
+    m = Store(directory).manifest()
+    if not isinstance(m.get("campaign"), dict):
+        raise StoreError(f"{Path(directory) / 'manifest.json'}: campaign = None: no stored campaign to rerun "
+                         "(a `sweep tune` directory, or written before rows recorded their configuration)")
+    source = str(m.get("source", "<manifest>"))
+    c = parse_campaign(m["campaign"], source=f"{source} (from {directory}/manifest.json)",
+                       base_dir=Path(m.get("base_dir") or Path(source).parent), output=output)
+    if c.config_hash() != m.get("config_hash"):
+        raise StoreError(f"{Path(directory) / 'manifest.json'}: config_hash = {str(m.get('config_hash'))[:12]}: "
+                         f"the campaign now resolves to {c.config_hash()[:12]} (its network/accelerator files, "
+                         "presets or mapper versions changed), so a rerun would not reproduce the rows")
+    return c
 
 
 @contextlib.contextmanager

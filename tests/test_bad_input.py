@@ -1,5 +1,5 @@
 """Bad input at every entry point, one table: `sweep run`, `validate`, `map`, `eval`, `report`,
-`tune` and `run --resume`. Each case must exit with code 2, name the file, key and value in its
+`tune`, `run --resume` and `rerun`. Each case must exit with code 2, name the file, key and value in its
 message, and write nothing (the temporary directory is byte-for-byte unchanged).
 
 A case is (id, files to create, command line, fragments the message must hold); ``{tmp}`` in
@@ -121,6 +121,8 @@ CASES = [
     # --- result directories: report and --resume --------------------------------------------
     ("report-missing-dir", {}, [["report", "{tmp}/res"]], ["{tmp}/res", "no such directory"]),
     ("report-foreign-parquet", FOREIGN_PARQUET, [["report", "{tmp}/res"], RUN + ["--out", "{tmp}/res", "--resume"]],
+     ["{tmp}/res", "not a dse-sweep result directory"]),
+    ("rerun-foreign-parquet", FOREIGN_PARQUET, [["rerun", "{tmp}/res", "--out", "{tmp}/new"]],
      ["{tmp}/res", "not a dse-sweep result directory"]),
     ("report-bad-manifest", {"res/manifest.json": "{oops"}, [["report", "{tmp}/res"]],
      ["{tmp}/res/manifest.json", "unreadable manifest"]),
