@@ -287,6 +287,20 @@ def report(
 
 @app.command()
 @_guard
+def compact(directory: Annotated[Path, typer.Argument(help="A result directory written by `sweep run`.")]) -> None:
+    """Merge a result directory's Parquet fragments into few files (same rows; crash-safe).
+    `sweep run` does it by itself when a run ends with many fragments."""
+    from sweep.store import Store
+
+    done = Store(directory).compact()
+    for name, (before, after) in done.items():
+        out.print(f"{name}: {before} -> {after} fragment(s)")
+    if not done:
+        out.print(f"{directory}: nothing to compact")
+
+
+@app.command()
+@_guard
 def tune(
     campaign: Annotated[Path, typer.Argument(help="Tuning campaign TOML, e.g. campaigns/tune_salsa_eyeriss.toml (mapper, budget, tables space, training, heldout, sampler).")],
     out_dir: Annotated[Optional[Path], typer.Option("--out", help="Output directory: study journal, trial rows, best_params.toml (default: the campaign's `output`).")] = None,

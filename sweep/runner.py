@@ -20,6 +20,10 @@ from sweep.tasks import Task, count_tasks, expand
 __all__ = ["RunSummary", "run_campaign", "Interrupted", "campaign_from_manifest"]
 
 
+#: A completed run whose ``rows`` table has more fragments than this merges them (`Store.compact`).
+COMPACT_ABOVE = 32
+
+
 class Interrupted(Exception):
     """The run was stopped by Ctrl-C; finished tasks were stored and the run can be resumed."""
 
@@ -36,7 +40,9 @@ class RunSummary:
     spread over the run), ``submit_s`` submitting them (Ray argument serialisation, including
     the expansion), ``wait_s`` blocked waiting for results, ``get_s`` fetching and deserialising
     them, ``write_s`` writing Parquet fragments, ``compute_s`` the tasks' own run time summed
-    over workers (see `sweep.executor.TIMERS`). ``fragments`` counts the files written.
+    over workers (see `sweep.executor.TIMERS`), ``compact_s`` merging fragments at the end.
+    ``fragments`` counts the batches written; ``compacted``: table -> (fragments before, after)
+    if the run ended with more than `COMPACT_ABOVE` ``rows`` fragments and merged them.
     """
 
     output: str
@@ -48,6 +54,7 @@ class RunSummary:
     seconds: float = 0.0
     executor_start_s: float = 0.0
     fragments: int = 0
+    compacted: dict = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
 
 
@@ -130,6 +137,10 @@ def run_campaign(campaign: Campaign, *, resume: bool = False, executor: str = "r
                 if progress:
                     progress(len(done_ids) + summary.tasks_run, summary.tasks_total)
             flush()
+        if len(store.fragments("rows")) > COMPACT_ABOVE:
+            t1 = time.perf_counter()
+            summary.compacted = store.compact()
+            timings["compact_s"] = time.perf_counter() - t1
     except KeyboardInterrupt:
         flush()
         _finish(summary, ex, t0)

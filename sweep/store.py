@@ -27,6 +27,7 @@ from typing import Iterable
 
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from sweep.errors import StoreError
@@ -157,6 +158,72 @@ class Store:
             if name == "rows":
                 n_rows = table.num_rows
         return n_rows
+
+    # -- compaction ------------------------------------------------------------------------
+    def compact(self, target_rows: int = 2_000_000, min_fragments: int = 2) -> dict[str, tuple[int, int]]:
+        """Merge each table's fragments into as few as possible (about ``target_rows`` rows each),
+        keeping exactly the rows `read` returns (one copy per task_id).
+
+        Crash-safe like writing: each merged fragment is written to ``.tmp``, renamed into place
+        (named after its content, so a repeated compaction writes the same file), and only when
+        all of a table's merged fragments are in place are the old ones deleted, ``rows`` last.
+        Killed at any point, the directory holds old and merged fragments with the same rows per
+        task_id, and readers keep one copy; compacting again finishes the job. Do not compact a
+        directory a run is writing into.
+
+        Returns:
+            table name -> (fragments before, fragments after), for tables that were compacted.
+        """
+        self.manifest()
+        tables = sorted((p.name for p in self.root.iterdir() if p.is_dir() and not p.name.startswith(".")),
+                        key=lambda n: n == "rows")
+        stored = self.stored_task_ids()
+        done = {}
+        for name in tables:
+            old = self.fragments(name)
+            if len(old) < min_fragments:
+                continue
+            new, group, n, seen = [], [], 0, set()
+            for f in old:
+                t = self._read_fragment(f)
+                ids = pc.unique(t.column("task_id")).to_pylist()
+                fresh = set(ids) - seen
+                if name != "rows":
+                    fresh &= stored
+                seen |= fresh
+                if len(fresh) != len(ids):
+                    t = t.filter(pc.is_in(t.column("task_id"), pa.array(sorted(fresh), pa.string())))
+                group.append(t)
+                n += t.num_rows
+                if n >= target_rows:
+                    new.append(self._write_merged(name, group))
+                    group, n = [], 0
+            if group:
+                new.append(self._write_merged(name, group))
+            for f in old:
+                if f not in new:
+                    f.unlink(missing_ok=True)
+            done[name] = (len(old), len(new))
+        return done
+
+    def _read_fragment(self, f: Path) -> pa.Table:
+        try:
+            t = pq.read_table(f)
+        except (OSError, pa.ArrowException) as e:
+            raise StoreError(f"{f}: unreadable Parquet fragment ({e})") from None
+        if "task_id" not in t.column_names:
+            raise StoreError(f"{f}: not a dse-sweep fragment (no task_id column)")
+        return t
+
+    def _write_merged(self, name: str, group: list[pa.Table]) -> Path:
+        table = pa.concat_tables(group, promote_options="permissive")
+        ids = pc.unique(table.column("task_id")).to_pylist()
+        digest = hashlib.sha256(("merged\n" + "\n".join(sorted(ids))).encode()).hexdigest()[:32]
+        tmp = self._tmp_dir() / f"{name}-{digest}.parquet"
+        pq.write_table(table, tmp, compression="zstd")
+        path = self.root / name / f"part-{digest}.parquet"
+        os.replace(tmp, path)
+        return path
 
     # -- reading ---------------------------------------------------------------------------
     def fragments(self, table: str = "rows") -> list[Path]:
