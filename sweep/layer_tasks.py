@@ -27,7 +27,7 @@ import pyarrow as pa
 from mappers import get_mapper
 from mappers.base import LayerProblem, WorkUnit
 
-__all__ = ["LayerTask", "LayerUnit", "expand_layers", "execute_layers", "problem_id"]
+__all__ = ["LayerTask", "LayerUnit", "expand_layers", "count_layer_tasks", "execute_layers", "problem_id"]
 
 
 @dataclass(frozen=True)
@@ -72,16 +72,10 @@ def _seeds_for(mapper, seeds) -> list:
     return list(seeds) if any(p.name == "seed" for p in mapper.params) else [None]
 
 
-def expand_layers(campaign) -> Iterator[LayerTask]:
-    """The campaign's tasks in a deterministic order (problem order, then unit order), streamed.
-
-    Two passes: the first finds the unique problems and the (network, layer) aliases of each (one
-    small tuple per unique problem: references to shared Layer/Accelerator objects, a 24-hex id);
-    the second asks each problem's mapper for its work units only when the tasks reach it, so
-    the driver never holds every unit or task at once (100,000 tasks: tens of MB, see
-    scripts/bench_scale.py).
-    """
-    problems: list[tuple] = []           # (pid, layer, acc, arch_name, spec name, params, objective, seed)
+def _problems(campaign) -> tuple[list[tuple], dict[str, list]]:
+    """The unique problems in order, as (pid, layer, acc, arch_name, mapper, params, objective,
+    seed), and the (network, layer index, layer name, repeat) aliases of each problem_id."""
+    problems: list[tuple] = []
     aliases: dict[str, list] = {}
     for net in campaign.networks:
         for li, (layer, rep) in enumerate(net.unique()):
@@ -104,6 +98,26 @@ def expand_layers(campaign) -> Iterator[LayerTask]:
                                 continue
                             aliases[pid] = [alias]
                             problems.append((pid, layer, acc, arch_name, spec.name, params, objective, seed))
+    return problems, aliases
+
+
+def count_layer_tasks(campaign) -> int:
+    """How many tasks `expand_layers` yields: the problems' work units, batched."""
+    problems, _ = _problems(campaign)
+    units = sum(len(get_mapper(m).units(LayerProblem(layer, acc, campaign.architectures.spatial, obj), params))
+                for _, layer, acc, _, m, params, obj, _ in problems)
+    return -(-units // campaign.run.units_per_task)
+
+
+def expand_layers(campaign) -> Iterator[LayerTask]:
+    """The campaign's tasks in a deterministic order (problem order, then unit order), streamed.
+
+    Two passes: the first finds the unique problems and the (network, layer) aliases of each (one
+    small tuple per unique problem: references to shared Layer/Accelerator objects, a 24-hex id);
+    the second asks each problem's mapper for its work units only when the tasks reach it, so
+    the driver never holds every unit or task at once (see scripts/bench_scale.py).
+    """
+    problems, aliases = _problems(campaign)
     step = campaign.run.units_per_task
     batch: list[LayerUnit] = []
     for pid, layer, acc, arch_name, mname, params, objective, seed in problems:

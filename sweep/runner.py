@@ -90,12 +90,16 @@ def run_campaign(campaign: Campaign, *, resume: bool = False, executor: str = "r
     def todo() -> Iterator[Task]:
         """Tasks not yet stored, expanded lazily (the executor pulls them as slots free up)."""
         it = expand(campaign)
+        first = True
         while True:
             t1 = time.perf_counter()
             task = next(it, None)
             timings["expand_s"] += time.perf_counter() - t1
             if task is None:
                 return
+            if first and campaign.kind == "loopnest":  # before the first task reaches a worker
+                _warm_up(task)  # (npu mappers have no compiled kernel)
+            first = False
             if task.task_id in done_ids:
                 summary.tasks_skipped += 1
                 continue
@@ -117,8 +121,6 @@ def run_campaign(campaign: Campaign, *, resume: bool = False, executor: str = "r
         buf, buf_rows, last_flush = [], 0, time.monotonic()
         timings["write_s"] += time.perf_counter() - t1
 
-    if campaign.kind == "loopnest" and total > len(done_ids):  # (npu mappers have no compiled kernel)
-        _warm_up(next(expand(campaign)))
     ex = make_executor(executor, address, campaign.run.num_cpus, campaign.run.max_in_flight,
                        campaign.run.max_retries)
     try:

@@ -77,12 +77,13 @@ def expand(campaign: Campaign) -> Iterator[Task]:
 
 
 def count_tasks(campaign: Campaign) -> int:
-    """How many tasks `expand` yields, without holding them: arithmetic for systolic campaigns,
-    a streamed pass over the expansion otherwise (about 20 us per task)."""
+    """How many tasks `expand` yields, without building them: arithmetic for systolic campaigns,
+    the unique problems' work units otherwise (`sweep.layer_tasks.count_layer_tasks`)."""
     if campaign.kind == "systolic":
         n, step = len(campaign.architectures), campaign.run.chunk_points
         return len(campaign.mappers) * -(-n // step)
-    return sum(1 for _ in expand(campaign))
+    from sweep.layer_tasks import count_layer_tasks
+    return count_layer_tasks(campaign)
 
 
 def _to_table(cols: dict[str, Any], task_id: str) -> pa.Table:
