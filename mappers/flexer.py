@@ -18,7 +18,8 @@ dataflow's only role (tie-breaks and the window below). Each step:
    found the same best on 6 of 8 layers, each better on one; window 12 was worse than 8 on conv1:
    the list scheduler is greedy, a wider window is not a better search). If no set of that size
    can be placed, smaller sets are tried; if not even one op fits beside the pinned tiles, the buffer
-   is flushed (every tile evicted, live partial sums spilled) and the first ready op placed alone.
+   is flushed (every tile evicted, live partial sums spilled, the buffer one free block once the
+   evictions are done) and the first ready op placed alone.
 2. pruning (section 4.2): sets with an identical *dataflow map* are skipped (the first in
    combination order is kept). The map is, per data type (IN, WT, OT), the sorted multiset of
    "ops sharing a tile" counts of reused (resident) tiles and of new tiles.
@@ -162,10 +163,15 @@ class _State:
                 return
 
     def flush(self) -> None:
-        """Evict every resident tile (spilling live partial sums)."""
-        for i, (a, s, t, av) in enumerate(self.segs):
-            if t >= 0:
-                self.segs[i] = (a, s, -1, self._evict(t))
+        """Evict every resident tile (spilling live partial sums) and make the buffer one free
+        block, free once the last eviction is done -- so that any one tCONV fits, whatever the
+        fragmentation left by the evicted tiles (`costmodel.npu.tilings` guarantees that one
+        tCONV's tiles fit the buffer)."""
+        free_at = 0
+        for a, s, t, av in self.segs:
+            free_at = max(free_at, self._evict(t) if t >= 0 else av)
+        self.segs = new_map(self.cap)
+        self.segs[0] = (0, self.cap, -1, free_at)
 
 
 def flexer_schedule(g: DFG, dataflow: str = "oy-ox-c-k", window: int = 6, cores: int | None = None,
@@ -299,7 +305,7 @@ class FlexerMapper(TiledNPUMapper):
     """Flexer's OoO list scheduler over every viable tiling x dataflow (module doc)."""
 
     name = "flexer"
-    version = "1"
+    version = "2"  # 2: flush leaves one free block
     params = TiledNPUMapper.common_params + (
         Param("dataflows", "list[str]", DEFAULT_DATAFLOWS,
               "loop orders (outermost first) that order the ready queue; one schedule per tiling each",

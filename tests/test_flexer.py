@@ -7,7 +7,7 @@ from costmodel.workload import Layer
 from mappers.base import LayerProblem
 from mappers.flexer import FLEXER, flexer_schedule
 from mappers.flexer_graph import IN, OT, WT, build_dfg, summarize, validate
-from mappers.flexer_memory import best_fit, find_inplace, find_victims, new_map, place_tile
+from mappers.flexer_memory import best_fit, find_inplace, find_victims, place_tile
 from mappers.static_npu import STATIC, static_schedule
 
 SMALL = Layer("small", K=64, C=32, OY=8, OX=8, FY=3, FX=3)
@@ -208,3 +208,13 @@ def test_batch_and_groups_scale():
     two = FLEXER.search(LayerProblem(POINT.with_(B=2), a), dict(PARAMS, metric="latency"))
     assert two.latency_cycles == 2 * one.latency_cycles
     assert two.extra["transferred_bytes"] == 2 * one.extra["transferred_bytes"]
+
+
+def test_flush_after_fragmentation_still_places_the_op():
+    """YOLOv2 conv19 on arch5 (found by the campaign): in-place replacement had fragmented the free
+    space so that after a flush one tCONV did not fit; the flush now leaves one free block."""
+    layer = Layer("conv19", K=1024, C=1024, OY=13, OX=13, FY=3, FX=3, PY=1, PX=1)
+    g = build_dfg(layer, load_npu("arch5"), Tiling(7, 13, 64, 256))
+    eng = flexer_schedule(g, "k-c-oy-ox")
+    assert validate(eng) == []
+    assert all(rec is not None for rec in eng.op_rec)
