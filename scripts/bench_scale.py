@@ -57,14 +57,14 @@ def run_one(directory: Path, tasks: int, cpus: int, units_per_task: int) -> dict
 def markdown(results: list[dict], load: str) -> str:
     lines = [f"load average before the runs: {load}", "",
              "| worker processes | tasks | rows | run s | tasks/s | rows/s | driver peak RSS MiB | "
-             "Parquet files | expand s | submit s | wait s | get s | write s | compute s (sum) |",
-             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "Parquet files | count s | expand s | submit s | wait s | get s | write s | compute s (sum) |",
+             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in results:
         t = r["timings"]
         run_s = r["seconds"] - r["executor_start_s"]
         lines.append(f"| {r['cpus']} | {r['tasks']:,} | {r['rows']:,} | {run_s:.1f} | {r['tasks'] / run_s:,.0f} | "
                      f"{r['rows'] / run_s:,.0f} | {r['peak_rss_mib']:.0f} | {r['parquet_files']} | "
-                     f"{t['expand_s']:.1f} | {t['submit_s'] - t['expand_s']:.1f} | {t['wait_s']:.1f} | "
+                     f"{t.get('count_s', 0):.1f} | {t['expand_s']:.1f} | {t['submit_s'] - t['expand_s']:.1f} | {t['wait_s']:.1f} | "
                      f"{t['get_s']:.1f} | {t['write_s']:.1f} | {t['compute_s']:.1f} |")
     return "\n".join(lines)
 

@@ -36,7 +36,8 @@ class Interrupted(Exception):
 class RunSummary:
     """What a run did. Times in seconds.
 
-    ``timings`` says where the driver's time went: ``expand_s`` expanding tasks (streamed, so
+    ``timings`` says where the driver's time went: ``count_s`` counting the tasks for the
+    progress bar, ``expand_s`` expanding them (streamed, so
     spread over the run), ``submit_s`` submitting them (Ray argument serialisation, including
     the expansion), ``wait_s`` blocked waiting for results, ``get_s`` fetching and deserialising
     them, ``write_s`` writing Parquet fragments, ``compute_s`` the tasks' own run time summed
@@ -77,8 +78,10 @@ def run_campaign(campaign: Campaign, *, resume: bool = False, executor: str = "r
     store = Store(campaign.output)
     store.check_new_or_resumable(campaign.config_hash(), resume)
     done_ids = store.stored_task_ids() if resume else set()   # 100k ids: ~10 MB
+    t1 = time.perf_counter()
     total = count_tasks(campaign)
     summary = RunSummary(str(campaign.output), total)
+    summary.timings["count_s"] = time.perf_counter() - t1
     store.create({"name": campaign.name, "source": campaign.source,
                   "config_hash": campaign.config_hash(), "config": campaign.resolved_config(),
                   "campaign": campaign.raw, "base_dir": str(Path(campaign.source).resolve().parent),
