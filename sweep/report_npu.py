@@ -5,13 +5,13 @@ From the unit rows and the problems table of a ``kind = "npu"`` result directory
 * ``npu_layers``: per (network, layer, arch) the best schedule of the mapper (default ``flexer``)
   and of the baseline (default ``static``): latency (cycles), transferred bytes, the speed-up
   (baseline latency / mapper latency) and the data reduction (baseline bytes / mapper bytes) --
-  Flexer's Fig. 8. Each mapper's best is by the campaign's metric (latency x bytes by default), as
+  Flexer's Fig. 9. Each mapper's best is by the campaign's metric (latency x bytes by default), as
   in the paper, so a layer's speed-up can be below 1 when the mapper trades latency for bytes.
 * ``npu_networks``: per (network, arch) the same ratios over the whole network, latencies and
   bytes summed over its layers with their repeat counts (layers executed one after another), and
-  the largest per-layer speed-up -- Fig. 9.
-* plots: per-layer speed-up and data reduction of one network on every arch (Fig. 8), per-network
-  bars (Fig. 9), the data moved by type of two layers (Fig. 10: IN, WT, final OT and partial-sum
+  the largest per-layer speed-up -- Fig. 8.
+* plots: per-layer speed-up and data reduction of one network on every arch (Fig. 9), per-network
+  bars (Fig. 8), the data moved by type of two layers (Fig. 10: IN, WT, final OT and partial-sum
   bytes per mapper, each bar labelled with the mean number of DRAM moves per tile -- IN and WT
   loads, OT write-backs including partial-sum spills; the two mappers' best tilings may differ --
   and, as the paper's "on-chip" bar, the bytes of flexer's tiling with an unlimited buffer), and a Gantt chart of one Flexer schedule (cores and the DRAM
@@ -79,7 +79,7 @@ def print_npu_report(rep: dict[str, Any], console) -> None:
     if not rep.get("npu_networks"):
         return
     f, b = rep["npu_mapper"], rep["npu_baseline"]
-    t = Table(title=f"{f} over the best {b} schedule per network (Flexer Fig. 9): latency and bytes summed "
+    t = Table(title=f"{f} over the best {b} schedule per network (Flexer Fig. 8): latency and bytes summed "
                     f"over layers x repeats")
     for c in ("network", "arch", "layers", f"{f} Mcycles", f"{b} Mcycles", "speed-up", f"{f} MB", f"{b} MB",
               "data reduction", "latency x bytes gain", "max layer speed-up", "layers faster/slower"):
@@ -129,7 +129,7 @@ def write_npu_plots(rep: dict[str, Any], plots_dir: str | Path, network: str | N
         ax.set_ylabel(f"{lab} (x)")
     ax1.legend(fontsize=7, ncol=4)
     ax2.set_xlabel(f"unique layer of {network}")
-    fig.suptitle(f"{network}: per-layer speed-up and data reduction of {f} over the best {b} schedule (Fig. 8)")
+    fig.suptitle(f"{network}: per-layer speed-up and data reduction of {f} over the best {b} schedule (Fig. 9)")
     fig.tight_layout()
     written.append(_save(fig, plots_dir / f"npu_layers_{network}.png", plt))
 
@@ -142,7 +142,7 @@ def write_npu_plots(rep: dict[str, Any], plots_dir: str | Path, network: str | N
         ax.set_ylabel(f"{lab} (x)")
     h, l_ = ax1.get_legend_handles_labels()
     fig.legend(h, l_, loc="lower center", ncol=8, fontsize=8)
-    fig.suptitle(f"Per network: {f} over the best {b} schedule (Fig. 9)")
+    fig.suptitle(f"Per network: {f} over the best {b} schedule (Fig. 8)")
     fig.tight_layout(rect=(0, 0.08, 1, 1))
     written.append(_save(fig, plots_dir / "npu_networks.png", plt))
 
