@@ -99,10 +99,17 @@ class LocalCluster:
                   "--include-dashboard", "false",
                   "--temp-dir", str(self.temp_dir))
         self.wait_nodes(1, timeout)
-        for i in range(1, self.workers + 1):
-            self._ray("--address", self.address, "--node-ip-address", "127.0.0.1",
-                      "--num-cpus", str(self.worker_cpus), "--resources", f'{{"worker{i}": 1}}')
-        self.wait_nodes(1 + self.workers, timeout)
+        for i in range(1, self.workers + 1):  # one at a time; on a loaded machine a node may
+            for attempt in range(3):          # time out during startup: start it again
+                p = self._ray("--address", self.address, "--node-ip-address", "127.0.0.1",
+                              "--num-cpus", str(self.worker_cpus), "--resources", f'{{"worker{i}": 1}}')
+                try:
+                    self.wait_nodes(1 + i, timeout)
+                    break
+                except RuntimeError:
+                    if attempt == 2 or p.poll() is None:
+                        raise
+                    self.nodes.remove(p)
         return self
 
     def alive_nodes(self) -> int:
