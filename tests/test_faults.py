@@ -126,10 +126,11 @@ def test_worker_node_removed_mid_campaign(tmp_path, reference):
                 proc.kill()
         if proc.returncode != 0:  # the driver itself went down with the node
             res = subprocess.run(cmd + ["--resume"], env=env, capture_output=True, text=True, timeout=240)
-            assert res.returncode == 0, res.stderr[-2000:]
+            assert res.returncode == 0, (proc.returncode, err[-2000:], res.stderr[-2000:])
+    rows = Store(out).read("rows")
+    assert (rows["status"] == "ok").all(), (proc.returncode, err[-2000:], rows["error"].dropna().unique()[:3])
     ok, msg = same_rows(out, reference)
-    assert ok, msg
-    assert not (Store(out).read("rows")["status"] != "ok").any()
+    assert ok, (msg, proc.returncode, err[-2000:])
 
 
 def test_failing_unit_becomes_error_row_and_the_rest_goes_on(tmp_path, monkeypatch, reference):
