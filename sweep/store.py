@@ -133,10 +133,23 @@ class Store:
 
         Returns:
             rows written to the ``rows`` table.
+
+        Raises:
+            StoreError: ``stamp`` has a ``config_hash`` and the directory's manifest no longer
+                has it (the directory was removed or now holds another campaign, e.g. a driver
+                still running after its output was deleted and reused): nothing is written.
         """
         results = list(results)
         if not results:
             return 0
+        if stamp and "config_hash" in stamp:
+            try:
+                now = self.manifest().get("config_hash")
+            except StoreError:
+                now = None
+            if now != stamp["config_hash"]:
+                raise StoreError(f"{self.root}: the directory no longer holds this campaign (manifest config "
+                                 f"{str(now)[:12]}, this run {stamp['config_hash'][:12]}); not writing into it")
         digest = hashlib.sha256("\n".join(sorted(t for t, _ in results)).encode()).hexdigest()[:32]
         names = sorted({n for _, tabs in results for n in tabs}, key=lambda n: n == "rows")
         n_rows = 0

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pandas as pd
+import pytest
 from typer.testing import CliRunner
 
 from sweep.campaign import load_campaign
@@ -58,3 +59,28 @@ def test_rerun_refuses_changed_inputs_and_foreign_dirs(tmp_path):
     res = runner.invoke(app, ["rerun", str(tmp_path / "nope"), "--out", str(tmp_path / "x")])
     assert res.exit_code == 2 and "no such directory" in res.output
     assert not (tmp_path / "x").exists()
+
+
+def test_a_driver_never_writes_into_a_directory_that_now_holds_another_campaign(tmp_path):
+    """A driver still running after its output directory was deleted and reused by another
+    campaign (seen in practice: a background run that ignored SIGINT) must not mix its rows in."""
+    import shutil
+
+    import pyarrow as pa
+
+    from sweep.errors import StoreError
+
+    st = Store(tmp_path / "out")
+    st.create({"name": "a", "config_hash": "a" * 64})
+    batch = [("t1", {"rows": pa.table({"task_id": ["t1"], "status": ["ok"]})})]
+    assert st.write_batch(batch, stamp={"code_version": "x", "config_hash": "a" * 64}) == 1
+    shutil.rmtree(tmp_path / "out")
+    Store(tmp_path / "out").create({"name": "b", "config_hash": "b" * 64})
+    batch2 = [("t2", {"rows": pa.table({"task_id": ["t2"], "status": ["ok"]})})]
+    with pytest.raises(StoreError, match="no longer holds this campaign"):
+        st.write_batch(batch2, stamp={"code_version": "x", "config_hash": "a" * 64})
+    assert Store(tmp_path / "out").fragments() == []
+    shutil.rmtree(tmp_path / "out")
+    with pytest.raises(StoreError):
+        st.write_batch(batch2, stamp={"code_version": "x", "config_hash": "a" * 64})
+    assert not (tmp_path / "out").exists()
