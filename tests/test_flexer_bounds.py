@@ -31,8 +31,8 @@ def _schedules(layer, arch):
         g = build_dfg(layer, arch, t)
         for df in DATAFLOWS[::4]:
             yield g, flexer_schedule(g, df)
-            for st in ("IN", "WT", "OT"):
-                yield g, static_schedule(g, df, st)
+            for stationary in ("IN", "WT", "OT"):
+                yield g, static_schedule(g, df, stationary)
 
 
 @pytest.mark.parametrize("layer", LAYERS, ids=lambda l: l.name)
