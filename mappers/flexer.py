@@ -66,7 +66,7 @@ from typing import Any, Iterator, Mapping
 
 from costmodel.npu import NPUArch, Tiling, tilings, transfer_cycles
 from mappers.base import LayerProblem, Param, SearchMixin, SearchResult, WorkUnit
-from mappers.flexer_graph import (DATAFLOWS, DFG, OT, Cutoff, Engine, build_dfg, latency_lower_bound, lower_bound,
+from mappers.flexer_graph import (DATAFLOWS, DFG, OT, Cutoff, Engine, build_dfg, latency_lower_bound, metric_value,
                                   summarize, validate)
 from mappers.flexer_memory import new_map, place_tile, used_bytes
 
@@ -265,7 +265,9 @@ class TiledNPUMapper(SearchMixin):
         graphs = [build_dfg(layer, problem.arch, t) for t in tl]
         order = list(range(len(tl)))
         prune = params.get("prune", True)
-        lbs = [lower_bound(g, metric, reps) for g in graphs] if prune else [0.0] * len(tl)
+        floors = [latency_lower_bound(g) for g in graphs] if prune else [0] * len(tl)
+        lbs = [metric_value(metric, f * reps, sum(g.tile_final) * reps) if prune else 0.0  # = lower_bound
+               for f, g in zip(floors, graphs)]
         order.sort(key=lambda i: (lbs[i], i))
         best, evals, done, cut = None, 0, 0, 0
         for i in order:
@@ -273,7 +275,7 @@ class TiledNPUMapper(SearchMixin):
                 break
             done += 1
             cutoff = Cutoff(metric, reps, best[0]["value"] if best else math.inf,
-                            latency_lower_bound(graphs[i])) if prune else None
+                            floors[i]) if prune else None
             for j, (label, eng) in enumerate(self.schedules(graphs[i], params, cutoff)):
                 evals += 1
                 if eng is None:
