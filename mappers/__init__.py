@@ -9,19 +9,19 @@ from importlib import import_module
 
 __all__ = ["MAPPER_NAMES", "get_mapper", "mapper_kind"]
 
-_REGISTRY = {"deepopt": ("mappers.deepopt", "DEEPOPT"),
-             "loma": ("mappers.loma", "LOMA"),
-             "salsa": ("mappers.salsa", "SALSA"),
-             "random": ("mappers.random_search", "RANDOM"),
-             "primitive_sa": ("mappers.primitive_sa", "PRIMITIVE_SA"),
-             "random5": ("mappers.fullspace_random", "RANDOM5"),
-             "hybrid": ("mappers.fullspace_random", "HYBRID"),
-             "cosa": ("mappers.cosa", "COSA"),
-             "flexer": ("mappers.flexer", "FLEXER"),
-             "static": ("mappers.static_npu", "STATIC")}
+_REGISTRY = {"deepopt": ("mappers.systolic.deepopt", "DEEPOPT"),
+             "loma": ("mappers.loop_order.loma", "LOMA"),
+             "salsa": ("mappers.loop_order.salsa", "SALSA"),
+             "random": ("mappers.loop_order.random", "RANDOM"),
+             "primitive_sa": ("mappers.fullspace.primitive_sa", "PRIMITIVE_SA"),
+             "random5": ("mappers.fullspace.baselines", "RANDOM5"),
+             "hybrid": ("mappers.fullspace.baselines", "HYBRID"),
+             "cosa": ("mappers.fullspace.cosa", "COSA"),
+             "flexer": ("mappers.npu.flexer", "FLEXER"),
+             "static": ("mappers.npu.static", "STATIC")}
 
 #: What each mapper maps: "systolic" (DeepOpt hardware points), "npu" (one layer on Flexer's
-#: multi-NPU `costmodel.npu.NPUArch`) or "loopnest" (one layer on an `costmodel.arch.Accelerator`).
+#: multi-NPU `costmodel.npu.NPUArch`) or "loopnest" (one layer on an `costmodel.loopnest.arch.Accelerator`).
 #: Unlisted mappers are loop-nest mappers.
 _KIND = {"deepopt": "systolic", "flexer": "npu", "static": "npu"}
 

@@ -124,8 +124,8 @@ class LayerProblem:
     """
 
     layer: Any                      # costmodel.workload.Layer
-    arch: Any                       # costmodel.arch.Accelerator
-    spatial: Any = None             # costmodel.mapping.SpatialMapping | None
+    arch: Any                       # costmodel.loopnest.arch.Accelerator
+    spatial: Any = None             # costmodel.loopnest.mapping.SpatialMapping | None
     objective: str = "energy"
     even: bool = False
 

@@ -2,7 +2,7 @@
 
 This is the part of `sweep tune` that needs neither Optuna nor Ray: given a mapper (``salsa`` or
 ``primitive_sa``), a candidate schedule and a set of layers and seeds, run the mapper and measure
-how far its best cost is from the layer's reference optimum. `sweep.tune` asks Optuna for
+how far its best cost is from the layer's reference optimum. `sweep.tune.driver` asks Optuna for
 schedules and runs `evaluate_layer` as Ray tasks (or in-process).
 
 Fixed evaluation budget
@@ -17,7 +17,7 @@ raises otherwise). ``salsa`` runs with ``engine = "sa"``: its dual engine would 
 small spaces exhaustively. `LayerOutcome.proposals` counts the proposals from the chains'
 histories (what the mapper actually did); ``evaluations`` is the mapper's own count of cost-model
 calls, which is at most the proposals plus the random draws for the initial states (a chain
-looks up a state it has already evaluated instead of re-evaluating it; `mappers.salsa`).
+looks up a state it has already evaluated instead of re-evaluating it; `mappers.loop_order.salsa`).
 
 Gap and reach
 -------------
@@ -30,11 +30,11 @@ any chain is within gap g; a run that never gets there counts the whole budget (
 
 Reference optima
 ----------------
-`reference_plan` decides per layer: LOMA's exhaustive search (`mappers.loma`) when the ordering
+`reference_plan` decides per layer: LOMA's exhaustive search (`mappers.loop_order.loma`) when the ordering
 space n! / prod k_i! is at most ``max_orderings`` and the mapper searches orderings (``salsa``;
 LOMA's space is SALSA's space, so the reference is the true optimum), else a long run of the
 tuned mapper itself (``fallback_chains`` x ``fallback_iterations`` at the mapper's defaults:
-the "best cost ever seen"; `sweep.tune` also keeps the best cost any trial found). The LOMA
+the "best cost ever seen"; `sweep.tune.driver` also keeps the best cost any trial found). The LOMA
 evaluator does about 250,000 orderings/s per core (README), so 2e6 orderings take ~8 s.
 """
 
@@ -142,7 +142,7 @@ def layer_problem(network: str, layer: str, arch: str, objective: str) -> LayerP
     Raises:
         KeyError: unknown network or layer. ValueError: unknown accelerator.
     """
-    from costmodel.arch import load_accelerator
+    from costmodel.loopnest.arch import load_accelerator
     from costmodel.zoo import load_network
     net = load_network(network)
     for lay, _ in net.unique():
@@ -200,7 +200,7 @@ def evaluate_layer(mapper_name: str, problem: LayerProblem, params: Mapping[str,
                    reference: float, reach_gap: float = 0.0, layer: str = "") -> LayerOutcome:
     """Run the mapper with resolved ``params`` (see `derive_params`) once per seed on ``problem``.
 
-    Every work unit of the mapper runs in this process (`sweep.tune` parallelises over layers and
+    Every work unit of the mapper runs in this process (`sweep.tune.driver` parallelises over layers and
     trials, not inside a run).
     """
     mapper = get_mapper(mapper_name)

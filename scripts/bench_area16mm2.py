@@ -24,8 +24,8 @@ def main() -> None:
     args = ap.parse_args()
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 
-    from sweep.campaign import load_campaign
-    from sweep.runner import run_campaign
+    from sweep.campaigns.campaign import load_campaign
+    from sweep.engine.runner import run_campaign
 
     out = Path(tempfile.mkdtemp(prefix="bench_area16_")) / "out"
     c = load_campaign(args.campaign, output=out)

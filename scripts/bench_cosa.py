@@ -12,10 +12,10 @@ import argparse
 import statistics
 import time
 
-from costmodel.arch import load_accelerator
+from costmodel.loopnest.arch import load_accelerator
 from costmodel.zoo import load_network
 from mappers.base import LayerProblem
-from mappers.cosa import COSA
+from mappers.fullspace.cosa import COSA
 
 NETS = ("resnet50", "resnext50_32x4d", "deepbench_ocr", "deepbench_face")
 

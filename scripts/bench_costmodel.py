@@ -23,8 +23,8 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
 
-from costmodel.arch import load_accelerator  # noqa: E402
-from costmodel.batch import OrderingEvaluator, _numba_kernels  # noqa: E402
+from costmodel.loopnest.arch import load_accelerator  # noqa: E402
+from costmodel.loopnest.ordering import OrderingEvaluator, _numba_kernels  # noqa: E402
 from costmodel.workload import Layer  # noqa: E402
 
 LAYERS = [
@@ -82,7 +82,7 @@ def main() -> None:
                 res.append(rate(lambda: ev.evaluate(ords), bs, args.seconds))
             one = ords[0].tolist()
             r1 = rate(lambda: ev.evaluate_one(one), 1, args.seconds)
-            # an SA-like chain as mappers.salsa runs it: 1000 swaps on a list, one evaluation each
+            # an SA-like chain as mappers.loop_order.salsa runs it: 1000 swaps on a list, one evaluation each
             cur = list(one)
             n = len(cur)
             pick = random.Random(0).randrange

@@ -16,8 +16,8 @@ import time
 from costmodel.npu import load_npu
 from costmodel.zoo import load_network
 from mappers.base import LayerProblem
-from mappers.flexer import FLEXER
-from mappers.static_npu import STATIC
+from mappers.npu.flexer import FLEXER
+from mappers.npu.static import STATIC
 
 
 def main() -> None:

@@ -17,11 +17,11 @@ import time
 
 import numpy as np
 
-from costmodel.arch import load_accelerator
+from costmodel.loopnest.arch import load_accelerator
 from costmodel.zoo import load_network
 from mappers.base import LayerProblem
-from mappers.fullspace_random import HYBRID, RANDOM5
-from mappers.primitive_sa import PRIMITIVE_SA, PrimitiveSpace
+from mappers.fullspace.baselines import HYBRID, RANDOM5
+from mappers.fullspace.primitive_sa import PRIMITIVE_SA, PrimitiveSpace
 
 DEFAULT_LAYERS = "conv1,layer1.0.conv2,layer2.0.conv1,layer3.0.conv1,layer4.x.conv2"
 

@@ -7,15 +7,15 @@ Prints, for the ResNet-34 3x3 layer layer1.0.conv1 (K = C = 64, 56 x 56, 3 x 3):
 * one SA run of 1000 iterations (default SALSA parameters): median wall time over R seeds, and the
   time per chain of 16 chains in lockstep;
 * exhaustive throughput: orderings per second per core of the LOMA enumeration + batched
-  evaluation, and of the enumeration alone (`mappers.lpf.iter_permutations`);
+  evaluation, and of the enumeration alone (`mappers.loop_order.lpf.iter_permutations`);
 * the measured tau (s per ordering, batched) and the ratio SA step / tau that
-  `mappers.salsa.AUTO_EXHAUSTIVE_FACTOR` is based on;
+  `mappers.loop_order.salsa.AUTO_EXHAUSTIVE_FACTOR` is based on;
 * exhaustive speed-up of 2 shards in 2 processes over 1 (a layer of about 1-2 M orderings);
 * one random-mapper run (patience 500).
 
 The SA-vs-exhaustive acceptance of issue 3 is `scripts/salsa_vs_exhaustive.py`.
 
-``--reference`` uses the one-at-a-time reference model instead of `costmodel.batch` (slow; only to
+``--reference`` uses the one-at-a-time reference model instead of `costmodel.loopnest.ordering` (slow; only to
 check the script).
 """
 
@@ -32,13 +32,13 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from costmodel.arch import load_accelerator  # noqa: E402
+from costmodel.loopnest.arch import load_accelerator  # noqa: E402
 from costmodel.zoo import load_network  # noqa: E402
 from mappers.base import LayerProblem  # noqa: E402
-from mappers.loma import LomaMapper, exhaustive_range, problem_evaluator  # noqa: E402
-from mappers.lpf import iter_permutations, multiset_count  # noqa: E402
-from mappers.random_search import RandomMapper  # noqa: E402
-from mappers.salsa import AUTO_EXHAUSTIVE_FACTOR, SalsaMapper, anneal, chain_seeds  # noqa: E402
+from mappers.loop_order.loma import LomaMapper, exhaustive_range, problem_evaluator  # noqa: E402
+from mappers.loop_order.lpf import iter_permutations, multiset_count  # noqa: E402
+from mappers.loop_order.random import RandomMapper  # noqa: E402
+from mappers.loop_order.salsa import AUTO_EXHAUSTIVE_FACTOR, SalsaMapper, anneal, chain_seeds  # noqa: E402
 
 
 def _factory(reference: bool):
@@ -46,7 +46,7 @@ def _factory(reference: bool):
         sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
         from test_loop_mappers import RefEvaluator
         return RefEvaluator
-    from costmodel.batch import OrderingEvaluator
+    from costmodel.loopnest.ordering import OrderingEvaluator
     return OrderingEvaluator
 
 
@@ -96,7 +96,7 @@ def main() -> None:
     print(f"evaluator construction: {t_build * 1e3:.2f} ms")
 
     rng = np.random.default_rng(0)
-    from mappers.salsa import random_orderings
+    from mappers.loop_order.salsa import random_orderings
     one = random_orderings(rng, ev.counts, 1)
     reps = 200 if a.reference else 2000
     t = time.perf_counter()

@@ -3,7 +3,7 @@ worker processes (a local Ray with ``num_cpus`` = 1, 2, 4), one fresh driver pro
 
 Per run: tasks/s and rows/s (over the whole run, Ray start excluded), the driver's peak RSS
 (``resource.getrusage``, MiB; Ray's workers and raylet not included), the Parquet files written,
-and where the driver's time went (`sweep.runner.RunSummary.timings`: expansion, submission,
+and where the driver's time went (`sweep.engine.runner.RunSummary.timings`: expansion, submission,
 waiting, fetching/deserialising, writing; plus compute = task run time summed over workers).
 Prints a Markdown table and writes it with the raw JSON next to the campaign.
 
@@ -26,9 +26,9 @@ from synthetic_campaign import write_campaign  # noqa: E402
 
 CHILD = r"""
 import json, resource, sys, time
-from sweep.campaign import load_campaign
-from sweep.runner import run_campaign
-from sweep.store import Store
+from sweep.campaigns.campaign import load_campaign
+from sweep.engine.runner import run_campaign
+from sweep.engine.store import Store
 c = load_campaign(sys.argv[1])
 s = run_campaign(c, executor="ray")
 files = sum(1 for p in c.output.rglob("*.parquet"))

@@ -14,7 +14,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from costmodel.area import deepopt_grid  # noqa: E402
+from costmodel.systolic.area import deepopt_grid  # noqa: E402
 from costmodel.systolic import evaluate  # noqa: E402
 from costmodel.workload import Layer  # noqa: E402
 from costmodel.zoo import load_network  # noqa: E402

@@ -31,7 +31,7 @@ def _sweep(*args) -> list[str]:
 
 def heldout_markdown(out: Path) -> str:
     import pandas as pd
-    from sweep.tune import heldout_summary
+    from sweep.tune.driver import heldout_summary
     h = heldout_summary(pd.read_parquet(out / "heldout.parquet"))
     d, t = h["default"], h["tuned"]
     lines = [f"seeds {t['seeds'][0]}..{t['seeds'][-1]} ({len(t['seeds'])} per layer and schedule)", "",
@@ -49,8 +49,8 @@ def heldout_markdown(out: Path) -> str:
 
 def kill_and_resume(campaign: str, out: Path, src: Path, trials: int, after: int) -> str:
     from optuna.trial import TrialState
-    from sweep.tune import open_study, read_trials
-    from sweep.tune_campaign import load_tune_campaign
+    from sweep.tune.driver import open_study, read_trials
+    from sweep.campaigns.tune_campaign import load_tune_campaign
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
     for f in ("manifest.json", "references.parquet"):  # same campaign: reuse the reference optima

@@ -170,7 +170,7 @@ def _killpg(p: subprocess.Popen, sig: int) -> None:
 def same_rows(a: Path, b: Path) -> tuple[bool, str]:
     """Rows of two result directories equal, sorted by task_id (measured columns dropped)."""
     import pandas as pd
-    from sweep.store import Store
+    from sweep.engine.store import Store
 
     def load(d):
         df = Store(d).read("rows")

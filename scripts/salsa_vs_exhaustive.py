@@ -24,7 +24,7 @@ import numpy as np
 def _exhaustive(problem, shards: int, batch: int = 4096):
     import ray
     from mappers.base import WorkUnit
-    from mappers.loma import LOMA
+    from mappers.loop_order.loma import LOMA
 
     @ray.remote(num_cpus=1)
     def shard(i):
@@ -39,7 +39,7 @@ def _exhaustive(problem, shards: int, batch: int = 4096):
 def _sa_runs(problem, seeds, iterations, extra):
     import ray
     from mappers.base import resolve_params
-    from mappers.salsa import SALSA
+    from mappers.loop_order.salsa import SALSA
 
     @ray.remote(num_cpus=1)
     def runs(block):
@@ -63,15 +63,15 @@ def main() -> None:
     ap.add_argument("--num-cpus", type=int, default=2)
     ap.add_argument("--json", default=None)
     ap.add_argument("--rho", type=float, default=0.999, help="SA cooling factor (paper 0.999)")
-    ap.add_argument("--normalise", default="log", help="SA cost normalisation (see mappers.salsa)")
+    ap.add_argument("--normalise", default="log", help="SA cost normalisation (see mappers.loop_order.salsa)")
     args = ap.parse_args()
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     import ray
 
-    from costmodel.arch import load_accelerator
+    from costmodel.loopnest.arch import load_accelerator
     from costmodel.zoo import load_network
     from mappers.base import LayerProblem
-    from mappers.loma import LOMA
+    from mappers.loop_order.loma import LOMA
 
     arch = load_accelerator("eyeriss_like")
     net = load_network("resnet34").unique()

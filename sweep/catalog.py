@@ -27,7 +27,7 @@ def catalog(what: str) -> list[dict]:
         rows = [{"name": k, "kind": "systolic", "size": f"{len(v['points'])} point(s)",
                  "description": v.get("description", "")} for k, v in systolic_presets().items()]
         try:
-            from costmodel.arch import list_accelerators, load_accelerator
+            from costmodel.loopnest.arch import list_accelerators, load_accelerator
         except ImportError:  # pragma: no cover - loop-nest model not installed
             return rows
         for name in list_accelerators():

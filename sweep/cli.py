@@ -67,7 +67,7 @@ def run(
     executor: Annotated[ExecutorKind, typer.Option("--executor", help="'ray' (parallel) or 'local' (in-process, same rows).", rich_help_panel="Execution")] = ExecutorKind.ray,
 ) -> None:
     """Run a campaign: every task of it, in parallel on Ray, results into Parquet."""
-    from sweep.campaign import load_campaign
+    from sweep.campaigns.campaign import load_campaign
 
     c = load_campaign(campaign, output=out_dir)
     _execute(c, resume, executor, address,
@@ -85,7 +85,7 @@ def rerun(
 ) -> None:
     """Rerun the campaign recorded in DIR/manifest.json into a new directory (same task_ids and
     rows; refused with exit 2 if its input files or mapper versions changed since)."""
-    from sweep.runner import campaign_from_manifest
+    from sweep.engine.runner import campaign_from_manifest
 
     c = campaign_from_manifest(directory, out_dir)
     _execute(c, resume, executor, address, f"sweep rerun {directory} --out {out_dir} --resume")
@@ -96,7 +96,7 @@ def _execute(c, resume: bool, executor: ExecutorKind, address: str | None, resum
     from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
                                TimeElapsedColumn, TimeRemainingColumn)
 
-    from sweep.runner import Interrupted, run_campaign
+    from sweep.engine.runner import Interrupted, run_campaign
 
     err.print(f"campaign [bold]{c.name}[/]: {len(c.networks)} network(s) x {_arch_count(c)} x {len(c.mappers)} mapper(s) x {len(c.objectives)} objective(s) "
               f"-> {c.output}")
@@ -128,9 +128,9 @@ def _execute(c, resume: bool, executor: ExecutorKind, address: str | None, resum
 @_guard
 def validate(campaign: Annotated[Path, typer.Argument(help="Campaign TOML file.")]) -> None:
     """Check a campaign file (or a tuning campaign) and say what it would run; writes nothing."""
-    from sweep.campaign import load_campaign, read_toml
-    from sweep.tasks import expand
-    from sweep.tune_campaign import is_tune_campaign, load_tune_campaign
+    from sweep.campaigns.campaign import load_campaign, read_toml
+    from sweep.engine.tasks import expand
+    from sweep.campaigns.tune_campaign import is_tune_campaign, load_tune_campaign
 
     if is_tune_campaign(read_toml(campaign)):
         t = load_tune_campaign(campaign)
@@ -193,7 +193,7 @@ def map_(
 @_guard
 def eval_(
     arch: ArchOpt,
-    mapping: Annotated[Path, typer.Option("--mapping", help="Mapping file (JSON or TOML): spatial, temporal loops innermost first, per-operand boundaries (see costmodel.mapping).")],
+    mapping: Annotated[Path, typer.Option("--mapping", help="Mapping file (JSON or TOML): spatial, temporal loops innermost first, per-operand boundaries (see costmodel.loopnest.mapping).")],
     network: NetworkOpt = None,
     layer: LayerOpt = None,
     dims: DimsOpt = None,
@@ -271,12 +271,12 @@ def report(
 
     On a `sweep tune` directory: optimisation history and parameter importances (PNGs, default
     DIR/plots) and the held-out gap of the tuned vs the default schedule."""
-    from sweep.tune import is_tune_dir
+    from sweep.tune.driver import is_tune_dir
 
     if is_tune_dir(directory):
-        from sweep.tune_report import build_tune_report as build_report, print_tune_report as print_report
+        from sweep.reports.tune import build_tune_report as build_report, print_tune_report as print_report
     else:
-        from sweep.report import build_report, print_report
+        from sweep.reports.systolic import build_report, print_report
 
     rep = build_report(directory, plots)
     if as_json:
@@ -290,7 +290,7 @@ def report(
 def compact(directory: Annotated[Path, typer.Argument(help="A result directory written by `sweep run`.")]) -> None:
     """Merge a result directory's Parquet fragments into few files (same rows; crash-safe).
     `sweep run` does it by itself when a run ends with many fragments."""
-    from sweep.store import Store
+    from sweep.engine.store import Store
 
     done = Store(directory).compact()
     for name, (before, after) in done.items():
@@ -319,8 +319,8 @@ def tune(
     the held-out layers. Then: [bold]sweep report OUT[/]."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from sweep.tune import Interrupted, run_tune
-    from sweep.tune_campaign import load_tune_campaign
+    from sweep.tune.driver import Interrupted, run_tune
+    from sweep.campaigns.tune_campaign import load_tune_campaign
 
     c = load_tune_campaign(campaign, output=out_dir)
     n = trials or c.trials

@@ -73,7 +73,7 @@ def resolve_layer(network: str | None, layer: str | None, dims: str | None) -> L
 def load_arch(name: str):
     """An accelerator preset by name (loop-nest accelerators, or Flexer's multi-NPU arch1..arch8)
     or a TOML file path. Raises `CampaignError`."""
-    from costmodel.arch import list_accelerators, load_accelerator
+    from costmodel.loopnest.arch import list_accelerators, load_accelerator
     from costmodel.npu import list_npus, load_npu
     if name in list_npus():
         return load_npu(name)
@@ -110,7 +110,7 @@ def map_layer(layer: Layer, arch, mapper_name: str, objective: str | None = None
     from mappers import MAPPER_NAMES, get_mapper, mapper_kind
     from mappers.base import LayerProblem, check_params
     from costmodel.npu import NPUArch
-    from sweep.campaign import LOOPNEST_OBJECTIVES, NPU_OBJECTIVES
+    from sweep.campaigns.campaign import LOOPNEST_OBJECTIVES, NPU_OBJECTIVES
 
     kind = "npu" if isinstance(arch, NPUArch) else "loopnest"
     allowed = NPU_OBJECTIVES if kind == "npu" else LOOPNEST_OBJECTIVES
@@ -144,12 +144,12 @@ def map_layer(layer: Layer, arch, mapper_name: str, objective: str | None = None
             out[k] = best.extra[k]
     if kind == "npu":  # no energy model for the multi-NPU schedules: null, not NaN, in JSON
         return {k: (None if isinstance(v, float) and v != v else v) for k, v in out.items()}
-    from costmodel.mapping import Mapping, format_loop_nest
+    from costmodel.loopnest.mapping import Mapping, format_loop_nest
     m = None
     if isinstance(best.extra.get("mapping"), dict):  # full-mapspace mappers give the whole mapping
         m = Mapping.from_dict(best.extra["mapping"])
     elif best.loops is not None:  # loop-ordering mappers: LOMA allocation of the best ordering
-        from costmodel.allocation import allocate
+        from costmodel.loopnest.allocation import allocate
         m = allocate(layer, arch, None, tuple(best.loops))
     if m is not None:
         out["mapping"] = m.to_dict()
@@ -158,13 +158,13 @@ def map_layer(layer: Layer, arch, mapper_name: str, objective: str | None = None
 
 
 def eval_mapping(layer: Layer, arch, mapping_file: str | Path) -> dict[str, Any]:
-    """Cost report of the mapping in ``mapping_file`` (JSON or TOML, `costmodel.mapping` format).
+    """Cost report of the mapping in ``mapping_file`` (JSON or TOML, `costmodel.loopnest.mapping` format).
 
     Raises:
         CampaignError: unreadable file or an invalid mapping (the reason is named).
     """
-    from costmodel.loopnest import evaluate
-    from costmodel.mapping import Mapping, format_loop_nest
+    from costmodel.loopnest.reference import evaluate
+    from costmodel.loopnest.mapping import Mapping, format_loop_nest
 
     p = Path(mapping_file)
     try:

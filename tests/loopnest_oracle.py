@@ -1,4 +1,4 @@
-"""Brute-force walker of a loop nest: the oracle for `costmodel.loopnest`.
+"""Brute-force walker of a loop nest: the oracle for `costmodel.loopnest.reference`.
 
 Walks every temporal iteration of the (padded) nest of a tiny layer, in order, innermost loop
 fastest. For every operand and every boundary between a storage (the MAC, then each memory level

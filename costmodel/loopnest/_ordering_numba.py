@@ -1,0 +1,315 @@
+"""Numba kernels of `costmodel.loopnest.ordering.OrderingEvaluator`: one compiled loop per ordering.
+
+Imported lazily by `costmodel.loopnest.ordering` (only when numba is installed and not disabled with
+``DSE_SWEEP_NO_NUMBA=1``). The kernels are generic over layers and accelerators: everything
+specific to one evaluator is passed in as small integer / float tables built by
+``OrderingEvaluator._numba_tables`` (layouts below). The arithmetic is that of the NumPy path of
+`OrderingEvaluator.evaluate` operation for operation (exact int64 counts, float64 energy summed in
+the same order, the same tie-breaking of LOMA's prefix choice), so both paths give identical
+results; ``tests/test_batch.py`` checks it.
+
+One entry point, `evaluate_batch` (single orderings go through it as a (1, L) view), so one
+compilation: ``cache=True`` caches the machine code in ``costmodel/__pycache__`` (or numba's user
+cache directory if that is read-only). The first call in a fresh environment compiles for ~8-10 s
+(mostly numba's type inference of `_row`); later processes load the cache in ~0.5 s.
+
+Where the kernel departs from the NumPy code's formulation (not its results): the remaining
+products above a prefix end, ``total // cumprod[e]`` and ``cumprod_O[L] // cumprod_O[e]``, are
+computed as suffix products (equal for any permutation of the loop multiset, the evaluator's
+input contract), and integer division uses ``error_model="numpy"`` (no zero-division checks; all
+divisors are word widths >= 1).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+# rows of the per-type table ft (m = number of loop types): cumulative-product factors, then
+# relevance of W, I, O (0/1)
+T_F, T_W, T_O, T_OIRR, T_IBCG, T_OY, T_FY, T_OX, T_FX = range(9)
+T_REL = 9          # rows 9, 10, 11: relevant to W, I, O
+N_T = 12
+
+# columns of the per (operand, level) table lv[op, li, :] (op: 0 W, 1 I, 2 O)
+LV_MEM, LV_WORD, LV_TOP, LV_K0, LV_K1, LV_K2, LV_K3, LV_K4 = range(8)
+# the boundary below level li (between li - 1, or the MAC for li = 0, and li)
+LV_G, LV_NUP, LV_NLO, LV_FINOK = range(8, 12)
+N_LV = 12
+
+# columns of the per-memory int table mem[mi, :]
+M_SIZE, M_NOPS, M_OP0, M_LI0, M_WORD, M_SHARED, M_NI, M_PJINT = 0, 1, 2, 5, 8, 9, 10, 11
+N_M = 12
+# columns of the per-memory float table memf[mi, :]
+MF_RPJ, MF_WPJ, MF_RBW, MF_WBW = range(4)
+N_MF = 4
+
+# par: layer / evaluator scalars
+P_TOTAL, P_BW, P_BI, P_BO, P_BOF, P_SY, P_SX, P_DY, P_DX, P_EVEN = range(10)
+P_NL0 = 10         # 10, 11, 12: number of levels of W, I, O
+N_P = 13
+
+
+@njit(cache=True, error_model="numpy")
+def _tile(op, li, e, C, lv, par):
+    """(tile elements, tile bits) of operand op at level li holding the loops [0, e)."""
+    if op == 0:
+        te = C[T_W, e] * lv[0, li, LV_K0]
+        return te, te * par[P_BW]
+    if op == 2:
+        te = C[T_O, e] * lv[2, li, LV_K0]
+        if lv[2, li, LV_K1] != 0 or C[T_OIRR, e] < C[T_OIRR, C.shape[1] - 1]:
+            return te, te * par[P_BO]
+        return te, te * par[P_BOF]
+    iy = par[P_SY] * (C[T_OY, e] * lv[1, li, LV_K1] - 1) + par[P_DY] * (C[T_FY, e] * lv[1, li, LV_K2] - 1) + 1
+    ix = par[P_SX] * (C[T_OX, e] * lv[1, li, LV_K3] - 1) + par[P_DX] * (C[T_FX, e] * lv[1, li, LV_K4] - 1) + 1
+    te = C[T_IBCG, e] * lv[1, li, LV_K0] * iy * ix
+    return te, te * par[P_BI]
+
+
+@njit(cache=True, error_model="numpy")
+def _row(o, ft, lv, mem, memf, par, mac_e, C, rem, remo, ctb, ccost, clo, chi, cj, choice, start, bnd, te_at,
+         reads, writes, R, Wr, FW, TB):
+    """Energy, latency, EDP and status (1 valid, 0 invalid, -1 type id out of range) of ordering o.
+
+    The remaining arguments are scratch arrays (see `_scratch`)."""
+    inf = np.inf
+    L = o.shape[0]
+    m = ft.shape[1]
+    total = par[P_TOTAL]
+    even = par[P_EVEN] != 0
+    # ---- cumulative products of the per-type factors along the ordering; suffix products of all
+    # factors (rem[e] = total // C[T_F, e]) and of the O-relevant ones (C[T_O, L] // C[T_O, e]):
+    # equal to those quotients for a permutation of the loop multiset, without divisions
+    for r in range(9):
+        C[r, 0] = 1
+    for i in range(L):
+        t = o[i]
+        if t < 0 or t >= m:
+            return inf, inf, inf, -1
+        for r in range(9):
+            C[r, i + 1] = C[r, i] * ft[r, t]
+    rem[L] = 1
+    remo[L] = 1
+    for i in range(L - 1, -1, -1):
+        t = o[i]
+        rem[i] = rem[i + 1] * ft[T_F, t]
+        remo[i] = remo[i + 1] * ft[T_O, t]
+    # ---- allocation (LOMA), memories innermost first
+    nm = mem.shape[0]
+    for k in range(3):
+        start[k] = 0
+    for mi in range(nm):
+        size = mem[mi, M_SIZE]
+        bounded = size >= 0
+        nops = mem[mi, M_NOPS]
+        fixed = 0
+        nfree = 0
+        for j in range(nops):
+            op = mem[mi, M_OP0 + j]
+            li = mem[mi, M_LI0 + j]
+            s = start[op]
+            if lv[op, li, LV_TOP] != 0:
+                if bounded:
+                    for e in range(s, L + 1):
+                        if _tile(op, li, e, C, lv, par)[1] > size:
+                            return inf, inf, inf, 0
+                fixed += _tile(op, li, L, C, lv, par)[1]
+                choice[j] = L
+                continue
+            hi = s
+            for e in range(s, L + 1):
+                tb = _tile(op, li, e, C, lv, par)[1]
+                if bounded and tb > size:
+                    break
+                ctb[nfree, e] = tb
+                ccost[nfree, e] = rem[e] * tb
+                hi = e + 1
+            clo[nfree] = s
+            chi[nfree] = hi
+            cj[nfree] = j
+            nfree += 1
+        if nfree == 0:
+            if bounded and fixed > size:
+                return inf, inf, inf, 0
+        elif nfree == 1:
+            best = -1
+            bc = 0
+            for e in range(clo[0], chi[0]):
+                if bounded and ctb[0, e] + fixed > size:
+                    continue
+                c = ccost[0, e]
+                if best < 0 or c <= bc:
+                    best = e
+                    bc = c
+            if best < 0:
+                return inf, inf, inf, 0
+            choice[cj[0]] = best
+        elif nfree == 2:
+            cap = size - fixed
+            b1 = -1
+            b2 = -1
+            bc = 0
+            for e1 in range(clo[0], chi[0]):
+                left = cap - ctb[0, e1]
+                c1 = ccost[0, e1]
+                for e2 in range(clo[1], chi[1]):
+                    if bounded and ctb[1, e2] > left:
+                        continue
+                    if even and e1 != e2:
+                        continue
+                    c = c1 + ccost[1, e2]
+                    if b1 < 0 or c <= bc:
+                        b1 = e1
+                        b2 = e2
+                        bc = c
+            if b1 < 0:
+                return inf, inf, inf, 0
+            choice[cj[0]] = b1
+            choice[cj[1]] = b2
+        else:
+            cap = size - fixed
+            b1 = -1
+            b2 = -1
+            b3 = -1
+            bc = 0
+            for e1 in range(clo[0], chi[0]):
+                for e2 in range(clo[1], chi[1]):
+                    for e3 in range(clo[2], chi[2]):
+                        if bounded and ctb[0, e1] + ctb[1, e2] + ctb[2, e3] > cap:
+                            continue
+                        if even and (e1 != e2 or e1 != e3):
+                            continue
+                        c = ccost[0, e1] + ccost[1, e2] + ccost[2, e3]
+                        if b1 < 0 or c <= bc:
+                            b1 = e1
+                            b2 = e2
+                            b3 = e3
+                            bc = c
+            if b1 < 0:
+                return inf, inf, inf, 0
+            choice[cj[0]] = b1
+            choice[cj[1]] = b2
+            choice[cj[2]] = b3
+        if even and nfree > 0 and nfree < nops:
+            for k in range(nfree):
+                if choice[cj[k]] != L:
+                    return inf, inf, inf, 0
+        for j in range(nops):
+            op = mem[mi, M_OP0 + j]
+            bnd[op, mem[mi, M_LI0 + j]] = choice[j]
+            start[op] = choice[j]
+    # ---- cost of the allocated mapping
+    for mi in range(nm):
+        R[mi] = 0
+        Wr[mi] = 0
+        FW[mi] = 0
+        TB[mi] = 0
+    acc = 0.0
+    pb = par[P_BO]
+    fb = par[P_BOF]
+    for op in range(3):
+        nl = par[P_NL0 + op]
+        for li in range(nl):
+            reads[li] = 0
+            writes[li] = 0
+            te, tb = _tile(op, li, bnd[op, li], C, lv, par)
+            te_at[li] = te
+            TB[lv[op, li, LV_MEM]] += tb
+        bb = par[P_BW] if op == 0 else par[P_BI]
+        for up in range(nl):
+            lo = up - 1
+            w_up = lv[op, up, LV_WORD]
+            g = lv[op, up, LV_G]
+            n_up = lv[op, up, LV_NUP]
+            n_lo = lv[op, up, LV_NLO]
+            bl = 0 if lo < 0 else bnd[op, lo]
+            j = bl
+            while j < L and ft[T_REL + op, o[j]] == 0:
+                j += 1
+            F = rem[j]
+            te = 1 if lo < 0 else te_at[lo]
+            if op != 2:
+                reads[up] += F * n_up * ((te * g * bb + w_up - 1) // w_up)
+                if lo >= 0:
+                    wl = lv[op, lo, LV_WORD]
+                    wr = F * n_lo * ((te * bb + wl - 1) // wl)
+                    writes[lo] += wr
+                    FW[lv[op, lo, LV_MEM]] += wr
+                continue
+            D = remo[bl]
+            fin = D if lv[op, up, LV_FINOK] != 0 else 0
+            part = F - fin
+            rb = F - D
+            writes[up] += n_up * (fin * ((te * g * fb + w_up - 1) // w_up)
+                                  + part * ((te * g * pb + w_up - 1) // w_up))
+            reads[up] += rb * n_up * ((te * g * pb + w_up - 1) // w_up)
+            if lo >= 0:
+                wl = lv[op, lo, LV_WORD]
+                reads[lo] += n_lo * (fin * ((te * fb + wl - 1) // wl) + part * ((te * pb + wl - 1) // wl))
+                wr = rb * n_lo * ((te * pb + wl - 1) // wl)
+                writes[lo] += wr
+                FW[lv[op, lo, LV_MEM]] += wr
+        for li in range(nl):
+            mi = lv[op, li, LV_MEM]
+            pji = mem[mi, M_PJINT]        # integer pJ (bit 0 read, bit 1 write): int64 products as in NumPy
+            if pji == 0:
+                acc = acc + (reads[li] * memf[mi, MF_RPJ] + writes[li] * memf[mi, MF_WPJ])
+            elif pji == 3:
+                acc = acc + float(reads[li] * np.int64(memf[mi, MF_RPJ]) + writes[li] * np.int64(memf[mi, MF_WPJ]))
+            elif pji == 1:
+                acc = acc + (float(reads[li] * np.int64(memf[mi, MF_RPJ])) + writes[li] * memf[mi, MF_WPJ])
+            else:
+                acc = acc + (reads[li] * memf[mi, MF_RPJ] + float(writes[li] * np.int64(memf[mi, MF_WPJ])))
+            R[mi] += reads[li]
+            Wr[mi] += writes[li]
+    energy = mac_e + acc
+    compute = float(total)
+    stall = 0.0
+    for mi in range(nm):
+        wb = mem[mi, M_WORD]
+        ni = mem[mi, M_NI]
+        t_r = (R[mi] * wb) / memf[mi, MF_RBW] / ni
+        t_w = (Wr[mi] * wb) / memf[mi, MF_WBW] / ni
+        t = t_r + t_w if mem[mi, M_SHARED] != 0 else max(t_r, t_w)
+        size = mem[mi, M_SIZE]
+        if size < 0 or 2 * TB[mi] <= size:
+            s = max(0.0, t - compute)
+        else:
+            t_f = (FW[mi] * wb) / memf[mi, MF_WBW] / ni
+            s = t_f + max(0.0, t - t_f - compute)
+        stall = s if mi == 0 else max(stall, s)
+    latency = compute + stall
+    return energy, latency, energy * latency, 1
+
+
+@njit(cache=True, error_model="numpy")
+def _scratch(L, nm, par):
+    nl = max(par[P_NL0], par[P_NL0 + 1], par[P_NL0 + 2])
+    C = np.empty((11, L + 1), dtype=np.int64)         # 9 cumulative products, rem, remo
+    ctb = np.empty((3, L + 1), dtype=np.int64)
+    ccost = np.empty((3, L + 1), dtype=np.int64)
+    small = np.empty((5, 3), dtype=np.int64)           # clo, chi, cj, choice, start
+    bnd = np.zeros((3, nl), dtype=np.int64)
+    lvl = np.empty((3, nl), dtype=np.int64)            # te_at, reads, writes
+    mems = np.empty((4, nm), dtype=np.int64)           # R, Wr, FW, TB
+    return C, ctb, ccost, small, bnd, lvl, mems
+
+
+@njit(cache=True, error_model="numpy")
+def evaluate_batch(O, ft, lv, mem, memf, par, mac_e, out):
+    """Costs of the orderings O (n, L) into out (4, n): energy, latency, edp, valid (1.0 / 0.0).
+
+    Returns the first row with a type id out of range (the rows from there on are not evaluated),
+    else -1. The only entry point (one compilation): `evaluate_one` passes a (1, L) view."""
+    C, ctb, ccost, sm, bnd, lvl, ms = _scratch(O.shape[1], mem.shape[0], par)
+    for i in range(O.shape[0]):
+        e, la, d, st = _row(O[i], ft, lv, mem, memf, par, mac_e, C, C[9], C[10], ctb, ccost, sm[0], sm[1], sm[2],
+                            sm[3], sm[4], bnd, lvl[0], lvl[1], lvl[2], ms[0], ms[1], ms[2], ms[3])
+        if st < 0:
+            return i
+        out[0, i] = e
+        out[1, i] = la
+        out[2, i] = d
+        out[3, i] = 1.0 if st == 1 else 0.0
+    return -1

@@ -1,0 +1,285 @@
+"""Accelerator descriptions for the loop-nest model: operational array + memory hierarchy.
+
+An `Accelerator` is an operational array of MAC units (named array dims, e.g. ``{"D1": 14,
+"D2": 12}``; MAC energy in pJ), the datapath precisions, a default spatial unrolling and a list of
+`MemoryLevel` s **innermost first**. Each memory serves a subset of the operands W, I, O; the
+memories serving one operand, innermost first, are its levels (`Accelerator.levels`). This follows
+ZigZag's hardware description (Mei et al., IEEE TC 2021; ``zigzag/inputs/hardware/*.yaml``):
+capacity in bits, per-access read/write energy for one word of ``word_bits``, port bandwidth in
+bits per cycle, and which array dims a memory is replicated over (ZigZag's ``served_dimensions``
+is the complement: a per-PE register file is private to all array dims, a global buffer to none).
+
+TOML format (presets in ``costmodel/presets/*.toml``; user files alike)::
+
+    name = "my_acc"
+    mac_pj = 0.5                          # energy of one MAC, pJ
+    [array]                               # array dims and their sizes
+    D1 = 14
+    D2 = 12
+    [precision]                           # optional datapath precisions in bits (else the layer's)
+    W = 8
+    I = 8
+    O = 16                                # partial sums
+    O_final = 8
+    [spatial]                             # default spatial unrolling
+    D1 = [["OX", 14]]
+    D2 = [["FY", 3], ["K", 4]]
+    [[memory]]                            # innermost first
+    name = "rf_64B_A"
+    size_bits = 512                       # or size_kib = 0.0625; omit both for unbounded (DRAM)
+    operands = ["I"]
+    read_pj = 1.0                         # per access of one word
+    write_pj = 1.5
+    word_bits = 8                         # port width; read_bw / write_bw default to it
+    read_bw = 8                           # bits per cycle
+    write_bw = 8
+    shared_port = false                   # true: one port shared by reads and writes
+    private_to = "all"                    # or a list of array dims, or [] (one instance)
+
+Errors: `load_accelerator` raises ValueError naming the file, the key and the bad value.
+"""
+
+from __future__ import annotations
+
+import math
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .mapping import OPERANDS, SpatialMapping, MappingError
+
+__all__ = ["MemoryLevel", "Accelerator", "load_accelerator", "list_accelerators", "accelerator_from_dict"]
+
+_PRESET_DIR = Path(__file__).parent.parent / "presets"
+_LOOP_PRESETS = ("eyeriss_like", "simba_like", "tpu_like")
+
+
+@dataclass(frozen=True)
+class MemoryLevel:
+    """One memory of the hierarchy.
+
+    Attributes:
+        name: unique name.
+        size_bits: capacity of one instance in bits; None = unbounded (DRAM).
+        operands: the operands it stores, a subset of ("W", "I", "O").
+        read_pj, write_pj: energy of one access of one word (pJ).
+        word_bits: width of one access (bits).
+        read_bw, write_bw: bandwidth of one instance in bits per cycle.
+        shared_port: True if reads and writes share one port (their times add).
+        private_to: array dims this memory is replicated over (one instance per index of each);
+            all dims = per PE, () = one instance for the whole array.
+    """
+
+    name: str
+    size_bits: int | None
+    operands: tuple[str, ...]
+    read_pj: float
+    write_pj: float
+    word_bits: int
+    read_bw: float
+    write_bw: float
+    shared_port: bool = False
+    private_to: tuple[str, ...] = ()
+
+    @property
+    def unbounded(self) -> bool:
+        return self.size_bits is None
+
+
+@dataclass(frozen=True)
+class Accelerator:
+    """An operational array and its memory hierarchy (memories innermost first).
+
+    ``precisions`` maps "W", "I", "O" (partial sums) and "O_final" to bits; missing keys fall back
+    to the layer's precisions. ``spatial`` is the default spatial unrolling.
+    """
+
+    name: str
+    array: dict[str, int]
+    mac_pj: float
+    memories: tuple[MemoryLevel, ...]
+    spatial: SpatialMapping = field(default_factory=SpatialMapping)
+    precisions: dict[str, int] = field(default_factory=dict)
+    clock_mhz: float = 200.0
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "memories", tuple(self.memories))
+        names = [m.name for m in self.memories]
+        if len(set(names)) != len(names):
+            raise ValueError(f"accelerator {self.name!r}: duplicate memory names {names}")
+        for op in OPERANDS:
+            lv = self.levels(op)
+            if not lv:
+                raise ValueError(f"accelerator {self.name!r}: no memory serves operand {op}")
+            for lo, hi in zip(lv, lv[1:]):
+                if not set(hi.private_to) <= set(lo.private_to):
+                    raise ValueError(f"accelerator {self.name!r}: memory {hi.name!r} (private_to "
+                                     f"{list(hi.private_to)}) sits above {lo.name!r} (private_to "
+                                     f"{list(lo.private_to)}) for {op}; an upper level may not be "
+                                     f"replicated over more array dims than the level below")
+        for m in self.memories:
+            for a in m.private_to:
+                if a not in self.array:
+                    raise ValueError(f"accelerator {self.name!r}: memory {m.name!r} private_to unknown "
+                                     f"array dim {a!r}; array dims are {list(self.array)}")
+        for a in self.spatial.dims:
+            if a not in self.array:
+                raise ValueError(f"accelerator {self.name!r}: spatial unrolling on unknown array dim {a!r}")
+            if self.spatial.array_fanout(a) > self.array[a]:
+                raise ValueError(f"accelerator {self.name!r}: default spatial fan-out "
+                                 f"{self.spatial.array_fanout(a)} on {a} exceeds its size {self.array[a]}")
+
+    def levels(self, op: str) -> tuple[MemoryLevel, ...]:
+        """Memories serving operand ``op`` ("W", "I" or "O"), innermost first."""
+        return tuple(m for m in self.memories if op in m.operands)
+
+    @property
+    def pe_count(self) -> int:
+        """Number of MAC units: product of the array dim sizes."""
+        return math.prod(self.array.values())
+
+    def memory(self, name: str) -> MemoryLevel:
+        for m in self.memories:
+            if m.name == name:
+                return m
+        raise KeyError(f"accelerator {self.name!r} has no memory {name!r}")
+
+    def to_dict(self) -> dict[str, Any]:
+        """The TOML-shaped dict (inverse of `accelerator_from_dict`)."""
+        mems = []
+        for m in self.memories:
+            d = {"name": m.name, "operands": list(m.operands), "read_pj": m.read_pj, "write_pj": m.write_pj,
+                 "word_bits": m.word_bits, "read_bw": m.read_bw, "write_bw": m.write_bw,
+                 "shared_port": m.shared_port, "private_to": list(m.private_to)}
+            if m.size_bits is not None:
+                d["size_bits"] = m.size_bits
+            mems.append(d)
+        return {"name": self.name, "description": self.description, "mac_pj": self.mac_pj,
+                "clock_mhz": self.clock_mhz, "array": dict(self.array), "precision": dict(self.precisions),
+                "spatial": self.spatial.to_dict(), "memory": mems}
+
+
+def _bad(src: str, key: str, value: Any, expected: str) -> ValueError:
+    return ValueError(f"{src}: {key} = {value!r}: expected {expected}")
+
+
+def _num(src, key, v, *, positive=True, integer=False):
+    ok = isinstance(v, (int, float)) and not isinstance(v, bool)
+    if integer:
+        ok = ok and float(v).is_integer()
+    if ok and positive and v <= 0:
+        ok = False
+    if ok and not positive and v < 0:
+        ok = False
+    if not ok:
+        raise _bad(src, key, v, ("a positive " if positive else "a non-negative ") + ("integer" if integer else "number"))
+    return int(v) if integer else float(v)
+
+
+def accelerator_from_dict(d: dict[str, Any], src: str = "<dict>") -> Accelerator:
+    """Build an `Accelerator` from the TOML-shaped dict (see the module docstring).
+
+    Raises:
+        ValueError: naming ``src``, the key path and the bad value.
+    """
+    known = {"name", "description", "mac_pj", "clock_mhz", "array", "precision", "spatial", "memory"}
+    for k in d:
+        if k not in known:
+            raise _bad(src, k, d[k], f"no such key; known keys: {sorted(known)}")
+    name = d.get("name")
+    if not isinstance(name, str) or not name:
+        raise _bad(src, "name", name, "a non-empty string")
+    array = d.get("array")
+    if not isinstance(array, dict) or not array:
+        raise _bad(src, "array", array, "a table of array dims, e.g. {D1 = 14, D2 = 12}")
+    arr = {str(a): _num(src, f"array.{a}", v, integer=True) for a, v in array.items()}
+    mac_pj = _num(src, "mac_pj", d.get("mac_pj"), positive=False)
+    prec = d.get("precision", {})
+    if not isinstance(prec, dict):
+        raise _bad(src, "precision", prec, "a table with keys W, I, O, O_final")
+    precisions = {}
+    for k, v in prec.items():
+        if k not in ("W", "I", "O", "O_final"):
+            raise _bad(src, f"precision.{k}", v, "one of the keys W, I, O, O_final")
+        precisions[k] = _num(src, f"precision.{k}", v, integer=True)
+    try:
+        spatial = SpatialMapping.from_dict(d.get("spatial", {}))
+    except MappingError as e:
+        raise ValueError(f"{src}: spatial: {e}") from None
+    mems_raw = d.get("memory")
+    if not isinstance(mems_raw, list) or not mems_raw:
+        raise _bad(src, "memory", mems_raw, "a list of [[memory]] tables, innermost first")
+    mem_keys = {"name", "size_bits", "size_kib", "operands", "read_pj", "write_pj", "word_bits", "read_bw",
+                "write_bw", "shared_port", "private_to"}
+    mems = []
+    for i, m in enumerate(mems_raw):
+        where = f"memory[{i}]"
+        if not isinstance(m, dict):
+            raise _bad(src, where, m, "a table")
+        for k in m:
+            if k not in mem_keys:
+                raise _bad(src, f"{where}.{k}", m[k], f"no such key; known keys: {sorted(mem_keys)}")
+        mname = m.get("name")
+        if not isinstance(mname, str) or not mname:
+            raise _bad(src, f"{where}.name", mname, "a non-empty string")
+        where = f"memory[{i}] ({mname})"
+        if "size_bits" in m and "size_kib" in m:
+            raise _bad(src, f"{where}.size_kib", m["size_kib"], "either size_bits or size_kib, not both")
+        size = None
+        if "size_bits" in m:
+            size = _num(src, f"{where}.size_bits", m["size_bits"], integer=True)
+        elif "size_kib" in m:
+            kib = _num(src, f"{where}.size_kib", m["size_kib"])
+            size = round(kib * 8192)
+        ops = m.get("operands")
+        if (not isinstance(ops, list) or not ops or any(o not in OPERANDS for o in ops)
+                or len(set(ops)) != len(ops)):
+            raise _bad(src, f"{where}.operands", ops, f"a non-empty list of distinct operands from {list(OPERANDS)}")
+        word = _num(src, f"{where}.word_bits", m.get("word_bits"), integer=True)
+        rbw = _num(src, f"{where}.read_bw", m.get("read_bw", word))
+        wbw = _num(src, f"{where}.write_bw", m.get("write_bw", word))
+        sp = m.get("shared_port", False)
+        if not isinstance(sp, bool):
+            raise _bad(src, f"{where}.shared_port", sp, "true or false")
+        pt = m.get("private_to", [])
+        if pt == "all":
+            pt = list(arr)
+        if not isinstance(pt, list) or any(a not in arr for a in pt):
+            raise _bad(src, f"{where}.private_to", pt, f"\"all\" or a list of array dims from {list(arr)}")
+        mems.append(MemoryLevel(mname, size, tuple(ops), _num(src, f"{where}.read_pj", m.get("read_pj"), positive=False),
+                                _num(src, f"{where}.write_pj", m.get("write_pj"), positive=False), word, rbw, wbw,
+                                sp, tuple(a for a in arr if a in pt)))
+    desc = d.get("description", "")
+    clock = _num(src, "clock_mhz", d.get("clock_mhz", 200.0))
+    try:
+        return Accelerator(name, arr, mac_pj, tuple(mems), spatial, precisions, clock, str(desc))
+    except ValueError as e:
+        raise ValueError(f"{src}: {e}") from None
+
+
+def list_accelerators() -> list[str]:
+    """Names of the loop-nest accelerator presets shipped in ``costmodel/presets``."""
+    return [n for n in _LOOP_PRESETS if (_PRESET_DIR / f"{n}.toml").exists()]
+
+
+def load_accelerator(name_or_path: str | Path) -> Accelerator:
+    """A preset by name (see `list_accelerators`) or a user TOML file by path.
+
+    Raises:
+        ValueError: unknown preset / missing file, TOML syntax errors, or bad values (the message
+            names the file, the key and the value).
+    """
+    s = str(name_or_path)
+    if s in _LOOP_PRESETS:
+        path = _PRESET_DIR / f"{s}.toml"
+    else:
+        path = Path(s)
+        if not path.is_file():
+            raise ValueError(f"unknown accelerator {s!r}: not a preset ({list_accelerators()}) and no such file")
+    try:
+        data = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as e:
+        raise ValueError(f"{path}: invalid TOML: {e}") from None
+    return accelerator_from_dict(data, str(path))

@@ -1,0 +1,338 @@
+"""The reference loop-nest cost model: energy (pJ), latency (cycles) and EDP of one mapping.
+
+Readable, scalar and exact (Python integers for all counts). `costmodel.loopnest.ordering` computes the same
+numbers vectorised over many loop orderings; `tests/loopnest_oracle.py` walks the loop nest
+iteration by iteration and must count the same fills, reads and writes.
+
+The model (after ZigZag, Mei et al., IEEE TC 2021, and LOMA, Symons et al., AICAS 2021), with
+every assumption:
+
+**Loop nest.** Temporal loops innermost first, ``loops[0..n)``; spatial loops (the fitted
+unrolling, `SpatialMapping.fit`) sit below all temporal loops. Non-divisible unrolling pads a
+dimension to spatial x ceil(bound / spatial): all access counts are those of the padded nest;
+MAC energy counts the layer's real MACs (idle PEs are assumed gated). Temporal loops of factor 1
+are ignored everywhere.
+
+**Levels and scope.** Operand op has levels ``arch.levels(op)`` (innermost first); level l holds the
+loops ``loops[0, b_l)`` (``b = mapping.boundaries[op]``). A memory is replicated over the array
+dims in its ``private_to`` (instances = product of the spatial factors on those dims); spatial loops
+on the other array dims lie *inside* one instance. Below the innermost level sits the MAC, which
+keeps its current W and I operand and its accumulator (a virtual level holding one element,
+private to all array dims, boundary 0).
+
+**Tile** of (op, level): the data footprint of the temporal loops below the boundary plus the
+spatial loops inside one instance. W: K*C*FY*FX*G; O: B*K*OY*OX*G; I: B*C*G*IY*IX with the sliding
+window IY = SY*(OY_t-1) + DY*(FY_t-1) + 1, IX alike, OY_t etc. the products of all factors of that
+dim inside the tile (bounding box; overlap between successive tiles is not reused). Tile bits =
+elements x precision; O tiles are at partial-sum precision if an O-irrelevant (C, FY, FX) temporal
+loop lies above the level or an O-irrelevant spatial loop is on an array dim the level is private
+to (not yet reduced), else at final precision (ZigZag's rule). Precisions: the accelerator's
+``precisions`` (W, I, O, O_final) where given, else the layer's (w_bits, i_bits, o_partial_bits,
+o_bits).
+
+**Fills / visits (stationarity).** Across the boundary between a level (or the MAC) and the level
+above, a tile is loaded whenever the index of an op-relevant loop above the boundary changes. Let P
+be the product of the loop factors above the boundary and R that of the run of consecutive
+op-irrelevant loops directly above it: the tile is loaded F = P / R times (the run keeps it
+stationary). For I, partially relevant dims (OY, OX, FY, FX) count as relevant.
+
+**Transfers and multicast.** Per load event every instance of the lower level receives its tile:
+writes at the lower level = F x instances_lower x ceil(tile_bits / word_lower). Reads at the upper
+level: each upper instance reads the distinct data of its lower instances once; lower instances that
+differ only along array dims carrying op-irrelevant loops get the same data (multicast), those along
+op-relevant dims different data: reads = F x instances_upper x ceil(tile_elems x g x bits /
+word_upper), g = product of the op-relevant spatial factors on the array dims the lower level is
+private to and the upper is not. Rounding: one transfer of a tile (or of a multicast group's
+distinct data) costs ceil(bits / word_bits) accesses. The MAC side has no memory: loads into the MAC
+cost only the reads of the innermost level (one element per MAC).
+
+**Outputs.** Every O visit ends with a write of the tile to the level above (spatial reduction: PEs
+along O-irrelevant array dims are reduced before the write, so the write carries tile x g distinct
+outputs, the same g as above). Of the F visits, D = product of the O-relevant loop factors above the
+boundary are first visits (zero-initialised, no read); the other F - D are preceded by a partial-sum
+read-back from the level above (read at the upper, written at the lower level, partial precision).
+The last visit of each tile writes final values (final precision) unless an O-irrelevant spatial
+loop is still unreduced above the upper level (then every write is partial); all other writes are
+partial. Accesses at the lower level for write-ups are reads, at the upper level writes.
+
+**Energy** = sum over (operand, level) of reads x read_pj + writes x write_pj, plus MACs x mac_pj.
+
+**Capacity.** For each bounded memory the tiles of all operands it holds (per instance) must fit:
+sum of tile bits <= size_bits; otherwise the report is invalid (energy, latency, EDP = inf) with the
+reason.
+
+**Latency (stall model).** Compute cycles C = product of all temporal loop factors (padding
+included). For each memory M, per instance: t_read = reads x word_bits / read_bw, t_write = writes x
+word_bits / write_bw; t_M = t_read + t_write with a shared port, else max(t_read, t_write). M is
+double-buffered if it is unbounded or twice its tiles fit (2 x sum tile bits <= size_bits): then all
+its traffic overlaps with computation and stall_M = max(0, t_M - C). Otherwise the fills into M
+(W/I loads and O read-backs written into M, time t_fill) stall the array while they happen:
+stall_M = t_fill + max(0, t_M - t_fill - C). Memories work in parallel: latency = C + max_M stall_M.
+EDP = energy (pJ) x latency (cycles).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from .mapping import OPERANDS, RELEVANT, Mapping, MappingError, SpatialMapping
+
+__all__ = ["evaluate", "CostReport", "LevelCost", "footprint", "operand_bits"]
+
+
+@dataclass
+class LevelCost:
+    """Accesses of one operand at one memory level (counts are word accesses, energy pJ).
+
+    ``fills`` = loads of this level's tile from the level above (W, I) or O visits; ``readbacks``
+    = O partial-sum read-backs into this level (0 for W, I); ``tile_elems`` / ``tile_bits`` per
+    instance; ``instances`` = copies of the memory in use.
+    """
+
+    operand: str
+    memory: str
+    reads: int = 0
+    writes: int = 0
+    fills: int = 0
+    readbacks: int = 0
+    energy_pj: float = 0.0
+    tile_elems: int = 0
+    tile_bits: int = 0
+    instances: int = 1
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass
+class CostReport:
+    """The cost of one mapping.
+
+    energy_pj (pJ), latency_cycles (cycles), edp (pJ x cycles), valid / reason (why invalid),
+    breakdown: per operand a list of `LevelCost` dicts (innermost level first), ``mac_energy_pj``,
+    ``macs``, ``compute_cycles``, ``stall_cycles`` (memory -> cycles), ``utilization`` (real MACs /
+    (compute cycles x PEs)).
+    """
+
+    energy_pj: float
+    latency_cycles: float
+    edp: float
+    valid: bool
+    reason: str = ""
+    breakdown: dict[str, Any] = field(default_factory=dict)
+    mapping: Mapping | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able form (the mapping via `Mapping.to_dict`)."""
+        def clean(x):
+            if isinstance(x, float) and not math.isfinite(x):
+                return None
+            if isinstance(x, dict):
+                return {k: clean(v) for k, v in x.items()}
+            if isinstance(x, list):
+                return [clean(v) for v in x]
+            return x
+        return {"energy_pj": clean(self.energy_pj), "latency_cycles": clean(self.latency_cycles),
+                "edp": clean(self.edp), "valid": self.valid, "reason": self.reason,
+                "breakdown": clean(self.breakdown),
+                "mapping": self.mapping.to_dict() if self.mapping is not None else None}
+
+
+def operand_bits(layer, arch) -> dict[str, int]:
+    """Precisions in bits: W, I, O (partial sums), O_final; the accelerator's where given."""
+    p = arch.precisions
+    return {"W": p.get("W", layer.w_bits), "I": p.get("I", layer.i_bits),
+            "O": p.get("O", layer.o_partial_bits), "O_final": p.get("O_final", layer.o_bits)}
+
+
+def footprint(op: str, ext: dict[str, int], layer) -> int:
+    """Elements of operand ``op`` touched by loops with per-dim extents ``ext`` (missing = 1)."""
+    g = ext.get
+    if op == "W":
+        return g("K", 1) * g("C", 1) * g("FY", 1) * g("FX", 1) * g("G", 1)
+    if op == "O":
+        return g("B", 1) * g("K", 1) * g("OY", 1) * g("OX", 1) * g("G", 1)
+    iy = layer.SY * (g("OY", 1) - 1) + layer.DY * (g("FY", 1) - 1) + 1
+    ix = layer.SX * (g("OX", 1) - 1) + layer.DX * (g("FX", 1) - 1) + 1
+    return g("B", 1) * g("C", 1) * g("G", 1) * iy * ix
+
+
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+class _Nest:
+    """Derived quantities of (layer, arch, fitted spatial, loops) shared by the model's parts."""
+
+    def __init__(self, layer, arch, spatial: SpatialMapping, loops):
+        self.layer, self.arch = layer, arch
+        self.sp = spatial
+        self.loops = [(d, f) for d, f in loops]
+        self.all_dims = tuple(arch.array)
+        # per array dim: {loop dim: factor}
+        self.on = {a: {} for a in arch.array}
+        for a, sl in spatial.dims.items():
+            for d, f in sl:
+                self.on[a][d] = self.on[a].get(d, 1) * f
+
+    def instances(self, scope) -> int:
+        return math.prod(f for a in scope for f in self.on[a].values())
+
+    def spatial_ext(self, dims) -> dict[str, int]:
+        ext: dict[str, int] = {}
+        for a in dims:
+            for d, f in self.on[a].items():
+                ext[d] = ext.get(d, 1) * f
+        return ext
+
+    def group(self, op: str, dims) -> int:
+        """Product of op-relevant spatial factors on array dims ``dims``."""
+        rel = RELEVANT[op]
+        return math.prod(f for a in dims for d, f in self.on[a].items() if d in rel)
+
+    def unreduced(self, scope) -> bool:
+        """An O-irrelevant spatial loop (factor > 1) on an array dim in ``scope``."""
+        rel = RELEVANT["O"]
+        return any(f > 1 and d not in rel for a in scope for d, f in self.on[a].items())
+
+    def tile(self, op: str, b: int, scope) -> int:
+        ext = self.spatial_ext([a for a in self.all_dims if a not in scope])
+        for d, f in self.loops[:b]:
+            ext[d] = ext.get(d, 1) * f
+        return footprint(op, ext, self.layer)
+
+    def above(self, op: str, b: int) -> tuple[int, int, int]:
+        """(P, R, D) of the loops above boundary b: product, leading irrelevant run, relevant product."""
+        rel = RELEVANT[op]
+        P = R = D = 1
+        in_run = True
+        for d, f in self.loops[b:]:
+            if f == 1:
+                continue
+            P *= f
+            if d in rel:
+                D *= f
+                in_run = False
+            elif in_run:
+                R *= f
+        return P, R, D
+
+    def o_partial_above(self, b: int) -> bool:
+        rel = RELEVANT["O"]
+        return any(f > 1 and d not in rel for d, f in self.loops[b:])
+
+
+def evaluate(layer, arch, mapping: Mapping) -> CostReport:
+    """Energy, latency and EDP of ``mapping`` of ``layer`` on ``arch`` (see the module docstring).
+
+    Args:
+        layer: `costmodel.workload.Layer`.
+        arch: `costmodel.loopnest.arch.Accelerator`.
+        mapping: `Mapping` (boundaries per operand, or per memory name: resolved against ``arch``).
+
+    Returns:
+        `CostReport`; invalid (inf costs, ``reason`` set) if the mapping is structurally wrong
+        (`Mapping.check`) or a memory's capacity is exceeded.
+    """
+    inf = math.inf
+    try:
+        mapping = mapping.resolve(arch)
+        mapping.check(layer, arch)
+    except MappingError as e:
+        return CostReport(inf, inf, inf, False, str(e), {}, mapping)
+    sp = (mapping.spatial if mapping.spatial is not None else arch.spatial).fit(layer)
+    nest = _Nest(layer, arch, sp, mapping.temporal.loops)
+    bits = operand_bits(layer, arch)
+    word_all = nest.all_dims
+
+    per_op: dict[str, list[LevelCost]] = {}
+    mem_tile_bits: dict[str, int] = {m.name: 0 for m in arch.memories}
+    fill_writes: dict[str, int] = {m.name: 0 for m in arch.memories}
+    for op in OPERANDS:
+        levels = arch.levels(op)
+        b = mapping.boundaries[op]
+        costs = []
+        for m, bl in zip(levels, b):
+            te = nest.tile(op, bl, m.private_to)
+            if op == "O":
+                pb = bits["O"] if (nest.o_partial_above(bl) or nest.unreduced(m.private_to)) else bits["O_final"]
+            else:
+                pb = bits[op]
+            costs.append(LevelCost(op, m.name, tile_elems=te, tile_bits=te * pb,
+                                   instances=nest.instances(m.private_to)))
+            mem_tile_bits[m.name] += te * pb
+        # boundaries: MAC (-1) -> level 0, level l -> level l+1
+        for lo in range(-1, len(levels) - 1):
+            up = levels[lo + 1]
+            lo_scope = word_all if lo < 0 else levels[lo].private_to
+            bl = 0 if lo < 0 else b[lo]
+            te = 1 if lo < 0 else costs[lo].tile_elems
+            g = nest.group(op, [a for a in lo_scope if a not in up.private_to])
+            n_up = nest.instances(up.private_to)
+            n_lo = nest.instances(lo_scope)
+            P, R, D = nest.above(op, bl)
+            F = P // R
+            cu = costs[lo + 1]
+            if lo >= 0:
+                costs[lo].fills = F
+            if op != "O":
+                cu.reads += F * n_up * _cdiv(te * g * bits[op], up.word_bits)
+                if lo >= 0:
+                    costs[lo].writes += F * n_lo * _cdiv(te * bits[op], levels[lo].word_bits)
+                    fill_writes[levels[lo].name] += F * n_lo * _cdiv(te * bits[op], levels[lo].word_bits)
+                continue
+            fin = 0 if nest.unreduced(up.private_to) else D
+            part = F - fin
+            rb = F - D
+            cu.writes += n_up * (fin * _cdiv(te * g * bits["O_final"], up.word_bits)
+                                 + part * _cdiv(te * g * bits["O"], up.word_bits))
+            cu.reads += rb * n_up * _cdiv(te * g * bits["O"], up.word_bits)
+            if lo >= 0:
+                wl = levels[lo].word_bits
+                costs[lo].reads += n_lo * (fin * _cdiv(te * bits["O_final"], wl) + part * _cdiv(te * bits["O"], wl))
+                costs[lo].writes += rb * n_lo * _cdiv(te * bits["O"], wl)
+                costs[lo].readbacks = rb
+                fill_writes[levels[lo].name] += rb * n_lo * _cdiv(te * bits["O"], wl)
+        for c, m in zip(costs, levels):
+            c.energy_pj = c.reads * m.read_pj + c.writes * m.write_pj
+        per_op[op] = costs
+
+    # capacity
+    for m in arch.memories:
+        if m.size_bits is not None and mem_tile_bits[m.name] > m.size_bits:
+            detail = ", ".join(f"{c.operand}: {c.tile_bits}" for op in OPERANDS for c in per_op[op]
+                               if c.memory == m.name)
+            return CostReport(inf, inf, inf, False,
+                              f"capacity exceeded at {m.name}: tiles need {mem_tile_bits[m.name]} bits "
+                              f"> {m.size_bits} ({detail})",
+                              {"operands": {op: [c.to_dict() for c in per_op[op]] for op in OPERANDS}}, mapping)
+
+    mac_e = layer.macs * arch.mac_pj
+    energy = mac_e + sum(c.energy_pj for op in OPERANDS for c in per_op[op])
+
+    compute = math.prod(f for _, f in nest.loops)
+    stalls: dict[str, float] = {}
+    for m in arch.memories:
+        n_inst = nest.instances(m.private_to)
+        r = sum(c.reads for op in OPERANDS for c in per_op[op] if c.memory == m.name)
+        w = sum(c.writes for op in OPERANDS for c in per_op[op] if c.memory == m.name)
+        t_r = r * m.word_bits / m.read_bw / n_inst
+        t_w = w * m.word_bits / m.write_bw / n_inst
+        t = t_r + t_w if m.shared_port else max(t_r, t_w)
+        db = m.size_bits is None or 2 * mem_tile_bits[m.name] <= m.size_bits
+        if db:
+            s = max(0.0, t - compute)
+        else:
+            t_f = fill_writes[m.name] * m.word_bits / m.write_bw / n_inst
+            s = t_f + max(0.0, t - t_f - compute)
+        stalls[m.name] = s
+    latency = compute + max(stalls.values())
+    breakdown = {
+        "operands": {op: [c.to_dict() for c in per_op[op]] for op in OPERANDS},
+        "macs": layer.macs, "mac_energy_pj": mac_e,
+        "compute_cycles": compute, "stall_cycles": stalls,
+        "utilization": layer.macs / (compute * arch.pe_count),
+    }
+    return CostReport(energy, latency, energy * latency, True, "", breakdown, mapping)

@@ -1,0 +1,92 @@
+"""The CoSA MIP's objective and constraints evaluated directly on a placement, without the
+linearisation (`mappers.fullspace.cosa` builds the linear model): the reference the tests compare the HiGHS
+optimum and the linearised auxiliary variables against.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+from costmodel.loopnest.reference import operand_bits
+from costmodel.loopnest.mapping import OPERANDS, RELEVANT, SPATIAL_DIMS
+from mappers.fullspace.cosa import _EPS, CosaModel, Placement
+
+__all__ = ["placement_objective", "placement_feasible"]
+
+
+def _mem_inside(model: CosaModel, mi: int, pl: Placement) -> bool:
+    gidx = {m: g for g, ms in enumerate(model.groups) for m in ms}
+    if pl.kind == "t":
+        return pl.where <= gidx[mi]
+    return pl.where not in model.arch.memories[mi].private_to
+
+
+def placement_objective(model: CosaModel, choice: Sequence[int]) -> float:
+    """Eq. (12) of an assignment computed directly (products, no linearisation).
+
+    Args:
+        choice: per factor the index into ``model.placements[f]``.
+
+    Returns:
+        -w_U Util + w_C Comp + w_T Traf in natural-log units (the MIP objective of that assignment,
+        with Y at its least value: Y[v, z] = 1 iff a v-relevant factor sits at rank <= z).
+    """
+    w_util, w_comp, w_traf = model.weights
+    arch, layer = model.arch, model.layer
+    bits = operand_bits(layer, arch)
+    pls = [model.placements[f][k] for f, k in enumerate(choice)]
+    lp = [math.log(p) for _, p in model.factors]
+    util = 0.0
+    for mi, m in enumerate(arch.memories):
+        if m.unbounded:
+            continue
+        for v in m.operands:
+            util += math.log(bits[v]) + sum(lp[f] for f, (d, _) in enumerate(model.factors)
+                                            if d in RELEVANT[v] and _mem_inside(model, mi, pls[f]))
+    comp = sum(lp[f] for f, pl in enumerate(pls) if pl.kind == "t")
+    traf = 0.0
+    gb = model.gb
+    for v in OPERANDS:
+        for f, (d, _) in enumerate(model.factors):
+            pl, rel = pls[f], d in RELEVANT[v]
+            if rel and pl.kind == "t" and gb is not None and pl.where < gb:
+                traf += lp[f]
+            if rel and pl.kind == "s" and (pl.where in model.inner_arr or pl.where in model.chip_arr):
+                traf += lp[f]
+            if pl.kind == "t" and (gb is None or pl.where > gb):
+                traf += lp[f]
+        ranks_rel = [pl.rank for f, pl in enumerate(pls) if pl.kind == "t" and pl.where == gb
+                     and model.factors[f][0] in RELEVANT[v]]
+        if ranks_rel:
+            zmin = min(ranks_rel)
+            traf += sum(lp[f] for f, pl in enumerate(pls) if pl.kind == "t" and pl.where == gb and pl.rank >= zmin)
+    return w_util * util + w_comp * comp + w_traf * traf
+
+
+def placement_feasible(model: CosaModel, choice: Sequence[int]) -> bool:
+    """Eqs. (2)-(4) of an assignment checked directly: fan-out per array dim and the (halo-bounded,
+    evenly shared) capacity of every bounded memory."""
+    arch, layer = model.arch, model.layer
+    pls = [model.placements[f][k] for f, k in enumerate(choice)]
+    for a, size in arch.array.items():
+        if math.prod(p for (d, p), pl in zip(model.factors, pls) if pl.kind == "s" and pl.where == a) > size:
+            return False
+    bits = operand_bits(layer, arch)
+    for mi, m in enumerate(arch.memories):
+        if m.unbounded:
+            continue
+        ext = {d: 1 for d in SPATIAL_DIMS}
+        for (d, p), pl in zip(model.factors, pls):
+            if _mem_inside(model, mi, pl):
+                ext[d] *= p
+        for v in m.operands:
+            if v == "I":
+                n = ext["B"] * ext["C"] * ext["G"]
+                for od, fd, s, dl in (("OY", "FY", layer.SY, layer.DY), ("OX", "FX", layer.SX, layer.DX)):
+                    n *= max(s * ext[od], dl * ext[fd]) * (2 if ext[fd] > 1 else 1)
+            else:
+                n = math.prod(ext[d] for d in RELEVANT[v])
+            if math.log(n * bits[v]) > math.log(m.size_bits / len(m.operands)) + _EPS:
+                return False
+    return True

@@ -1,0 +1,184 @@
+"""LOMA: exhaustive search over all loop orderings (multiset permutations of the LPFs), sharded.
+
+Every ordering of the temporal LPFs of a layer is allocated bottom-up to the memory levels and
+costed by the batch evaluator (`costmodel.loopnest.ordering.OrderingEvaluator`); the best is kept. With
+``lpf_limit`` the LPFs are first merged as LOMA does (`mappers.loop_order.lpf.merge_lpfs`), which shrinks
+the space at the price of optimality.
+
+Work units are shards: shard i of s enumerates the contiguous lexicographic rank range
+`mappers.loop_order.lpf.shard_range` (total, i, s) with no coordination. Ties go to the lowest rank, and the
+reduction keeps the first of equal values in shard order, so the result does not depend on the
+number of shards.
+
+Source: A. Symons, L. Mei, M. Verhelst, "LOMA: Fast auto-scheduling on DNN accelerators through
+loop-order-based memory allocation", AICAS 2021; used as SALSA's exhaustive engine (Jung et al.,
+AICAS 2023, section IV-B).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from typing import Any, Callable, Mapping
+
+import numpy as np
+
+from mappers.base import LayerProblem, Param, SearchResult, WorkUnit, SearchMixin
+from mappers.loop_order.lpf import iter_permutations, merge_lpfs, multiset_count, shard_range
+
+__all__ = ["LomaMapper", "LOMA", "default_evaluator", "problem_evaluator", "exhaustive_range", "make_result"]
+
+
+def default_evaluator(layer, arch, spatial=None, factors=None, even=False):
+    """`costmodel.loopnest.ordering.OrderingEvaluator` (imported on first use)."""
+    from costmodel.loopnest.ordering import OrderingEvaluator
+    return OrderingEvaluator(layer, arch, spatial=spatial, factors=factors, even=even)
+
+
+_EV_CACHE: OrderedDict = OrderedDict()
+_EV_CACHE_SIZE = 16
+
+
+def _expanded(ev) -> list[tuple[str, int]]:
+    return [tuple(t) for t, k in zip(ev.types, np.asarray(ev.counts)) for _ in range(int(k))]
+
+
+def problem_evaluator(problem: LayerProblem, factory: Callable | None = None, lpf_limit: int | None = None):
+    """The ordering evaluator of a problem, with the LPFs merged to ``lpf_limit`` if given.
+
+    Evaluators are cached (the last 16, least recently used dropped), since work units of one
+    problem share one. The key holds the layer, ``even``, the LPF limit and the *identity* of the
+    accelerator and spatial unrolling (they are not hashable); the cache keeps references to them,
+    so an identity cannot be reused while its entry lives.
+
+    Args:
+        problem: layer, accelerator, spatial unrolling, even/uneven.
+        factory: callable with the signature of ``OrderingEvaluator(layer, arch, spatial=None,
+            factors=None, even=False)``; None = `default_evaluator`.
+        lpf_limit: LOMA's LPF limit; None = the LPFs as they are.
+    """
+    factory = factory or default_evaluator
+    try:
+        key = (factory, problem.layer, id(problem.arch), id(problem.spatial), bool(problem.even), lpf_limit)
+        hit = _EV_CACHE.get(key)
+    except TypeError:  # unhashable layer: no caching
+        key, hit = None, None
+    if hit is not None:
+        _EV_CACHE.move_to_end(key)
+        return hit[2]
+    ev = factory(problem.layer, problem.arch, spatial=problem.spatial, even=problem.even)
+    if lpf_limit is not None:
+        loops = _expanded(ev)
+        merged = merge_lpfs(loops, lpf_limit)
+        if len(merged) < len(loops):
+            ev = factory(problem.layer, problem.arch, spatial=problem.spatial, factors=merged, even=problem.even)
+    if key is not None:
+        _EV_CACHE[key] = (problem.arch, problem.spatial, ev)
+        while len(_EV_CACHE) > _EV_CACHE_SIZE:
+            _EV_CACHE.popitem(last=False)
+    return ev
+
+
+def make_result(ev, problem: LayerProblem, mapper: str, engine: str, ordering, value: float,
+                evaluations: int, wall_s: float, seed: int | None = None, history=None,
+                extra: dict | None = None) -> SearchResult:
+    """A `SearchResult` for ``ordering`` (type ids, shape (n,)) with its energy and latency
+    from one more evaluator call (not counted in ``evaluations``); value +inf = nothing valid."""
+    if ordering is None or not np.isfinite(value):
+        return SearchResult(mapper=mapper, engine=engine, objective=problem.objective, value=float("inf"),
+                            energy_pj=float("inf"), latency_cycles=float("inf"), ordering=None, loops=None,
+                            evaluations=int(evaluations), wall_s=wall_s, seed=seed, history=history,
+                            extra=dict(extra or {}))
+    o = np.asarray(ordering, dtype=np.int64)
+    cost = ev.evaluate(o[None, :])
+    return SearchResult(mapper=mapper, engine=engine, objective=problem.objective, value=float(value),
+                        energy_pj=float(cost.energy_pj[0]), latency_cycles=float(cost.latency_cycles[0]),
+                        ordering=tuple(int(t) for t in o), loops=tuple((str(d), int(f)) for d, f in ev.loops(o)),
+                        evaluations=int(evaluations), wall_s=wall_s, seed=seed, history=history,
+                        extra=dict(extra or {}))
+
+
+def exhaustive_range(ev, objective: str, start: int, stop: int, batch: int = 4096):
+    """Best ordering among lexicographic ranks start .. stop-1 of the evaluator's LPF multiset.
+
+    Returns:
+        (best value (+inf if none valid), best ordering (n,) int64 or None, its rank or None,
+        orderings evaluated). Ties go to the lowest rank.
+    """
+    best_v, best_o, best_r = float("inf"), None, None
+    r = start
+    for block in iter_permutations(ev.counts, start, stop, batch):
+        vals = ev.objective(block, objective)
+        i = int(np.argmin(vals))  # first minimum = lowest rank in the block
+        if vals[i] < best_v:
+            best_v, best_o, best_r = float(vals[i]), block[i].copy(), r + i
+        r += len(block)
+    return best_v, best_o, best_r, stop - start
+
+
+class LomaMapper(SearchMixin):
+    """Exhaustive loop-ordering search (LOMA), sharded into contiguous rank ranges.
+
+    Lifecycle: `units` gives one `WorkUnit` per shard; `run` enumerates one shard through the batch
+    evaluator; `reduce` keeps the best (`best_of`: first of equal values, i.e. lowest rank).
+
+    Args:
+        evaluator_factory: builds the ordering evaluator (signature of
+            ``costmodel.loopnest.ordering.OrderingEvaluator``); None = the real one. Tests pass a stub.
+    """
+
+    name = "loma"
+    version = "1"
+    params = (
+        Param("lpf_limit", "int", None, "merge LPFs until at most this many loops remain (LOMA); absent = no limit",
+              low=1),
+        Param("max_orderings", "int", None,
+              "skip the search (engine 'skipped', value inf) when the space is larger; absent = no limit",
+              low=1),
+        Param("shards", "int", 1, "independent work units, each a contiguous rank range of the orderings",
+              low=1, high=1 << 20),
+        Param("batch", "int", 4096, "orderings per evaluator call", low=1, high=1 << 22),
+    )
+
+    def __init__(self, evaluator_factory: Callable | None = None) -> None:
+        self.evaluator_factory = evaluator_factory
+
+    def evaluator(self, problem: LayerProblem, params: Mapping[str, Any]):
+        """The (cached) evaluator of ``problem`` with the LPFs merged to ``params['lpf_limit']``."""
+        return problem_evaluator(problem, self.evaluator_factory, params.get("lpf_limit"))
+
+    def space_size(self, problem: LayerProblem, params: Mapping[str, Any]) -> int:
+        """Number of orderings the search enumerates: n! / prod k_i! of the (merged) LPFs."""
+        return multiset_count(self.evaluator(problem, params).counts)
+
+    def units(self, problem: LayerProblem, params: Mapping[str, Any]) -> list[WorkUnit]:
+        """One unit per shard (``params['shards']``). The search is deterministic: no seed."""
+        shards = int(params.get("shards", 1))
+        return [WorkUnit(kind="exhaustive", shard=i, shards=shards) for i in range(shards)]
+
+    def run(self, problem: LayerProblem, unit: WorkUnit, params: Mapping[str, Any]) -> SearchResult:
+        """Enumerate the unit's rank range and return its best ordering.
+
+        ``extra`` holds ``rank`` (of the best ordering), ``space`` (all orderings), ``start`` and
+        ``stop`` of the shard, ``n_loops`` and ``lpf_limit``.
+        """
+        t0 = time.perf_counter()
+        ev = self.evaluator(problem, params)
+        total = multiset_count(ev.counts)
+        limit = params.get("max_orderings")
+        if limit is not None and total > int(limit):  # "exhaustive where it is feasible"
+            return make_result(ev, problem, self.name, "skipped", None, float("inf"), 0,
+                               time.perf_counter() - t0,
+                               extra={"space": total, "max_orderings": int(limit),
+                                      "n_loops": int(np.sum(ev.counts))})
+        start, stop = shard_range(total, unit.shard, unit.shards)
+        v, o, r, n = exhaustive_range(ev, problem.objective, start, stop, int(params.get("batch", 4096)))
+        extra = {"rank": r, "space": total, "start": start, "stop": stop, "n_loops": int(np.sum(ev.counts)),
+                 "lpf_limit": params.get("lpf_limit")}
+        return make_result(ev, problem, self.name, "exhaustive", o, v, n, time.perf_counter() - t0, extra=extra)
+
+
+
+
+
+LOMA = LomaMapper()

@@ -1,0 +1,459 @@
+"""SALSA: simulated annealing over LPF loop orderings, with the dual (SA / exhaustive) engine.
+
+Source: V. J. B. Jung, A. Symons, L. Mei, M. Verhelst, L. Benini, "SALSA: Simulated Annealing
+based Loop-Ordering Scheduler for DNN Accelerators", AICAS 2023, section IV.
+
+The annealer (one chain)
+------------------------
+* State: an ordering of the temporal LPFs (type ids, innermost first; `mappers.loop_order.lpf`). The
+  initial state is a uniformly random ordering drawn from the chain's ``rng``; if it is invalid
+  (does not fit the memories) further random orderings are drawn, up to 1,000, and the first valid
+  one is taken.
+* Neighbourhood, eq. (2): swap(o, i, j). Swapping two LPFs of the same type gives back the same
+  ordering, so the proposal is a uniformly random pair {i, j} of positions holding *different*
+  types (rejection sampling over all pairs).
+* Acceptance, eq. (3): P = exp((V - V') / T_i) with V the normalised cost, T_i = T0 * rho^i,
+  i = 0 .. I-1 (geometric cooling, section IV-C). The best state seen is kept and returned.
+* Defaults from section V-A: I = 1000, rho = 0.999, T0 = 0.05.
+
+Normalisation (``normalise``)
+-----------------------------
+Eq. (3) on raw costs (energies of order 1e8-1e10 pJ) with T0 = 0.05 would reject every worse move,
+i.e. be plain greedy descent; T0 = 0.05 only has a meaning for a dimensionless V of order one.
+The default is ``"log"``: V = ln(cost), so eq. (3) is used verbatim and reads
+P = (cost / cost')^(1/T): a move making the cost x % worse is accepted about as a difference of
+x / 100 on a unit scale (at T0 = 0.05, 5 % worse is accepted with probability ~1/e; at the end,
+T = 0.05 * 0.999^1000 = 0.018, 1.8 % worse). It is scale-free (the same for energy, latency and
+EDP and for any layer size), a Metropolis rule on one fixed landscape (detailed balance holds),
+and to first order equal to ZigZag's rule. Alternatives:
+
+* ``"zigzag"``: ZigZag's rule P = exp((V / V' - 1) / T) (``zigzag/opt/salsa/engine.py`` in
+  KULeuven-MICAS/zigzag), i.e. the difference divided by the proposed cost V'.
+* ``"initial"``: V = cost / cost(initial state), one constant per chain.
+* ``"best"``: V = cost / best cost so far (the landscape sharpens as the search improves).
+
+Measured with ``scripts/bench_mappers.py --acceptance --max-space 13000000`` (100 seeded runs of
+1000 iterations on each of the 8 unique ResNet-34 layers with at most 13 M orderings,
+eyeriss_like, energy; fraction of runs reaching the exhaustive optimum / mean gap):
+
+================  ==================  ==================
+normalise         rho = 0.999, T0 .05  rho = 0.995, T0 .05
+================  ==================  ==================
+log (default)     63.9 % / 0.32 %     75.4 % / 0.66 %
+zigzag            63.9 % / 0.33 %     76.9 % / 0.59 %
+initial           47.6 % / 0.78 %     78.0 % / 0.47 %
+================  ==================  ==================
+
+Per layer it ranges from 18 % (layer3.0.conv1) to 99 % (layer4.0.downsample) at rho = 0.999.
+``"initial"`` is worst at the paper's parameters: a random initial state costs several times the
+optimum, so dividing by it keeps the late phase hot. ZigZag's code cools with 0.995^i, not the
+paper's rho = 0.999 (final T 3.3e-4 instead of 0.018): more runs reach the optimum, but the misses
+are larger. The paper's 99.9 % / 0.007 % (with ZigZag's cost model) is not reached by one chain of
+1000 iterations here; parallel chains raise the rate to 1 - (1 - p)^chains.
+
+Dual engine (section IV-A, eq. 1)
+---------------------------------
+The paper compares the exhaustive time T(n, k) = tau * n! / prod k_i! with the SA time and takes
+the faster path. A decision on measured time would make rows depend on machine speed, so
+``engine="auto"`` decides on the count: exhaustive when n! / prod k_i! <= chains * iterations *
+`AUTO_EXHAUSTIVE_FACTOR`, where the factor is the measured ratio of the time of one SA step (a
+single-ordering evaluator call plus the move) to the time per ordering of batched exhaustive
+evaluation. The measured tau (seconds per ordering in a batch of 256) and both time estimates are
+reported in ``extra`` as information only.
+
+Work units
+----------
+SA: one unit per chain, each with its own seed from ``numpy.random.SeedSequence(seed).spawn(chains)``
+(so chain k is the same whatever else runs); with ``lockstep`` one unit runs all chains together,
+one batched evaluator call per iteration, and gives exactly the same chains. Exhaustive: ``chains``
+shards of LOMA's enumeration (`mappers.loop_order.loma`). `reduce` keeps the best (first of equal values).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, replace
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+
+from mappers.base import LayerProblem, Param, SearchMixin, SearchResult, WorkUnit, best_of, chain_seeds
+from mappers.loop_order.loma import exhaustive_range, make_result, problem_evaluator
+from mappers.loop_order.lpf import expand, iter_permutations, multiset_count, shard_range
+
+__all__ = ["AUTO_EXHAUSTIVE_FACTOR", "ChainResult", "anneal", "random_orderings", "chain_seeds",
+           "SalsaMapper", "SALSA"]
+
+#: ``engine="auto"`` takes the exhaustive path when the number of orderings is at most
+#: chains * iterations * this factor: the time of one SA iteration (single-ordering evaluator
+#: call + move + acceptance) over the time per ordering of batched exhaustive evaluation
+#: (tau), measured with scripts/bench_mappers.py on ResNet-34 layer1.0.conv1, eyeriss_like, with
+#: the numba backend of `costmodel.loopnest.ordering`: 9.5 us / 3.6 us = 2.6, rounded up to 3 (exhaustive is
+#: exact, so ties lean to it). (NumPy-only backend: 150 us / 7.2 us = 21.) With the defaults
+#: (1 chain, 1000 iterations) layers of up to 3,000 orderings are searched exhaustively.
+AUTO_EXHAUSTIVE_FACTOR = 3
+
+#: Random orderings tried at most for a valid initial state.
+INIT_TRIES = 1000
+
+_NORMALISE = ("initial", "best", "log", "zigzag")
+
+
+def random_orderings(rng: np.random.Generator, counts, size: int) -> np.ndarray:
+    """``size`` uniformly random orderings of the multiset ``counts``, int64 of shape (size, n).
+
+    Each row uses n doubles of ``rng`` (sorted keys), so a stream drawn in pieces equals one drawn
+    at once.
+    """
+    base = expand(counts)
+    keys = rng.random((size, len(base)))
+    return base[np.argsort(keys, axis=1, kind="stable")]
+
+
+
+@dataclass
+class ChainResult:
+    """One annealing chain.
+
+    ``value`` best objective (+inf: no valid state found); ``ordering`` its type ids (n,) or None;
+    ``v0`` the initial state's objective; ``evaluations`` evaluator rows (initial tries + one per
+    proposal not evaluated before by this chain; repeats are looked up); ``accepted`` accepted moves; ``history`` (iterations + 1,) objective of the
+    initial state then of every *proposed* state (accepted or not), in evaluation order.
+    """
+
+    value: float
+    ordering: np.ndarray | None
+    v0: float
+    evaluations: int
+    accepted: int
+    history: np.ndarray
+
+
+def _initial(ev, objective: str, rng: np.random.Generator):
+    """A random valid ordering: first of up to INIT_TRIES random draws (1, then batches of 111)."""
+    tried = 0
+    size = 1
+    while tried < INIT_TRIES:
+        cand = random_orderings(rng, ev.counts, size)
+        vals = ev.objective(cand, objective)
+        tried += size
+        ok = np.flatnonzero(np.isfinite(vals))
+        if len(ok):
+            return cand[ok[0]], float(vals[ok[0]]), tried
+        size = min(111, INIT_TRIES - tried)
+    return cand[0], float("inf"), tried
+
+
+def anneal(ev, objective: str, rngs: Sequence[np.random.Generator], iterations: int = 1000, t0: float = 0.05,
+           rho: float = 0.999, normalise: str = "log") -> list[ChainResult]:
+    """Run ``len(rngs)`` annealing chains; several run in lockstep (one evaluator call per iteration).
+
+    Chain k uses only ``rngs[k]``, in a fixed order (initial state, acceptance uniforms, pair
+    indices), and the same floating-point operations either way, so a chain gives exactly the same
+    result alone (scalar fast path) or in lockstep with others.
+
+    Acceptance (eq. 3) is tested as log(u) < (V - V') / T with u uniform in [0, 1), i.e.
+    u < exp((V - V') / T); V normalised as ``normalise`` says (see the module docstring).
+    Invalid proposals (+inf) are always rejected.
+
+    Args:
+        ev: ordering evaluator (``counts``, ``objective(orderings, objective)``).
+        objective: "energy" | "latency" | "edp".
+        rngs: one Generator per chain.
+        iterations: I, proposals per chain.
+        t0, rho: initial temperature and geometric cooling factor, T_i = t0 * rho^i, i = 0 .. I-1.
+        normalise: "log" | "initial" | "best" | "zigzag" (see the module docstring).
+
+    Returns:
+        One `ChainResult` per chain.
+
+    Raises:
+        ValueError: unknown ``normalise``.
+    """
+    if normalise not in _NORMALISE:
+        raise ValueError(f"normalise must be one of {_NORMALISE}, got {normalise!r}")
+    counts = np.asarray(ev.counts)
+    n = int(counts.sum())
+    init = [_initial(ev, objective, r) for r in rngs]
+    if (counts > 0).sum() < 2 or iterations == 0:
+        return [ChainResult(x, o if np.isfinite(x) else None, x, k, 0, np.array([x])) for o, x, k in init]
+    temps = (t0 * rho ** np.arange(iterations)).tolist()
+    iu, ju = np.triu_indices(n, 1)
+    pairs = list(zip(iu.tolist(), ju.tolist()))
+    draws = []
+    for (o, x, k), r in zip(init, rngs):
+        if not np.isfinite(x):
+            draws.append(None)
+            continue
+        with np.errstate(divide="ignore"):
+            log_u = np.log(r.random(iterations)).tolist()
+        draws.append((log_u, _PairStream(r, len(pairs), 2 * iterations + 16)))
+    if len(rngs) == 1:
+        (o, x, k), = init
+        if draws[0] is None:
+            return [ChainResult(x, None, x, k, 0, np.array([x]))]
+        return [_anneal_one(ev, objective, o, x, k, draws[0], pairs, temps, normalise)]
+    return _anneal_lockstep(ev, objective, init, draws, pairs, temps, normalise)
+
+
+class _PairStream:
+    """Pair indices of one chain, drawn in chunks of a fixed size from its Generator."""
+
+    def __init__(self, rng: np.random.Generator, npairs: int, chunk: int) -> None:
+        self.rng, self.npairs, self.chunk = rng, npairs, chunk
+        self.buf: list[int] = rng.integers(0, npairs, size=chunk).tolist()
+        self.pos = 0
+
+    def next_swap(self, pairs, o) -> tuple[int, int]:
+        """A uniformly random pair (i, j) with o[i] != o[j] (rejection sampling)."""
+        buf, pos = self.buf, self.pos
+        while True:
+            if pos == len(buf):
+                buf.extend(self.rng.integers(0, self.npairs, size=self.chunk).tolist())
+            i, j = pairs[buf[pos]]
+            pos += 1
+            if o[i] != o[j]:
+                self.pos = pos
+                return i, j
+
+
+def _log_accept_arg(v: float, vn: float, ref: float, t: float, normalise: str) -> float:
+    if normalise == "zigzag":
+        return (v / vn - 1.0) / t
+    if normalise == "log":
+        return math.log(v / vn) / t
+    return (v - vn) / (ref * t)
+
+
+_OBJ_INDEX = {"energy": 0, "latency": 1, "edp": 2}
+
+
+def _single_row(ev, objective: str) -> Callable[[list], float]:
+    """Objective of one ordering given as a list: the evaluator's scalar ``evaluate_one`` if it
+    has one (same numbers as the batched path, without NumPy per call), else a 1-row batch."""
+    one = getattr(ev, "evaluate_one", None)
+    if one is not None:
+        k = _OBJ_INDEX[objective]
+        return lambda o: float(one(o)[k])
+    return lambda o: float(ev.objective(np.array([o], dtype=np.int64), objective)[0])
+
+
+def _anneal_one(ev, objective, o, x, k, draws, pairs, temps, normalise) -> ChainResult:
+    """One chain, scalar bookkeeping around single-ordering evaluator calls.
+
+    Proposals already evaluated by this chain are looked up (same value, no evaluator call)."""
+    log_u, stream = draws
+    f = _single_row(ev, objective)
+    cur = o.tolist()
+    v = v0 = x
+    best_v, best_o = x, tuple(cur)
+    memo = {best_o: x}
+    ref = v0
+    hist = [x]
+    accepted = 0
+    evals = k
+    isinf = math.isinf
+    for it in range(len(temps)):
+        i, j = stream.next_swap(pairs, cur)
+        cur[i], cur[j] = cur[j], cur[i]
+        key = tuple(cur)
+        vn = memo.get(key)
+        if vn is None:
+            vn = memo[key] = f(cur)
+            evals += 1
+        hist.append(vn)
+        if not isinf(vn) and log_u[it] < _log_accept_arg(v, vn, ref, temps[it], normalise):
+            v = vn
+            accepted += 1
+            if vn < best_v:
+                best_v, best_o = vn, key
+                if normalise == "best":
+                    ref = best_v
+        else:
+            cur[i], cur[j] = cur[j], cur[i]
+    return ChainResult(best_v, np.array(best_o, dtype=np.int64), v0, evals, accepted, np.array(hist))
+
+
+def _anneal_lockstep(ev, objective, init, draws, pairs, temps, normalise) -> list[ChainResult]:
+    """Several chains, one batched evaluator call per iteration for the proposals not seen before
+    by their chain (dead chains, without a valid initial state, do not run)."""
+    live = [k for k, d in enumerate(draws) if d is not None]
+    iters = len(temps)
+    cur = [init[k][0].tolist() for k in live]
+    v = [init[k][1] for k in live]
+    ref = list(v)
+    best_v = list(v)
+    best_o = [tuple(o) for o in cur]
+    memo = [{best_o[r]: v[r]} for r in range(len(live))]
+    evals = [init[k][2] for k in live]
+    hist = np.empty((iters + 1, len(live)))
+    hist[0] = v
+    accepted = [0] * len(live)
+    swaps = [(0, 0)] * len(live)
+    keys = [()] * len(live)
+    vals = [0.0] * len(live)
+    isinf = math.isinf
+    for it in range(iters):
+        todo = []
+        for r, k in enumerate(live):
+            i, j = draws[k][1].next_swap(pairs, cur[r])
+            o = cur[r]
+            o[i], o[j] = o[j], o[i]
+            swaps[r] = (i, j)
+            keys[r] = key = tuple(o)
+            got = memo[r].get(key)
+            if got is None:
+                todo.append(r)
+            else:
+                vals[r] = got
+        if todo:
+            out = ev.objective(np.array([keys[r] for r in todo], dtype=np.int64), objective).tolist()
+            for r, vn in zip(todo, out):
+                vals[r] = memo[r][keys[r]] = float(vn)
+                evals[r] += 1
+        hist[it + 1] = vals
+        t = temps[it]
+        for r in range(len(live)):
+            vn = vals[r]
+            if not isinf(vn) and draws[live[r]][0][it] < _log_accept_arg(v[r], vn, ref[r], t, normalise):
+                v[r] = vn
+                accepted[r] += 1
+                if vn < best_v[r]:
+                    best_v[r], best_o[r] = vn, keys[r]
+                    if normalise == "best":
+                        ref[r] = vn
+            else:
+                i, j = swaps[r]
+                o = cur[r]
+                o[i], o[j] = o[j], o[i]
+    out = []
+    for k in range(len(init)):
+        o, x, e = init[k]
+        if k in live:
+            r = live.index(k)
+            out.append(ChainResult(best_v[r], np.array(best_o[r], dtype=np.int64), x, evals[r], accepted[r],
+                                   hist[:, r].copy()))
+        else:
+            out.append(ChainResult(x, None, x, e, 0, np.array([x])))
+    return out
+
+
+def _measure_tau(ev, objective: str, rows: int = 256) -> float:
+    """Seconds per ordering of one batched evaluator call on the first ``rows`` orderings."""
+    block = next(iter_permutations(ev.counts, 0, min(rows, multiset_count(ev.counts)), rows))
+    t = time.perf_counter()
+    ev.objective(block, objective)
+    return (time.perf_counter() - t) / len(block)
+
+
+class SalsaMapper(SearchMixin):
+    """SALSA: SA over LPF orderings (eqs. 2-3), dual engine with LOMA's exhaustive search (eq. 1).
+
+    Lifecycle: `units` decides the engine (for "auto", on the count of orderings, see
+    `AUTO_EXHAUSTIVE_FACTOR`) and returns SA chains (seeded) or exhaustive shards; `run` runs one
+    unit; `reduce` keeps the best and stacks the chains' histories.
+
+    Args:
+        evaluator_factory: builds the ordering evaluator (signature of
+            ``costmodel.loopnest.ordering.OrderingEvaluator``); None = the real one.
+    """
+
+    name = "salsa"
+    version = "1"
+    params = (
+        Param("engine", "str", "auto", "auto: exhaustive when the space is small enough, else SA (eq. 1)",
+              choices=("auto", "sa", "exhaustive")),
+        Param("iterations", "int", 1000, "SA iterations I per chain", low=0, high=10**8),
+        Param("t0", "float", 0.05, "initial temperature T0 (on the normalised cost)", low=1e-12),
+        Param("rho", "float", 0.999, "geometric cooling factor, T_{i+1} = rho T_i", low=0.0, high=1.0),
+        Param("chains", "int", 1, "independent SA chains (parallel restarts), each its own work unit and seed",
+              low=1, high=10**6),
+        Param("lockstep", "bool", False, "run all chains in one unit, one batched evaluator call per iteration"),
+        Param("seed", "int", 0, "campaign seed; the chains' seeds are spawned from it (SeedSequence.spawn)",
+              low=0),
+        Param("normalise", "str", "log",
+              "V in exp((V - V')/T): ln(cost), cost / initial cost, cost / best so far, or ZigZag's V/V' - 1",
+              choices=_NORMALISE),
+    )
+
+    def __init__(self, evaluator_factory: Callable | None = None) -> None:
+        self.evaluator_factory = evaluator_factory
+
+    def evaluator(self, problem: LayerProblem):
+        """The (cached) ordering evaluator of ``problem``."""
+        return problem_evaluator(problem, self.evaluator_factory)
+
+    def choose_engine(self, problem: LayerProblem, params: Mapping[str, Any]) -> str:
+        """"sa" or "exhaustive": ``params['engine']`` unless "auto", which compares the number of
+        orderings n!/prod k_i! with chains * iterations * `AUTO_EXHAUSTIVE_FACTOR`."""
+        engine = params.get("engine", "auto")
+        if engine != "auto":
+            return engine
+        space = multiset_count(self.evaluator(problem).counts)
+        budget = int(params.get("chains", 1)) * int(params.get("iterations", 1000)) * AUTO_EXHAUSTIVE_FACTOR
+        return "exhaustive" if space <= budget else "sa"
+
+    def units(self, problem: LayerProblem, params: Mapping[str, Any]) -> list[WorkUnit]:
+        """SA: one unit per chain (``budget={'chain': k}``) seeded by `chain_seeds` (params['seed'], chains),
+        or one unit with all chains if ``lockstep`` (``budget={'chains': [...], 'seeds': [...]}``);
+        exhaustive: ``chains`` shards."""
+        chains = int(params.get("chains", 1))
+        engine = self.choose_engine(problem, params)
+        if engine == "exhaustive":
+            return [WorkUnit(kind="exhaustive", shard=i, shards=chains) for i in range(chains)]
+        seeds = chain_seeds(int(params.get("seed", 0)), chains)
+        if params.get("lockstep", False):
+            return [WorkUnit(kind="sa", seed=seeds[0], budget={"chains": list(range(chains)), "seeds": seeds})]
+        return [WorkUnit(kind="sa", seed=s, budget={"chain": k}) for k, s in enumerate(seeds)]
+
+    def run(self, problem: LayerProblem, unit: WorkUnit, params: Mapping[str, Any]) -> SearchResult:
+        """Run one unit: SA chain(s) or an exhaustive shard.
+
+        ``extra``: ``space`` (orderings), ``n_loops``, and for SA ``chain``, ``v0``, ``accepted``,
+        ``history_kind`` ("proposed"), ``tau_s`` (measured s per batched ordering, information
+        only), ``t_exhaustive_est_s`` = tau * space (eq. 1) and ``t_sa_s`` (this run's time).
+        For a lockstep unit the result is the best chain; ``history`` has shape (chains, I + 1).
+        """
+        t_start = time.perf_counter()
+        ev = self.evaluator(problem)
+        space = multiset_count(ev.counts)
+        n_loops = int(np.sum(ev.counts))
+        if unit.kind == "exhaustive":
+            start, stop = shard_range(space, unit.shard, unit.shards)
+            v, o, r, n = exhaustive_range(ev, problem.objective, start, stop)
+            return make_result(ev, problem, self.name, "exhaustive", o, v, n, time.perf_counter() - t_start,
+                               extra={"rank": r, "space": space, "start": start, "stop": stop, "n_loops": n_loops})
+        if unit.kind != "sa":
+            raise ValueError(f"salsa cannot run a work unit of kind {unit.kind!r}")
+        seeds = unit.budget.get("seeds", [unit.seed])
+        ids = unit.budget.get("chains", [unit.budget.get("chain", 0)])
+        rngs = [np.random.default_rng(s) for s in seeds]
+        res = anneal(ev, problem.objective, rngs, int(params.get("iterations", 1000)), float(params.get("t0", 0.05)),
+                     float(params.get("rho", 0.999)), str(params.get("normalise", "log")))
+        t_sa = time.perf_counter() - t_start
+        tau = _measure_tau(ev, problem.objective) if params.get("engine", "auto") == "auto" else None
+        best = min(range(len(res)), key=lambda k: res[k].value)
+        ch = res[best]
+        extra = {"chain": ids[best], "v0": ch.v0, "accepted": ch.accepted, "history_kind": "proposed",
+                 "space": space, "n_loops": n_loops, "t_sa_s": t_sa, "tau_s": tau,
+                 "t_exhaustive_est_s": None if tau is None else tau * space}
+        history = ch.history if len(res) == 1 else np.stack([r.history for r in res]) if \
+            len({len(r.history) for r in res}) == 1 else [r.history for r in res]
+        return make_result(ev, problem, self.name, "sa", ch.ordering, ch.value, sum(r.evaluations for r in res),
+                           time.perf_counter() - t_start, seed=seeds[best], history=history, extra=extra)
+
+    def reduce(self, results: Sequence[SearchResult]) -> SearchResult:
+        """Best unit (first of equal values, in unit order); SA histories stacked to (chains, I + 1)."""
+        out = best_of(results)
+        hs = [r.history for r in results if r.history is not None]
+        if len(results) > 1 and hs:
+            rows = [h for h in hs for h in (h if isinstance(h, list) else list(np.atleast_2d(h)))]
+            if len({len(h) for h in rows}) == 1:
+                out = replace(out, history=np.stack(rows))
+            else:
+                out = replace(out, history=rows)
+        return out
+
+
+SALSA = SalsaMapper()

@@ -1,0 +1,325 @@
+"""Flexer: out-of-order list scheduling of a tiled layer on a multi-NPU (Min, Kwon, Egger,
+"Flexer: Out-of-Order Scheduling for Multi-NPUs", CGO 2023), and the scaffolding shared with the
+static loop-order baseline (`mappers.npu.static`).
+
+Search (Algorithm 1, lines 2-11): every viable tiling (`costmodel.npu.tilings`) x every dataflow of
+``params['dataflows']`` is scheduled; the best by ``metric`` (latency x transferred bytes by
+default, as in the paper) is kept. Work units are contiguous chunks of the tiling list.
+
+GetSchedule (Algorithm 1, lines 12-27; `flexer_schedule`). The DFG is `mappers.npu.graph`'s. A
+tCONV is ready when its chain predecessor (previous c of the same output tile) is scheduled. The
+ready queue is ordered by the op's position in the dataflow (loop order); that order is the
+dataflow's only role (tie-breaks and the window below). Each step:
+
+1. candidate sets: all combinations of ``min(n, ready)`` ops among the first ``window`` ready ops
+   (**our choice**: the paper enumerates all oCn sets of the whole ready queue, which is
+   intractable in Python for thousands of ready ops; ``window`` bounds it; default 6: on every
+   third unique ResNet-50 layer on arch5, window 4 / 6 / 8 took 11 / 20 / 36 s and windows 6 and 8
+   found the same best on 6 of 8 layers, each better on one; window 12 was worse than 8 on conv1:
+   the list scheduler is greedy, a wider window is not a better search). If no set of that size
+   can be placed, smaller sets are tried; if not even one op fits beside the pinned tiles, the buffer
+   is flushed (every tile evicted, live partial sums spilled, the buffer one free block once the
+   evictions are done) and the first ready op placed alone.
+2. pruning (section 4.2): sets with an identical *dataflow map* are skipped (the first in
+   combination order is kept). The map is, per data type (IN, WT, OT), the sorted multiset of
+   "ops sharing a tile" counts of reused (resident) tiles and of new tiles.
+3. priority (section 4.3), lexicographic: highest memory benefit = reused bytes - sum over spilled
+   tiles of size / min(n, remaining uses); then highest buffer utilisation after placement; then
+   fewest memory-operation cycles (loads + partial-sum spills). Reused bytes (**our reading**):
+   per op, each input tile (IN, WT, the partial sum for c > 0) that is resident before the set or
+   brought in by an earlier op of the same set. Remaining ties: first set in combination order.
+4. memory management (section 4.1, `mappers.npu.memory`): the set's missing tiles are placed in
+   op order (IN, WT, OT of each op) by in-place replacement, best fit, then Algorithm 2 spilling;
+   only the set's own tiles are pinned. Clean victims (IN, WT) are dropped; live partial sums are
+   written back (PS traffic) and reloaded when needed. Dead tiles are freed right after their last
+   use; final outputs are written back eagerly (OT traffic).
+5. timing (`mappers.npu.graph.Engine`): transfers on the one DRAM channel in the earliest gap
+   after their data/space is available; each op on the earliest-free core, after its tiles are
+   loaded and its chain predecessor finished.
+
+Branch and bound (`TiledNPUMapper.run`, ``prune``): the tilings of a unit are scheduled in the
+order of `flexer_graph.lower_bound` of the metric and the scan stops once the bound exceeds the
+best value found, with ties broken by tiling then schedule index; inside a tiling, a schedule is
+abandoned as soon as its partial bound (`flexer_graph.Cutoff`: latency so far x bytes moved so far
+plus the first moves to come) exceeds the best value. The result equals the exhaustive pass
+(tested); ``evaluations`` counts the schedules started, extra ``tilings_scheduled`` and
+``schedules_cut`` what the bounds saved. Units should therefore be large
+(``tilings_per_unit``); the engine's parallelism comes from layers x architectures.
+
+Result (`TiledNPUMapper.run`): a `SearchResult` with engine "list", ``objective`` = ``value``'s
+metric name ("latency_bytes" | "latency" | "bytes"; ``problem.objective`` is not used), energy NaN
+(no energy model), ``latency_cycles`` and ``extra`` = transferred_bytes, bytes_by_type (IN, WT, OT,
+PS), reloads (per type, {moves: tiles}), peak_buffer_bytes, tiling [oy_t, ox_t, c_t, k_t],
+dataflow, metric, tilings (in the unit), tilings_scheduled, schedules_cut and, with ``keep_trace``, trace [(resource, start, end,
+what)]. Flexer is *not* guaranteed to beat the static baseline (greedy list scheduling; a
+different schedule space): `scripts/bench_flexer.py` reports the comparison.
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+import math
+import time
+from collections import Counter
+from typing import Any, Iterator, Mapping
+
+from costmodel.npu import NPUArch, Tiling, tilings, transfer_cycles
+from mappers.base import LayerProblem, Param, SearchMixin, SearchResult, WorkUnit
+from mappers.npu.graph import (DATAFLOWS, DFG, OT, Cutoff, Engine, build_dfg, latency_lower_bound, metric_value,
+                                  summarize, validate)
+from mappers.npu.memory import new_map, place_tile, used_bytes
+
+__all__ = ["FlexerMapper", "FLEXER", "flexer_schedule", "TiledNPUMapper", "METRICS", "validate"]
+
+METRICS = ("latency_bytes", "latency", "bytes")
+DEFAULT_DATAFLOWS = ["oy-ox-c-k", "k-c-oy-ox", "c-k-oy-ox"]
+
+
+class _State:
+    """Scheduler state: the engine, the memory map and the resident tiles."""
+
+    def __init__(self, g: DFG, n: int, capacity: int) -> None:
+        self.g, self.n, self.cap = g, n, capacity
+        self.eng = Engine(g, n)
+        self.segs = new_map(capacity)
+        self.resident: set[int] = set()
+
+    def needed(self, ops) -> tuple[list[int], int]:
+        """(tiles to place, in op order; reused bytes) of an operation set."""
+        g = self.g
+        need, seen, reused = [], set(), 0
+        for op in ops:
+            for t in g.tiles_of(op):
+                if t in self.resident or t in seen:
+                    reused += g.tile_size[t]
+                else:
+                    need.append(t)
+                    seen.add(t)
+        return need, reused
+
+    def dataflow_map(self, ops) -> tuple:
+        """Section 4.2's dataflow map of a set, as the sorted (class, ops sharing the tile) pairs of
+        its tiles, class = 2 * data type + (tile not resident): equal maps = equivalent sets."""
+        tt, res, tiles = self.g.tile_type, self.resident, self.g.op_tiles
+        cnt = Counter([t for op in ops for t in tiles[op]])
+        return tuple(sorted([(2 * tt[t] + (t not in res), c) for t, c in cnt.items()]))
+
+    def priority(self, ops) -> tuple | None:
+        """Priority tuple of a set (smaller = better), None if it cannot be placed."""
+        g, eng = self.g, self.eng
+        need, reused = self.needed(ops)
+        pinned = {t for op in ops for t in g.tiles_of(op)}
+        segs, spilled, memcyc = self.segs, 0.0, 0
+        bw = g.arch.bandwidth
+        for t in need:
+            r = place_tile(segs, t, g.tile_size[t], pinned, eng.remaining)
+            if r is None:
+                return None
+            segs, _, _, victims = r
+            for v in victims:
+                spilled += g.tile_size[v] / max(1, min(self.n, eng.remaining[v]))
+                if eng.dirty[v]:
+                    memcyc += transfer_cycles(g.tile_size[v], bw)
+            if not self._is_new_output(t):
+                memcyc += transfer_cycles(g.tile_size[t], bw)
+        return (-(reused - spilled), -used_bytes(segs) / self.cap, memcyc)
+
+    def _is_new_output(self, t: int) -> bool:
+        return self.g.tile_type[t] == OT and self.eng.remaining[t] == self.g.uses[t]
+
+    def _evict(self, t: int) -> int:
+        self.resident.discard(t)
+        return self.eng.evict(t)
+
+    def commit(self, ops) -> list[int]:
+        """Place, load and run the set; returns the ops that became ready."""
+        g, eng = self.g, self.eng
+        need, _ = self.needed(ops)
+        pinned = {t for op in ops for t in g.tiles_of(op)}
+        for t in need:
+            r = place_tile(self.segs, t, g.tile_size[t], pinned, eng.remaining, evict=self._evict)
+            assert r is not None, "commit of a set that does not fit"
+            self.segs, addr, avail, _ = r
+            if self._is_new_output(t):
+                eng.alloc_out(t, addr, avail)
+            else:
+                eng.load(t, addr, avail)
+            self.resident.add(t)
+        woken = []
+        for op in ops:
+            eng.run_op(op)
+            for t in eng.dead_after(op):
+                self.free(t, eng.free_dead(t))
+            if g.op_succ[op] >= 0:
+                woken.append(g.op_succ[op])
+        return woken
+
+    def free(self, t: int, when: int) -> None:
+        self.resident.discard(t)
+        for i, (a, s, tt, av) in enumerate(self.segs):
+            if tt == t:
+                self.segs[i] = (a, s, -1, when)
+                return
+
+    def flush(self) -> None:
+        """Evict every resident tile (spilling live partial sums) and make the buffer one free
+        block, free once the last eviction is done -- so that any one tCONV fits, whatever the
+        fragmentation left by the evicted tiles (`costmodel.npu.tilings` guarantees that one
+        tCONV's tiles fit the buffer)."""
+        free_at = 0
+        for a, s, t, av in self.segs:
+            free_at = max(free_at, self._evict(t) if t >= 0 else av)
+        self.segs = new_map(self.cap)
+        self.segs[0] = (0, self.cap, -1, free_at)
+
+
+def flexer_schedule(g: DFG, dataflow: str = "oy-ox-c-k", window: int = 6, cores: int | None = None,
+                    capacity: int | None = None, cutoff: Cutoff | None = None) -> Engine | None:
+    """Flexer's out-of-order list schedule of ``g`` (see module doc); returns the finished
+    `Engine` (latency, bytes, trace, residencies), or None once ``cutoff`` shows it cannot win."""
+    n = cores or g.arch.cores
+    st = _State(g, n, capacity or g.arch.buffer_bytes)
+    rank = {op: i for i, op in enumerate(g.order(dataflow))}
+    ready = sorted((rank[o], o) for o in range(g.n_ops) if g.op_pred[o] < 0)
+    while ready:
+        win = [o for _, o in ready[:window]]
+        chosen = None
+        for k in range(min(n, len(win)), 0, -1):
+            seen, best = set(), None
+            for combo in itertools.combinations(win, k):
+                key = st.dataflow_map(combo)
+                if key in seen:
+                    continue
+                seen.add(key)
+                p = st.priority(combo)
+                if p is not None and (best is None or p < best[0]):
+                    best = (p, combo)
+            if best is not None:
+                chosen = best[1]
+                break
+        if chosen is None:
+            st.flush()
+            chosen = (win[0],)
+        for o in chosen:
+            ready.remove((rank[o], o))
+        for o in st.commit(chosen):
+            bisect.insort(ready, (rank[o], o))
+        if cutoff is not None and cutoff.exceeded(st.eng):
+            return None
+    return st.eng
+
+
+class TiledNPUMapper(SearchMixin):
+    """What flexer and static share: units over contiguous chunks of the tiling list, and a `run`
+    that builds every schedule of its chunk (`schedules`, per subclass) and keeps the best by
+    ``metric`` (first of equal values, in tiling then schedule order)."""
+
+    name = "?"
+    version = "1"
+    engine = "list"
+    common_params = (
+        Param("metric", "str", "latency_bytes", "ranking of schedules: latency x bytes, latency or bytes",
+              choices=METRICS),
+        Param("tilings_per_unit", "int", 512, "tilings per work unit (a contiguous chunk of the tiling list)",
+              low=1),
+        Param("keep_trace", "bool", False, "add the operation trace of the best schedule to extra['trace']"),
+        Param("min_spatial", "int", 1, "smallest OY/OX tile size tried", low=1),
+        Param("min_channels", "int", 8, "smallest C/K tile size tried", low=1),
+        Param("max_ops", "int", 512, "skip tilings with more tCONVs than this", low=1),
+        Param("prune", "bool", True, "skip tilings whose lower bound (flexer_graph.lower_bound) exceeds the "
+              "best value found; the result is unchanged, only faster"),
+    )
+    params: tuple[Param, ...] = common_params
+
+    def tiling_list(self, problem: LayerProblem, params: Mapping[str, Any]) -> list[Tiling]:
+        """The viable tilings of the problem (raises TypeError unless its arch is an `NPUArch`)."""
+        if not isinstance(problem.arch, NPUArch):
+            raise TypeError(f"{self.name} needs an NPUArch (costmodel.npu), got {type(problem.arch).__name__}")
+        return tilings(problem.layer, problem.arch, int(params["min_spatial"]), int(params["min_channels"]),
+                       int(params["max_ops"]))
+
+    def units(self, problem: LayerProblem, params: Mapping[str, Any]) -> list[WorkUnit]:
+        """One unit per chunk of ``tilings_per_unit`` tilings (at least one unit)."""
+        n = len(self.tiling_list(problem, params))
+        per = int(params["tilings_per_unit"])
+        chunks = max(1, math.ceil(n / per))
+        return [WorkUnit(kind="tilings", shard=i, shards=chunks,
+                         budget={"start": i * per, "stop": min(n, (i + 1) * per)}) for i in range(chunks)]
+
+    def schedules(self, g: DFG, params: Mapping[str, Any], cutoff: Cutoff | None = None
+                  ) -> Iterator[tuple[str, Engine | None]]:
+        """(dataflow label, finished engine or None if infeasible or cut off by ``cutoff``) for
+        every schedule of ``g``."""
+        raise NotImplementedError
+
+    def run(self, problem: LayerProblem, unit: WorkUnit, params: Mapping[str, Any]) -> SearchResult:
+        t0 = time.perf_counter()
+        metric = params["metric"]
+        layer = problem.layer
+        reps = layer.B * layer.G
+        tl = self.tiling_list(problem, params)[unit.budget.get("start", 0):unit.budget.get("stop", None)]
+        # branch and bound: tilings in order of their lower bound; stop once the bound exceeds the
+        # best value. Ties are broken by (tiling index, schedule index), so the result is the one
+        # an exhaustive pass in list order finds.
+        graphs = [build_dfg(layer, problem.arch, t) for t in tl]
+        order = list(range(len(tl)))
+        prune = params.get("prune", True)
+        floors = [latency_lower_bound(g) for g in graphs] if prune else [0] * len(tl)
+        lbs = [metric_value(metric, f * reps, sum(g.tile_final) * reps) if prune else 0.0  # = lower_bound
+               for f, g in zip(floors, graphs)]
+        order.sort(key=lambda i: (lbs[i], i))
+        best, evals, done, cut = None, 0, 0, 0
+        for i in order:
+            if best is not None and lbs[i] > best[0]["value"]:
+                break
+            done += 1
+            cutoff = Cutoff(metric, reps, best[0]["value"] if best else math.inf,
+                            floors[i]) if prune else None
+            for j, (label, eng) in enumerate(self.schedules(graphs[i], params, cutoff)):
+                evals += 1
+                if eng is None:
+                    cut += cutoff is not None and cutoff.value < math.inf
+                    continue
+                s = summarize(eng, metric, reps)
+                if best is None or (s["value"], i, j) < (best[0]["value"], best[4], best[5]):
+                    best = (s, tl[i], label, eng, i, j)
+                    if cutoff is not None:
+                        cutoff.value = s["value"]
+        wall = time.perf_counter() - t0
+        base = {"metric": metric, "tilings": len(tl), "tilings_scheduled": done, "schedules_cut": cut}
+        if best is None:
+            return SearchResult(mapper=self.name, engine=self.engine, objective=metric, value=float("inf"),
+                                energy_pj=float("nan"), latency_cycles=float("inf"), ordering=None, loops=None,
+                                evaluations=evals, wall_s=wall, extra=base)
+        s, tiling, label, eng = best[:4]
+        extra = {"transferred_bytes": s["transferred_bytes"], "bytes_by_type": s["bytes_by_type"],
+                 "reloads": s["reloads"], "peak_buffer_bytes": s["peak_buffer_bytes"],
+                 "tiling": list(tiling.as_tuple()), "dataflow": label, **base}
+        if params.get("keep_trace"):
+            extra["trace"] = eng.trace()
+        return SearchResult(mapper=self.name, engine=self.engine, objective=metric, value=float(s["value"]),
+                            energy_pj=float("nan"), latency_cycles=float(s["latency"]), ordering=None, loops=None,
+                            evaluations=evals, wall_s=wall, extra=extra)
+
+
+class FlexerMapper(TiledNPUMapper):
+    """Flexer's OoO list scheduler over every viable tiling x dataflow (module doc)."""
+
+    name = "flexer"
+    version = "2"  # 2: flush leaves one free block
+    params = TiledNPUMapper.common_params + (
+        Param("dataflows", "list[str]", DEFAULT_DATAFLOWS,
+              "loop orders (outermost first) that order the ready queue; one schedule per tiling each",
+              choices=DATAFLOWS),
+        Param("window", "int", 6, "candidate sets are combinations of the first `window` ready ops", low=1,
+              high=64),
+    )
+
+    def schedules(self, g: DFG, params: Mapping[str, Any], cutoff: Cutoff | None = None
+                  ) -> Iterator[tuple[str, Engine | None]]:
+        for df in params["dataflows"]:
+            yield df, flexer_schedule(g, df, int(params["window"]), cutoff=cutoff)
+
+
+FLEXER = FlexerMapper()

@@ -1,0 +1,263 @@
+"""DeepOpt: layer-specific optimal scheduling (LOS) and fixed scheduling (FS) on a J x K systolic
+array, and the network performance metric (PM) used for hardware allocation.
+
+Source: S. D. Manasi and S. S. Sapatnekar, "DeepOpt: Optimized Scheduling of CNN Workloads for
+ASIC-based Systolic Deep Learning Accelerators", ASP-DAC 2021 (sections 4.1-4.2, Tables 3-5).
+
+* The cost of each (hardware point, layer, branch) comes from `costmodel.systolic.evaluate`.
+* PMs (section 4.1): E, D, E*D, E^2*D, E*D^2 with E the energy (pJ) and D the delay (cycles).
+* LOS: for every layer the branch minimising the layer's PM; the network PM is, as DeepOpt
+  computes it, the sum over layers of those per-layer minima (``network_pm="sum"``).
+* FS: one branch for all layers; network PM = sum over layers of that branch's layer PM.
+* ``network_pm="product"``: PM of the network totals, (sum E)^a * (sum D)^b. It is not separable
+  per layer; it is solved exactly by a Pareto front of (sum E, sum D) built layer by layer (any
+  optimum of a function increasing in both sums lies on that front).
+* Footnote 1 of the paper: ZiXYZo is only considered for delay-based PMs where the filter SRAM
+  holds its working set (``SystolicResult.delay_ok``); for PM E every branch is allowed.
+
+Costs are per image: a layer of batch B (DeepOpt's FC layers, batch 16) contributes 1/B of its
+cost (`evaluate_per_image`). Repeated layers (``Network.repeats``) count as that many executions: sum PMs add r times the
+layer's PM, and the product PM lets each execution pick its own branch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping
+
+import numpy as np
+
+from costmodel.systolic.points import HW_COLUMNS, SystolicPoints
+from costmodel.systolic import BRANCHES, SystolicParams, SystolicResult, evaluate
+from costmodel.workload import Network
+from mappers.base import Columns, Param
+
+__all__ = ["PMS", "pm_value", "los", "fixed_scheduling", "product_pm", "pareto_front", "AllocationProblem", "evaluate_per_image",
+           "DeepOptMapper", "DEEPOPT"]
+
+#: PM name -> (exponent of E, exponent of D).
+PMS: dict[str, tuple[int, int]] = {"E": (1, 0), "D": (0, 1), "ED": (1, 1), "E2D": (2, 1), "ED2": (1, 2)}
+
+
+def pm_value(energy_pj, cycles, pm: str):
+    """PM of energy E (pJ) and delay D (cycles): E^a * D^b with (a, b) = `PMS[pm]`.
+
+    Raises:
+        KeyError: unknown PM name.
+    """
+    a, b = PMS[pm]
+    e = np.asarray(energy_pj, dtype=np.float64)
+    d = np.asarray(cycles, dtype=np.float64)
+    out = np.ones(np.broadcast(e, d).shape)
+    if a:
+        out = out * e**a
+    if b:
+        out = out * d**b
+    return out
+
+
+def evaluate_per_image(layers, J, K, fsram_kib, isram_kib, psram_kib,
+                       params: SystolicParams = SystolicParams()) -> SystolicResult:
+    """`costmodel.systolic.evaluate`, with each layer's energy and cycles per image.
+
+    A layer with batch B (DeepOpt's FC layers run at batch 16) costs 1/B of one execution per
+    image, as the authors' code counts it; DeepOpt's PMs are per image ("the Delay represents the
+    per image inference time", section 4.1). Shapes (P, L, 5); energy pJ, delay cycles.
+    """
+    res = evaluate(layers, J, K, fsram_kib, isram_kib, psram_kib, params)
+    b = np.array([l.B for l in layers], dtype=np.float64)[None, :, None]
+    if np.all(b == 1):
+        return res
+    return SystolicResult(energy_pj=res.energy_pj / b, cycles=res.cycles / b, delay_ok=res.delay_ok)
+
+
+def _masked_layer_pm(res: SystolicResult, pm: str) -> np.ndarray:
+    """Layer PMs of shape (P, L, 5), +inf where footnote 1 excludes the branch."""
+    val = pm_value(res.energy_pj, res.cycles, pm)
+    if PMS[pm][1]:  # delay-based PM
+        val = np.where(res.delay_ok, val, np.inf)
+    return val
+
+
+def los(res: SystolicResult, repeats, pm: str):
+    """Layer-specific optimal scheduling with DeepOpt's network PM (sum of per-layer minima).
+
+    Args:
+        res: costs of shape (P, L, 5).
+        repeats: executions per layer, shape (L,).
+        pm: one of `PMS`.
+
+    Returns:
+        (network PM (P,), best branch index (P, L) int8, network energy pJ (P,), network
+        cycles (P,)): energy and cycles are the sums over layers of the chosen branches.
+    """
+    reps = np.asarray(repeats, dtype=np.float64)
+    layer_pm = _masked_layer_pm(res, pm)
+    best = np.argmin(layer_pm, axis=2)
+    take = best[..., None]
+    value = (np.take_along_axis(layer_pm, take, 2)[..., 0] * reps).sum(axis=1)
+    energy = (np.take_along_axis(res.energy_pj, take, 2)[..., 0] * reps).sum(axis=1)
+    cycles = (np.take_along_axis(res.cycles, take, 2)[..., 0] * reps).sum(axis=1)
+    return value, best.astype(np.int8), energy, cycles
+
+
+def fixed_scheduling(res: SystolicResult, repeats, pm: str) -> np.ndarray:
+    """Network PM of fixed scheduling (one branch for every layer), shape (P, 5).
+
+    Sum over layers of the layer PM of that branch (same aggregation as `los`, so the FS
+    penalty of Table 3 is FS / LOS - 1). Footnote 1 is not applied: FS evaluates what it is given.
+    """
+    reps = np.asarray(repeats, dtype=np.float64)
+    return (pm_value(res.energy_pj, res.cycles, pm) * reps[None, :, None]).sum(axis=1)
+
+
+def pareto_front(points: np.ndarray) -> np.ndarray:
+    """Indices of the Pareto-minimal rows of ``points`` (n, 2), sorted by the first column."""
+    order = np.lexsort((points[:, 1], points[:, 0]))
+    d = points[order, 1]
+    running = np.minimum.accumulate(d)
+    keep = np.ones(len(order), dtype=bool)
+    keep[1:] = d[1:] < running[:-1]
+    return order[keep]
+
+
+def product_pm(energy_pj: np.ndarray, cycles: np.ndarray, ok: np.ndarray, repeats, pm: str):
+    """Exact minimum of (sum E)^a * (sum D)^b over per-execution branch choices, one point.
+
+    Builds the Pareto front of (sum E, sum D) layer by layer (each execution of a repeated layer
+    is a stage), then takes the front point with the smallest PM. Exact because the PM increases
+    in both sums.
+
+    Args:
+        energy_pj, cycles: shape (L, 5); ok: (L, 5) bool, branches allowed; repeats: (L,).
+
+    Returns:
+        (PM value, network energy pJ, network cycles, choice (sum(repeats),) int8: the branch of
+        each execution in layer order).
+    """
+    front = np.zeros((1, 2))
+    back: list[tuple[np.ndarray, np.ndarray]] = []
+    for l, r in enumerate(np.asarray(repeats, dtype=int)):
+        allowed = np.flatnonzero(ok[l] & np.isfinite(energy_pj[l]) & np.isfinite(cycles[l]))
+        opts = np.stack([energy_pj[l, allowed], cycles[l, allowed]], axis=1)
+        for _ in range(r):
+            cand = (front[:, None, :] + opts[None, :, :]).reshape(-1, 2)
+            keep = pareto_front(cand)
+            back.append((keep // len(allowed), allowed[keep % len(allowed)]))
+            front = cand[keep]
+    vals = pm_value(front[:, 0], front[:, 1], pm)
+    i = int(np.argmin(vals))
+    e, d = front[i]
+    choice = np.empty(len(back), dtype=np.int8)
+    for s in range(len(back) - 1, -1, -1):
+        parent, branch = back[s]
+        choice[s] = branch[i]
+        i = int(parent[i])
+    return float(vals.min()), float(e), float(d), choice
+
+
+@dataclass(frozen=True)
+class AllocationProblem:
+    """Hardware allocation for one network over a chunk of J x K systolic hardware points.
+
+    ``points`` has P hardware points; ``point_index`` (P,) numbers them in the whole grid.
+    """
+
+    network: Network
+    points: SystolicPoints
+    point_index: np.ndarray
+    pms: tuple[str, ...] = tuple(PMS)
+    systolic: SystolicParams = field(default_factory=SystolicParams)
+
+
+class DeepOptMapper:
+    """DeepOpt LOS/FS scheduling as a mapper of the engine (see `mappers.base.Mapper`).
+
+    `run` returns two tables:
+
+    * ``rows``: one row per (hardware point, PM) with the network PM under LOS (``pm_value``),
+      the LOS energy (pJ) and cycles, and the FS network PM of every branch (``fs_<branch>``).
+    * ``layers``: for the best point of the chunk per PM, the chosen branch of every layer, so the
+      optimum's schedule is stored once the chunks are reduced.
+    """
+
+    name = "deepopt"
+    version = "1"
+    params = (
+        Param("network_pm", "str", "sum",
+              "network PM: 'sum' = sum over layers of per-layer PMs (DeepOpt); "
+              "'product' = PM of the network totals, (sum E)^a (sum D)^b, solved exactly",
+              choices=("sum", "product")),
+    )
+
+    def run(self, problem: AllocationProblem, params: Mapping[str, object]) -> dict[str, Columns]:
+        net = problem.network
+        layers = [l for l, _ in net]
+        reps = np.array([r for _, r in net], dtype=np.int64)
+        pts = problem.points
+        res = evaluate_per_image(layers, *pts.columns(), problem.systolic)
+        P = len(pts)
+        rows: dict[str, list] = {k: [] for k in (
+            "network", "pm", "network_pm", "point", "J", "K", "fsram_kib", "isram_kib", "psram_kib",
+            "area_mm2", "pm_value", "energy_pj", "cycles", *[f"fs_{b}" for b in BRANCHES])}
+        detail: dict[str, list] = {k: [] for k in (
+            "network", "pm", "network_pm", "point", "layer_index", "layer", "repeat", "branch",
+            "energy_pj", "cycles")}
+        mode = str(params.get("network_pm", "sum"))
+        for pm in problem.pms:
+            if mode == "sum":
+                value, best, energy, cycles = los(res, reps, pm)
+            else:
+                value, energy, cycles, best = self._product(res, reps, pm)
+            fs = fixed_scheduling(res, reps, pm)
+            rows["network"] += [net.name] * P
+            rows["pm"] += [pm] * P
+            rows["network_pm"] += [mode] * P
+            rows["point"].append(problem.point_index)
+            for k in (*HW_COLUMNS, "area_mm2"):
+                rows[k].append(getattr(pts, k))
+            rows["pm_value"].append(value)
+            rows["energy_pj"].append(energy)
+            rows["cycles"].append(cycles)
+            for b, name in enumerate(BRANCHES):
+                rows[f"fs_{name}"].append(fs[:, b])
+            self._detail(detail, res, net, reps, pm, mode, problem, value, best)
+        out_rows = {k: (np.concatenate(v) if v and isinstance(v[0], np.ndarray) else np.asarray(v))
+                    for k, v in rows.items()}
+        return {"rows": out_rows, "layers": {k: np.asarray(v) for k, v in detail.items()}}
+
+    @staticmethod
+    def _product(res: SystolicResult, reps: np.ndarray, pm: str):
+        P = res.energy_pj.shape[0]
+        value = np.empty(P)
+        energy = np.empty(P)
+        cycles = np.empty(P)
+        best = np.empty((P, int(reps.sum())), dtype=np.int8)
+        ok = res.delay_ok if PMS[pm][1] else np.ones_like(res.delay_ok)
+        for p in range(P):
+            value[p], energy[p], cycles[p], best[p] = product_pm(
+                res.energy_pj[p], res.cycles[p], ok[p], reps, pm)
+        return value, energy, cycles, best
+
+    @staticmethod
+    def _detail(detail, res, net, reps, pm, mode, problem, value, best) -> None:
+        if not np.isfinite(value).any():
+            return
+        p = int(np.nanargmin(np.where(np.isfinite(value), value, np.inf)))
+        execs = [(li, ri) for li, r in enumerate(reps) for ri in range(r)] if mode == "product" \
+            else [(li, None) for li in range(len(reps))]
+        for s, (li, ri) in enumerate(execs):
+            b = int(best[p, s])
+            detail["network"].append(net.name)
+            detail["pm"].append(pm)
+            detail["network_pm"].append(mode)
+            detail["point"].append(int(problem.point_index[p]))
+            detail["layer_index"].append(li)
+            detail["layer"].append(net.layers[li].name)
+            detail["repeat"].append(int(reps[li]) if ri is None else 1)
+            detail["branch"].append(BRANCHES[b])
+            detail["energy_pj"].append(float(res.energy_pj[p, li, b]))
+            detail["cycles"].append(float(res.cycles[p, li, b]))
+
+
+DEEPOPT = DeepOptMapper()

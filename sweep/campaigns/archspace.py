@@ -1,0 +1,311 @@
+"""The ``[architectures]`` key: a set of J x K systolic hardware points.
+
+Forms (exactly one of them):
+
+* ``preset = "deepopt_table3"``: named points from ``costmodel/presets/systolic.toml``;
+* ``file = "points.toml"``: a file holding ``points = [{J = .., K = .., fsram_kib = .., ...}]``;
+* ``points = [{J = 32, K = 64, fsram_kib = 16, isram_kib = 32, psram_kib = 8}]``;
+* ``[architectures.grid]``: each of J, K, fsram_kib, isram_kib, psram_kib as a list of values, a
+  range ``{start, stop, step}`` (stop included) or ``{pow2 = [lo, hi]}``; ``constraints``: a list of
+  expressions over those names and ``area_mm2`` (`sweep.campaigns.expr`); ``area_budget_mm2`` with
+  ``min_area_fraction`` keeps points with ``fraction * budget <= area <= budget``.
+
+Every point gets its area from `costmodel.systolic.area.area_mm2`. The result is a `costmodel.systolic.points.SystolicPoints` of columns
+in a fixed, deterministic order (J, K, fsram, isram, psram ascending).
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+from costmodel.systolic.points import HW_COLUMNS, SystolicPoints
+from sweep.campaigns.expr import ExprError, evaluate, parse
+
+__all__ = ["parse_architectures"]
+
+_ARCH_KEYS = {"kind", "preset", "file", "points", "grid"}
+_LOOPNEST_KEYS = {"kind", "presets", "files", "spatial"}
+#: The kinds of architecture a campaign can sweep.
+ARCH_KINDS = ("systolic", "loopnest", "npu")
+_GRID_KEYS = set(HW_COLUMNS) | {"constraints", "area_budget_mm2", "min_area_fraction"}
+
+
+def _from_points(points: Any, key: str, bad) -> dict[str, np.ndarray] | None:
+    if not isinstance(points, list) or not points:
+        bad(key, points, "expected a non-empty list of tables {J, K, fsram_kib, isram_kib, psram_kib}")
+        return None
+    cols = {c: [] for c in HW_COLUMNS}
+    ok = True
+    for i, pt in enumerate(points):
+        if not isinstance(pt, dict) or set(pt) != set(HW_COLUMNS):
+            bad(f"{key}[{i}]", pt, f"expected exactly the keys {list(HW_COLUMNS)}")
+            ok = False
+            continue
+        for c in HW_COLUMNS:
+            v = pt[c]
+            if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
+                bad(f"{key}[{i}].{c}", v, "expected a positive integer")
+                ok = False
+            cols[c].append(v)
+    return {c: np.asarray(v, dtype=np.int64) for c, v in cols.items()} if ok else None
+
+
+def _axis(value: Any, key: str, bad) -> np.ndarray | None:
+    vals = None
+    if isinstance(value, list) and value:
+        vals = value
+    elif isinstance(value, dict) and set(value) == {"start", "stop", "step"}:
+        s, e, st = value["start"], value["stop"], value["step"]
+        if all(isinstance(x, int) and not isinstance(x, bool) for x in (s, e, st)) and st > 0 and e >= s:
+            vals = list(range(s, e + 1, st))
+        else:
+            bad(key, value, "range needs integers start <= stop and step > 0")
+            return None
+    elif isinstance(value, dict) and set(value) == {"pow2"}:
+        lo_hi = value["pow2"]
+        if (isinstance(lo_hi, list) and len(lo_hi) == 2 and all(isinstance(x, int) and x > 0 for x in lo_hi)
+                and lo_hi[0] <= lo_hi[1]):
+            lo, hi = lo_hi
+            vals = [2**k for k in range(64) if lo <= 2**k <= hi]
+        else:
+            bad(key, value, "pow2 needs [lo, hi] with 0 < lo <= hi")
+            return None
+    else:
+        bad(key, value, "expected a list of values, {start, stop, step} or {pow2 = [lo, hi]}")
+        return None
+    if not vals or not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in vals):
+        bad(key, value, "values must be positive integers")
+        return None
+    return np.unique(np.asarray(vals, dtype=np.int64))
+
+
+def _grid(grid: Any, bad) -> tuple[dict[str, np.ndarray] | None, dict]:
+    if not isinstance(grid, dict):
+        bad("architectures.grid", grid, "expected a table")
+        return None, {}
+    for k in grid:
+        if k not in _GRID_KEYS:
+            bad(f"architectures.grid.{k}", grid[k], f"unknown key; known: {sorted(_GRID_KEYS)}")
+    axes = {}
+    for c in HW_COLUMNS:
+        if c not in grid:
+            bad(f"architectures.grid.{c}", None, "required")
+            continue
+        a = _axis(grid[c], f"architectures.grid.{c}", bad)
+        if a is not None:
+            axes[c] = a
+    cons = grid.get("constraints", [])
+    trees = []
+    if not isinstance(cons, list) or not all(isinstance(c, str) for c in cons):
+        bad("architectures.grid.constraints", cons, "expected a list of expression strings")
+        cons = []
+    for i, c in enumerate(cons):
+        try:
+            trees.append((i, c, parse(c, set(HW_COLUMNS) | {"area_mm2"})))
+        except ExprError as e:
+            bad(f"architectures.grid.constraints[{i}]", c, str(e))
+    budget = grid.get("area_budget_mm2")
+    frac = grid.get("min_area_fraction", 0.0)
+    if budget is not None and (not isinstance(budget, (int, float)) or isinstance(budget, bool) or budget <= 0):
+        bad("architectures.grid.area_budget_mm2", budget, "expected a positive number (mm^2)")
+        budget = None
+    if not isinstance(frac, (int, float)) or isinstance(frac, bool) or not 0 <= frac <= 1:
+        bad("architectures.grid.min_area_fraction", frac, "expected a number in [0, 1]")
+        frac = 0.0
+    if frac and budget is None:
+        bad("architectures.grid.min_area_fraction", frac, "needs area_budget_mm2")
+    if len(axes) != len(HW_COLUMNS):
+        return None, {}
+    mesh = np.meshgrid(*(axes[c] for c in HW_COLUMNS), indexing="ij")
+    cols = {c: m.ravel() for c, m in zip(HW_COLUMNS, mesh)}
+    from costmodel.systolic.area import area_mm2
+    area = np.asarray(area_mm2(*(cols[c] for c in HW_COLUMNS)), dtype=np.float64)
+    env = dict(cols, area_mm2=area)
+    keep = np.ones(len(area), dtype=bool)
+    for i, text, tree in trees:
+        try:
+            keep &= np.broadcast_to(np.asarray(evaluate(tree, env), dtype=bool), keep.shape)
+        except (ArithmeticError, ValueError, TypeError) as e:
+            bad(f"architectures.grid.constraints[{i}]", text, f"cannot be evaluated: {e}")
+    if budget is not None:
+        keep &= (area <= budget) & (area >= frac * budget)
+    if not keep.any():
+        bad("architectures.grid", {k: grid[k] for k in grid if k != "constraints"} | {"constraints": cons},
+            "no hardware point satisfies the constraints")
+    out = {c: v[keep] for c, v in cols.items()}
+    return out, {"grid": grid}
+
+
+def parse_architectures(value: Any, base_dir: Path, bad: Callable[[str, Any, str], None]) -> SystolicPoints | None:
+    """Resolve the ``[architectures]`` table to a `costmodel.systolic.points.SystolicPoints`; problems go to ``bad``."""
+    from costmodel.presets import systolic_presets
+
+    if not isinstance(value, dict):
+        bad("architectures", value, "required: a table with one of preset, file, points or grid")
+        return None
+    if value.get("kind", "systolic") in ("loopnest", "npu"):
+        return parse_loopnest(value, base_dir, bad)
+    for k in value:
+        if k not in _ARCH_KEYS:
+            bad(f"architectures.{k}", value[k], f"unknown key; known: {sorted(_ARCH_KEYS)}")
+    kind = value.get("kind", "systolic")
+    if kind != "systolic":
+        bad("architectures.kind", kind, f"expected one of {list(ARCH_KINDS)}")
+        return None
+    forms = [k for k in ("preset", "file", "points", "grid") if k in value]
+    if len(forms) != 1:
+        bad("architectures", {k: value[k] for k in forms},
+            "give exactly one of preset, file, points or grid")
+        return None
+    form = forms[0]
+    cols = None
+    spec: Any = {form: value[form]}
+    if form == "preset":
+        presets = systolic_presets()
+        name = value["preset"]
+        if name not in presets:
+            bad("architectures.preset", name, f"unknown preset; known: {sorted(presets)}")
+            return None
+        cols = _from_points(presets[name]["points"], "architectures.preset", bad)
+    elif form == "file":
+        f = value["file"]
+        if not isinstance(f, str):
+            bad("architectures.file", f, "expected a path string")
+            return None
+        path = Path(f) if Path(f).is_absolute() else base_dir / f
+        try:
+            data = tomllib.loads(path.read_text())
+        except OSError as e:
+            bad("architectures.file", f, f"cannot read {path}: {e.strerror}")
+            return None
+        except tomllib.TOMLDecodeError as e:
+            bad("architectures.file", f, f"{path} is not valid TOML: {e}")
+            return None
+        cols = _from_points(data.get("points"), f"{path}:points", bad)
+        spec = {"file": f, "points": data.get("points")}
+    elif form == "points":
+        cols = _from_points(value["points"], "architectures.points", bad)
+    else:
+        cols, _ = _grid(value["grid"], bad)
+    if cols is None:
+        return None
+    from costmodel.systolic.area import area_mm2
+    order = np.lexsort(tuple(cols[c] for c in reversed(HW_COLUMNS)))
+    cols = {c: v[order] for c, v in cols.items()}
+    area = np.asarray(area_mm2(*(cols[c] for c in HW_COLUMNS)), dtype=np.float64)
+    return SystolicPoints(**cols, area_mm2=np.atleast_1d(area), spec=spec)
+
+
+@dataclass(frozen=True)
+class ArchSet:
+    """Loop-nest accelerators of a campaign: (name, Accelerator) pairs and an optional spatial
+    unrolling override (None = each accelerator's default)."""
+
+    archs: tuple
+    spatial: Any = None
+    spec: Any = None
+
+    def __len__(self) -> int:
+        return len(self.archs)
+
+    def describe(self) -> dict[str, Any]:
+        """JSON-able: names and full descriptions (so a changed preset changes the config hash)."""
+        return {"spec": self.spec,
+                "archs": [{"name": n, "arch": repr(a)} for n, a in self.archs]}
+
+
+def parse_spatial(value: Any, key: str, bad):
+    """``{D1 = [["OX", 14]], D2 = [["FY", 3], ["K", 4]]}`` -> a `SpatialMapping`, or None."""
+    from costmodel.loopnest.mapping import SpatialMapping
+    from costmodel.workload import LOOP_DIMS
+    if not isinstance(value, dict) or not value:
+        bad(key, value, "expected a table: array dim -> list of [loop dim, factor]")
+        return None
+    out = {}
+    ok = True
+    for adim, loops in value.items():
+        if not isinstance(loops, list) or not all(
+                isinstance(l, list) and len(l) == 2 and l[0] in LOOP_DIMS and isinstance(l[1], int)
+                and not isinstance(l[1], bool) and l[1] >= 1 for l in loops):
+            bad(f"{key}.{adim}", loops, f"expected a list of [loop dim, factor >= 1], loop dims {list(LOOP_DIMS)}")
+            ok = False
+            continue
+        out[adim] = tuple((str(d), int(f)) for d, f in loops)
+    if not ok:
+        return None
+    try:
+        return SpatialMapping(out)
+    except (TypeError, ValueError) as e:
+        bad(key, value, str(e))
+        return None
+
+
+def _check_spatial_fits(spatial, archs, raw, bad) -> None:
+    """An override spatial unrolling must fit every accelerator's array: each of its array dims
+    exists and its fan-out (product of the factors) is at most the dim's size; otherwise no
+    mapping of any layer fits that accelerator."""
+    for name, acc in archs:
+        for adim in spatial.dims:
+            if adim not in acc.array:
+                bad(f"architectures.spatial.{adim}", raw[adim], f"accelerator {name!r} has no array dim "
+                    f"{adim!r}; its dims are {dict(acc.array)}: no mapping fits")
+            elif spatial.array_fanout(adim) > acc.array[adim]:
+                bad(f"architectures.spatial.{adim}", raw[adim], f"fan-out {spatial.array_fanout(adim)} exceeds "
+                    f"{adim} = {acc.array[adim]} of accelerator {name!r}: no mapping fits")
+
+
+def parse_loopnest(value: dict, base_dir: Path, bad) -> ArchSet | None:
+    """``[architectures] kind = "loopnest"`` (accelerators with a memory hierarchy) or ``"npu"``
+    (Flexer's multi-NPU presets arch1..arch8): ``presets`` (names, see `sweep list archs`) and/or
+    ``files`` (TOML files), optional ``spatial`` override (loopnest only)."""
+    if value.get("kind") == "npu":
+        from costmodel.npu import list_npus as list_accelerators, load_npu as load_accelerator
+    else:
+        from costmodel.loopnest.arch import list_accelerators, load_accelerator
+
+    for k in value:
+        if k not in _LOOPNEST_KEYS:
+            bad(f"architectures.{k}", value[k], f"unknown key for kind 'loopnest'; known: {sorted(_LOOPNEST_KEYS)}")
+    archs = []
+    presets = value.get("presets", [])
+    files = value.get("files", [])
+    if not isinstance(presets, list) or not all(isinstance(p, str) for p in presets):
+        bad("architectures.presets", presets, "expected a list of preset names")
+        presets = []
+    if not isinstance(files, list) or not all(isinstance(p, str) for p in files):
+        bad("architectures.files", files, "expected a list of file paths")
+        files = []
+    if not presets and not files:
+        bad("architectures", value, "kind 'loopnest' needs presets = [...] and/or files = [...]")
+        return None
+    known = list_accelerators()
+    for i, name in enumerate(presets):
+        if name not in known:
+            bad(f"architectures.presets[{i}]", name, f"unknown accelerator; known: {known}")
+            continue
+        archs.append((name, load_accelerator(name)))
+    for i, f in enumerate(files):
+        path = Path(f) if Path(f).is_absolute() else base_dir / f
+        try:
+            acc = load_accelerator(path)
+        except (OSError, ValueError) as e:
+            bad(f"architectures.files[{i}]", f, str(e))
+            continue
+        archs.append((acc.name, acc))
+    names = [n for n, _ in archs]
+    if len(set(names)) != len(names):
+        bad("architectures", value, f"accelerator names must be unique, got {names}")
+    spatial = None
+    if "spatial" in value:
+        if value.get("kind") == "npu":
+            bad("architectures.spatial", value["spatial"], "not used by kind 'npu'")
+        else:
+            spatial = parse_spatial(value["spatial"], "architectures.spatial", bad)
+            if spatial is not None:
+                _check_spatial_fits(spatial, archs, value["spatial"], bad)
+    return ArchSet(tuple(archs), spatial, spec={k: value[k] for k in value})

@@ -1,0 +1,216 @@
+"""Run a campaign: expand tasks, skip stored ones, execute, write in batches, report progress."""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterator
+
+import pyarrow.compute as pc
+
+from sweep.campaigns.campaign import Campaign
+from sweep.errors import StoreError
+from sweep.engine.executor import make_executor
+from sweep.engine.store import Store, code_version
+from sweep.engine.tasks import Task, count_tasks, expand
+
+__all__ = ["RunSummary", "run_campaign", "Interrupted", "campaign_from_manifest"]
+
+
+#: A completed run whose ``rows`` table has more fragments than this merges them (`Store.compact`).
+COMPACT_ABOVE = 32
+
+
+class Interrupted(Exception):
+    """The run was stopped by Ctrl-C; finished tasks were stored and the run can be resumed."""
+
+    def __init__(self, summary: "RunSummary"):
+        self.summary = summary
+        super().__init__("interrupted")
+
+
+@dataclass
+class RunSummary:
+    """What a run did. Times in seconds.
+
+    ``timings`` says where the driver's time went: ``count_s`` counting the tasks for the
+    progress bar, ``expand_s`` expanding them (streamed, so
+    spread over the run), ``submit_s`` submitting them (Ray argument serialisation, including
+    the expansion), ``wait_s`` blocked waiting for results, ``get_s`` fetching and deserialising
+    them, ``write_s`` writing Parquet fragments, ``compute_s`` the tasks' own run time summed
+    over workers (see `sweep.engine.executor.TIMERS`), ``compact_s`` merging fragments at the end.
+    ``fragments`` counts the batches written; ``compacted``: table -> (fragments before, after)
+    if the run ended with more than `COMPACT_ABOVE` ``rows`` fragments and merged them.
+    """
+
+    output: str
+    tasks_total: int = 0
+    tasks_skipped: int = 0
+    tasks_run: int = 0
+    tasks_failed: int = 0
+    rows_written: int = 0
+    seconds: float = 0.0
+    executor_start_s: float = 0.0
+    fragments: int = 0
+    compacted: dict = field(default_factory=dict)
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+def run_campaign(campaign: Campaign, *, resume: bool = False, executor: str = "ray",
+                 address: str | None = None,
+                 progress: Callable[[int, int], None] | None = None) -> RunSummary:
+    """Run ``campaign`` into ``campaign.output``.
+
+    Args:
+        resume: complete an existing output directory of the same campaign (skips stored tasks).
+        executor: "ray" or "local".
+        address: Ray cluster address (None: ``RAY_ADDRESS`` or a new local Ray).
+        progress: called as progress(done, total) after every finished task (and once at start).
+
+    Raises:
+        StoreError: the output directory holds something else (nothing is written).
+        Interrupted: Ctrl-C; finished tasks are stored.
+    """
+    t0 = time.perf_counter()
+    store = Store(campaign.output)
+    store.check_new_or_resumable(campaign.config_hash(), resume)
+    done_ids = store.stored_task_ids() if resume else set()   # 100k ids: ~10 MB
+    t1 = time.perf_counter()
+    total = count_tasks(campaign)
+    summary = RunSummary(str(campaign.output), total)
+    summary.timings["count_s"] = time.perf_counter() - t1
+    store.create({"name": campaign.name, "source": campaign.source,
+                  "config_hash": campaign.config_hash(), "config": campaign.resolved_config(),
+                  "campaign": campaign.raw, "base_dir": str(Path(campaign.source).resolve().parent),
+                  "tasks": total, "report": campaign.report})
+    stamp = {"code_version": code_version(), "config_hash": campaign.config_hash()}
+    timings = summary.timings
+    timings.update(expand_s=0.0, write_s=0.0)
+
+    def todo() -> Iterator[Task]:
+        """Tasks not yet stored, expanded lazily (the executor pulls them as slots free up)."""
+        it = expand(campaign)
+        first = True
+        while True:
+            t1 = time.perf_counter()
+            task = next(it, None)
+            timings["expand_s"] += time.perf_counter() - t1
+            if task is None:
+                return
+            if first and campaign.kind == "loopnest":  # before the first task reaches a worker
+                _warm_up(task)  # (npu mappers have no compiled kernel)
+            first = False
+            if task.task_id in done_ids:
+                summary.tasks_skipped += 1
+                continue
+            yield task
+
+    if progress:
+        progress(len(done_ids), summary.tasks_total)
+    buf: list = []
+    buf_rows = 0
+    last_flush = time.monotonic()
+
+    def flush():
+        nonlocal buf, buf_rows, last_flush
+        t1 = time.perf_counter()
+        n = store.write_batch(buf, stamp=stamp)
+        if buf:
+            summary.fragments += 1
+        summary.rows_written += n
+        buf, buf_rows, last_flush = [], 0, time.monotonic()
+        timings["write_s"] += time.perf_counter() - t1
+
+    ex = make_executor(executor, address, campaign.run.num_cpus, campaign.run.max_in_flight,
+                       campaign.run.max_retries)
+    try:
+        t1 = time.perf_counter()
+        with ex, _sigterm_as_interrupt():
+            summary.executor_start_s = time.perf_counter() - t1
+            for task, tables in ex.imap(todo()):
+                buf.append((task.task_id, tables))
+                rows = tables["rows"]
+                buf_rows += rows.num_rows
+                summary.tasks_run += 1
+                if rows.num_rows and pc.any(pc.not_equal(rows.column("status"), "ok")).as_py():
+                    summary.tasks_failed += 1
+                if buf_rows >= campaign.run.flush_rows or time.monotonic() - last_flush > 30:
+                    flush()
+                if progress:
+                    progress(len(done_ids) + summary.tasks_run, summary.tasks_total)
+            flush()
+        if len(store.fragments("rows")) > COMPACT_ABOVE:
+            t1 = time.perf_counter()
+            summary.compacted = store.compact()
+            timings["compact_s"] = time.perf_counter() - t1
+    except KeyboardInterrupt:
+        flush()
+        _finish(summary, ex, t0)
+        raise Interrupted(summary) from None
+    return _finish(summary, ex, t0)
+
+
+def _finish(summary: RunSummary, ex, t0: float) -> RunSummary:
+    summary.timings.update(getattr(ex, "timers", {}))
+    summary.seconds = time.perf_counter() - t0
+    return summary
+
+
+def campaign_from_manifest(directory: str | Path, output: str | Path) -> Campaign:
+    """The campaign that produced the result directory ``directory``, to rerun into ``output``:
+    the campaign file's parsed contents, stored in ``manifest.json``, validated again with file
+    names relative to the original campaign file's folder.
+
+    Raises:
+        StoreError: not a result directory, no stored campaign (written by an older version, or a
+            `sweep tune` directory), or the inputs changed since (a network or accelerator file,
+            a preset, a mapper version: the resolved configuration's hash differs), so a rerun
+            would not reproduce the rows.
+    """
+    from sweep.campaigns.campaign import parse_campaign
+    m = Store(directory).manifest()
+    if not isinstance(m.get("campaign"), dict):
+        raise StoreError(f"{Path(directory) / 'manifest.json'}: campaign = None: no stored campaign to rerun "
+                         "(a `sweep tune` directory, or written before rows recorded their configuration)")
+    source = str(m.get("source", "<manifest>"))
+    c = parse_campaign(m["campaign"], source=f"{source} (from {directory}/manifest.json)",
+                       base_dir=Path(m.get("base_dir") or Path(source).parent), output=output)
+    if c.config_hash() != m.get("config_hash"):
+        raise StoreError(f"{Path(directory) / 'manifest.json'}: config_hash = {str(m.get('config_hash'))[:12]}: "
+                         f"the campaign now resolves to {c.config_hash()[:12]} (its network/accelerator files, "
+                         "presets or mapper versions changed), so a rerun would not reproduce the rows")
+    return c
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt():
+    """Within the block, SIGTERM (a batch scheduler, `kill`, `timeout`) stops the run like Ctrl-C:
+    finished tasks are stored and the run is resumable. Installed after Ray has started, so it
+    replaces Ray's own handler for the driver; the previous handler is restored afterwards."""
+    def handler(signum, frame):
+        raise KeyboardInterrupt
+    try:
+        previous = signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread: leave signals alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _warm_up(task) -> None:
+    """Compile (or load from the on-disk cache) the loop-nest evaluator's kernel once in the
+    driver, so that Ray workers starting together load it instead of each compiling it."""
+    try:
+        from costmodel.loopnest.ordering import OrderingEvaluator
+        u = task.units[0]
+        ev = OrderingEvaluator(u.problem.layer, u.problem.arch, u.problem.spatial)
+        import numpy as np
+        ev.evaluate(np.repeat(np.arange(len(ev.counts)), ev.counts)[None, :])
+    except Exception:  # noqa: BLE001 - a warm-up only; the task itself reports real errors
+        pass

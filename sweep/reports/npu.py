@@ -1,0 +1,246 @@
+"""`sweep report` for multi-NPU (Flexer) campaigns: Flexer vs the best static loop order.
+
+From the unit rows and the problems table of a ``kind = "npu"`` result directory:
+
+* ``npu_layers``: per (network, layer, arch) the best schedule of the mapper (default ``flexer``)
+  and of the baseline (default ``static``): latency (cycles), transferred bytes, the speed-up
+  (baseline latency / mapper latency) and the data reduction (baseline bytes / mapper bytes) --
+  Flexer's Fig. 9. Each mapper's best is by the campaign's metric (latency x bytes by default), as
+  in the paper, so a layer's speed-up can be below 1 when the mapper trades latency for bytes.
+* ``npu_networks``: per (network, arch) the same ratios over the whole network, latencies and
+  bytes summed over its layers with their repeat counts (layers executed one after another), and
+  the largest per-layer speed-up -- Fig. 8.
+* plots: per-layer speed-up and data reduction of one network on every arch (Fig. 9), per-network
+  bars (Fig. 8), the data moved by type of two layers (Fig. 10: IN, WT, final OT and partial-sum
+  bytes per mapper, each bar labelled with the mean number of DRAM moves per tile -- IN and WT
+  loads, OT write-backs including partial-sum spills; the two mappers' best tilings may differ --
+  and, as the paper's "on-chip" bar, the bytes of flexer's tiling with an unlimited buffer), and a Gantt chart of one Flexer schedule (cores and the DRAM
+  channel over time), rebuilt from the stored tiling and dataflow with `mappers.npu.flexer`.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["npu_report", "print_npu_report", "write_npu_plots"]
+
+
+def _best(rows: pd.DataFrame, problems: pd.DataFrame, mapper: str) -> pd.DataFrame:
+    ok = rows[(rows["status"] == "ok") & (rows["mapper"] == mapper)].copy()
+    ok["value"] = ok["value"].astype(float)
+    ok = ok[np.isfinite(ok["value"])].sort_values(["problem_id", "value", "unit_index"], kind="stable")
+    best = ok.groupby("problem_id", sort=False).head(1).set_index("problem_id")
+    cols = ["value", "latency_cycles", "transferred_bytes", "extra", "params"]
+    probs = problems.drop(columns=["task_id", "mapper", "arch", "objective", "seed"], errors="ignore")
+    return probs.join(best[cols + ["arch"]], on="problem_id", how="inner")
+
+
+def npu_report(rows: pd.DataFrame, problems: pd.DataFrame, mapper: str = "flexer",
+               baseline: str = "static") -> dict[str, Any]:
+    """Per-layer and per-network speed-up and data reduction of ``mapper`` over ``baseline``
+    (module doc); empty tables when either mapper has no finished row."""
+    f, s = _best(rows, problems, mapper), _best(rows, problems, baseline)
+    if f.empty or s.empty:
+        return {"npu_layers": [], "npu_networks": []}
+    key = ["network", "layer_index", "layer", "arch", "repeat"]
+    cols = ["value", "latency_cycles", "transferred_bytes", "extra", "params"]
+    m = f[key + cols].merge(s[key + cols], on=key, suffixes=("", "_base"))
+    m = m.sort_values(["network", "arch", "layer_index"], kind="stable")
+    m["speedup"] = m["latency_cycles_base"] / m["latency_cycles"]
+    m["data_reduction"] = m["transferred_bytes_base"] / m["transferred_bytes"]
+    m["metric_gain"] = m["value_base"] / m["value"]
+    layers = [{k: (v.item() if hasattr(v, "item") else v) for k, v in r.items()}
+              for r in m.drop(columns=["extra", "extra_base", "params", "params_base"]).to_dict("records")]
+    nets = []
+    for (net, arch), g in m.groupby(["network", "arch"], sort=False):
+        w = g["repeat"].astype(float)
+        lat_f, lat_s = float((w * g["latency_cycles"]).sum()), float((w * g["latency_cycles_base"]).sum())
+        b_f, b_s = float((w * g["transferred_bytes"]).sum()), float((w * g["transferred_bytes_base"]).sum())
+        nets.append({"network": net, "arch": arch, "layers": int(len(g)), "latency_cycles": lat_f,
+                     "latency_cycles_base": lat_s, "bytes": b_f, "bytes_base": b_s, "speedup": lat_s / lat_f,
+                     "data_reduction": b_s / b_f, "metric_gain": (lat_s * b_s) / (lat_f * b_f),
+                     "max_layer_speedup": float(g["speedup"].max()),
+                     "max_layer_data_reduction": float(g["data_reduction"].max()),
+                     "layers_faster": int((g["speedup"] > 1.0).sum()),
+                     "layers_slower": int((g["speedup"] < 1.0).sum())})
+    return {"npu_mapper": mapper, "npu_baseline": baseline, "npu_layers": layers, "npu_networks": nets,
+            "_npu_frame": m}
+
+
+def print_npu_report(rep: dict[str, Any], console) -> None:
+    """Rich tables of `npu_report` (per network; the per-layer table of each network on one arch)."""
+    from rich.table import Table
+
+    if not rep.get("npu_networks"):
+        return
+    f, b = rep["npu_mapper"], rep["npu_baseline"]
+    t = Table(title=f"{f} over the best {b} schedule per network (Flexer Fig. 8): latency and bytes summed "
+                    f"over layers x repeats")
+    for c in ("network", "arch", "layers", f"{f} Mcycles", f"{b} Mcycles", "speed-up", f"{f} MB", f"{b} MB",
+              "data reduction", "latency x bytes gain", "max layer speed-up", "layers faster/slower"):
+        t.add_column(c, justify="left" if c in ("network", "arch") else "right")
+    for r in rep["npu_networks"]:
+        t.add_row(r["network"], r["arch"], str(r["layers"]), f"{r['latency_cycles'] / 1e6:.3f}",
+                  f"{r['latency_cycles_base'] / 1e6:.3f}", f"{r['speedup']:.3f}x", f"{r['bytes'] / 1e6:.2f}",
+                  f"{r['bytes_base'] / 1e6:.2f}", f"{r['data_reduction']:.3f}x", f"{r['metric_gain']:.3f}x",
+                  f"{r['max_layer_speedup']:.3f}x", f"{r['layers_faster']}/{r['layers_slower']}")
+    console.print(t)
+
+
+def _reload_hist(extra_json: str) -> dict[str, dict[int, int]]:
+    rel = json.loads(extra_json).get("reloads", {})
+    return {typ: {int(k): int(v) for k, v in h.items()} for typ, h in rel.items()}
+
+
+def write_npu_plots(rep: dict[str, Any], plots_dir: str | Path, network: str | None = None,
+                    layers: dict[str, list[dict]] | None = None) -> list[str]:
+    """Figs. 8-10 and a Gantt chart (module doc) into ``plots_dir``; returns the paths. ``layers``:
+    network name -> its layers as `Layer` field dicts (the manifest's resolved configuration),
+    needed to rebuild the Gantt schedule (skipped without it, or when the arch is not a preset).
+
+    Raises:
+        RuntimeError: the rebuilt schedule does not have the stored latency (rows of another
+            version of `mappers.npu.flexer`).
+    """
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    m = rep.get("_npu_frame")
+    if m is None or m.empty:
+        return []
+    plots_dir = Path(plots_dir)
+    plots_dir.mkdir(parents=True, exist_ok=True)
+    f, b = rep["npu_mapper"], rep["npu_baseline"]
+    network = network if network in set(m["network"]) else m["network"].iloc[0]
+    written = []
+    g = m[m["network"] == network]
+    fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(12, 6.5), sharex=True)
+    for arch, ga in g.groupby("arch", sort=True):
+        ax1.plot(range(len(ga)), ga["speedup"], marker="o", ms=3, label=arch)
+        ax2.plot(range(len(ga)), ga["data_reduction"], marker="o", ms=3, label=arch)
+    for ax, lab in ((ax1, "speed-up"), (ax2, "data reduction")):
+        ax.axhline(1.0, color="grey", lw=0.8)
+        ax.set_ylabel(f"{lab} (x)")
+    ax1.legend(fontsize=7, ncol=4)
+    ax2.set_xlabel(f"unique layer of {network}")
+    fig.suptitle(f"{network}: per-layer speed-up and data reduction of {f} over the best {b} schedule (Fig. 9)")
+    fig.tight_layout()
+    written.append(_save(fig, plots_dir / f"npu_layers_{network}.png", plt))
+
+    nets = pd.DataFrame(rep["npu_networks"])
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(14, 5))
+    nets.pivot_table(index="network", columns="arch", values="speedup").plot.bar(ax=ax1, rot=0, legend=False)
+    nets.pivot_table(index="network", columns="arch", values="data_reduction").plot.bar(ax=ax2, rot=0, legend=False)
+    for ax, lab in ((ax1, "network speed-up"), (ax2, "network data reduction")):
+        ax.axhline(1.0, color="grey", lw=0.8)
+        ax.set_ylabel(f"{lab} (x)")
+    h, l_ = ax1.get_legend_handles_labels()
+    fig.legend(h, l_, loc="lower center", ncol=8, fontsize=8)
+    fig.suptitle(f"Per network: {f} over the best {b} schedule (Fig. 8)")
+    fig.tight_layout(rect=(0, 0.08, 1, 1))
+    written.append(_save(fig, plots_dir / "npu_networks.png", plt))
+
+    # Fig. 10: the two layers of `network` with the largest speed-up on the arch of its largest one
+    arch0 = g.loc[g["speedup"].idxmax(), "arch"]
+    two = g[g["arch"] == arch0].nlargest(2, "speedup")
+    fig, axes = plt.subplots(1, len(two), figsize=(6.5 * len(two), 4.2), squeeze=False)
+    types = ("IN", "WT", "OT", "PS")
+    for ax, (_, r) in zip(axes[0], two.iterrows()):
+        ex_f = json.loads(r["extra"])
+        bars_of = [(f"{who} {json.loads(r[col])['tiling']}", json.loads(r[col])["bytes_by_type"], _reload_hist(r[col]))
+                   for who, col in ((f, "extra"), (b, "extra_base"))]
+        layer = _layer(layers, network, r["layer"])
+        if layer is not None and _is_preset(arch0):  # the paper's "on-chip" bar: every tile moved once
+            bars_of.append((f"unlimited buffer {ex_f['tiling']}", _onchip_bytes(layer, arch0, ex_f["tiling"]), {}))
+        w = 0.8 / len(bars_of)
+        for k, (label, by, h) in enumerate(bars_of):
+            bars = ax.bar(np.arange(4) + (k - (len(bars_of) - 1) / 2) * w, [by.get(t, 0) / 1e6 for t in types],
+                          width=w, label=label)
+            for bar, t in zip(bars, types):  # mean DRAM moves per tile of that type
+                ht = h.get(t, {})
+                if ht and t != "PS":
+                    mean = sum(m * c for m, c in ht.items()) / sum(ht.values())
+                    ax.annotate(f"{mean:.2f}", (bar.get_x() + bar.get_width() / 2, bar.get_height()),
+                                ha="center", va="bottom", fontsize=6)
+        ax.set_xticks(np.arange(4), ["IN", "WT", "OT (final)", "PS (spill+reload)"], fontsize=8)
+        ax.set_ylabel("MB moved")
+        ax.set_title(f"{r['layer']} on {arch0} (speed-up {r['speedup']:.2f}x)", fontsize=9)
+        ax.legend(fontsize=7, title="mapper [OY, OX, C, K tile]", title_fontsize=7)
+    fig.suptitle("Data moved by type (Fig. 10); labels: mean DRAM moves per tile (1 = no reload; OT counts "
+                 "partial-sum spills)", fontsize=10)
+    fig.tight_layout()
+    written.append(_save(fig, plots_dir / "npu_reloads.png", plt))
+
+    if not two.empty:
+        r = two.iloc[0]
+        layer = _layer(layers, network, r["layer"])
+        if layer is not None and _is_preset(arch0):
+            written.append(_gantt(r, layer, network, arch0, plots_dir / "npu_gantt.png", plt))
+    return written
+
+
+def _is_preset(arch_name: str) -> bool:
+    from costmodel.npu import list_npus
+    return arch_name in list_npus()
+
+
+def _layer(layers: dict[str, list[dict]] | None, network: str, name: str):
+    """The `Layer` called ``name`` of ``network`` from the manifest's layer dicts, or None."""
+    from costmodel.workload import Layer
+
+    found = [l for l in (layers or {}).get(network, []) if l["name"] == name]
+    return Layer(**found[0]) if found else None
+
+
+def _onchip_bytes(layer, arch_name: str, tiling) -> dict[str, int]:
+    """Bytes by type when every tile moves exactly once (an unlimited buffer), for one tiling."""
+    from costmodel.npu import Tiling, load_npu
+    from mappers.npu.graph import TYPE_NAMES, build_dfg
+
+    g = build_dfg(layer, load_npu(arch_name), Tiling(*tiling))
+    out = {"IN": 0, "WT": 0, "OT": 0, "PS": 0}
+    for typ, nbytes in zip(g.tile_type, g.tile_final):
+        out[TYPE_NAMES[typ]] += nbytes * layer.B * layer.G
+    return out
+
+
+def _gantt(r, layer, network: str, arch_name: str, path: Path, plt) -> str:
+    """Rebuild the mapper's best schedule of one layer (stored tiling + dataflow) and draw it."""
+    from costmodel.npu import Tiling, load_npu
+    from mappers.npu.flexer import flexer_schedule
+    from mappers.npu.graph import build_dfg
+
+    ex = json.loads(r["extra"])
+    window = int(json.loads(r["params"]).get("window", 6))
+    eng = flexer_schedule(build_dfg(layer, load_npu(arch_name), Tiling(*ex["tiling"])), ex["dataflow"], window)
+    if eng.latency * layer.B * layer.G != r["latency_cycles"]:
+        raise RuntimeError(f"rebuilt schedule of {r['layer']} has {eng.latency} cycles, the row "
+                           f"{r['latency_cycles']}: rows written by another version of mappers.npu.flexer?")
+    trace = eng.trace()
+    res = sorted({t[0] for t in trace}, key=lambda s: (s == "dram", s))
+    colours = {"tCONV": "tab:blue", "load": "tab:green", "spill": "tab:red", "writeback": "tab:orange"}
+    fig, ax = plt.subplots(figsize=(13, 0.6 * len(res) + 1.5))
+    for resource, s, e, what in trace:
+        kind = what.split(" ")[0].split("(")[0]
+        ax.barh(res.index(resource), e - s, left=s, color=colours.get(kind, "grey"), edgecolor="none")
+    ax.set_yticks(range(len(res)), res)
+    ax.invert_yaxis()
+    ax.set_xlabel("cycle")
+    handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in colours.values()]
+    ax.legend(handles, list(colours), fontsize=7, loc="upper right")
+    ax.set_title(f"Flexer schedule of {network} {r['layer']} on {arch_name}: tiling {ex['tiling']} "
+                 f"(OY, OX, C, K tiles), dataflow {ex['dataflow']}, {eng.latency} cycles", fontsize=9)
+    fig.tight_layout()
+    return _save(fig, path, plt)
+
+
+def _save(fig, path: Path, plt) -> str:
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return str(path)

@@ -1,0 +1,595 @@
+"""`sweep tune`: an Optuna study over an annealer's schedule, trials evaluated as Ray tasks.
+
+What a trial is
+---------------
+Optuna's ask/tell interface (`optuna.Study.ask` / `tell`): the driver asks for a schedule (the
+campaign's ``[space]``), completes it to the mapper's parameters at the fixed budget
+(`mappers.tuning.derive_params`), evaluates it layer by layer on the training layers (all seeds of
+a layer in one task, `mappers.tuning.evaluate_layer`), and tells the mean relative gap over the
+layers (and, for a two-objective study, the mean proposals to reach ``reach_gap``). After each
+layer the running mean gap is reported as the intermediate value of step k (layer k in campaign
+order), so Optuna's pruner (MedianPruner by default) can stop a hopeless trial after a few layers.
+
+Scheduling: round-synchronous, deterministic
+--------------------------------------------
+At most ``parallel`` trials are in flight; each round runs the next layer of every in-flight trial
+as one task each (so at most ``parallel`` Ray tasks are pending, collected with `ray.wait`), then
+reports / prunes / tells in trial-number order, then fills free slots with new trials. Since
+results are processed in a fixed order, the study (its trials, parameters and values) is the same
+with the Ray and the in-process executor and whatever order tasks finish in. Trials of one
+budget take about the same time, so the rounds cost little parallelism.
+
+Persistence, resume, several drivers
+------------------------------------
+The study lives in ``OUT/study.journal`` (Optuna's `JournalStorage` with `JournalFileBackend`,
+file-locked appends) or in the RDB at the campaign's ``storage`` URL. The driver stops when the
+study holds ``trials`` finished (COMPLETE + PRUNED) trials and asks a new one only while finished
++ RUNNING (all drivers) < ``trials``, so several drivers sharing one study (``sweep tune C --out
+SAME --resume`` on each; on one machine or a shared filesystem) end with exactly ``trials``
+finished trials. Each driver records its id on its trials and keeps a heartbeat file
+``OUT/drivers/<id>.json``; a RUNNING trial whose driver's process is gone (same host) or whose
+heartbeat is older than `STALE_S` is an orphan of a killed driver: the next driver marks it FAIL
+and re-enqueues its parameters (`Study.enqueue_trial`), so no trial is counted twice and no asked
+schedule is lost. Ctrl-C / SIGTERM does the same for the driver's own trials, then exits 130.
+The sampler of a driver is seeded with ``sampler.seed + number of trials in the study`` when it
+starts, so a resumed study does not repeat its first random trials (and is therefore not
+bit-identical to an uninterrupted one).
+
+Outputs (``OUT``)
+-----------------
+``manifest.json`` (`sweep.engine.store.Store`, ``config.kind = "tune"``: `sweep report` recognises a
+tuning directory by it); ``rows/part-*.parquet``: one row per finished trial (task_id
+``trial-<number>``, written once; rebuilt from the study if a driver died between tell and write);
+``references.parquet``: the reference optimum of every training and held-out layer, computed once
+(`mappers.tuning.reference_plan`); ``best_params.toml``: the best schedule as a campaign snippet
+(``[mappers.loop_order.salsa]``; use it with ``params_file``); ``heldout.parquet``: tuned vs default schedule
+on the held-out layers and seeds at the same budget.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from sweep.errors import ExecutionError
+from sweep.engine.runner import Interrupted  # Ctrl-C / SIGTERM; ``.summary`` is a `TuneSummary` here
+from sweep.engine.store import Store
+from sweep.campaigns.tune_campaign import TuneCampaign
+
+__all__ = ["TuneSummary", "run_tune", "open_study", "is_tune_dir", "read_trials", "read_references",
+           "write_best_params", "STALE_S", "Interrupted"]
+
+#: Seconds after which a RUNNING trial whose driver has not beaten its heartbeat is an orphan.
+STALE_S = 120.0
+JOURNAL = "study.journal"
+REFERENCES = "references.parquet"
+HELDOUT = "heldout.parquet"
+BEST = "best_params.toml"
+
+
+@dataclass
+class TuneSummary:
+    """What `run_tune` did: finished trials in the study by state, orphans re-enqueued, trials run
+    by this driver, seconds (total and for the reference optima), best trial, held-out summary."""
+
+    output: str
+    complete: int = 0
+    pruned: int = 0
+    failed: int = 0
+    orphans: int = 0
+    run_here: int = 0
+    seconds: float = 0.0
+    reference_s: float = 0.0
+    best: dict = field(default_factory=dict)
+    heldout: dict = field(default_factory=dict)
+
+
+# -- tasks (module level: Ray pickles them by reference) ------------------------------------------
+def _eval_task(mapper: str, spec: tuple, params: dict, seeds: list, reference: float, reach_gap: float) -> dict:
+    from mappers.tuning import evaluate_layer, layer_problem
+    return evaluate_layer(mapper, layer_problem(*spec), params, seeds, reference, reach_gap, spec[1]).to_dict()
+
+
+def _ref_task(mapper: str, spec: tuple, params: dict, unit) -> tuple[float, float]:
+    from mappers.tuning import layer_problem, run_reference_unit
+    r = run_reference_unit(mapper, layer_problem(*spec), params, unit)
+    return float(r.value), float(r.wall_s)
+
+
+def _call(fn, *args):
+    return fn(*args)
+
+
+class _Pool:
+    """Runs calls in-process ("local") or as Ray tasks ("ray"); `run` returns results in call
+    order (an exception object in place of a failed call's result), at most ``limit`` pending."""
+
+    def __init__(self, kind: str, address: str | None = None, num_cpus: int | None = None,
+                 beat: Callable[[], None] = lambda: None):
+        if kind not in ("ray", "local"):
+            raise ValueError(f"unknown executor {kind!r}; expected 'ray' or 'local'")
+        self.kind, self.address, self.num_cpus, self.beat = kind, address, num_cpus, beat
+        self._started, self._pending = False, []
+
+    def __enter__(self):
+        if self.kind == "ray":
+            import ray
+            os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+            if not ray.is_initialized():
+                addr = self.address or os.environ.get("RAY_ADDRESS") or None
+                kw = dict(include_dashboard=False, configure_logging=False)
+                ray.init(address=addr, **kw) if addr else ray.init(num_cpus=self.num_cpus, **kw)
+                self._started = True
+            self._remote = ray.remote(_call).options(num_cpus=1, max_retries=2)
+        return self
+
+    def __exit__(self, *exc):
+        if self.kind == "ray":
+            import ray
+            for ref in self._pending:
+                ray.cancel(ref, force=True)
+            if self._started:
+                ray.shutdown()
+        return False
+
+    def run(self, calls: list[tuple], limit: int) -> list:
+        if self.kind == "local":
+            out = []
+            for fn, *args in calls:
+                try:
+                    out.append(fn(*args))
+                except Exception as e:  # noqa: BLE001 - becomes a failed trial
+                    out.append(e)
+                self.beat()
+            return out
+        import ray
+        results: list = [None] * len(calls)
+        by_ref: dict = {}
+        nxt = 0
+        while nxt < len(calls) or by_ref:
+            while nxt < len(calls) and len(by_ref) < limit:
+                by_ref[self._remote.remote(*calls[nxt])] = nxt
+                nxt += 1
+            self._pending = list(by_ref)
+            done, _ = ray.wait(list(by_ref), num_returns=1, timeout=10.0)
+            self.beat()
+            for ref in done:
+                i = by_ref.pop(ref)
+                try:
+                    results[i] = ray.get(ref)
+                except Exception as e:  # noqa: BLE001 - RayTaskError etc.: a failed trial
+                    results[i] = e
+        self._pending = []
+        return results
+
+
+# -- study ------------------------------------------------------------------------------------------
+def _quiet_optuna():
+    import optuna
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    return optuna
+
+
+def open_study(c: TuneCampaign, out: Path, seed_offset: int | None = None):
+    """Create or load the campaign's study (journal file in ``out`` unless ``c.storage``)."""
+    optuna = _quiet_optuna()
+    from optuna.storages import JournalStorage
+    from optuna.storages.journal import JournalFileBackend
+    storage = c.storage or JournalStorage(JournalFileBackend(str(out / JOURNAL)))
+    probe = optuna.create_study(storage=storage, study_name=c.name, load_if_exists=True,
+                                directions=["minimize"] * len(c.objectives))
+    n = len(probe.trials) if seed_offset is None else seed_offset
+    seed = int(c.sampler["seed"]) + n
+    s = c.sampler
+    if s["name"] == "tpe":
+        sampler = optuna.samplers.TPESampler(seed=seed, n_startup_trials=s.get("n_startup_trials", 10),
+                                             constant_liar=True)
+    elif s["name"] == "cmaes":
+        sampler = optuna.samplers.CmaEsSampler(seed=seed, n_startup_trials=s.get("n_startup_trials", 1),
+                                               warn_independent_sampling=False)
+    else:
+        sampler = optuna.samplers.RandomSampler(seed=seed)
+    p = c.pruner
+    pruner = (optuna.pruners.MedianPruner(n_startup_trials=p.get("n_startup_trials", 5),
+                                          n_warmup_steps=p.get("n_warmup_steps", 1))
+              if p["name"] == "median" else optuna.pruners.NopPruner())
+    return optuna.load_study(study_name=c.name, storage=storage, sampler=sampler, pruner=pruner)
+
+
+def _suggest(trial, space) -> dict[str, Any]:
+    out = {}
+    for sp in space:
+        if sp.kind == "categorical":
+            out[sp.name] = trial.suggest_categorical(sp.name, list(sp.choices))
+        elif sp.kind == "int":
+            out[sp.name] = trial.suggest_int(sp.name, int(sp.low), int(sp.high), step=int(sp.step or 1), log=sp.log)
+        else:
+            out[sp.name] = trial.suggest_float(sp.name, sp.low, sp.high, log=sp.log)
+    return out
+
+
+class _Heartbeat:
+    """This driver's id and heartbeat file ``OUT/drivers/<id>.json`` (host, pid, time)."""
+
+    def __init__(self, out: Path):
+        self.id = uuid.uuid4().hex[:12]
+        self.dir = out / "drivers"
+        self.path = self.dir / f"{self.id}.json"
+        self.last = 0.0
+
+    def __call__(self, force: bool = False) -> None:
+        now = time.time()
+        if force or now - self.last > 5:
+            self.dir.mkdir(parents=True, exist_ok=True)
+            tmp = self.path.with_suffix(".tmp")
+            tmp.write_text(json.dumps({"host": socket.gethostname(), "pid": os.getpid(), "time": now}))
+            os.replace(tmp, self.path)
+            self.last = now
+
+    def remove(self) -> None:
+        self.path.unlink(missing_ok=True)
+
+
+def _driver_alive(out: Path, driver: str | None) -> bool:
+    if not driver:
+        return False
+    try:
+        hb = json.loads((out / "drivers" / f"{driver}.json").read_text())
+    except (OSError, ValueError):
+        return False
+    if time.time() - float(hb.get("time", 0)) > STALE_S:
+        return False
+    if hb.get("host") == socket.gethostname():
+        try:
+            os.kill(int(hb["pid"]), 0)
+        except ProcessLookupError:
+            return False
+        except (PermissionError, OSError, ValueError, KeyError):
+            return True
+    return True
+
+
+def _requeue(study, trials) -> int:
+    """Fail RUNNING ``trials`` and enqueue their parameters again."""
+    from optuna.trial import TrialState
+    n = 0
+    for t in trials:
+        try:
+            study.tell(t.number, state=TrialState.FAIL, skip_if_finished=True)
+        except Exception:  # noqa: BLE001 - another driver finished it meanwhile
+            continue
+        if t.params:
+            study.enqueue_trial(dict(t.params), user_attrs={"requeued_from": t.number})
+        n += 1
+    return n
+
+
+def _fail_orphans(study, out: Path, me: str) -> int:
+    from optuna.trial import TrialState
+    orphans = [t for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))
+               if t.user_attrs.get("driver") != me and not _driver_alive(out, t.user_attrs.get("driver"))]
+    return _requeue(study, orphans)
+
+
+def _counts(study) -> tuple[int, int, int, int]:
+    from optuna.trial import TrialState
+    n = {s: 0 for s in TrialState}
+    for t in study.get_trials(deepcopy=False):
+        n[t.state] += 1
+    return n[TrialState.COMPLETE], n[TrialState.PRUNED], n[TrialState.RUNNING], n[TrialState.FAIL]
+
+
+# -- rows -------------------------------------------------------------------------------------------
+def _trial_row(t, c: TuneCampaign) -> dict[str, Any]:
+    layers = t.user_attrs.get("layers", [])
+    wall = (t.datetime_complete - t.datetime_start).total_seconds() if t.datetime_complete and t.datetime_start else None
+    vals = list(t.values) if t.values else [None] * len(c.objectives)
+    row = {"task_id": f"trial-{t.number:06d}", "trial": t.number, "state": t.state.name,
+           "value_gap": vals[0], "value_evals_to_reach": vals[1] if len(vals) > 1 else None,
+           "params": json.dumps(t.params, sort_keys=True), "full_params": json.dumps(t.user_attrs.get("full_params")),
+           "layers_done": len(layers),
+           "layer_gaps": json.dumps({o["layer"]: float(np.mean(o["gaps"])) for o in layers}),
+           "layer_detail": json.dumps(layers), "seeds": list(c.seeds), "wall_s": wall,
+           "driver": t.user_attrs.get("driver"), "requeued_from": t.user_attrs.get("requeued_from"),
+           "budget": c.budget}
+    for sp in c.space:
+        v = t.params.get(sp.name)
+        row[f"param_{sp.name}"] = None if v is None else str(v) if sp.kind == "categorical" else float(v)
+    return row
+
+
+def _write_rows(store: Store, trials, c: TuneCampaign) -> None:
+    stored = store.stored_task_ids()
+    for t in trials:
+        row = _trial_row(t, c)
+        if row["task_id"] in stored:
+            continue
+        store.write_batch([(row["task_id"], {"rows": pa.Table.from_pylist([row])})])
+
+
+def read_trials(out: str | Path) -> pd.DataFrame:
+    """The trial rows of a tuning directory (one per finished trial), sorted by trial number."""
+    df = Store(out).read("rows")
+    return df.sort_values("trial").reset_index(drop=True) if not df.empty else df
+
+
+def _atomic_parquet(df: pd.DataFrame, path: Path) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    pq.write_table(pa.Table.from_pandas(df, preserve_index=False), tmp)
+    os.replace(tmp, path)
+
+
+def read_references(out: str | Path) -> pd.DataFrame:
+    p = Path(out) / REFERENCES
+    return pd.read_parquet(p) if p.exists() else pd.DataFrame()
+
+
+def is_tune_dir(path: str | Path) -> bool:
+    """True if ``path`` is an output directory of `sweep tune` (its manifest says kind "tune")."""
+    try:
+        return json.loads((Path(path) / "manifest.json").read_text()).get("config", {}).get("kind") == "tune"
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+# -- references ---------------------------------------------------------------------------------------
+def _references(c: TuneCampaign, out: Path, pool: _Pool, limit: int) -> tuple[dict, float]:
+    from mappers.tuning import layer_problem, reference_plan
+    have = read_references(out)
+    done = {} if have.empty else {(r.network, r.layer): r.reference for r in have.itertuples()}
+    todo, calls, rows = [], [], [] if have.empty else have.to_dict("records")
+    for kind, (net, layers) in (("training", c.training), ("heldout", c.heldout)):
+        for lay in layers:
+            if (net, lay) in done or (net, lay) in [t[1] for t in todo]:
+                continue
+            spec = (net, lay, c.arch, c.objective)
+            r = c.reference
+            method, space, units = reference_plan(c.mapper, layer_problem(*spec), r["max_orderings"], r["shards"],
+                                                  r["fallback_chains"], r["fallback_iterations"])
+            todo.append((kind, (net, lay), method, space, len(calls), len(units)))
+            calls += [(_ref_task, m, spec, p, u) for m, p, u in units]
+    t0 = time.perf_counter()
+    if calls:
+        res = pool.run(calls, limit)
+        bad = [r for r in res if isinstance(r, Exception)]
+        if bad:
+            raise ExecutionError(f"reference optimum failed: {bad[0]!r}")
+        for kind, (net, lay), method, space, i, n in todo:
+            part = res[i:i + n]
+            rows.append({"network": net, "layer": lay, "set": kind, "method": method,
+                         "space": space, "reference": min(v for v, _ in part), "wall_s": sum(w for _, w in part)})
+        _atomic_parquet(pd.DataFrame(rows), out / REFERENCES)
+    refs = {(r["network"], r["layer"]): float(r["reference"]) for r in rows}
+    return refs, time.perf_counter() - t0
+
+
+# -- the driver ---------------------------------------------------------------------------------------
+@dataclass
+class _Active:
+    trial: Any
+    params: dict
+    outcomes: list = field(default_factory=list)
+
+
+def run_tune(c: TuneCampaign, *, trials: int | None = None, parallel: int | None = None, resume: bool = False,
+             executor: str = "ray", address: str | None = None, num_cpus: int | None = None,
+             progress: Callable[[int, int], None] | None = None, heldout: bool = True) -> TuneSummary:
+    """Run (or resume, or join) the study of ``c`` until it has ``trials`` finished trials.
+
+    Args:
+        trials: finished (COMPLETE + PRUNED) trials to end with (default ``c.trials``).
+        parallel: trials in flight at once (default ``c.parallel``).
+        resume: continue an existing output directory of the same campaign (else it is refused).
+        executor: "ray" (default; local Ray with ``num_cpus`` or the cluster at ``address``) or
+            "local" (in-process; the same trials).
+        progress: called as progress(finished, trials) after every round.
+        heldout: evaluate tuned vs default schedules on the held-out layers at the end.
+
+    Raises:
+        StoreError: the output directory holds something else, or results without ``resume``.
+        ExecutionError: a reference optimum failed, or every trial fails.
+        Interrupted: Ctrl-C or SIGTERM (running trials re-enqueued; resumable).
+    """
+    from mappers.tuning import derive_params
+    from optuna.trial import TrialState
+    from sweep.engine.runner import _sigterm_as_interrupt  # SIGTERM stops like Ctrl-C
+
+    t_start = time.perf_counter()
+    n_target = int(trials or c.trials)
+    par = int(parallel or c.parallel)
+    out = Path(c.output)
+    store = Store(out)
+    store.check_new_or_resumable(c.config_hash(), resume)
+    if not (out / "manifest.json").exists():  # (create clears OUT/.tmp: not while another driver writes)
+        store.create({"name": c.name, "source": c.source, "config_hash": c.config_hash(), "config": c.resolved_config(),
+                      "storage": c.storage})
+    (out / ".gitignore").write_text("drivers/\n")
+    summary = TuneSummary(str(out))
+    beat = _Heartbeat(out)
+    beat(force=True)
+    study = open_study(c, out)
+    summary.orphans = _fail_orphans(study, out, beat.id)
+    _write_rows(store, study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED,
+                                                                TrialState.FAIL)), c)
+    active: list[_Active] = []
+    train_net, train_layers = c.training
+    fails_here = 0
+    try:
+        with _Pool(executor, address, num_cpus, beat) as pool, _sigterm_as_interrupt():
+            refs, summary.reference_s = _references(c, out, pool, max(par, int(c.reference["shards"])))
+            while True:
+                beat()
+                comp, pru, running, _ = _counts(study)
+                if progress:
+                    progress(comp + pru, n_target)
+                while len(active) < par and comp + pru + running < n_target:
+                    tr = study.ask()
+                    tuned = _suggest(tr, c.space)
+                    full = derive_params(c.mapper, tuned, c.fixed, c.budget)
+                    tr.set_user_attr("driver", beat.id)
+                    tr.set_user_attr("full_params", full)
+                    active.append(_Active(tr, full))
+                    running += 1
+                if not active:
+                    if comp + pru >= n_target:
+                        break
+                    time.sleep(1.0)  # other drivers' trials are running
+                    continue
+                calls = []
+                for a in active:
+                    lay = train_layers[len(a.outcomes)]
+                    calls.append((_eval_task, c.mapper, (train_net, lay, c.arch, c.objective), a.params,
+                                  list(c.seeds), refs[(train_net, lay)], c.reach_gap))
+                results = pool.run(calls, par)
+                for a, res in sorted(zip(active, results), key=lambda x: x[0].trial.number):
+                    ft = _advance(study, a, res, c)
+                    if ft is not None:
+                        active.remove(a)
+                        summary.run_here += 1
+                        _write_rows(store, [ft], c)
+                        if ft.state == TrialState.FAIL:
+                            fails_here += 1
+                            if fails_here > n_target + 10:
+                                raise ExecutionError(f"{fails_here} trials failed; last: {ft.user_attrs.get('error')}")
+            comp, pru, _, fail = _counts(study)
+            summary.complete, summary.pruned, summary.failed = comp, pru, fail
+            if progress:
+                progress(comp + pru, n_target)
+            summary.best = write_best_params(study, c, out / BEST)
+            if heldout and summary.best:
+                summary.heldout = _heldout(c, out, pool, refs, summary.best, par)
+    except KeyboardInterrupt:
+        _requeue(study, [a.trial for a in active])
+        summary.seconds = time.perf_counter() - t_start
+        raise Interrupted(summary) from None
+    finally:
+        beat.remove()
+    summary.seconds = time.perf_counter() - t_start
+    return summary
+
+
+def _advance(study, a: _Active, res, c: TuneCampaign):
+    """Record one layer's outcome of trial ``a``; report, prune or tell. Returns the finished
+    `FrozenTrial`, or None while the trial goes on."""
+    from optuna.trial import TrialState
+    tr = a.trial
+    if isinstance(res, Exception):
+        tr.set_user_attr("error", f"{type(res).__name__}: {res}"[:2000])
+        tr.set_user_attr("layers", a.outcomes)
+        return study.tell(tr, state=TrialState.FAIL)
+    a.outcomes.append({k: res[k] for k in ("layer", "seeds", "reference", "values", "gaps", "proposals",
+                                           "evaluations", "to_reach", "wall_s")})
+    gap = float(np.mean([np.mean(o["gaps"]) for o in a.outcomes]))
+    tr.set_user_attr("layers", a.outcomes)
+    if len(c.objectives) == 1:
+        tr.report(gap, len(a.outcomes) - 1)
+        if len(a.outcomes) < len(c.training[1]) and tr.should_prune():
+            return study.tell(tr, state=TrialState.PRUNED)
+    if len(a.outcomes) < len(c.training[1]):
+        return None
+    values = [gap]
+    if len(c.objectives) > 1:
+        values.append(float(np.mean([np.mean(o["to_reach"]) for o in a.outcomes])))
+    return study.tell(tr, values)
+
+
+def _best_trial(study, n_obj: int):
+    from optuna.trial import TrialState
+    done = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+    if not done:
+        return None
+    pool = study.best_trials if n_obj > 1 else done
+    return min(pool, key=lambda t: (t.values[0], t.number))
+
+
+def _toml_value(v) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return repr(v)
+    if isinstance(v, list):
+        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+    return json.dumps(str(v))
+
+
+def write_best_params(study, c: TuneCampaign, path: Path) -> dict:
+    """Write the best complete trial's schedule as ``[mappers.<mapper>]`` TOML (for a campaign's
+    ``params_file``); returns {"trial", "values", "params" (tuned), "full" (campaign params)}.
+    Two objectives: the Pareto-optimal trial with the smallest gap. No complete trial: {}."""
+    t = _best_trial(study, len(c.objectives))
+    if t is None:
+        return {}
+    full = {k: v for k, v in t.user_attrs["full_params"].items() if k not in ("seed", "engine", "lockstep")}
+    full = {k: v for k, v in full.items() if v is not None}
+    lines = [f"# Tuned by `sweep tune {c.source}` (study {c.name!r}, trial {t.number}): mean relative gap "
+             f"{t.values[0]:.6g} on {c.training[0]} layers {list(c.training[1])}",
+             f"# at {c.budget} SA proposals per layer and seed (chains x iterations), seeds {list(c.seeds)}, "
+             f"{c.arch}, objective {c.objective}.",
+             "# Use it in a campaign: [[mappers]] name = \"%s\" params_file = \"<this file>\"" % c.mapper,
+             f"[mappers.{c.mapper}]"]
+    lines += [f"{k} = {_toml_value(v)}" for k, v in full.items()]
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text("\n".join(lines) + "\n")
+    os.replace(tmp, path)
+    return {"trial": t.number, "values": list(t.values), "params": dict(t.params), "full": full}
+
+
+def _heldout(c: TuneCampaign, out: Path, pool: _Pool, refs: dict, best: dict, par: int) -> dict:
+    """Tuned (best trial) vs default schedule on the held-out layers and seeds, same budget;
+    written to ``heldout.parquet`` (one row per config, layer, seed). Reused if the best trial
+    has not changed."""
+    from mappers.tuning import REACH_TOL, derive_params
+    path = out / HELDOUT
+    if path.exists():
+        old = pd.read_parquet(path)
+        if not old.empty and int(old["best_trial"].iloc[0]) == best["trial"]:
+            return heldout_summary(old)
+    configs = {"tuned": derive_params(c.mapper, best["params"], c.fixed, c.budget),
+               "default": derive_params(c.mapper, c.defaults, c.fixed, c.budget)}
+    net, layers = c.heldout
+    calls, keys = [], []
+    for name, params in configs.items():
+        for lay in layers:
+            calls.append((_eval_task, c.mapper, (net, lay, c.arch, c.objective), params, list(c.heldout_seeds),
+                          refs[(net, lay)], 0.0))
+            keys.append((name, lay))
+    res = pool.run(calls, max(par, 1))
+    rows = []
+    for (name, lay), r in zip(keys, res):
+        if isinstance(r, Exception):
+            raise ExecutionError(f"held-out evaluation of {name} on {lay} failed: {r!r}")
+        for i, s in enumerate(r["seeds"]):
+            rows.append({"config": name, "network": net, "layer": lay, "seed": s, "value": r["values"][i],
+                         "reference": r["reference"], "gap": r["gaps"][i], "reached": r["gaps"][i] <= REACH_TOL,
+                         "proposals": r["proposals"][i], "evaluations": r["evaluations"][i],
+                         "evals_to_optimum": r["to_reach"][i], "best_trial": best["trial"],
+                         "params": json.dumps(configs[name], sort_keys=True)})
+    df = pd.DataFrame(rows)
+    _atomic_parquet(df, path)
+    return heldout_summary(df)
+
+
+def heldout_summary(df: pd.DataFrame) -> dict:
+    """Per config: mean gap (mean over layers of the per-layer mean), reach rate, mean proposals
+    to the optimum (censored at the budget), and per layer the same."""
+    out = {}
+    for name, g in df.groupby("config", sort=False):
+        per = g.groupby("layer", sort=False).agg(mean_gap=("gap", "mean"), reach=("reached", "mean"),
+                                                   to_opt=("evals_to_optimum", "mean"))
+        out[name] = {"mean_gap": float(per["mean_gap"].mean()), "reach_rate": float(per["reach"].mean()),
+                     "mean_evals_to_optimum": float(per["to_opt"].mean()),
+                     "seeds": sorted(int(s) for s in g["seed"].unique()),
+                     "layers": {k: {kk: float(vv) for kk, vv in v.items()} for k, v in per.to_dict("index").items()}}
+    return out
+
