@@ -1,13 +1,24 @@
-"""Search algorithms. Each mapper turns a problem into result rows (see `mappers.base`).
+"""Search algorithms, one package per family; every mapper implements `mappers.base.Mapper`.
 
-Registry: `get_mapper(name)`; `MAPPER_NAMES` lists what exists. Mappers import `costmodel` only.
+* `mappers.loop_order`: loop orderings of a fixed spatial unrolling (LPF multisets): ``loma``
+  (exhaustive, sharded), ``salsa`` (simulated annealing), ``random`` (Timeloop-like).
+* `mappers.fullspace`: the whole mapspace (tiling, order, unrolling): ``primitive_sa`` (CPEN 513),
+  ``random5`` and ``hybrid`` (CoSA's baselines), ``cosa`` (CoSA's MIP on HiGHS).
+* `mappers.npu`: tiled layers on Flexer's multi-NPU: ``flexer`` (out-of-order list scheduling),
+  ``static`` (the best static loop order).
+* `mappers.systolic`: ``deepopt`` (DeepOpt's LOS / FS over J x K systolic hardware points).
+
+The registry below names every mapper once; each mapper's class says its ``kind``, ``version``,
+``params`` and declared ``columns``. Mappers import `costmodel` only.
 """
 
 from __future__ import annotations
 
 from importlib import import_module
 
-__all__ = ["MAPPER_NAMES", "get_mapper", "mapper_kind"]
+from mappers.base import KINDS, ExtraColumn
+
+__all__ = ["MAPPER_NAMES", "get_mapper", "mapper_kind", "mappers_by_kind", "declared_columns"]
 
 _REGISTRY = {"deepopt": ("mappers.systolic.deepopt", "DEEPOPT"),
              "loma": ("mappers.loop_order.loma", "LOMA"),
@@ -20,17 +31,12 @@ _REGISTRY = {"deepopt": ("mappers.systolic.deepopt", "DEEPOPT"),
              "flexer": ("mappers.npu.flexer", "FLEXER"),
              "static": ("mappers.npu.static", "STATIC")}
 
-#: What each mapper maps: "systolic" (DeepOpt hardware points), "npu" (one layer on Flexer's
-#: multi-NPU `costmodel.npu.NPUArch`) or "loopnest" (one layer on an `costmodel.loopnest.arch.Accelerator`).
-#: Unlisted mappers are loop-nest mappers.
-_KIND = {"deepopt": "systolic", "flexer": "npu", "static": "npu"}
-
-#: Names of the mappers a campaign can use.
+#: Names of the mappers a campaign can use, in registry order.
 MAPPER_NAMES: tuple[str, ...] = tuple(_REGISTRY)
 
 
 def get_mapper(name: str):
-    """The mapper object named ``name``.
+    """The mapper object (a `mappers.base.Mapper`) named ``name``.
 
     Raises:
         KeyError: unknown name (the message lists the known ones).
@@ -42,5 +48,29 @@ def get_mapper(name: str):
 
 
 def mapper_kind(name: str) -> str:
-    """"systolic", "loopnest" or "npu": the kind of architecture mapper ``name`` maps."""
-    return _KIND.get(name, "loopnest")
+    """The kind of architecture mapper ``name`` maps (its ``kind``: one of `mappers.base.KINDS`).
+
+    Raises:
+        KeyError: unknown name.
+    """
+    return get_mapper(name).kind
+
+
+def mappers_by_kind() -> dict[str, list[str]]:
+    """Mapper names grouped by kind (`mappers.base.KINDS` order), registry order within a kind."""
+    out: dict[str, list[str]] = {k: [] for k in KINDS}
+    for name in MAPPER_NAMES:
+        out[mapper_kind(name)].append(name)
+    return out
+
+
+def declared_columns(kinds: tuple[str, ...] | None = None) -> tuple[ExtraColumn, ...]:
+    """The `ExtraColumn` declarations of every registered mapper (of ``kinds``, None = all), in
+    registry order, each name once: the mapper-specific columns of the engine's row schema."""
+    seen: dict[str, ExtraColumn] = {}
+    for name in MAPPER_NAMES:
+        m = get_mapper(name)
+        if kinds is None or m.kind in kinds:
+            for c in m.columns:
+                seen.setdefault(c.name, c)
+    return tuple(seen.values())

@@ -10,13 +10,15 @@ and tuning read the same declaration (the scikit-learn `_parameter_constraints` 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Mapping, Protocol, Sequence
+import math
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field, replace
+from typing import Any, ClassVar, Mapping, Sequence
 
 import numpy as np
 
-__all__ = ["Param", "Mapper", "Columns", "check_params", "LayerProblem", "WorkUnit", "SearchResult", "best_of",
-           "resolve_params", "chain_seeds", "SearchMixin"]
+__all__ = ["Param", "Mapper", "KINDS", "ExtraColumn", "Columns", "check_params", "LayerProblem", "WorkUnit",
+           "SearchResult", "best_of", "concat_columns", "resolve_params", "chain_seeds", "OBJECTIVES", "objective_value"]
 
 #: A batch of result rows as columns of equal length (name -> 1-D array or list).
 Columns = dict[str, Any]
@@ -58,6 +60,8 @@ class Param:
             raise TypeError(f"unknown param type {t!r}")
         if not ok:
             return f"expected {'a non-empty list of strings' if t == 'list[str]' else 'a ' + t}"
+        if t == "float" and not math.isfinite(value):
+            return "expected a finite float (NaN and infinities are refused)"
         if self.choices is not None:
             vals = value if t == "list[str]" else [value]
             bad = [v for v in vals if v not in self.choices]
@@ -91,19 +95,80 @@ def check_params(params: Sequence[Param], given: Mapping[str, Any]) -> tuple[dic
     return resolved, problems
 
 
-class Mapper(Protocol):
-    """What the engine needs of a mapper.
+#: The kinds of architecture a mapper maps (`Mapper.kind`): one layer on a loop-nest
+#: `costmodel.loopnest.arch.Accelerator`, one layer on Flexer's multi-NPU `costmodel.npu.NPUArch`,
+#: or a network on every point of a grid of DeepOpt's J x K systolic arrays.
+KINDS = ("loopnest", "npu", "systolic")
 
-    Lifecycle: the engine resolves ``params`` against `params` once, asks `units` for the
-    independent work units of a problem, calls `run` on each unit (anywhere: in-process or in a
-    Ray worker) and stores the rows it returns. `run` must be deterministic given its inputs.
+
+@dataclass(frozen=True)
+class ExtraColumn:
+    """A mapper-specific figure that the engine stores in a column of its own.
+
+    ``key`` is the key of `SearchResult.extra` it is read from (None = ``name``); ``type`` is
+    "float" or "str" (the value is converted; a missing key is stored as null).
     """
 
     name: str
-    version: str  # bump when results change: it is part of every task_id
-    params: tuple[Param, ...]
+    type: str
+    help: str
+    key: str | None = None
 
-    def run(self, problem: Any, params: Mapping[str, Any]) -> Columns: ...
+    def value(self, extra: Mapping[str, Any]) -> Any:
+        """This column's value in a result's ``extra`` mapping (None if absent or None)."""
+        v = extra.get(self.key or self.name)
+        if v is None:
+            return None
+        return float(v) if self.type == "float" else str(v)
+
+
+class Mapper(ABC):
+    """The one protocol every mapper implements (the engine needs nothing else of a mapper).
+
+    Class attributes, declared once and read by validation, ``sweep list mappers``, task ids and
+    Optuna: ``name``; ``version`` (a string, bump it when results change: it is part of every
+    task_id); ``kind`` (one of `KINDS`); ``params`` (the `Param` declarations); ``columns`` (the
+    `ExtraColumn` figures of `SearchResult.extra` the engine stores in their own columns).
+
+    Lifecycle. The engine resolves the campaign's parameters once (`resolve`: defaults filled,
+    values checked), then:
+
+    1. `units` (problem, params) is called once per problem, on the driver, to split the search
+       into independent work units (annealing chains with their seeds, exhaustive shards, chunks
+       of tilings or of hardware points). It must be cheap and deterministic.
+    2. `run` (problem, unit, params) is called once per unit, anywhere (in-process, or in a Ray
+       worker on another machine); it must be deterministic given its arguments.
+    3. `reduce` (results) folds the unit results of one problem, in unit order, into one (the
+       best; ties to the first unit). The engine stores unit rows and reduces when reading, so
+       `reduce` is what `search` and ``sweep map`` use.
+    """
+
+    name: ClassVar[str]
+    version: ClassVar[str]
+    kind: ClassVar[str]
+    params: ClassVar[tuple[Param, ...]] = ()
+    columns: ClassVar[tuple[ExtraColumn, ...]] = ()
+
+    @abstractmethod
+    def units(self, problem: Any, params: Mapping[str, Any]) -> list["WorkUnit"]:
+        """The independent work units of ``problem`` (at least one), in a deterministic order."""
+
+    @abstractmethod
+    def run(self, problem: Any, unit: "WorkUnit", params: Mapping[str, Any]) -> "SearchResult":
+        """Run one work unit in-process with resolved ``params``; deterministic."""
+
+    def reduce(self, results: Sequence["SearchResult"]) -> "SearchResult":
+        """Best unit result (first of equal values); evaluations and wall time summed."""
+        return best_of(results)
+
+    def resolve(self, params: Mapping[str, Any] | None) -> dict[str, Any]:
+        """Defaults filled in and values checked. Raises ValueError listing every problem."""
+        return resolve_params(self, params)
+
+    def search(self, problem: Any, params: Mapping[str, Any] | None = None) -> "SearchResult":
+        """All units in-process, reduced (parameters checked, defaults filled)."""
+        p = self.resolve(params)
+        return self.reduce([self.run(problem, u, p) for u in self.units(problem, p)])
 
 
 def concat_columns(parts: Sequence[Columns]) -> Columns:
@@ -146,10 +211,15 @@ class WorkUnit:
 class SearchResult:
     """The outcome of a search or of one of its work units (SciPy's OptimizeResult idea).
 
-    ``value`` is the objective (+inf if nothing valid was found); ``loops`` the best temporal
-    loops innermost first as (dim, factor); ``ordering`` the same as LPF type ids of the
-    evaluator; ``evaluations`` cost-model evaluations done; ``wall_s`` seconds; ``history``
-    optionally the objective of every visited state (for distribution plots).
+    ``value`` is the objective (+inf if nothing valid was found); ``energy_pj`` pJ;
+    ``latency_cycles`` cycles; ``loops`` the best temporal loops innermost first as (dim, factor);
+    ``ordering`` the same as LPF type ids of the evaluator; ``evaluations`` cost-model evaluations
+    done; ``wall_s`` seconds; ``history`` optionally the objective of every visited state (for
+    distribution plots). ``extra`` holds the mapper's own figures (the mapping, solver status,
+    bytes by type, ...): the engine stores it as JSON, and the keys the mapper declares in
+    `Mapper.columns` also in columns of their own. ``tables`` holds the rows of a unit that keeps
+    every candidate it evaluated (DeepOpt: one row per hardware point x network x PM), table name
+    -> `Columns`; the engine stores them as they are.
     """
 
     mapper: str
@@ -165,6 +235,7 @@ class SearchResult:
     seed: int | None = None
     history: Any = None
     extra: dict = field(default_factory=dict)
+    tables: dict = field(default_factory=dict)
 
     @property
     def edp(self) -> float:
@@ -180,7 +251,6 @@ def best_of(results: Sequence[SearchResult]) -> SearchResult:
     if not results:
         raise ValueError("no results to reduce")
     best = min(results, key=lambda r: r.value)  # min keeps the first of equal values
-    from dataclasses import replace
     return replace(best, evaluations=sum(r.evaluations for r in results),
                    wall_s=sum(r.wall_s for r in results),
                    extra=dict(best.extra, units=len(results)))
@@ -205,20 +275,26 @@ def chain_seeds(seed: int, chains: int) -> list[int]:
     return out
 
 
-class SearchMixin:
-    """The lifecycle helpers every loop-nest mapper shares: `resolve` (declared parameters
-    checked, defaults filled), `reduce` (`best_of` the units, in unit order) and `search` (all
-    units in-process, then reduced)."""
+#: The loop-nest objectives (`LayerProblem.objective`), in the order of an evaluator's
+#: (energy pJ, latency cycles, EDP pJ x cycles) triple.
+OBJECTIVES = ("energy", "latency", "edp")
 
-    def resolve(self, params: Mapping[str, Any] | None) -> dict[str, Any]:
-        """Defaults filled in and values checked. Raises ValueError listing every problem."""
-        return resolve_params(self, params)
 
-    def reduce(self, results: Sequence[SearchResult]) -> SearchResult:
-        """Best unit result (first of equal values); evaluations and wall time summed."""
-        return best_of(results)
+def objective_index(objective: str) -> int:
+    """Position of ``objective`` in `OBJECTIVES` (and in an evaluator's cost triple).
 
-    def search(self, problem: LayerProblem, params: Mapping[str, Any] | None = None) -> SearchResult:
-        """All units in-process, reduced (parameters checked, defaults filled)."""
-        p = self.resolve(params)
-        return self.reduce([self.run(problem, u, p) for u in self.units(problem, p)])
+    Raises:
+        KeyError: not one of `OBJECTIVES`.
+    """
+    try:
+        return OBJECTIVES.index(objective)
+    except ValueError:
+        raise KeyError(f"unknown objective {objective!r}; expected one of {list(OBJECTIVES)}") from None
+
+
+def objective_value(cost: Any, objective: str) -> float:
+    """The objective of a cost report (energy_pj, latency_cycles, edp attributes); +inf if the
+    report has a false ``valid`` attribute (a mapping that does not fit)."""
+    if not getattr(cost, "valid", True):
+        return float("inf")
+    return float((cost.energy_pj, cost.latency_cycles, cost.edp)[objective_index(objective)])

@@ -48,7 +48,7 @@ def catalog(what: str) -> list[dict]:
         rows = []
         for name in MAPPER_NAMES:
             m = get_mapper(name)
-            rows.append({"name": name, "version": m.version,
+            rows.append({"name": name, "kind": m.kind, "version": m.version,
                          "params": "; ".join(f"{p.name}={p.default!r} ({p.help})" for p in m.params),
                          "doc": (m.__doc__ or "").strip().splitlines()[0]})
         return rows

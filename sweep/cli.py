@@ -16,6 +16,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from mappers import mappers_by_kind
 from sweep.errors import CampaignError, StoreError, SweepError
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, rich_markup_mode="rich",
@@ -150,6 +151,11 @@ _LAYER_PANEL = "Layer (zoo layer or explicit dimensions)"
 NetworkOpt = Annotated[Optional[str], typer.Option("--network", help="Zoo network, e.g. resnet34 (see `sweep list networks`).", rich_help_panel=_LAYER_PANEL)]
 LayerOpt = Annotated[Optional[str], typer.Option("--layer", help="Layer name or 0-based index of the network's unique layers.", rich_help_panel=_LAYER_PANEL)]
 DimsOpt = Annotated[Optional[str], typer.Option("--dims", help="Explicit layer, e.g. K=64,C=64,OY=56,OX=56,FY=3,FX=3 (unlisted dims 1; B, G, SY, SX allowed).", rich_help_panel=_LAYER_PANEL)]
+_KIND_WHAT = {"loopnest": "loop-nest accelerators (eyeriss_like, simba_like, tpu_like or a TOML file)",
+              "npu": "the multi-NPU archs arch1..arch8", "systolic": "DeepOpt's systolic grid, `sweep run` only"}
+_MAPPER_HELP = "Mapper, by the kind of architecture it maps: " + "; ".join(
+    f"{', '.join(names)} ({kind}: {_KIND_WHAT[kind]})" for kind, names in mappers_by_kind().items() if names
+) + ". Parameters: `sweep list mappers`."
 ArchOpt = Annotated[str, typer.Option("--arch", help="Accelerator preset (see `sweep list archs`) or TOML file.")]
 
 
@@ -157,7 +163,7 @@ ArchOpt = Annotated[str, typer.Option("--arch", help="Accelerator preset (see `s
 @_guard
 def map_(
     arch: ArchOpt,
-    mapper: Annotated[str, typer.Option("--mapper", help="Loop-nest mapper: loma, salsa, random (see `sweep list mappers`).")],
+    mapper: Annotated[str, typer.Option("--mapper", help=_MAPPER_HELP)],
     network: NetworkOpt = None,
     layer: LayerOpt = None,
     dims: DimsOpt = None,

@@ -27,7 +27,7 @@ from typing import Any, Mapping as _Mapping, Sequence
 
 import numpy as np
 
-from mappers.base import LayerProblem, Param, SearchResult, WorkUnit, SearchMixin
+from mappers.base import LayerProblem, Param, SearchResult, WorkUnit, Mapper
 from mappers.fullspace.primitive_sa import PrimitiveSpace, chain_seeds, make_fullspace_result
 
 __all__ = ["Random5Mapper", "HybridMapper", "RANDOM5", "HYBRID", "nth_permutation"]
@@ -44,11 +44,12 @@ def nth_permutation(items: Sequence, k: int) -> list:
     return out
 
 
-class Random5Mapper(SearchMixin):
+class Random5Mapper(Mapper):
     """Best of the first ``valid`` valid random full-space mappings (CoSA's Random (5x))."""
 
     name = "random5"
     version = "1"
+    kind = "loopnest"
     params = (
         Param("valid", "int", 5, "valid random mappings to draw; the best is kept", low=1, high=10**6),
         Param("seed", "int", 0, "seed of the random draws", low=0),
@@ -82,11 +83,12 @@ class Random5Mapper(SearchMixin):
 
 
 
-class HybridMapper(SearchMixin):
+class HybridMapper(Mapper):
     """Timeloop-Hybrid-like: random tiling, linear walk over loop permutations, per-thread patience."""
 
     name = "hybrid"
     version = "1"
+    kind = "loopnest"
     params = (
         Param("threads", "int", 8, "independent search threads, each its own work unit and seed", low=1,
               high=10**6),

@@ -83,7 +83,7 @@ import numpy as np
 from costmodel.loopnest.reference import evaluate, operand_bits
 from costmodel.loopnest.mapping import (OPERANDS, RELEVANT, SPATIAL_DIMS, Mapping, MappingError, SpatialMapping,
                                TemporalMapping, prime_factors)
-from mappers.base import LayerProblem, Param, SearchResult, WorkUnit, SearchMixin
+from mappers.base import ExtraColumn, LayerProblem, Mapper, Param, SearchResult, WorkUnit, objective_value
 
 __all__ = ["CosaMapper", "COSA", "CosaModel", "build_model", "solve_model", "decode", "DECODE_ORDER"]
 
@@ -498,11 +498,7 @@ def _fit_padded(mapping: Mapping, model: CosaModel) -> Mapping | None:
     return m
 
 
-def _value(rep, objective: str) -> float:
-    return {"energy": rep.energy_pj, "latency": rep.latency_cycles, "edp": rep.edp}[objective]
-
-
-class CosaMapper(SearchMixin):
+class CosaMapper(Mapper):
     """CoSA's one-shot MIP scheduler (HiGHS). One work unit per problem (kind "mip").
 
     `run` builds the MIP (`build_model`), solves it (`solve_model`), decodes (`decode`), checks
@@ -511,6 +507,11 @@ class CosaMapper(SearchMixin):
 
     name = "cosa"
     version = "1"
+    kind = "loopnest"
+    columns = (ExtraColumn("solver_status", "str", "HiGHS model status of the solve", key="status"),
+               ExtraColumn("solver_s", "float", "HiGHS wall time, s (measured, not deterministic)"),
+               ExtraColumn("mip_gap", "float", "relative MIP gap at the end of the solve"),
+               ExtraColumn("mip_objective", "float", "the MIP's objective value (CoSA Eq. 13)"))
     params = (
         Param("w_util", "float", -0.1, "weight of buffer utilisation (5) in the minimised objective (12)"),
         Param("w_compute", "float", 10.0, "weight of compute (6) in (12)"),
@@ -525,11 +526,11 @@ class CosaMapper(SearchMixin):
         """One MIP solve."""
         return [WorkUnit(kind="mip")]
 
-    def run(self, problem: LayerProblem, unit: WorkUnit | None = None,
-            params: _Mapping[str, Any] | None = None) -> SearchResult:
-        """Solve and evaluate. ``problem.spatial`` and ``problem.even`` are ignored (CoSA chooses
-        the unrolling; its mapping is even per MIP level). Never raises for solver outcomes."""
-        p = self.resolve(params)
+    def run(self, problem: LayerProblem, unit: WorkUnit, params: _Mapping[str, Any]) -> SearchResult:
+        """Solve and evaluate (``params`` resolved). ``problem.spatial`` and ``problem.even`` are
+        ignored (CoSA chooses the unrolling; its mapping is even per MIP level). Never raises for
+        solver outcomes."""
+        p = params
         t0 = time.perf_counter()
         inf = math.inf
         extra: dict[str, Any] = {}
@@ -561,11 +562,9 @@ class CosaMapper(SearchMixin):
             extra["reason"] = rep.reason
             return SearchResult(self.name, "mip", problem.objective, inf, inf, inf, None,
                                 tuple(mapping.temporal.loops), 1, time.perf_counter() - t0, extra=extra)
-        return SearchResult(self.name, "mip", problem.objective, float(_value(rep, problem.objective)),
+        return SearchResult(self.name, "mip", problem.objective, objective_value(rep, problem.objective),
                             float(rep.energy_pj), float(rep.latency_cycles), None, tuple(mapping.temporal.loops),
                             1, time.perf_counter() - t0, extra=extra)
-
-
 
 
 COSA = CosaMapper()

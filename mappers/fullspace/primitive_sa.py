@@ -68,23 +68,16 @@ import numpy as np
 
 from costmodel.loopnest.reference import evaluate, footprint, operand_bits
 from costmodel.loopnest.mapping import OPERANDS, RELEVANT, SPATIAL_DIMS, Mapping, SpatialMapping, prime_factors
-from mappers.base import LayerProblem, Param, SearchResult, WorkUnit, SearchMixin, chain_seeds, resolve_params
+from mappers.base import LayerProblem, Param, SearchResult, WorkUnit, Mapper, chain_seeds, objective_value, resolve_params
 
 __all__ = ["PrimitiveSpace", "PrimitiveSAMapper", "PRIMITIVE_SA", "chain_seeds", "resolve_params",
-           "objective_of", "make_fullspace_result", "MOVES"]
+           "make_fullspace_result", "MOVES"]
 
 #: Move kinds of the annealer.
 MOVES = ("block", "swap", "move")
 
 SEP = -1  # separator token in the flat list
 
-
-
-def objective_of(report, objective: str) -> float:
-    """The objective of a `CostReport` (+inf if invalid)."""
-    if not report.valid:
-        return math.inf
-    return float({"energy": report.energy_pj, "latency": report.latency_cycles, "edp": report.edp}[objective])
 
 
 class PrimitiveSpace:
@@ -345,7 +338,7 @@ class PrimitiveSpace:
     def evaluate(self, sections, objective: str):
         """(objective value, CostReport) of a state with the cost model."""
         rep = evaluate(self.layer, self.arch, self.decode(sections))
-        return objective_of(rep, objective), rep
+        return objective_value(rep, objective), rep
 
 
 def make_fullspace_result(space: PrimitiveSpace, problem: LayerProblem, mapper: str, engine: str, best,
@@ -417,7 +410,7 @@ def anneal_chain(space: PrimitiveSpace, objective: str, rng: np.random.Generator
                 moves=moves, moves_accepted=moves_acc, history=np.array(hist))
 
 
-class PrimitiveSAMapper(SearchMixin):
+class PrimitiveSAMapper(Mapper):
     """SA over the primitive list of the full mapspace (tiling, order and spatial unrolling at once).
 
     `units`: one WorkUnit(kind="sa") per chain, seeds from `chain_seeds` (seed, chains); `run` runs
@@ -426,6 +419,7 @@ class PrimitiveSAMapper(SearchMixin):
 
     name = "primitive_sa"
     version = "1"
+    kind = "loopnest"
     params = (
         Param("iterations", "int", 2000, "SA proposals per chain", low=0, high=10**8),
         Param("t0", "float", 0.05, "initial temperature T0 (on V = ln cost)", low=1e-12),

@@ -22,8 +22,8 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from mappers.base import LayerProblem, Param, SearchResult, WorkUnit, SearchMixin
-from mappers.loop_order.loma import make_result, problem_evaluator
+from mappers.base import LayerProblem, Param, SearchResult, WorkUnit, Mapper
+from mappers.loop_order.common import make_result, problem_evaluator
 from mappers.loop_order.lpf import multiset_count
 from mappers.loop_order.salsa import chain_seeds, random_orderings
 
@@ -59,7 +59,7 @@ def stop_index(vals: np.ndarray, best: float, streak: int, patience: int) -> tup
     return (end if len(hit) else None), (float(seg[i]) if improved else best), int(s[end]), (i if improved else None)
 
 
-class RandomMapper(SearchMixin):
+class RandomMapper(Mapper):
     """Timeloop-like random sampling of loop orderings with a patience stop.
 
     Lifecycle: `units` gives one seeded unit (``SeedSequence(seed).spawn(1)``); `run` samples until
@@ -71,6 +71,7 @@ class RandomMapper(SearchMixin):
 
     name = "random"
     version = "1"
+    kind = "loopnest"
     params = (
         Param("patience", "int", 500, "stop after this many consecutive valid non-improving samples (Timeloop: 500)",
               low=1, high=10**9),

@@ -78,8 +78,9 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from mappers.base import LayerProblem, Param, SearchMixin, SearchResult, WorkUnit, best_of, chain_seeds
-from mappers.loop_order.loma import exhaustive_range, make_result, problem_evaluator
+from mappers.base import LayerProblem, Mapper, Param, SearchResult, WorkUnit, best_of, chain_seeds, objective_index
+from mappers.loop_order.common import make_result, problem_evaluator
+from mappers.loop_order.loma import exhaustive_range
 from mappers.loop_order.lpf import expand, iter_permutations, multiset_count, shard_range
 
 __all__ = ["AUTO_EXHAUSTIVE_FACTOR", "ChainResult", "anneal", "random_orderings", "chain_seeds",
@@ -226,15 +227,12 @@ def _log_accept_arg(v: float, vn: float, ref: float, t: float, normalise: str) -
     return (v - vn) / (ref * t)
 
 
-_OBJ_INDEX = {"energy": 0, "latency": 1, "edp": 2}
-
-
 def _single_row(ev, objective: str) -> Callable[[list], float]:
     """Objective of one ordering given as a list: the evaluator's scalar ``evaluate_one`` if it
     has one (same numbers as the batched path, without NumPy per call), else a 1-row batch."""
     one = getattr(ev, "evaluate_one", None)
     if one is not None:
-        k = _OBJ_INDEX[objective]
+        k = objective_index(objective)
         return lambda o: float(one(o)[k])
     return lambda o: float(ev.objective(np.array([o], dtype=np.int64), objective)[0])
 
@@ -347,7 +345,7 @@ def _measure_tau(ev, objective: str, rows: int = 256) -> float:
     return (time.perf_counter() - t) / len(block)
 
 
-class SalsaMapper(SearchMixin):
+class SalsaMapper(Mapper):
     """SALSA: SA over LPF orderings (eqs. 2-3), dual engine with LOMA's exhaustive search (eq. 1).
 
     Lifecycle: `units` decides the engine (for "auto", on the count of orderings, see
@@ -361,6 +359,7 @@ class SalsaMapper(SearchMixin):
 
     name = "salsa"
     version = "1"
+    kind = "loopnest"
     params = (
         Param("engine", "str", "auto", "auto: exhaustive when the space is small enough, else SA (eq. 1)",
               choices=("auto", "sa", "exhaustive")),

@@ -37,7 +37,7 @@ dataflow's only role (tie-breaks and the window below). Each step:
    after their data/space is available; each op on the earliest-free core, after its tiles are
    loaded and its chain predecessor finished.
 
-Branch and bound (`TiledNPUMapper.run`, ``prune``): the tilings of a unit are scheduled in the
+Branch and bound (`mappers.npu.tiled.TiledNPUMapper.run`, ``prune``): the tilings of a unit are scheduled in the
 order of `flexer_graph.lower_bound` of the metric and the scan stops once the bound exceeds the
 best value found, with ties broken by tiling then schedule index; inside a tiling, a schedule is
 abandoned as soon as its partial bound (`flexer_graph.Cutoff`: latency so far x bytes moved so far
@@ -59,20 +59,17 @@ from __future__ import annotations
 
 import bisect
 import itertools
-import math
-import time
 from collections import Counter
 from typing import Any, Iterator, Mapping
 
-from costmodel.npu import NPUArch, Tiling, tilings, transfer_cycles
-from mappers.base import LayerProblem, Param, SearchMixin, SearchResult, WorkUnit
-from mappers.npu.graph import (DATAFLOWS, DFG, OT, Cutoff, Engine, build_dfg, latency_lower_bound, metric_value,
-                                  summarize, validate)
+from costmodel.npu import transfer_cycles
+from mappers.base import Param
+from mappers.npu.graph import (DATAFLOWS, DFG, OT, Cutoff, Engine, validate)
 from mappers.npu.memory import new_map, place_tile, used_bytes
+from mappers.npu.tiled import TiledNPUMapper
 
-__all__ = ["FlexerMapper", "FLEXER", "flexer_schedule", "TiledNPUMapper", "METRICS", "validate"]
+__all__ = ["FlexerMapper", "FLEXER", "flexer_schedule", "validate"]
 
-METRICS = ("latency_bytes", "latency", "bytes")
 DEFAULT_DATAFLOWS = ["oy-ox-c-k", "k-c-oy-ox", "c-k-oy-ox"]
 
 
@@ -208,99 +205,6 @@ def flexer_schedule(g: DFG, dataflow: str = "oy-ox-c-k", window: int = 6, cores:
         if cutoff is not None and cutoff.exceeded(st.eng):
             return None
     return st.eng
-
-
-class TiledNPUMapper(SearchMixin):
-    """What flexer and static share: units over contiguous chunks of the tiling list, and a `run`
-    that builds every schedule of its chunk (`schedules`, per subclass) and keeps the best by
-    ``metric`` (first of equal values, in tiling then schedule order)."""
-
-    name = "?"
-    version = "1"
-    engine = "list"
-    common_params = (
-        Param("metric", "str", "latency_bytes", "ranking of schedules: latency x bytes, latency or bytes",
-              choices=METRICS),
-        Param("tilings_per_unit", "int", 512, "tilings per work unit (a contiguous chunk of the tiling list)",
-              low=1),
-        Param("keep_trace", "bool", False, "add the operation trace of the best schedule to extra['trace']"),
-        Param("min_spatial", "int", 1, "smallest OY/OX tile size tried", low=1),
-        Param("min_channels", "int", 8, "smallest C/K tile size tried", low=1),
-        Param("max_ops", "int", 512, "skip tilings with more tCONVs than this", low=1),
-        Param("prune", "bool", True, "skip tilings whose lower bound (flexer_graph.lower_bound) exceeds the "
-              "best value found; the result is unchanged, only faster"),
-    )
-    params: tuple[Param, ...] = common_params
-
-    def tiling_list(self, problem: LayerProblem, params: Mapping[str, Any]) -> list[Tiling]:
-        """The viable tilings of the problem (raises TypeError unless its arch is an `NPUArch`)."""
-        if not isinstance(problem.arch, NPUArch):
-            raise TypeError(f"{self.name} needs an NPUArch (costmodel.npu), got {type(problem.arch).__name__}")
-        return tilings(problem.layer, problem.arch, int(params["min_spatial"]), int(params["min_channels"]),
-                       int(params["max_ops"]))
-
-    def units(self, problem: LayerProblem, params: Mapping[str, Any]) -> list[WorkUnit]:
-        """One unit per chunk of ``tilings_per_unit`` tilings (at least one unit)."""
-        n = len(self.tiling_list(problem, params))
-        per = int(params["tilings_per_unit"])
-        chunks = max(1, math.ceil(n / per))
-        return [WorkUnit(kind="tilings", shard=i, shards=chunks,
-                         budget={"start": i * per, "stop": min(n, (i + 1) * per)}) for i in range(chunks)]
-
-    def schedules(self, g: DFG, params: Mapping[str, Any], cutoff: Cutoff | None = None
-                  ) -> Iterator[tuple[str, Engine | None]]:
-        """(dataflow label, finished engine or None if infeasible or cut off by ``cutoff``) for
-        every schedule of ``g``."""
-        raise NotImplementedError
-
-    def run(self, problem: LayerProblem, unit: WorkUnit, params: Mapping[str, Any]) -> SearchResult:
-        t0 = time.perf_counter()
-        metric = params["metric"]
-        layer = problem.layer
-        reps = layer.B * layer.G
-        tl = self.tiling_list(problem, params)[unit.budget.get("start", 0):unit.budget.get("stop", None)]
-        # branch and bound: tilings in order of their lower bound; stop once the bound exceeds the
-        # best value. Ties are broken by (tiling index, schedule index), so the result is the one
-        # an exhaustive pass in list order finds.
-        graphs = [build_dfg(layer, problem.arch, t) for t in tl]
-        order = list(range(len(tl)))
-        prune = params.get("prune", True)
-        floors = [latency_lower_bound(g) for g in graphs] if prune else [0] * len(tl)
-        lbs = [metric_value(metric, f * reps, sum(g.tile_final) * reps) if prune else 0.0  # = lower_bound
-               for f, g in zip(floors, graphs)]
-        order.sort(key=lambda i: (lbs[i], i))
-        best, evals, done, cut = None, 0, 0, 0
-        for i in order:
-            if best is not None and lbs[i] > best[0]["value"]:
-                break
-            done += 1
-            cutoff = Cutoff(metric, reps, best[0]["value"] if best else math.inf,
-                            floors[i]) if prune else None
-            for j, (label, eng) in enumerate(self.schedules(graphs[i], params, cutoff)):
-                evals += 1
-                if eng is None:
-                    cut += cutoff is not None and cutoff.value < math.inf
-                    continue
-                s = summarize(eng, metric, reps)
-                if best is None or (s["value"], i, j) < (best[0]["value"], best[4], best[5]):
-                    best = (s, tl[i], label, eng, i, j)
-                    if cutoff is not None:
-                        cutoff.value = s["value"]
-        wall = time.perf_counter() - t0
-        base = {"metric": metric, "tilings": len(tl), "tilings_scheduled": done, "schedules_cut": cut}
-        if best is None:
-            return SearchResult(mapper=self.name, engine=self.engine, objective=metric, value=float("inf"),
-                                energy_pj=float("nan"), latency_cycles=float("inf"), ordering=None, loops=None,
-                                evaluations=evals, wall_s=wall, extra=base)
-        s, tiling, label, eng = best[:4]
-        extra = {"transferred_bytes": s["transferred_bytes"], "bytes_by_type": s["bytes_by_type"],
-                 "reloads": s["reloads"], "peak_buffer_bytes": s["peak_buffer_bytes"],
-                 "tiling": list(tiling.as_tuple()), "dataflow": label, **base}
-        if params.get("keep_trace"):
-            extra["trace"] = eng.trace()
-        return SearchResult(mapper=self.name, engine=self.engine, objective=metric, value=float(s["value"]),
-                            energy_pj=float("nan"), latency_cycles=float(s["latency"]), ordering=None, loops=None,
-                            evaluations=evals, wall_s=wall, extra=extra)
 
 
 class FlexerMapper(TiledNPUMapper):

@@ -23,7 +23,7 @@ import heapq
 from typing import Any, Iterator, Mapping
 
 from mappers.base import Param
-from mappers.npu.flexer import TiledNPUMapper
+from mappers.npu.tiled import TiledNPUMapper
 from mappers.npu.graph import DATAFLOWS, DFG, IN, OT, WT, Cutoff, Engine
 
 __all__ = ["StaticNPUMapper", "STATIC", "static_schedule", "static_plan", "STATIONARY", "effective_order"]

@@ -22,15 +22,16 @@ layer's PM, and the product PM lets each execution pick its own branch.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Mapping
+import time
+from dataclasses import dataclass, field, replace
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
 from costmodel.systolic.points import HW_COLUMNS, SystolicPoints
 from costmodel.systolic import BRANCHES, SystolicParams, SystolicResult, evaluate
 from costmodel.workload import Network
-from mappers.base import Columns, Param
+from mappers.base import Columns, Mapper, Param, SearchResult, WorkUnit, best_of, concat_columns
 
 __all__ = ["PMS", "pm_value", "los", "fixed_scheduling", "product_pm", "pareto_front", "AllocationProblem", "evaluate_per_image",
            "DeepOptMapper", "DEEPOPT"]
@@ -158,31 +159,43 @@ def product_pm(energy_pj: np.ndarray, cycles: np.ndarray, ok: np.ndarray, repeat
 
 @dataclass(frozen=True)
 class AllocationProblem:
-    """Hardware allocation for one network over a chunk of J x K systolic hardware points.
+    """Hardware allocation: every network of ``networks`` on J x K systolic hardware points.
 
-    ``points`` has P hardware points; ``point_index`` (P,) numbers them in the whole grid.
+    ``points`` holds P hardware points, numbered ``point_offset`` .. ``point_offset + P - 1`` in
+    the whole grid (a problem may carry only the chunk of the grid its work units need).
+    ``chunk_points`` is the most points one work unit evaluates (the systolic model is
+    vectorised over points x layers, so a chunk of a few thousand points is about a second).
     """
 
-    network: Network
+    networks: tuple[Network, ...]
     points: SystolicPoints
-    point_index: np.ndarray
     pms: tuple[str, ...] = tuple(PMS)
     systolic: SystolicParams = field(default_factory=SystolicParams)
+    point_offset: int = 0
+    chunk_points: int = 4096
 
 
-class DeepOptMapper:
-    """DeepOpt LOS/FS scheduling as a mapper of the engine (see `mappers.base.Mapper`).
+class DeepOptMapper(Mapper):
+    """DeepOpt LOS/FS scheduling over hardware points (see `mappers.base.Mapper`).
 
-    `run` returns two tables:
+    Work units are contiguous chunks of the problem's hardware points (``budget`` = global
+    ``start`` / ``stop`` point indices). A unit's result keeps every point in two tables
+    (`SearchResult.tables`), concatenated over the networks in their order:
 
-    * ``rows``: one row per (hardware point, PM) with the network PM under LOS (``pm_value``),
-      the LOS energy (pJ) and cycles, and the FS network PM of every branch (``fs_<branch>``).
-    * ``layers``: for the best point of the chunk per PM, the chosen branch of every layer, so the
-      optimum's schedule is stored once the chunks are reduced.
+    * ``rows``: one row per (network, PM, hardware point) with the network PM under LOS
+      (``pm_value``), the LOS energy (pJ) and cycles, and the FS network PM of every branch
+      (``fs_<branch>``).
+    * ``layers``: for the best point of the chunk per (network, PM), the chosen branch of every
+      layer, so the optimum's schedule is stored once the chunks are reduced.
+
+    Its scalar figures (``value``, ``energy_pj``, ``latency_cycles``) are those of the chunk's
+    best point for the first network and the first PM (``extra['point']`` its global index), so
+    `reduce` (`mappers.base.best_of`, tables concatenated) finds the best point of the grid.
     """
 
     name = "deepopt"
     version = "1"
+    kind = "systolic"
     params = (
         Param("network_pm", "str", "sum",
               "network PM: 'sum' = sum over layers of per-layer PMs (DeepOpt); "
@@ -190,11 +203,49 @@ class DeepOptMapper:
               choices=("sum", "product")),
     )
 
-    def run(self, problem: AllocationProblem, params: Mapping[str, object]) -> dict[str, Columns]:
-        net = problem.network
+    def units(self, problem: AllocationProblem, params: Mapping[str, Any]) -> list[WorkUnit]:
+        """One unit per chunk of ``problem.chunk_points`` points (at least one unit)."""
+        n, step, off = len(problem.points), int(problem.chunk_points), int(problem.point_offset)
+        starts = list(range(0, n, step)) or [0]
+        return [WorkUnit(kind="points", shard=i, shards=len(starts),
+                         budget={"start": off + s, "stop": off + min(n, s + step)}) for i, s in enumerate(starts)]
+
+    def run(self, problem: AllocationProblem, unit: WorkUnit, params: Mapping[str, Any]) -> SearchResult:
+        """Evaluate the unit's points for every network and PM (module doc, class doc)."""
+        t0 = time.perf_counter()
+        lo = int(unit.budget.get("start", problem.point_offset)) - problem.point_offset
+        hi = int(unit.budget.get("stop", problem.point_offset + len(problem.points))) - problem.point_offset
+        pts = problem.points.take(slice(lo, hi))
+        idx = np.arange(problem.point_offset + lo, problem.point_offset + hi, dtype=np.int64)
+        parts = [self._network(net, pts, idx, problem, str(params.get("network_pm", "sum")))
+                 for net in problem.networks]
+        tables = {name: concat_columns([p[name] for p in parts]) for name in ("rows", "layers")}
+        rows = parts[0]["rows"] if parts else {"pm_value": np.array([])}
+        first = np.flatnonzero(np.asarray(rows["pm"]) == problem.pms[0]) if parts else np.array([], int)
+        vals = np.asarray(rows["pm_value"], dtype=np.float64)[first]
+        if vals.size and np.isfinite(vals).any():
+            k = first[int(np.argmin(np.where(np.isfinite(vals), vals, np.inf)))]
+            value, energy, cycles = float(rows["pm_value"][k]), float(rows["energy_pj"][k]), float(rows["cycles"][k])
+            extra = {"point": int(rows["point"][k])}
+        else:
+            value = energy = cycles = float("inf")
+            extra = {}
+        return SearchResult(mapper=self.name, engine=str(params.get("network_pm", "sum")),
+                            objective=problem.pms[0], value=value, energy_pj=energy, latency_cycles=cycles,
+                            ordering=None, loops=None, evaluations=len(pts) * len(problem.networks),
+                            wall_s=time.perf_counter() - t0, extra=extra, tables=tables)
+
+    def reduce(self, results: Sequence[SearchResult]) -> SearchResult:
+        """The best unit (`mappers.base.best_of`) with every unit's tables concatenated."""
+        best = best_of(results)
+        names = results[0].tables.keys()
+        return replace(best, tables={n: concat_columns([r.tables[n] for r in results]) for n in names})
+
+    def _network(self, net: Network, pts: SystolicPoints, idx: np.ndarray, problem: AllocationProblem,
+                 mode: str) -> dict[str, Columns]:
+        """The ``rows`` and ``layers`` tables of one network on the points ``pts`` (global ids ``idx``)."""
         layers = [l for l, _ in net]
         reps = np.array([r for _, r in net], dtype=np.int64)
-        pts = problem.points
         res = evaluate_per_image(layers, *pts.columns(), problem.systolic)
         P = len(pts)
         rows: dict[str, list] = {k: [] for k in (
@@ -203,7 +254,6 @@ class DeepOptMapper:
         detail: dict[str, list] = {k: [] for k in (
             "network", "pm", "network_pm", "point", "layer_index", "layer", "repeat", "branch",
             "energy_pj", "cycles")}
-        mode = str(params.get("network_pm", "sum"))
         for pm in problem.pms:
             if mode == "sum":
                 value, best, energy, cycles = los(res, reps, pm)
@@ -213,7 +263,7 @@ class DeepOptMapper:
             rows["network"] += [net.name] * P
             rows["pm"] += [pm] * P
             rows["network_pm"] += [mode] * P
-            rows["point"].append(problem.point_index)
+            rows["point"].append(idx)
             for k in (*HW_COLUMNS, "area_mm2"):
                 rows[k].append(getattr(pts, k))
             rows["pm_value"].append(value)
@@ -221,7 +271,7 @@ class DeepOptMapper:
             rows["cycles"].append(cycles)
             for b, name in enumerate(BRANCHES):
                 rows[f"fs_{name}"].append(fs[:, b])
-            self._detail(detail, res, net, reps, pm, mode, problem, value, best)
+            self._detail(detail, res, net, reps, pm, mode, idx, value, best)
         out_rows = {k: (np.concatenate(v) if v and isinstance(v[0], np.ndarray) else np.asarray(v))
                     for k, v in rows.items()}
         return {"rows": out_rows, "layers": {k: np.asarray(v) for k, v in detail.items()}}
@@ -240,7 +290,7 @@ class DeepOptMapper:
         return value, energy, cycles, best
 
     @staticmethod
-    def _detail(detail, res, net, reps, pm, mode, problem, value, best) -> None:
+    def _detail(detail, res, net, reps, pm, mode, idx, value, best) -> None:
         if not np.isfinite(value).any():
             return
         p = int(np.nanargmin(np.where(np.isfinite(value), value, np.inf)))
@@ -251,7 +301,7 @@ class DeepOptMapper:
             detail["network"].append(net.name)
             detail["pm"].append(pm)
             detail["network_pm"].append(mode)
-            detail["point"].append(int(problem.point_index[p]))
+            detail["point"].append(int(idx[p]))
             detail["layer_index"].append(li)
             detail["layer"].append(net.layers[li].name)
             detail["repeat"].append(int(reps[li]) if ri is None else 1)

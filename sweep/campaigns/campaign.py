@@ -35,8 +35,6 @@ inline ``params`` override the file's values.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,6 +42,7 @@ from typing import Any
 
 from costmodel.workload import Network
 from sweep.errors import CampaignError, Problem
+from sweep.ids import stable_hash
 
 __all__ = ["Campaign", "MapperSpec", "RunOptions", "load_campaign", "parse_campaign",
            "LOOPNEST_OBJECTIVES", "NPU_OBJECTIVES"]
@@ -121,8 +120,7 @@ class Campaign:
 
     def config_hash(self) -> str:
         """sha256 of `resolved_config` (stable JSON)."""
-        return hashlib.sha256(json.dumps(self.resolved_config(), sort_keys=True, default=str)
-                              .encode()).hexdigest()
+        return stable_hash(self.resolved_config())
 
 
 def _network_json(net: Network) -> dict[str, Any]:

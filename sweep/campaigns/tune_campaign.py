@@ -56,13 +56,12 @@ proposals; `mappers.tuning`).
 
 from __future__ import annotations
 
-import hashlib
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from sweep.errors import CampaignError, Problem
+from sweep.ids import stable_hash
 
 __all__ = ["TuneCampaign", "SpaceParam", "load_tune_campaign", "parse_tune_campaign", "is_tune_campaign",
            "SAMPLERS", "PRUNERS", "TRIAL_OBJECTIVES"]
@@ -142,7 +141,8 @@ class TuneCampaign:
                 "defaults": self.defaults, "reference": self.reference}
 
     def config_hash(self) -> str:
-        return hashlib.sha256(json.dumps(self.resolved_config(), sort_keys=True, default=str).encode()).hexdigest()
+        """sha256 of `resolved_config` (stable JSON)."""
+        return stable_hash(self.resolved_config())
 
 
 def is_tune_campaign(data: dict) -> bool:

@@ -15,8 +15,6 @@ campaign.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import time
 import traceback
 from dataclasses import dataclass
@@ -24,8 +22,9 @@ from typing import Any, Iterator
 
 import pyarrow as pa
 
-from mappers import get_mapper
+from mappers import declared_columns, get_mapper
 from mappers.base import LayerProblem, WorkUnit
+from sweep.ids import canonical_json, stable_hash
 
 __all__ = ["LayerTask", "LayerUnit", "expand_layers", "count_layer_tasks", "execute_layers", "problem_id"]
 
@@ -53,9 +52,9 @@ class LayerTask:
     units: tuple[LayerUnit, ...]
     mapper: str = "layers"
 
-
-def _json(obj) -> str:
-    return json.dumps(obj, sort_keys=True, default=str)
+    def run(self) -> dict[str, pa.Table]:
+        """`execute_layers` (self)."""
+        return execute_layers(self)
 
 
 def problem_id(layer, arch_desc: str, spatial, mapper: str, version: str, params: dict,
@@ -64,7 +63,7 @@ def problem_id(layer, arch_desc: str, spatial, mapper: str, version: str, params
     doc = {"layer": {k: v for k, v in layer.__dict__.items() if k != "name"}, "arch": arch_desc,
            "spatial": repr(spatial), "mapper": mapper, "version": version, "params": params,
            "objective": objective, "seed": seed}
-    return hashlib.sha256(_json(doc).encode()).hexdigest()[:24]
+    return stable_hash(doc, 24)
 
 
 def _seeds_for(mapper, seeds) -> list:
@@ -134,23 +133,63 @@ def expand_layers(campaign) -> Iterator[LayerTask]:
 
 def _layer_task(units: list[LayerUnit]) -> LayerTask:
     batch = tuple(units)
-    tid = hashlib.sha256(_json([(u.problem_id, u.unit_index, u.aliases) for u in batch]).encode()).hexdigest()[:24]
+    tid = stable_hash([(u.problem_id, u.unit_index, u.aliases) for u in batch], 24)
     return LayerTask(tid, batch)
 
 
-_ROW_KEYS = ("problem_id", "unit_index", "mapper", "params", "arch", "layer_shape", "objective",
-             "seed", "unit_kind", "unit_seed", "shard", "shards", "engine", "value", "energy_pj",
-             "latency_cycles", "edp", "evaluations", "wall_s", "loops", "mapping", "solver_status",
-             "solver_s", "mip_gap", "mip_objective", "transferred_bytes", "extra", "error", "history")
+#: The row columns every loop-nest / npu unit has, around the mappers' declared columns
+#: (`mappers.declared_columns`), which sit between ``_HEAD`` and ``_TAIL``.
+_HEAD = ("problem_id", "unit_index", "mapper", "params", "arch", "layer_shape", "objective",
+         "seed", "unit_kind", "unit_seed", "shard", "shards", "engine", "value", "energy_pj",
+         "latency_cycles", "edp", "evaluations", "wall_s", "loops", "mapping")
+_TAIL = ("extra", "error", "history")
 
 
 #: Keys of `SearchResult.extra` stored in their own columns or too large for every row.
 _BULKY = frozenset({"mapping", "trace", "initial_mapping", "valid_values"})
 
 
+def _unit_row(u: LayerUnit, r, err: str, wall_s: float, columns) -> dict[str, Any]:
+    """The ``rows`` row of one unit: its result ``r`` (None if it failed with ``err``)."""
+    layer = u.problem.layer
+    vals = {
+        "problem_id": u.problem_id, "unit_index": u.unit_index, "mapper": u.mapper,
+        "params": canonical_json(u.params), "arch": u.arch_name,
+        "layer_shape": canonical_json({k: v for k, v in layer.__dict__.items() if k != "name"}),
+        "objective": u.problem.objective, "seed": u.seed, "unit_kind": u.unit.kind,
+        "unit_seed": u.unit.seed, "shard": u.unit.shard, "shards": u.unit.shards,
+        "engine": None, "value": None, "energy_pj": None, "latency_cycles": None, "edp": None,
+        "evaluations": None, "wall_s": wall_s, "loops": None, "mapping": None, "error": err,
+        "extra": None, "history": None}
+    for c in columns:
+        vals[c.name] = None
+    if r is None:
+        return vals
+    vals.update(
+        engine=r.engine, value=r.value, energy_pj=r.energy_pj, latency_cycles=r.latency_cycles, edp=r.edp,
+        evaluations=r.evaluations, wall_s=r.wall_s,
+        loops=canonical_json(r.loops) if r.loops is not None else None,
+        mapping=canonical_json(r.extra["mapping"]) if isinstance(r.extra.get("mapping"), dict) else None,
+        # the rest of the mapper's extra (e.g. flexer's bytes_by_type, reloads, tiling), as JSON
+        # (timings, keys ending in "_s", are measurements and stay out of it: rows are deterministic)
+        extra=canonical_json({k: v for k, v in r.extra.items() if k not in _BULKY and not k.endswith("_s")}),
+        history=[float(x) for x in r.history] if r.history is not None else None)
+    for c in columns:
+        vals[c.name] = c.value(r.extra)
+    return vals
+
+
 def execute_layers(task: LayerTask) -> dict[str, pa.Table]:
-    """Run every unit of ``task`` in-process. A failing unit becomes a row with status "error"."""
-    rows: dict[str, list] = {k: [] for k in ("task_id", "status", *_ROW_KEYS)}
+    """Run every unit of ``task`` in-process. A failing unit becomes a row with status "error".
+
+    Returns:
+        ``rows`` (one row per unit: the columns of every unit, then the mappers' declared
+        columns) and, if the task holds a problem's unit 0, ``problems`` (its (network, layer)
+        aliases).
+    """
+    columns = declared_columns(("loopnest", "npu"))
+    keys = (*_HEAD, *(c.name for c in columns), *_TAIL)
+    rows: dict[str, list] = {k: [] for k in ("task_id", "status", *keys)}
     aliases: dict[str, list] = {k: [] for k in ("task_id", "problem_id", "network", "layer_index",
                                                 "layer", "repeat", "arch", "mapper", "objective", "seed")}
     for u in task.units:
@@ -161,35 +200,10 @@ def execute_layers(task: LayerTask) -> dict[str, pa.Table]:
         except Exception as e:  # noqa: BLE001 - a failing unit is a row, the campaign goes on
             r, status = None, "error"
             err = f"{type(e).__name__}: {e}\n{traceback.format_exc()[-2000:]}"
-        layer = u.problem.layer
-        vals = {
-            "problem_id": u.problem_id, "unit_index": u.unit_index, "mapper": u.mapper,
-            "params": _json(u.params), "arch": u.arch_name,
-            "layer_shape": _json({k: v for k, v in layer.__dict__.items() if k != "name"}),
-            "objective": u.problem.objective, "seed": u.seed, "unit_kind": u.unit.kind,
-            "unit_seed": u.unit.seed, "shard": u.unit.shard, "shards": u.unit.shards,
-            "engine": r.engine if r else None, "value": r.value if r else None,
-            "energy_pj": r.energy_pj if r else None, "latency_cycles": r.latency_cycles if r else None,
-            "edp": r.edp if r else None, "evaluations": r.evaluations if r else None,
-            "wall_s": r.wall_s if r else time.perf_counter() - t0,
-            "loops": _json(r.loops) if r and r.loops is not None else None, "error": err,
-            "mapping": _json(r.extra["mapping"]) if r and isinstance(r.extra.get("mapping"), dict) else None,
-            "solver_status": str(r.extra["status"]) if r and "status" in r.extra else None,
-            "solver_s": float(r.extra["solver_s"]) if r and r.extra.get("solver_s") is not None else None,
-            "mip_gap": float(r.extra["mip_gap"]) if r and r.extra.get("mip_gap") is not None else None,
-            "mip_objective": (float(r.extra["mip_objective"]) if r and r.extra.get("mip_objective") is not None
-                              else None),
-            "transferred_bytes": (float(r.extra["transferred_bytes"]) if r and r.extra.get("transferred_bytes")
-                                  is not None else None),
-            # the rest of the mapper's extra (e.g. flexer's bytes_by_type, reloads, tiling), as JSON
-            # (timings, keys ending in "_s", are measurements and stay out of it: rows are deterministic)
-            "extra": _json({k: v for k, v in r.extra.items() if k not in _BULKY and not k.endswith("_s")})
-            if r else None,
-            "history": ([float(x) for x in r.history] if r is not None and r.history is not None else None),
-        }
+        vals = _unit_row(u, r, err, time.perf_counter() - t0, columns)
         rows["task_id"].append(task.task_id)
         rows["status"].append(status)
-        for k in _ROW_KEYS:
+        for k in keys:
             rows[k].append(vals[k])
         for net, li, lname, rep in u.aliases:
             for k, v in (("task_id", task.task_id), ("problem_id", u.problem_id), ("network", net),

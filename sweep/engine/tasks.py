@@ -1,16 +1,16 @@
 """A campaign expanded into tasks, each with a deterministic ``task_id``, and how one task runs.
 
-A task is one mapper on a chunk of hardware points for every network of the campaign: the
-systolic model is vectorised over points and layers, so a chunk of a few thousand points is a
-second or so of work (Ray's advice: batch tiny work). ``task_id`` is a sha256 of everything that
+Systolic campaigns: a task is one work unit of the mapper (`mappers.base.Mapper.units`): a chunk
+of hardware points for every network of the campaign; the systolic model is vectorised over points
+and layers, so a chunk of a few thousand points is a second or so of work (Ray's advice: batch
+tiny work). Loop-nest and npu campaigns: `sweep.engine.layer_tasks`. Every task type has a
+``task_id`` and a ``run()`` returning its tables; `execute` runs either. ``task_id`` is a sha256 of everything that
 determines the task's rows: mapper name, version and parameters, the networks in full, the
 points (digest) and their offset, objectives and model parameters. Same campaign -> same ids.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import traceback
 from dataclasses import dataclass, replace
 from typing import Any, Iterator
@@ -19,10 +19,13 @@ import numpy as np
 import pyarrow as pa
 
 from costmodel.systolic import SystolicParams
-from costmodel.workload import Network
-from mappers import get_mapper
 from costmodel.systolic.points import SystolicPoints
+from mappers import get_mapper
+from mappers.base import WorkUnit
+from mappers.systolic.deepopt import AllocationProblem
 from sweep.campaigns.campaign import Campaign, _network_json
+from sweep.engine.layer_tasks import LayerTask, count_layer_tasks, expand_layers
+from sweep.ids import stable_hash
 
 __all__ = ["Task", "expand", "count_tasks", "execute", "TABLES"]
 
@@ -32,21 +35,26 @@ TABLES = ("layers", "problems", "rows")
 
 @dataclass(frozen=True)
 class Task:
-    """One unit of work: ``mapper`` with ``params`` on ``points`` for each of ``networks``."""
+    """One work unit of a systolic (DeepOpt) campaign: ``mapper`` with ``params`` on one chunk of
+    hardware points for every network (``problem`` holds only that chunk; ``unit`` names it)."""
 
     task_id: str
     mapper: str
     params: dict[str, Any]
-    networks: tuple[Network, ...]
-    points: SystolicPoints
-    point_offset: int
-    objectives: tuple[str, ...]
-    systolic: dict[str, Any]
+    problem: AllocationProblem
+    unit: WorkUnit
 
     @property
     def size(self) -> int:
         """Work estimate: points x layers."""
-        return len(self.points) * sum(len(n) for n in self.networks)
+        return len(self.problem.points) * sum(len(n) for n in self.problem.networks)
+
+    def run(self) -> dict[str, pa.Table]:
+        """The unit's tables (`SearchResult.tables`), every row carrying ``task_id`` and ``status``."""
+        r = get_mapper(self.mapper).run(self.problem, self.unit, self.params)
+        out = {name: _to_table(cols, self.task_id) for name, cols in r.tables.items()}
+        out.setdefault("rows", _to_table({}, self.task_id))
+        return out
 
 
 def _task_id(mapper: str, params: dict, networks, points: SystolicPoints, offset: int, objectives, systolic) -> str:
@@ -54,26 +62,31 @@ def _task_id(mapper: str, params: dict, networks, points: SystolicPoints, offset
     doc = {"mapper": mapper, "version": m.version, "params": params,
            "networks": [_network_json(n) for n in networks], "points": points.digest(),
            "offset": offset, "objectives": list(objectives), "systolic": systolic}
-    return hashlib.sha256(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()[:24]
+    return stable_hash(doc, 24)
 
 
-def expand(campaign: Campaign) -> Iterator[Task]:
-    """The campaign's tasks in a deterministic order (mapper, then point chunk); loop-nest
-    campaigns expand through `sweep.engine.layer_tasks.expand_layers`."""
-    if campaign.kind in ("loopnest", "npu"):
-        from sweep.engine.layer_tasks import expand_layers
-        yield from expand_layers(campaign)
-        return
+def _systolic_tasks(campaign: Campaign) -> Iterator[Task]:
+    """One task per (mapper, work unit of the whole grid), units in the mapper's order."""
     pts = campaign.architectures
-    n = len(pts)
-    step = campaign.run.chunk_points
+    sp = replace(SystolicParams(), **campaign.systolic)
+    whole = AllocationProblem(tuple(campaign.networks), pts, tuple(campaign.objectives), sp,
+                              chunk_points=campaign.run.chunk_points)
     for spec in campaign.mappers:
-        for start in range(0, n, step):
-            chunk = pts.take(slice(start, min(n, start + step)))
+        mapper = get_mapper(spec.name)
+        for unit in mapper.units(whole, spec.params):
+            start, stop = unit.budget["start"], unit.budget["stop"]
+            chunk = pts.take(slice(start, stop))
             tid = _task_id(spec.name, spec.params, campaign.networks, chunk, start,
                            campaign.objectives, campaign.systolic)
-            yield Task(tid, spec.name, dict(spec.params), campaign.networks, chunk, start,
-                       campaign.objectives, dict(campaign.systolic))
+            yield Task(tid, spec.name, dict(spec.params), replace(whole, points=chunk, point_offset=start), unit)
+
+
+def expand(campaign: Campaign) -> Iterator[Task | LayerTask]:
+    """The campaign's tasks in a deterministic order: systolic campaigns by mapper, then point
+    chunk; loop-nest and npu campaigns by `sweep.engine.layer_tasks.expand_layers`."""
+    if campaign.kind == "systolic":
+        return _systolic_tasks(campaign)
+    return expand_layers(campaign)
 
 
 def count_tasks(campaign: Campaign) -> int:
@@ -81,8 +94,7 @@ def count_tasks(campaign: Campaign) -> int:
     the unique problems' work units otherwise (`sweep.engine.layer_tasks.count_layer_tasks`)."""
     if campaign.kind == "systolic":
         n, step = len(campaign.architectures), campaign.run.chunk_points
-        return len(campaign.mappers) * -(-n // step)
-    from sweep.engine.layer_tasks import count_layer_tasks
+        return len(campaign.mappers) * max(1, -(-n // step))
     return count_layer_tasks(campaign)
 
 
@@ -96,30 +108,15 @@ def _to_table(cols: dict[str, Any], task_id: str) -> pa.Table:
     return pa.table(arrays)
 
 
-def execute(task: Task) -> dict[str, pa.Table]:
-    """Run one task in-process; a failure becomes one ``rows`` row with status "error".
+def execute(task: Task | LayerTask) -> dict[str, pa.Table]:
+    """Run one task in-process (`Task.run` or `LayerTask.run`); a task that raises becomes one
+    ``rows`` row with status "error".
 
     Returns:
         table name -> Arrow table, every row carrying ``task_id`` and ``status``.
     """
-    from mappers.systolic.deepopt import AllocationProblem
-    from sweep.engine.layer_tasks import LayerTask, execute_layers
-
-    if isinstance(task, LayerTask):
-        return execute_layers(task)
     try:
-        mapper = get_mapper(task.mapper)
-        sp = replace(SystolicParams(), **task.systolic)
-        parts: dict[str, list[pa.Table]] = {}
-        for net in task.networks:
-            idx = np.arange(task.point_offset, task.point_offset + len(task.points), dtype=np.int64)
-            prob = AllocationProblem(network=net, points=task.points, point_index=idx,
-                                     pms=task.objectives, systolic=sp)
-            for name, cols in mapper.run(prob, task.params).items():
-                parts.setdefault(name, []).append(_to_table(cols, task.task_id))
-        out = {name: pa.concat_tables(ts) for name, ts in parts.items()}
-        out.setdefault("rows", _to_table({}, task.task_id))
-        return out
+        return task.run()
     except Exception as e:  # noqa: BLE001 - a failing task becomes a row, the campaign goes on
         return {"rows": error_table(task, f"{type(e).__name__}: {e}", traceback.format_exc())}
 

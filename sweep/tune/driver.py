@@ -42,7 +42,7 @@ tuning directory by it); ``rows/part-*.parquet``: one row per finished trial (ta
 ``trial-<number>``, written once; rebuilt from the study if a driver died between tell and write);
 ``references.parquet``: the reference optimum of every training and held-out layer, computed once
 (`mappers.tuning.reference_plan`); ``best_params.toml``: the best schedule as a campaign snippet
-(``[mappers.loop_order.salsa]``; use it with ``params_file``); ``heldout.parquet``: tuned vs default schedule
+(``[mappers.salsa]``; use it with ``params_file``); ``heldout.parquet``: tuned vs default schedule
 on the held-out layers and seeds at the same budget.
 """
 

@@ -4,7 +4,6 @@ The main campaign's settings: DeepOpt's layer tables, 65 nm constants, the autho
 ``fc_batch_quirk`` (their FC energy count) so the numbers compare with the paper.
 """
 
-from pathlib import Path
 
 import numpy as np
 import pytest

@@ -112,8 +112,8 @@ def _run_campaign(tmp_path, mapper_lines):
 
 def test_params_file_is_merged_under_inline_params(tmp_path):
     (tmp_path / "tuned").mkdir()
-    (tmp_path / "tuned" / "s.toml").write_text("[mappers.loop_order.salsa]\nt0 = 0.2\nrho = 0.995\nchains = 4\n"
-                                               "iterations = 250\n[mappers.loop_order.loma]\nshards = 9\n")
+    (tmp_path / "tuned" / "s.toml").write_text("[mappers.salsa]\nt0 = 0.2\nrho = 0.995\nchains = 4\n"
+                                               "iterations = 250\n[mappers.loma]\nshards = 9\n")
     c = _run_campaign(tmp_path, 'params_file = "tuned/s.toml"\nparams = { rho = 0.99 }')
     p = c.mappers[0].params
     assert (p["t0"], p["rho"], p["chains"], p["iterations"]) == (0.2, 0.99, 4, 250)   # inline rho wins
@@ -123,8 +123,8 @@ def test_params_file_is_merged_under_inline_params(tmp_path):
 
 @pytest.mark.parametrize("content, match", [
     (None, "cannot read"),
-    ("[mappers.loop_order.salsa\n", "not valid TOML"),
-    ("[mappers.loop_order.loma]\nshards = 2\n", r"no \[mappers.loop_order.salsa\] table"),
+    ("[mappers.salsa\n", "not valid TOML"),
+    ("[mappers.loma]\nshards = 2\n", r"no \[mappers.salsa\] table"),
 ])
 def test_params_file_problems_name_key_and_path(tmp_path, content, match):
     if content is not None:
@@ -136,7 +136,7 @@ def test_params_file_problems_name_key_and_path(tmp_path, content, match):
 
 
 def test_params_file_bad_value_is_reported_with_the_file(tmp_path):
-    (tmp_path / "s.toml").write_text("[mappers.loop_order.salsa]\nrho = 2.0\n")
+    (tmp_path / "s.toml").write_text("[mappers.salsa]\nrho = 2.0\n")
     with pytest.raises(CampaignError) as e:
         _run_campaign(tmp_path, 'params_file = "s.toml"')
     (p,) = e.value.problems

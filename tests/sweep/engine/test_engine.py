@@ -119,10 +119,10 @@ def test_failing_task_becomes_error_row(tmp_path, monkeypatch, reference):
     from mappers.systolic import deepopt
     orig = deepopt.DeepOptMapper.run
 
-    def flaky(self, problem, params):
-        if problem.point_index[0] == 16:
+    def flaky(self, problem, unit, params):
+        if unit.budget["start"] == 16:
             raise RuntimeError("solver exploded")
-        return orig(self, problem, params)
+        return orig(self, problem, unit, params)
 
     monkeypatch.setattr(deepopt.DeepOptMapper, "run", flaky)
     c = load_campaign(write_tiny(tmp_path))
