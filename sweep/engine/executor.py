@@ -1,148 +1,183 @@
-"""Executors: where tasks run. Both yield ``(task, tables)`` in completion order.
+"""The one bounded executor of `sweep run` and `sweep tune`: where calls run, at most N at once.
 
-* `LocalExecutor`: in this process, one task after another (debugging, tests, tiny runs).
-* `RayExecutor`: Ray tasks, a local Ray started in-process by default or an existing cluster
-  (``address`` / ``RAY_ADDRESS``). At most ``max_in_flight`` tasks are pending (Ray's
-  limit-pending-tasks pattern, `ray.wait`), a task whose worker dies is retried by Ray
-  (``max_retries``) and, if it still fails, becomes an error row; results are consumed in
-  completion order. Tasks are deterministic, so the rows do not depend on the executor.
+`Executor` ("local" or "ray") runs ``fn(item)`` for a stream of items and yields
+``(item, result, error)`` in completion order:
+
+* "local": in this process, one call after another (debugging, tests, tiny runs).
+* "ray": Ray tasks, a local Ray started in-process by default or an existing cluster
+  (``address`` / ``RAY_ADDRESS``). At most ``max_in_flight`` calls are pending (Ray's
+  limit-pending-tasks pattern, `ray.wait`), items are pulled from the stream only as slots free
+  up (so a lazy stream is never listed), a call whose worker dies is retried by Ray
+  (``max_retries``), results are consumed in completion order, and leaving the ``with`` block
+  cancels what is still pending and shuts down a Ray it started.
+
+A call that raises (or whose worker died more than ``max_retries`` times) yields its exception as
+``error`` and the stream goes on: the caller decides what a failure means (an error row for
+`sweep run`, a failed trial for `sweep tune`). The calls are deterministic, so results do not
+depend on the executor; `ordered` collects them in call order.
 """
 
 from __future__ import annotations
 
 import os
 import time
-from typing import Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
-import pyarrow as pa
+__all__ = ["Executor", "ordered", "TIMERS", "EXECUTORS"]
 
-from sweep.engine.tasks import Task, error_table, execute
+#: The executor kinds.
+EXECUTORS = ("ray", "local")
 
-__all__ = ["LocalExecutor", "RayExecutor", "make_executor", "TIMERS"]
-
-#: Where the driver's time goes, in seconds, accumulated in ``executor.timers``:
+#: Where the driver's time goes, in seconds, accumulated in ``Executor.timers``:
 #: ``submit_s`` creating Ray tasks (serialising their arguments), ``wait_s`` blocked in
 #: ``ray.wait`` (the cluster computing, scheduling), ``get_s`` fetching and deserialising results,
-#: ``compute_s`` the tasks' own run time summed over workers (CPU-seconds of useful work).
+#: ``compute_s`` the calls' own run time summed over workers (CPU-seconds of useful work).
 TIMERS = ("submit_s", "wait_s", "get_s", "compute_s")
 
 
-def _timed_execute(task: Task) -> tuple[dict[str, pa.Table], float]:
+def _timed(fn: Callable[[Any], Any], item: Any) -> tuple[Any, float]:
+    """``fn(item)`` and its run time in seconds (module level: Ray pickles it by reference)."""
     t0 = time.perf_counter()
-    tables = execute(task)
-    return tables, time.perf_counter() - t0
+    out = fn(item)
+    return out, time.perf_counter() - t0
 
 
-class LocalExecutor:
-    """Runs tasks in-process, in order."""
-
-    name = "local"
-
-    def __init__(self):
-        self.timers = dict.fromkeys(TIMERS, 0.0)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
-
-    def imap(self, tasks: Iterable[Task]) -> Iterator[tuple[Task, dict[str, pa.Table]]]:
-        for t in tasks:
-            tables, dt = _timed_execute(t)
-            self.timers["compute_s"] += dt
-            yield t, tables
-
-
-class RayExecutor:
-    """Runs tasks as Ray tasks with bounded in-flight work.
+class Executor:
+    """Runs ``fn(item)`` calls in-process or as Ray tasks with bounded in-flight work.
 
     Args:
+        kind: "local" or "ray" (`EXECUTORS`).
         address: Ray cluster address; None = ``RAY_ADDRESS`` or, if unset, a new local Ray.
         num_cpus: CPUs of a new local Ray (None = all cores). Ignored for an existing cluster.
-        max_in_flight: pending tasks at most (None = 2 x cluster CPUs).
-        max_retries: Ray retries when a worker process dies.
+        max_in_flight: pending calls at most (None = 2 x the cluster's CPUs); `imap` may lower it.
+        max_retries: Ray retries of a call whose worker process died.
+        beat: called after every completed call and at least every ``beat_s`` seconds while
+            waiting (a driver's heartbeat); None = never.
+        beat_s: seconds between beats while blocked on Ray.
+
+    Raises:
+        ValueError: unknown ``kind``.
     """
 
-    name = "ray"
-
-    def __init__(self, address: str | None = None, num_cpus: int | None = None,
-                 max_in_flight: int | None = None, max_retries: int = 3):
+    def __init__(self, kind: str = "ray", address: str | None = None, num_cpus: int | None = None,
+                 max_in_flight: int | None = None, max_retries: int = 3,
+                 beat: Callable[[], None] | None = None, beat_s: float = 10.0):
+        if kind not in EXECUTORS:
+            raise ValueError(f"unknown executor {kind!r}; expected 'ray' or 'local'")
+        self.name = kind
         self.address = address or os.environ.get("RAY_ADDRESS") or None
-        self.num_cpus = num_cpus
-        self.max_in_flight = max_in_flight
-        self.max_retries = max_retries
+        self.num_cpus, self.max_in_flight, self.max_retries = num_cpus, max_in_flight, max_retries
+        self.beat, self.beat_s = beat, beat_s
+        self.timers = dict.fromkeys(TIMERS, 0.0)
         self._started = False
         self._pending: list = []
-        self.timers = dict.fromkeys(TIMERS, 0.0)
 
-    def __enter__(self):
-        import ray
-        os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-        if not ray.is_initialized():
-            kw = dict(include_dashboard=False, log_to_driver=True, configure_logging=False)
-            if self.address:
-                ray.init(address=self.address, **kw)
-            else:
-                ray.init(num_cpus=self.num_cpus, **kw)
-            self._started = True
-        self._remote = ray.remote(_timed_execute).options(max_retries=self.max_retries,
-                                                            retry_exceptions=False)
+    def __enter__(self) -> "Executor":
+        if self.name == "ray":
+            import ray
+            os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+            if not ray.is_initialized():
+                kw = dict(include_dashboard=False, log_to_driver=True, configure_logging=False)
+                if self.address:
+                    ray.init(address=self.address, **kw)
+                else:
+                    ray.init(num_cpus=self.num_cpus, **kw)
+                self._started = True
+            self._remote = ray.remote(_timed).options(max_retries=self.max_retries, retry_exceptions=False)
         return self
 
-    def __exit__(self, *exc):
-        import ray
-        for ref in self._pending:
-            ray.cancel(ref, force=True)
-        self._pending = []
-        if self._started:
-            ray.shutdown()
+    def __exit__(self, *exc) -> bool:
+        if self.name == "ray":
+            import ray
+            for ref in self._pending:
+                ray.cancel(ref, force=True)
+            self._pending = []
+            if self._started:
+                ray.shutdown()
+                self._started = False
         return False
 
-    def imap(self, tasks: Iterable[Task]) -> Iterator[tuple[Task, dict[str, pa.Table]]]:
-        import ray
-        from ray.exceptions import RayError
+    def _beat(self) -> None:
+        if self.beat is not None:
+            self.beat()
 
-        limit = self.max_in_flight or max(2, 2 * int(ray.cluster_resources().get("CPU", 1)))
+    def imap(self, fn: Callable[[Any], Any], items: Iterable[Any], limit: int | None = None
+             ) -> Iterator[tuple[Any, Any, BaseException | None]]:
+        """``(item, fn(item), None)``, or ``(item, None, error)`` for a call that failed, in
+        completion order, with at most ``limit`` (default ``max_in_flight``) calls pending.
+        ``fn`` must be a module-level function (Ray sends it by reference)."""
+        if self.name == "local":
+            yield from self._imap_local(fn, items)
+        else:
+            yield from self._imap_ray(fn, items, limit)
+
+    def _imap_local(self, fn, items):
+        for item in items:
+            try:
+                out, dt = _timed(fn, item)
+                self.timers["compute_s"] += dt
+                result, error = out, None
+            except Exception as e:  # noqa: BLE001 - the caller decides what a failed call means
+                result, error = None, e
+            self._beat()
+            yield item, result, error
+
+    def _imap_ray(self, fn, items, limit):
+        import ray
+
+        limit = limit or self.max_in_flight or max(2, 2 * int(ray.cluster_resources().get("CPU", 1)))
         by_ref: dict = {}
-        it = iter(tasks)
+        it = iter(items)
         exhausted = False
         tm = self.timers
         while True:
             t0 = time.perf_counter()
             while not exhausted and len(by_ref) < limit:
-                t = next(it, None)
-                if t is None:
+                item = next(it, _END)
+                if item is _END:
                     exhausted = True
                     break
-                by_ref[self._remote.remote(t)] = t
+                by_ref[self._remote.remote(fn, item)] = item
             t1 = time.perf_counter()
             tm["submit_s"] += t1 - t0
             self._pending = list(by_ref)
             if not by_ref:
                 return
             done, _ = ray.wait(self._pending, num_returns=len(by_ref), timeout=0)
-            if not done:
-                done, _ = ray.wait(self._pending, num_returns=1)
-            t2 = time.perf_counter()
-            tm["wait_s"] += t2 - t1
+            while not done:
+                done, _ = ray.wait(self._pending, num_returns=1, timeout=self.beat_s if self.beat else None)
+                self._beat()
+            tm["wait_s"] += time.perf_counter() - t1
             for ref in done:
-                t = by_ref.pop(ref)
+                item = by_ref.pop(ref)
                 t3 = time.perf_counter()
                 try:
-                    tables, dt = ray.get(ref)
+                    result, dt = ray.get(ref)
                     tm["compute_s"] += dt
-                except RayError as e:  # worker died more than max_retries times, or similar
-                    tables = {"rows": error_table(t, f"{type(e).__name__}: {e}")}
+                    error = None
+                except Exception as e:  # noqa: BLE001 - RayTaskError, a worker died too often, ...
+                    result, error = None, e
                 tm["get_s"] += time.perf_counter() - t3
-                yield t, tables
+                yield item, result, error
 
 
-def make_executor(kind: str, address: str | None = None, num_cpus: int | None = None,
-                  max_in_flight: int | None = None, max_retries: int = 3):
-    """`LocalExecutor` for ``"local"``, `RayExecutor` for ``"ray"``."""
-    if kind == "local":
-        return LocalExecutor()
-    if kind == "ray":
-        return RayExecutor(address, num_cpus, max_in_flight, max_retries)
-    raise ValueError(f"unknown executor {kind!r}; expected 'ray' or 'local'")
+_END = object()
+
+
+def ordered(executor: Executor, fn: Callable[[Any], Any], items: list, limit: int | None = None) -> list:
+    """``[fn(item) for item in items]`` through ``executor`` (at most ``limit`` pending), in call
+    order, with the exception object in place of a failed call's result."""
+    out: list = [None] * len(items)
+    for (i, _), result, error in executor.imap(_indexed_call(fn), list(enumerate(items)), limit):
+        out[i] = error if error is not None else result
+    return out
+
+
+class _indexed_call:
+    """``fn`` applied to the item of an (index, item) pair (picklable: a class at module level)."""
+
+    def __init__(self, fn: Callable[[Any], Any]):
+        self.fn = fn
+
+    def __call__(self, pair: tuple[int, Any]) -> Any:
+        return self.fn(pair[1])

@@ -13,9 +13,9 @@ import pyarrow.compute as pc
 
 from sweep.campaigns.campaign import Campaign
 from sweep.errors import StoreError
-from sweep.engine.executor import make_executor
+from sweep.engine.executor import Executor
 from sweep.engine.store import Store, code_version
-from sweep.engine.tasks import Task, count_tasks, expand
+from sweep.engine.tasks import Task, count_tasks, error_table, execute, expand
 
 __all__ = ["RunSummary", "run_campaign", "Interrupted", "campaign_from_manifest"]
 
@@ -124,13 +124,15 @@ def run_campaign(campaign: Campaign, *, resume: bool = False, executor: str = "r
         buf, buf_rows, last_flush = [], 0, time.monotonic()
         timings["write_s"] += time.perf_counter() - t1
 
-    ex = make_executor(executor, address, campaign.run.num_cpus, campaign.run.max_in_flight,
-                       campaign.run.max_retries)
+    ex = Executor(executor, address, campaign.run.num_cpus, campaign.run.max_in_flight,
+                  campaign.run.max_retries)
     try:
         t1 = time.perf_counter()
         with ex, _sigterm_as_interrupt():
             summary.executor_start_s = time.perf_counter() - t1
-            for task, tables in ex.imap(todo()):
+            for task, tables, error in ex.imap(execute, todo()):
+                if error is not None:  # the worker died more than max_retries times, or similar
+                    tables = {"rows": error_table(task, f"{type(error).__name__}: {error}")}
                 buf.append((task.task_id, tables))
                 rows = tables["rows"]
                 buf_rows += rows.num_rows

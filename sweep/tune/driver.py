@@ -63,6 +63,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from sweep.errors import ExecutionError
+from sweep.engine.executor import Executor, ordered
 from sweep.engine.runner import Interrupted  # Ctrl-C / SIGTERM; ``.summary`` is a `TuneSummary` here
 from sweep.engine.store import Store
 from sweep.campaigns.tune_campaign import TuneCampaign
@@ -107,71 +108,10 @@ def _ref_task(mapper: str, spec: tuple, params: dict, unit) -> tuple[float, floa
     return float(r.value), float(r.wall_s)
 
 
-def _call(fn, *args):
+def _apply(call: tuple) -> Any:
+    """``call[0](*call[1:])``: one call of a list of (function, *args) tuples (see `ordered`)."""
+    fn, *args = call
     return fn(*args)
-
-
-class _Pool:
-    """Runs calls in-process ("local") or as Ray tasks ("ray"); `run` returns results in call
-    order (an exception object in place of a failed call's result), at most ``limit`` pending."""
-
-    def __init__(self, kind: str, address: str | None = None, num_cpus: int | None = None,
-                 beat: Callable[[], None] = lambda: None):
-        if kind not in ("ray", "local"):
-            raise ValueError(f"unknown executor {kind!r}; expected 'ray' or 'local'")
-        self.kind, self.address, self.num_cpus, self.beat = kind, address, num_cpus, beat
-        self._started, self._pending = False, []
-
-    def __enter__(self):
-        if self.kind == "ray":
-            import ray
-            os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-            if not ray.is_initialized():
-                addr = self.address or os.environ.get("RAY_ADDRESS") or None
-                kw = dict(include_dashboard=False, configure_logging=False)
-                ray.init(address=addr, **kw) if addr else ray.init(num_cpus=self.num_cpus, **kw)
-                self._started = True
-            self._remote = ray.remote(_call).options(num_cpus=1, max_retries=2)
-        return self
-
-    def __exit__(self, *exc):
-        if self.kind == "ray":
-            import ray
-            for ref in self._pending:
-                ray.cancel(ref, force=True)
-            if self._started:
-                ray.shutdown()
-        return False
-
-    def run(self, calls: list[tuple], limit: int) -> list:
-        if self.kind == "local":
-            out = []
-            for fn, *args in calls:
-                try:
-                    out.append(fn(*args))
-                except Exception as e:  # noqa: BLE001 - becomes a failed trial
-                    out.append(e)
-                self.beat()
-            return out
-        import ray
-        results: list = [None] * len(calls)
-        by_ref: dict = {}
-        nxt = 0
-        while nxt < len(calls) or by_ref:
-            while nxt < len(calls) and len(by_ref) < limit:
-                by_ref[self._remote.remote(*calls[nxt])] = nxt
-                nxt += 1
-            self._pending = list(by_ref)
-            done, _ = ray.wait(list(by_ref), num_returns=1, timeout=10.0)
-            self.beat()
-            for ref in done:
-                i = by_ref.pop(ref)
-                try:
-                    results[i] = ray.get(ref)
-                except Exception as e:  # noqa: BLE001 - RayTaskError etc.: a failed trial
-                    results[i] = e
-        self._pending = []
-        return results
 
 
 # -- study ------------------------------------------------------------------------------------------
@@ -344,7 +284,7 @@ def is_tune_dir(path: str | Path) -> bool:
 
 
 # -- references ---------------------------------------------------------------------------------------
-def _references(c: TuneCampaign, out: Path, pool: _Pool, limit: int) -> tuple[dict, float]:
+def _references(c: TuneCampaign, out: Path, pool: Executor, limit: int) -> tuple[dict, float]:
     from mappers.tuning import layer_problem, reference_plan
     have = read_references(out)
     done = {} if have.empty else {(r.network, r.layer): r.reference for r in have.itertuples()}
@@ -361,7 +301,7 @@ def _references(c: TuneCampaign, out: Path, pool: _Pool, limit: int) -> tuple[di
             calls += [(_ref_task, m, spec, p, u) for m, p, u in units]
     t0 = time.perf_counter()
     if calls:
-        res = pool.run(calls, limit)
+        res = ordered(pool, _apply, calls, limit)
         bad = [r for r in res if isinstance(r, Exception)]
         if bad:
             raise ExecutionError(f"reference optimum failed: {bad[0]!r}")
@@ -426,7 +366,7 @@ def run_tune(c: TuneCampaign, *, trials: int | None = None, parallel: int | None
     train_net, train_layers = c.training
     fails_here = 0
     try:
-        with _Pool(executor, address, num_cpus, beat) as pool, _sigterm_as_interrupt():
+        with Executor(executor, address, num_cpus, max_retries=2, beat=beat) as pool, _sigterm_as_interrupt():
             refs, summary.reference_s = _references(c, out, pool, max(par, int(c.reference["shards"])))
             while True:
                 beat()
@@ -451,7 +391,7 @@ def run_tune(c: TuneCampaign, *, trials: int | None = None, parallel: int | None
                     lay = train_layers[len(a.outcomes)]
                     calls.append((_eval_task, c.mapper, (train_net, lay, c.arch, c.objective), a.params,
                                   list(c.seeds), refs[(train_net, lay)], c.reach_gap))
-                results = pool.run(calls, par)
+                results = ordered(pool, _apply, calls, par)
                 for a, res in sorted(zip(active, results), key=lambda x: x[0].trial.number):
                     ft = _advance(study, a, res, c)
                     if ft is not None:
@@ -545,7 +485,7 @@ def write_best_params(study, c: TuneCampaign, path: Path) -> dict:
     return {"trial": t.number, "values": list(t.values), "params": dict(t.params), "full": full}
 
 
-def _heldout(c: TuneCampaign, out: Path, pool: _Pool, refs: dict, best: dict, par: int) -> dict:
+def _heldout(c: TuneCampaign, out: Path, pool: Executor, refs: dict, best: dict, par: int) -> dict:
     """Tuned (best trial) vs default schedule on the held-out layers and seeds, same budget;
     written to ``heldout.parquet`` (one row per config, layer, seed). Reused if the best trial
     has not changed."""
@@ -564,7 +504,7 @@ def _heldout(c: TuneCampaign, out: Path, pool: _Pool, refs: dict, best: dict, pa
             calls.append((_eval_task, c.mapper, (net, lay, c.arch, c.objective), params, list(c.heldout_seeds),
                           refs[(net, lay)], 0.0))
             keys.append((name, lay))
-    res = pool.run(calls, max(par, 1))
+    res = ordered(pool, _apply, calls, max(par, 1))
     rows = []
     for (name, lay), r in zip(keys, res):
         if isinstance(r, Exception):
