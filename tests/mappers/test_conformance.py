@@ -1,0 +1,158 @@
+"""One conformance suite that every registered mapper passes (Optuna's BasicSamplerTestCase idea).
+
+For each mapper in `mappers.MAPPER_NAMES`, on a small problem of its kind:
+
+* the declaration: name as registered, a version string, a kind of `KINDS`, unique `Param` names
+  whose defaults pass their own check, `ExtraColumn` declarations;
+* `units` gives a non-empty, deterministic list of `WorkUnit`;
+* `run` is deterministic (same unit, same result) and `reduce` keeps the best unit, first of
+  equal values, with evaluations summed;
+* the reported cost is the physics' cost, recomputed independently: loop-nest results by the
+  reference evaluator `costmodel.loopnest.reference.evaluate` on the decoded mapping; npu results
+  as latency x bytes of the schedule and never below the tiling's lower bound; DeepOpt's best
+  point by brute force over the per-point rows;
+* loop-ordering mappers are never better than the brute-force optimum of their space
+  (itertools over every ordering of the LPFs, each evaluated alone), and reach it on this layer.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import fields
+
+import numpy as np
+import pytest
+
+from costmodel.loopnest.arch import load_accelerator
+from costmodel.loopnest.mapping import Mapping
+from costmodel.loopnest.reference import evaluate
+from costmodel.npu import load_npu, tilings
+from costmodel.systolic.points import SystolicPoints
+from costmodel.workload import Layer, Network
+from mappers import MAPPER_NAMES, declared_columns, get_mapper
+from mappers.base import KINDS, ExtraColumn, LayerProblem, Param, SearchResult, WorkUnit
+from mappers.loop_order.common import problem_evaluator
+from mappers.npu.graph import build_dfg, lower_bound
+from mappers.systolic.deepopt import AllocationProblem
+
+LAYER = Layer(name="small", K=16, C=8, OY=7, OX=7, FY=3, FX=3)
+
+#: Small budgets so that every mapper runs in about a second here.
+FAST = {"primitive_sa": {"iterations": 300}, "hybrid": {"threads": 2, "patience": 50},
+        "salsa": {"engine": "sa", "iterations": 300, "chains": 2}, "random": {"patience": 100}}
+
+
+def _problem(mapper):
+    if mapper.kind == "loopnest":
+        return LayerProblem(LAYER, load_accelerator("eyeriss_like"), objective="energy")
+    if mapper.kind == "npu":
+        return LayerProblem(LAYER, load_npu("arch1"), objective="latency_bytes")
+    nets = (Network("a", (Layer(name="c1", K=32, C=16, OY=14, OX=14, FY=3, FX=3),
+                          Layer(name="fc", K=10, C=64)), (1, 2)),
+            Network("b", (Layer(name="c1", K=8, C=3, OY=28, OX=28, FY=5, FX=5),), (1,)))
+    J = np.array([8, 16, 16, 32, 8, 16, 32]); K = np.array([8, 16, 32, 32, 16, 8, 16])
+    kib = np.array([16, 32, 64, 64, 8, 16, 128])
+    pts = SystolicPoints(J=J, K=K, fsram_kib=kib, isram_kib=kib[::-1].copy(), psram_kib=np.full(7, 16),
+                         area_mm2=np.zeros(7), spec={"test": True})
+    return AllocationProblem(nets, pts, pms=("ED", "E"), chunk_points=3)
+
+
+@pytest.fixture(scope="module", params=MAPPER_NAMES)
+def case(request):
+    """(mapper, problem, resolved params, unit results, reduced result), computed once per mapper."""
+    m = get_mapper(request.param)
+    prob = _problem(m)
+    p = m.resolve(FAST.get(m.name, {}))
+    units = m.units(prob, p)
+    results = [m.run(prob, u, p) for u in units]
+    return m, prob, p, units, results, m.reduce(results)
+
+
+def test_declaration(case):
+    m = case[0]
+    assert get_mapper(m.name) is m
+    assert isinstance(m.version, str) and m.version
+    assert m.kind in KINDS
+    assert all(isinstance(p, Param) for p in m.params)
+    assert len({p.name for p in m.params}) == len(m.params)
+    for p in m.params:
+        assert p.check(p.default) is None, (p.name, p.default)
+    assert all(isinstance(c, ExtraColumn) and c.type in ("float", "str") for c in m.columns)
+
+
+def test_declared_columns_do_not_clash_with_engine_columns():
+    from sweep.engine.layer_tasks import _HEAD, _TAIL
+    names = [c.name for c in declared_columns()]
+    assert len(names) == len(set(names)) and not set(names) & set(_HEAD + _TAIL)
+
+
+def test_units_are_deterministic(case):
+    m, prob, p, units = case[:4]
+    assert units and all(isinstance(u, WorkUnit) for u in units)
+    assert m.units(prob, p) == units
+
+
+def _same(a: SearchResult, b: SearchResult) -> bool:
+    keep = [f.name for f in fields(SearchResult) if f.name not in ("wall_s", "extra", "tables", "history")]
+    ea = {k: v for k, v in a.extra.items() if not k.endswith("_s")}
+    eb = {k: v for k, v in b.extra.items() if not k.endswith("_s")}
+    va = [getattr(a, k) for k in keep]
+    vb = [getattr(b, k) for k in keep]
+    return repr(va) == repr(vb) and repr(ea) == repr(eb)
+
+
+def test_run_is_deterministic(case):
+    m, prob, p, units, results, _ = case
+    assert _same(m.run(prob, units[0], p), results[0])
+
+
+def test_reduce_keeps_the_first_best(case):
+    m, _, _, _, results, best = case
+    values = [r.value for r in results]
+    i = values.index(min(values))
+    assert best.value == results[i].value
+    assert best.latency_cycles == results[i].latency_cycles
+    assert best.energy_pj == results[i].energy_pj or math.isnan(best.energy_pj)   # npu: no energy model
+    assert best.evaluations == sum(r.evaluations for r in results)
+    assert best.extra.get("units", len(results)) == len(results)
+
+
+def _mapping_of(m, prob, r) -> Mapping:
+    if "mapping" in r.extra:
+        return Mapping.from_dict(r.extra["mapping"])
+    return problem_evaluator(prob, lpf_limit=None).mapping(np.asarray(r.ordering))
+
+
+def test_cost_is_the_physics_cost(case):
+    m, prob, p, units, results, best = case
+    assert np.isfinite(best.value)
+    if m.kind == "loopnest":
+        rep = evaluate(prob.layer, prob.arch, _mapping_of(m, prob, best))
+        assert rep.valid
+        assert rep.energy_pj == pytest.approx(best.energy_pj, rel=1e-9)
+        assert rep.latency_cycles == pytest.approx(best.latency_cycles, rel=1e-9)
+        assert best.value == pytest.approx(rep.energy_pj, rel=1e-9)   # objective "energy"
+    elif m.kind == "npu":
+        assert best.value == best.latency_cycles * best.extra["transferred_bytes"]
+        floor = min(lower_bound(build_dfg(prob.layer, prob.arch, t), "latency_bytes")
+                    for t in tilings(prob.layer, prob.arch, p["min_spatial"], p["min_channels"], p["max_ops"]))
+        assert best.value >= floor
+    else:  # DeepOpt: the reduced value is the best point of the first network and first PM
+        rows = {k: np.concatenate([r.tables["rows"][k] for r in results]) for k in results[0].tables["rows"]}
+        sel = (rows["network"] == "a") & (rows["pm"] == "ED")
+        assert sorted(rows["point"][sel].tolist()) == list(range(7))
+        assert best.value == rows["pm_value"][sel].min()
+        assert best.extra["point"] == int(rows["point"][sel][np.argmin(rows["pm_value"][sel])])
+
+
+def test_loop_order_mappers_reach_the_brute_force_optimum(case):
+    m, prob, p, _, _, best = case
+    if m.name not in ("loma", "salsa", "random"):
+        pytest.skip("not a loop-ordering mapper")
+    ev = problem_evaluator(prob)
+    lpfs = [t for t, k in zip(range(len(ev.counts)), np.asarray(ev.counts)) for _ in range(int(k))]
+    values = [float(ev.objective(np.array([o], dtype=np.int64), "energy")[0])
+              for o in set(itertools.permutations(lpfs))]
+    assert best.value >= min(values)
+    assert best.value == min(values)   # a small space: every mapper finds its optimum
