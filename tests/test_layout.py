@@ -1,0 +1,121 @@
+"""The shape of the code (DESIGN.md): three layers with imports only going down, no import cycle
+(function-level imports included), no function over 100 lines outside Numba kernels, no package
+folder with more than 12 modules. Read from the source with `ast`, so it holds for every module,
+imported or not."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from paths import REPO
+
+PACKAGES = ("costmodel", "mappers", "sweep")
+LAYER = {"costmodel": 0, "mappers": 1, "sweep": 2}
+MAX_FUNCTION_LINES = 100
+MAX_MODULES_PER_PACKAGE = 12
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for pkg in PACKAGES:
+        for f in sorted((REPO / pkg).rglob("*.py")):
+            parts = list(f.relative_to(REPO).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            out[".".join(parts)] = f
+    return out
+
+
+MODULES = _modules()
+
+
+def _imports(name: str, path: Path) -> set[str]:
+    """Project modules that ``name`` imports anywhere in its body (module or function level)."""
+    tree = ast.parse(path.read_text())
+    is_pkg = path.name == "__init__.py"
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = name.split(".") if is_pkg else name.split(".")[:-1]
+                anchor = anchor[:len(anchor) - node.level + 1]
+                base = ".".join(anchor + ([node.module] if node.module else []))
+            targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in MODULES else base for a in node.names]
+        else:
+            continue
+        for t in targets:
+            while t and t not in MODULES:   # `import a.b.c` of a name inside a module
+                t = t.rpartition(".")[0]
+            if t and t != name:
+                out.add(t)
+    return out
+
+
+GRAPH = {name: _imports(name, path) for name, path in MODULES.items()}
+
+
+def test_imports_only_go_down():
+    bad = [(a, b) for a, deps in GRAPH.items() for b in deps
+           if LAYER[b.split(".")[0]] > LAYER[a.split(".")[0]]]
+    assert not bad, f"upward imports: {bad}"
+
+
+def test_no_import_cycle():
+    """Tarjan-free check: a depth-first search that reports the first cycle it meets."""
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(n: str) -> list[str] | None:
+        state[n] = 1
+        stack.append(n)
+        for m in sorted(GRAPH[n]):
+            if m.startswith(n + "."):   # a package importing its own submodule (re-export) is no cycle
+                continue
+            if state.get(m) == 1 and not n.startswith(m + "."):
+                return stack[stack.index(m):] + [m]
+            if m not in state:
+                cyc = visit(m)
+                if cyc:
+                    return cyc
+        stack.pop()
+        state[n] = 2
+        return None
+
+    for n in sorted(GRAPH):
+        if n not in state:
+            cyc = visit(n)
+            assert cyc is None, "import cycle: " + " -> ".join(cyc)
+
+
+def _is_numba_kernel(fn: ast.FunctionDef) -> bool:
+    names = {ast.unparse(d).split("(")[0].split(".")[-1] for d in fn.decorator_list}
+    return bool(names & {"njit", "jit", "vectorize", "guvectorize"})
+
+
+@pytest.mark.parametrize("name", sorted(MODULES))
+def test_no_function_over_100_lines(name):
+    tree = ast.parse(MODULES[name].read_text())
+    long = [(n.name, n.end_lineno - n.lineno + 1) for n in ast.walk(tree)
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and n.end_lineno - n.lineno + 1 > MAX_FUNCTION_LINES and not _is_numba_kernel(n)]
+    assert not long, f"{name}: functions over {MAX_FUNCTION_LINES} lines: {long}"
+
+
+def test_no_package_folder_over_12_modules():
+    folders: dict[Path, int] = {}
+    for path in MODULES.values():
+        if path.name != "__init__.py":
+            folders[path.parent] = folders.get(path.parent, 0) + 1
+    big = {str(f.relative_to(REPO)): n for f, n in folders.items() if n > MAX_MODULES_PER_PACKAGE}
+    assert not big, f"package folders with more than {MAX_MODULES_PER_PACKAGE} modules: {big}"
+
+
+def test_the_graph_sees_function_level_imports():
+    """The checker itself: sweep.cli imports sweep.single inside a command function."""
+    assert "sweep.single" in GRAPH["sweep.cli"]
