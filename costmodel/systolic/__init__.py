@@ -76,7 +76,7 @@ paper's Table 3/4, which that code produced):
 10. Where J < S (C_uv = 0, e.g. AlexNet conv1 on J = 8) the authors' code fails (division by
     zero); here every branch is +inf for that layer.
 
-Verification: ``tests/test_systolic.py`` checks hand-derived counts and a table of results of
+Verification: ``tests/costmodel/systolic/test_systolic.py`` checks hand-derived counts and a table of results of
 the authors' MATLAB functions run under GNU Octave (energy, cycles and DRAM bits of all five
 branches agree to the 10 printed digits; ~3,000 further random cases agreed in development).
 
