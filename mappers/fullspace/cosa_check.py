@@ -1,6 +1,6 @@
 """The CoSA MIP's objective and constraints evaluated directly on a placement, without the
-linearisation (`mappers.fullspace.cosa` builds the linear model): the reference the tests compare the HiGHS
-optimum and the linearised auxiliary variables against.
+linearisation (`mappers.fullspace.cosa_model` builds the linear model): the reference the tests
+compare the HiGHS optimum and the linearised auxiliary variables against.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Sequence
 
 from costmodel.loopnest.reference import operand_bits
 from costmodel.loopnest.mapping import OPERANDS, RELEVANT, SPATIAL_DIMS
-from mappers.fullspace.cosa import _EPS, CosaModel, Placement
+from mappers.fullspace.cosa_model import _EPS, CosaModel, Placement
 
 __all__ = ["placement_objective", "placement_feasible"]
 
