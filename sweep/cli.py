@@ -277,12 +277,7 @@ def report(
 
     On a `sweep tune` directory: optimisation history and parameter importances (PNGs, default
     DIR/plots) and the held-out gap of the tuned vs the default schedule."""
-    from sweep.tune.driver import is_tune_dir
-
-    if is_tune_dir(directory):
-        from sweep.reports.tune import build_tune_report as build_report, print_tune_report as print_report
-    else:
-        from sweep.reports.systolic import build_report, print_report
+    from sweep.reports import build_report, print_report
 
     rep = build_report(directory, plots)
     if as_json:

@@ -1,4 +1,4 @@
-"""`sweep report` for loop-nest campaigns (SALSA-style comparisons).
+"""`sweep report` of a loop-nest (``kind = "loopnest"``) result directory: SALSA-style comparisons.
 
 From the unit rows and the problems table of a result directory:
 
@@ -24,7 +24,66 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["layer_report", "print_layer_report", "write_layer_plots", "mapper_label"]
+from sweep.engine.store import Store
+from sweep.reports.common import print_plots, print_summary, read_rows, summary
+from sweep.reports.plots import (
+    category_ticks,
+    figure,
+    log_axis,
+    rotate_xticklabels,
+    save,
+)
+
+__all__ = [
+    "assemble",
+    "build",
+    "layer_report",
+    "mapper_label",
+    "print_layer_report",
+    "read",
+    "show",
+    "write_layer_plots",
+]
+
+
+def read(directory: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The unit rows and the problems table of a loop-nest (or NPU) result directory.
+
+    Raises:
+        StoreError: unreadable, or no result row stored yet.
+    """
+    (rows,) = read_rows(directory)
+    return rows, Store(directory).read("problems")
+
+
+def assemble(directory: Path, manifest: dict, rows: pd.DataFrame, problems: pd.DataFrame,
+             plots_dir: str | Path | None = None) -> dict[str, Any]:
+    """`summary` and `layer_report` of ``rows``; with ``plots_dir``, also the plots (their paths
+    under ``"plots"``)."""
+    cfg = manifest.get("report") or {}
+    rep = summary(directory, manifest, rows)
+    rep.update(layer_report(rows, problems, cfg.get("baseline", "random")))
+    if plots_dir is not None:
+        named = rows.merge(problems[["problem_id", "network", "layer_index"]], on="problem_id", how="left")
+        rep["plots"] = write_layer_plots(rep, named, plots_dir, cfg.get("network"))
+    return rep
+
+
+def build(directory: Path, manifest: dict, plots_dir: str | Path | None = None) -> dict[str, Any]:
+    """The report of a loop-nest result directory as JSON-able data (module doc).
+
+    Raises:
+        StoreError: unreadable, or no result row stored yet.
+    """
+    rows, problems = read(directory)
+    return assemble(directory, manifest, rows, problems, plots_dir)
+
+
+def show(rep: dict[str, Any], console) -> None:
+    """Print ``rep`` (from `build`) as Rich tables."""
+    print_summary(rep, console)
+    print_layer_report(rep, console)
+    print_plots(rep, console)
 
 
 def mapper_label(mapper: str, params_json: str) -> str:
@@ -135,10 +194,6 @@ def write_layer_plots(rep: dict[str, Any], rows: pd.DataFrame, plots_dir: str | 
                       network: str | None = None) -> list[str]:
     """Fig. 5-like per-layer energy/time of ``network`` (default: the first), per-network bars,
     and, when histories were recorded, the distribution of visited states of one layer (Fig. 4)."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     plots_dir = Path(plots_dir)
     plots_dir.mkdir(parents=True, exist_ok=True)
     written = []
@@ -147,61 +202,67 @@ def write_layer_plots(rep: dict[str, Any], rows: pd.DataFrame, plots_dir: str | 
     layers = pd.DataFrame(rep["layers"])
     network = network or layers["network"].iloc[0]
     for obj, g in layers[layers["network"] == network].groupby("objective", sort=False):
-        fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(11, 6), sharex=True)
-        idx = sorted(g["layer_index"].unique())
-        for lab in rep["mappers"]:
-            r = g[g["label"] == lab].groupby("layer_index").first().reindex(idx)
-            ax1.plot(range(len(idx)), r["value"], marker="o", ms=3, label=lab)
-            ax2.plot(range(len(idx)), r["search_s"], marker="o", ms=3, label=lab)
-        ax1.set_ylabel(f"best {obj}")
-        ax1.set_yscale("log")
-        ax2.set_ylabel("search time (s)")
-        ax2.set_yscale("log")
-        ax2.set_xlabel(f"unique layer of {network}")
-        ax1.legend(fontsize=7)
-        fig.suptitle(f"{network}: per-layer {obj} and search time per mapper")
-        fig.tight_layout()
-        path = plots_dir / f"layers_{network}_{obj}.png"
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
-        written.append(str(path))
+        written.append(_layers_plot(rep, g, network, obj, plots_dir / f"layers_{network}_{obj}.png"))
     if rep.get("networks"):
-        nets = pd.DataFrame(rep["networks"])
-        fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(14, 5.5))
-        nets = nets.assign(network=nets["network"] + " / " + nets["objective"])
-        piv_r = nets.pivot_table(index="network", columns="mapper", values="geomean_improvement_vs_baseline")
-        piv_s = nets.pivot_table(index="network", columns="mapper", values="speedup_vs_baseline")
-        piv_r.plot.bar(ax=ax1, rot=30, legend=False)
-        piv_s.plot.bar(ax=ax2, rot=30, logy=True, legend=False)
-        handles, labels = ax1.get_legend_handles_labels()
-        fig.legend(handles, labels, loc="lower center", ncol=3, fontsize=8)
-        ax1.set_ylabel(f"geomean improvement vs {rep['baseline']} (x)")
-        ax2.set_ylabel(f"speed-up vs {rep['baseline']}")
-        fig.suptitle(f"Per network vs {rep['baseline']} (SALSA Fig. 5 right; CoSA Figs. 6-7)")
-        fig.tight_layout(rect=(0, 0.12, 1, 1))
-        path = plots_dir / "networks.png"
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
-        written.append(str(path))
+        written.append(_networks_plot(rep, plots_dir / "networks.png"))
     if "history" in rows and rows["history"].notna().any():
         h = rows[rows["history"].notna() & (rows["network"] == network)]
         if not h.empty:
-            # the layer with the most visited states of the chosen network, all its mappers
-            li = h.groupby("layer_index")["history"].apply(lambda v: sum(len(x) for x in v)).idxmax()
-            hl = h[h["layer_index"] == li]
-            fig, ax = plt.subplots(figsize=(7, 4))
-            for (m, p), gh in hl.groupby(["mapper", "params"]):
-                vals = np.concatenate([np.asarray(v, dtype=float) for v in gh["history"]])
-                vals = vals[np.isfinite(vals)]
-                if len(vals):
-                    ax.hist(vals, bins=60, alpha=0.5, label=mapper_label(m, p))
-            ax.set_xlabel("objective of visited mappings")
-            ax.set_ylabel("count")
-            ax.legend(fontsize=7)
-            fig.suptitle(f"{network} layer {li}: distribution of visited mappings (SALSA Fig. 4)")
-            fig.tight_layout()
-            path = plots_dir / "visited_distribution.png"
-            fig.savefig(path, dpi=110)
-            plt.close(fig)
-            written.append(str(path))
+            written.append(_visited_plot(h, network, plots_dir / "visited_distribution.png"))
     return written
+
+
+def _layers_plot(rep: dict[str, Any], g: pd.DataFrame, network: str, obj: str, path: Path) -> str:
+    """Per unique layer of ``network``: the best ``obj`` and the search time of every mapper."""
+    fig, (ax1, ax2) = figure(2, 1, figsize=(11, 6), sharex=True)
+    idx = sorted(g["layer_index"].unique())
+    names = g.groupby("layer_index")["layer"].first().reindex(idx)
+    for lab in rep["mappers"]:
+        r = g[g["label"] == lab].groupby("layer_index").first().reindex(idx)
+        ax1.plot(range(len(idx)), r["value"], marker="o", ms=3, label=lab)
+        ax2.plot(range(len(idx)), r["search_s"], marker="o", ms=3, label=lab)
+    log_axis(ax1, "y")
+    log_axis(ax2, "y")
+    ax1.set_ylabel(f"best {obj}")
+    ax2.set_ylabel("search time (s)")
+    category_ticks(ax2, list(names))
+    ax2.set_xlabel(f"unique layer of {network}")
+    ax1.legend(fontsize=7)
+    return save(fig, path, f"{network}: per-layer {obj} and search time per mapper")
+
+
+def _networks_plot(rep: dict[str, Any], path: Path) -> str:
+    """Per network and objective: geomean improvement and search speed-up over the baseline."""
+    nets = pd.DataFrame(rep["networks"])
+    fig, (ax1, ax2) = figure(1, 2, figsize=(14, 5.5))
+    nets = nets.assign(network=nets["network"] + " / " + nets["objective"])
+    piv_r = nets.pivot_table(index="network", columns="mapper", values="geomean_improvement_vs_baseline")
+    piv_s = nets.pivot_table(index="network", columns="mapper", values="speedup_vs_baseline")
+    piv_r.plot.bar(ax=ax1, legend=False)
+    piv_s.plot.bar(ax=ax2, legend=False)
+    log_axis(ax2, "y")
+    for ax in (ax1, ax2):
+        rotate_xticklabels(ax, 30)
+        ax.set_xlabel("network / objective")
+    handles, labels = ax1.get_legend_handles_labels()
+    ax2.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=8, title="mapper")
+    ax1.set_ylabel("geomean improvement (x)")
+    ax2.set_ylabel("search speed-up (x)")
+    return save(fig, path, f"Per network vs {rep['baseline']} (SALSA Fig. 5 right; CoSA Figs. 6-7)")
+
+
+def _visited_plot(h: pd.DataFrame, network: str, path: Path) -> str:
+    """The layer of ``network`` with the most visited states: their objective per mapper and seed."""
+    li = h.groupby("layer_index")["history"].apply(lambda v: sum(len(x) for x in v)).idxmax()
+    hl = h[h["layer_index"] == li]
+    fig, ax = figure(figsize=(7, 4))
+    for (m, p), gh in hl.groupby(["mapper", "params"], observed=True):
+        vals = np.concatenate([np.asarray(v, dtype=float) for v in gh["history"]])
+        vals = vals[np.isfinite(vals)]
+        seed = json.loads(p).get("seed")
+        if len(vals):
+            ax.hist(vals, bins=60, alpha=0.5, label=mapper_label(m, p) + ("" if seed is None else f" seed {seed}"))
+    ax.set_xlabel("objective of visited mappings")
+    ax.set_ylabel("count")
+    ax.legend(fontsize=7)
+    return save(fig, path, f"{network} layer {li}: distribution of visited mappings (SALSA Fig. 4)")

@@ -1,6 +1,8 @@
-"""`sweep report` for multi-NPU (Flexer) campaigns: Flexer vs the best static loop order.
+"""`sweep report` of a multi-NPU (``kind = "npu"``) result directory: Flexer vs the best static
+loop order.
 
-From the unit rows and the problems table of a ``kind = "npu"`` result directory:
+The loop-nest report (`sweep.reports.loopnest`: per-layer and per-network tables against the
+baseline mapper, and their plots), then, from the unit rows and the problems table:
 
 * ``npu_layers``: per (network, layer, arch) the best schedule of the mapper (default ``flexer``)
   and of the baseline (default ``static``): latency (cycles), transferred bytes, the speed-up
@@ -27,7 +29,37 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["npu_report", "print_npu_report", "write_npu_plots"]
+from sweep.reports.common import print_plots, print_summary
+from sweep.reports.loopnest import assemble, print_layer_report, read
+from sweep.reports.plots import category_ticks, figure, rotate_xticklabels, save
+
+__all__ = ["build", "npu_report", "print_npu_report", "show", "write_npu_plots"]
+
+
+def build(directory: Path, manifest: dict, plots_dir: str | Path | None = None) -> dict[str, Any]:
+    """The report of an NPU result directory as JSON-able data: the loop-nest report, then
+    `npu_report` (module doc); with ``plots_dir``, also the plots of both.
+
+    Raises:
+        StoreError: unreadable, or no result row stored yet.
+    """
+    rows, problems = read(directory)
+    rep = assemble(directory, manifest, rows, problems, plots_dir)
+    cfg = manifest.get("report") or {}
+    npu, frame = npu_report(rows, problems, cfg.get("mapper", "flexer"), cfg.get("baseline", "static"))
+    rep.update(npu)
+    if plots_dir is not None:
+        nets = {n["name"]: n["layers"] for n in manifest["config"].get("networks", [])}
+        rep["plots"] += write_npu_plots(rep, frame, plots_dir, cfg.get("network"), nets)
+    return rep
+
+
+def show(rep: dict[str, Any], console) -> None:
+    """Print ``rep`` (from `build`) as Rich tables."""
+    print_summary(rep, console)
+    print_layer_report(rep, console)
+    print_npu_report(rep, console)
+    print_plots(rep, console)
 
 
 def _best(rows: pd.DataFrame, problems: pd.DataFrame, mapper: str) -> pd.DataFrame:
@@ -41,12 +73,13 @@ def _best(rows: pd.DataFrame, problems: pd.DataFrame, mapper: str) -> pd.DataFra
 
 
 def npu_report(rows: pd.DataFrame, problems: pd.DataFrame, mapper: str = "flexer",
-               baseline: str = "static") -> dict[str, Any]:
+               baseline: str = "static") -> tuple[dict[str, Any], pd.DataFrame | None]:
     """Per-layer and per-network speed-up and data reduction of ``mapper`` over ``baseline``
-    (module doc); empty tables when either mapper has no finished row."""
+    (module doc), and the per-layer frame the plots are drawn from (with both mappers' stored
+    ``extra`` and ``params``); empty tables and None when either mapper has no finished row."""
     f, s = _best(rows, problems, mapper), _best(rows, problems, baseline)
     if f.empty or s.empty:
-        return {"npu_layers": [], "npu_networks": []}
+        return {"npu_layers": [], "npu_networks": []}, None
     key = ["network", "layer_index", "layer", "arch", "repeat"]
     cols = ["value", "latency_cycles", "transferred_bytes", "extra", "params"]
     m = f[key + cols].merge(s[key + cols], on=key, suffixes=("", "_base"))
@@ -61,15 +94,14 @@ def npu_report(rows: pd.DataFrame, problems: pd.DataFrame, mapper: str = "flexer
         w = g["repeat"].astype(float)
         lat_f, lat_s = float((w * g["latency_cycles"]).sum()), float((w * g["latency_cycles_base"]).sum())
         b_f, b_s = float((w * g["transferred_bytes"]).sum()), float((w * g["transferred_bytes_base"]).sum())
-        nets.append({"network": net, "arch": arch, "layers": int(len(g)), "latency_cycles": lat_f,
+        nets.append({"network": net, "arch": arch, "layers": len(g), "latency_cycles": lat_f,
                      "latency_cycles_base": lat_s, "bytes": b_f, "bytes_base": b_s, "speedup": lat_s / lat_f,
                      "data_reduction": b_s / b_f, "metric_gain": (lat_s * b_s) / (lat_f * b_f),
                      "max_layer_speedup": float(g["speedup"].max()),
                      "max_layer_data_reduction": float(g["data_reduction"].max()),
                      "layers_faster": int((g["speedup"] > 1.0).sum()),
                      "layers_slower": int((g["speedup"] < 1.0).sum())})
-    return {"npu_mapper": mapper, "npu_baseline": baseline, "npu_layers": layers, "npu_networks": nets,
-            "_npu_frame": m}
+    return {"npu_mapper": mapper, "npu_baseline": baseline, "npu_layers": layers, "npu_networks": nets}, m
 
 
 def print_npu_report(rep: dict[str, Any], console) -> None:
@@ -97,59 +129,81 @@ def _reload_hist(extra_json: str) -> dict[str, dict[int, int]]:
     return {typ: {int(k): int(v) for k, v in h.items()} for typ, h in rel.items()}
 
 
-def write_npu_plots(rep: dict[str, Any], plots_dir: str | Path, network: str | None = None,
-                    layers: dict[str, list[dict]] | None = None) -> list[str]:
-    """Figs. 8-10 and a Gantt chart (module doc) into ``plots_dir``; returns the paths. ``layers``:
-    network name -> its layers as `Layer` field dicts (the manifest's resolved configuration),
-    needed to rebuild the Gantt schedule (skipped without it, or when the arch is not a preset).
+def write_npu_plots(rep: dict[str, Any], m: pd.DataFrame | None, plots_dir: str | Path,
+                    network: str | None = None, layers: dict[str, list[dict]] | None = None) -> list[str]:
+    """Figs. 8-10 and a Gantt chart (module doc) into ``plots_dir``; returns the paths. ``m``: the
+    per-layer frame of `npu_report`. ``layers``: network name -> its layers as `Layer` field dicts
+    (the manifest's resolved configuration), needed to rebuild the Gantt schedule (skipped without
+    it, or when the arch is not a preset).
 
     Raises:
         RuntimeError: the rebuilt schedule does not have the stored latency (rows of another
             version of `mappers.npu.flexer`).
     """
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    m = rep.get("_npu_frame")
     if m is None or m.empty:
         return []
     plots_dir = Path(plots_dir)
     plots_dir.mkdir(parents=True, exist_ok=True)
-    f, b = rep["npu_mapper"], rep["npu_baseline"]
     network = network if network in set(m["network"]) else m["network"].iloc[0]
-    written = []
     g = m[m["network"] == network]
-    fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(12, 6.5), sharex=True)
+    written = [_layers_plot(rep, g, network, plots_dir / f"npu_layers_{network}.png"),
+               _networks_plot(rep, plots_dir / "npu_networks.png")]
+    # Fig. 10: the two layers of `network` with the largest speed-up on the arch of its largest one
+    arch0 = g.loc[g["speedup"].idxmax(), "arch"]
+    two = g[g["arch"] == arch0].nlargest(2, "speedup")
+    written.append(_reloads_plot(rep, two, network, arch0, layers, plots_dir / "npu_reloads.png"))
+    if not two.empty:
+        r = two.iloc[0]
+        layer = _layer(layers, network, r["layer"])
+        if layer is not None and _is_preset(arch0):
+            written.append(_gantt(r, layer, network, arch0, plots_dir / "npu_gantt.png"))
+    return written
+
+
+def _layers_plot(rep: dict[str, Any], g: pd.DataFrame, network: str, path: Path) -> str:
+    """Fig. 9: per unique layer of ``network``, speed-up and data reduction on every arch."""
+    fig, (ax1, ax2) = figure(2, 1, figsize=(12, 6.5), sharex=True)
+    idx = sorted(g["layer_index"].unique())
+    names = g.groupby("layer_index")["layer"].first().reindex(idx)
     for arch, ga in g.groupby("arch", sort=True):
-        ax1.plot(range(len(ga)), ga["speedup"], marker="o", ms=3, label=arch)
-        ax2.plot(range(len(ga)), ga["data_reduction"], marker="o", ms=3, label=arch)
+        x = [idx.index(li) for li in ga["layer_index"]]
+        ax1.plot(x, ga["speedup"], marker="o", ms=3, label=arch)
+        ax2.plot(x, ga["data_reduction"], marker="o", ms=3, label=arch)
     for ax, lab in ((ax1, "speed-up"), (ax2, "data reduction")):
         ax.axhline(1.0, color="grey", lw=0.8)
         ax.set_ylabel(f"{lab} (x)")
     ax1.legend(fontsize=7, ncol=4)
+    category_ticks(ax2, list(names))
     ax2.set_xlabel(f"unique layer of {network}")
-    fig.suptitle(f"{network}: per-layer speed-up and data reduction of {f} over the best {b} schedule (Fig. 9)")
-    fig.tight_layout()
-    written.append(_save(fig, plots_dir / f"npu_layers_{network}.png", plt))
+    return save(fig, path, f"{network}: per-layer speed-up and data reduction of {rep['npu_mapper']} over the best "
+                           f"{rep['npu_baseline']} schedule (Fig. 9)")
 
+
+def _networks_plot(rep: dict[str, Any], path: Path) -> str:
+    """Fig. 8: per network and arch, the speed-up and data reduction over the whole network."""
     nets = pd.DataFrame(rep["npu_networks"])
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(14, 5))
-    nets.pivot_table(index="network", columns="arch", values="speedup").plot.bar(ax=ax1, rot=0, legend=False)
-    nets.pivot_table(index="network", columns="arch", values="data_reduction").plot.bar(ax=ax2, rot=0, legend=False)
+    fig, (ax1, ax2) = figure(1, 2, figsize=(14, 5))
+    nets.pivot_table(index="network", columns="arch", values="speedup").plot.bar(ax=ax1, legend=False)
+    nets.pivot_table(index="network", columns="arch", values="data_reduction").plot.bar(ax=ax2, legend=False)
     for ax, lab in ((ax1, "network speed-up"), (ax2, "network data reduction")):
         ax.axhline(1.0, color="grey", lw=0.8)
         ax.set_ylabel(f"{lab} (x)")
+        rotate_xticklabels(ax, 30 if nets["network"].nunique() > 3 else 0)
     h, l_ = ax1.get_legend_handles_labels()
-    fig.legend(h, l_, loc="lower center", ncol=8, fontsize=8)
-    fig.suptitle(f"Per network: {f} over the best {b} schedule (Fig. 8)")
-    fig.tight_layout(rect=(0, 0.08, 1, 1))
-    written.append(_save(fig, plots_dir / "npu_networks.png", plt))
+    ax2.legend(h, l_, loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=8, title="arch")
+    return save(fig, path, f"Per network: {rep['npu_mapper']} over the best {rep['npu_baseline']} schedule (Fig. 8)")
 
-    # Fig. 10: the two layers of `network` with the largest speed-up on the arch of its largest one
-    arch0 = g.loc[g["speedup"].idxmax(), "arch"]
-    two = g[g["arch"] == arch0].nlargest(2, "speedup")
-    fig, axes = plt.subplots(1, len(two), figsize=(6.5 * len(two), 4.2), squeeze=False)
+
+def _byte_unit(max_bytes: float) -> tuple[float, str]:
+    """The scale and name of the unit that shows ``max_bytes`` as a number of at least 1."""
+    return next(((s, u) for s, u in ((1e9, "GB"), (1e6, "MB"), (1e3, "kB")) if max_bytes >= s), (1.0, "bytes"))
+
+
+def _reloads_plot(rep: dict[str, Any], two: pd.DataFrame, network: str, arch0: str,
+                  layers: dict[str, list[dict]] | None, path: Path) -> str:
+    """Fig. 10: bytes moved by type of the layers ``two``, per mapper (and with an unlimited buffer)."""
+    f, b = rep["npu_mapper"], rep["npu_baseline"]
+    fig, axes = figure(1, len(two), figsize=(6.5 * len(two), 4.2), squeeze=False)
     types = ("IN", "WT", "OT", "PS")
     for ax, (_, r) in zip(axes[0], two.iterrows()):
         ex_f = json.loads(r["extra"])
@@ -158,9 +212,10 @@ def write_npu_plots(rep: dict[str, Any], plots_dir: str | Path, network: str | N
         layer = _layer(layers, network, r["layer"])
         if layer is not None and _is_preset(arch0):  # the paper's "on-chip" bar: every tile moved once
             bars_of.append((f"unlimited buffer {ex_f['tiling']}", _onchip_bytes(layer, arch0, ex_f["tiling"]), {}))
+        scale, unit = _byte_unit(max(max(by.values(), default=0) for _, by, _ in bars_of))
         w = 0.8 / len(bars_of)
         for k, (label, by, h) in enumerate(bars_of):
-            bars = ax.bar(np.arange(4) + (k - (len(bars_of) - 1) / 2) * w, [by.get(t, 0) / 1e6 for t in types],
+            bars = ax.bar(np.arange(4) + (k - (len(bars_of) - 1) / 2) * w, [by.get(t, 0) / scale for t in types],
                           width=w, label=label)
             for bar, t in zip(bars, types):  # mean DRAM moves per tile of that type
                 ht = h.get(t, {})
@@ -168,21 +223,13 @@ def write_npu_plots(rep: dict[str, Any], plots_dir: str | Path, network: str | N
                     mean = sum(m * c for m, c in ht.items()) / sum(ht.values())
                     ax.annotate(f"{mean:.2f}", (bar.get_x() + bar.get_width() / 2, bar.get_height()),
                                 ha="center", va="bottom", fontsize=6)
+        ax.set_ylim(0, ax.get_ylim()[1] * 1.5)  # headroom: the legend above the bars, not over them
         ax.set_xticks(np.arange(4), ["IN", "WT", "OT (final)", "PS (spill+reload)"], fontsize=8)
-        ax.set_ylabel("MB moved")
+        ax.set_ylabel(f"{unit} moved")
         ax.set_title(f"{r['layer']} on {arch0} (speed-up {r['speedup']:.2f}x)", fontsize=9)
-        ax.legend(fontsize=7, title="mapper [OY, OX, C, K tile]", title_fontsize=7)
-    fig.suptitle("Data moved by type (Fig. 10); labels: mean DRAM moves per tile (1 = no reload; OT counts "
-                 "partial-sum spills)", fontsize=10)
-    fig.tight_layout()
-    written.append(_save(fig, plots_dir / "npu_reloads.png", plt))
-
-    if not two.empty:
-        r = two.iloc[0]
-        layer = _layer(layers, network, r["layer"])
-        if layer is not None and _is_preset(arch0):
-            written.append(_gantt(r, layer, network, arch0, plots_dir / "npu_gantt.png", plt))
-    return written
+        ax.legend(fontsize=7, title="mapper [OY, OX, C, K tile]", title_fontsize=7, loc="upper left")
+    return save(fig, path, "Data moved by type (Fig. 10); labels: mean DRAM moves per tile (1 = no reload; "
+                           "OT counts partial-sum spills)")
 
 
 def _is_preset(arch_name: str) -> bool:
@@ -210,8 +257,10 @@ def _onchip_bytes(layer, arch_name: str, tiling) -> dict[str, int]:
     return out
 
 
-def _gantt(r, layer, network: str, arch_name: str, path: Path, plt) -> str:
+def _gantt(r, layer, network: str, arch_name: str, path: Path) -> str:
     """Rebuild the mapper's best schedule of one layer (stored tiling + dataflow) and draw it."""
+    from matplotlib.patches import Rectangle
+
     from costmodel.npu import Tiling, load_npu
     from mappers.npu.flexer import flexer_schedule
     from mappers.npu.graph import build_dfg
@@ -225,22 +274,15 @@ def _gantt(r, layer, network: str, arch_name: str, path: Path, plt) -> str:
     trace = eng.trace()
     res = sorted({t[0] for t in trace}, key=lambda s: (s == "dram", s))
     colours = {"tCONV": "tab:blue", "load": "tab:green", "spill": "tab:red", "writeback": "tab:orange"}
-    fig, ax = plt.subplots(figsize=(13, 0.6 * len(res) + 1.5))
+    fig, ax = figure(figsize=(13, 0.6 * len(res) + 1.5))
     for resource, s, e, what in trace:
         kind = what.split(" ")[0].split("(")[0]
         ax.barh(res.index(resource), e - s, left=s, color=colours.get(kind, "grey"), edgecolor="none")
     ax.set_yticks(range(len(res)), res)
     ax.invert_yaxis()
     ax.set_xlabel("cycle")
-    handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in colours.values()]
-    ax.legend(handles, list(colours), fontsize=7, loc="upper right")
+    handles = [Rectangle((0, 0), 1, 1, color=c) for c in colours.values()]
+    ax.legend(handles, list(colours), fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     ax.set_title(f"Flexer schedule of {network} {r['layer']} on {arch_name}: tiling {ex['tiling']} "
                  f"(OY, OX, C, K tiles), dataflow {ex['dataflow']}, {eng.latency} cycles", fontsize=9)
-    fig.tight_layout()
-    return _save(fig, path, plt)
-
-
-def _save(fig, path: Path, plt) -> str:
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return str(path)
+    return save(fig, path)

@@ -1,6 +1,5 @@
-"""`sweep report`: paper-style tables and PNG plots from a result directory.
-
-For DeepOpt hardware-allocation results (Manasi & Sapatnekar, ASP-DAC 2021):
+"""`sweep report` of a DeepOpt (``kind = "systolic"``) result directory: paper-style tables and
+PNG plots of hardware-allocation results (Manasi & Sapatnekar, ASP-DAC 2021):
 
 * ``optimal``: per network and PM the optimal allocation and its improvement over the worst
   allocation (Table 4, for every network), with the per-layer branch choices of the optimum;
@@ -21,10 +20,10 @@ import numpy as np
 import pandas as pd
 
 from costmodel.workload import Layer, Network
-from sweep.errors import StoreError
-from sweep.engine.store import Store
+from sweep.reports.common import print_plots, print_summary, read_rows, summary
+from sweep.reports.plots import figure, log_axis, save
 
-__all__ = ["build_report", "print_report", "write_plots", "TABLE3_POINT"]
+__all__ = ["TABLE3_POINT", "build", "show", "write_plots"]
 
 
 #: DeepOpt Table 3's hardware: J x K = 32 x 64, fSRAM 16, iSRAM 32, pSRAM 8 KiB.
@@ -40,61 +39,15 @@ def _networks(manifest: dict) -> list[Network]:
     return nets
 
 
-def _load(directory: Path) -> tuple[dict, pd.DataFrame, pd.DataFrame]:
-    store = Store(directory)
-    manifest = store.manifest()
-    rows = store.read("rows")
-    if rows.empty:
-        raise StoreError(f"{directory}: holds no result rows yet")
-    layers = store.read("layers")
-    for df in (rows, layers):  # few distinct strings: categories make filters and groupbys fast
-        for c in ("network", "pm", "network_pm", "status", "mapper", "branch"):
-            if c in df:
-                df[c] = df[c].astype("category")
-    return manifest, rows, layers
-
-
-def build_report(directory: str | Path, plots_dir: str | Path | None = None) -> dict[str, Any]:
-    """The report of a result directory as JSON-able data; with ``plots_dir``, also PNG plots
-    (their paths under ``"plots"``).
+def build(directory: Path, manifest: dict, plots_dir: str | Path | None = None) -> dict[str, Any]:
+    """The report of a DeepOpt result directory as JSON-able data (module doc); with
+    ``plots_dir``, also the PNG plots (their paths under ``"plots"``).
 
     Raises:
-        StoreError: not a result directory, unreadable, or empty.
+        StoreError: unreadable, or no result row stored yet.
     """
-    directory = Path(directory)
-    manifest, rows, layers = _load(directory)
-    if plots_dir is not None and "pm_value" in rows:
-        rep_plots = write_plots(rows, plots_dir)
-    status = rows["status"].value_counts().to_dict()
-    rep: dict[str, Any] = {
-        "campaign": manifest.get("name"), "directory": str(directory),
-        "code_version": manifest.get("code_version"), "config_hash": manifest.get("config_hash"),
-        "tasks_expected": manifest.get("tasks"), "tasks_stored": int(rows["task_id"].nunique()),
-        "rows": {k: int(v) for k, v in status.items()},
-        # which code and configuration produced the rows (several versions after resumes)
-        "row_code_versions": sorted(rows["code_version"].dropna().unique().tolist()) if "code_version" in rows else [],
-        "row_config_hashes": sorted(rows["config_hash"].dropna().unique().tolist()) if "config_hash" in rows else [],
-    }
-    errors = rows[rows["status"] != "ok"]
-    if not errors.empty:
-        rep["errors"] = errors[["task_id", "error"]].drop_duplicates().head(20).to_dict("records")
-    if "problem_id" in rows:  # a loop-nest campaign
-        from sweep.reports.loopnest import layer_report, write_layer_plots
-        problems = Store(directory).read("problems")
-        rep.update(layer_report(rows, problems, (manifest.get("report") or {}).get("baseline", "random")))
-        if plots_dir is not None:
-            rep["plots"] = write_layer_plots(rep, rows.merge(problems[["problem_id", "network", "layer_index"]],
-                                                             on="problem_id", how="left"), plots_dir,
-                                             (manifest.get("report") or {}).get("network"))
-        if manifest["config"].get("kind") == "npu":  # Flexer's Figs. 8-10
-            from sweep.reports.npu import npu_report, write_npu_plots
-            cfg = manifest.get("report") or {}
-            rep.update(npu_report(rows, problems, cfg.get("mapper", "flexer"), cfg.get("baseline", "static")))
-            if plots_dir is not None:
-                nets = {n["name"]: n["layers"] for n in manifest["config"].get("networks", [])}
-                rep["plots"] += write_npu_plots(rep, plots_dir, cfg.get("network"), nets)
-            rep.pop("_npu_frame", None)
-        return rep
+    rows, layers = read_rows(directory, "layers")
+    rep = summary(directory, manifest, rows)
     ok = rows[rows["status"] == "ok"]
     if ok.empty or "pm_value" not in ok:
         return rep
@@ -105,7 +58,7 @@ def build_report(directory: str | Path, plots_dir: str | Path | None = None) -> 
     point = dict(TABLE3_POINT, **(manifest.get("report") or {}).get("fs_point", {}))
     rep["fs_penalty"] = _fs_penalty(manifest, point)
     if plots_dir is not None:
-        rep["plots"] = rep_plots
+        rep["plots"] = write_plots(rows, plots_dir)
     return rep
 
 
@@ -133,7 +86,7 @@ def _optimal(ok: pd.DataFrame, layers: pd.DataFrame, window: tuple[float, float]
         rec = {"network": net, "pm": pm, "network_pm": mode,
                **{k: int(best[k]) for k in _HW}, "area_mm2": float(best["area_mm2"]),
                "pm_value": float(best["pm_value"]), "energy_pj": float(best["energy_pj"]),
-               "cycles": float(best["cycles"]), "points": int(len(g)),
+               "cycles": float(best["cycles"]), "points": len(g),
                "worst": {k: int(worst[k]) for k in _HW},
                "improvement_over_worst": float(worst["pm_value"] / best["pm_value"])}
         if window is not None:
@@ -199,26 +152,13 @@ def _fmt_pct(v) -> str:
     return "-" if v is None else (f"{v:,.1f}%" if abs(v) < 1e5 else "(large)")
 
 
-def print_report(rep: dict[str, Any], console) -> None:
-    """Print ``rep`` (from `build_report`) as Rich tables."""
+def show(rep: dict[str, Any], console) -> None:
+    """Print ``rep`` (from `build`) as Rich tables."""
     from rich.table import Table
 
-    console.print(f"[bold]{rep['campaign']}[/] in {rep['directory']} (code {rep['code_version']}): "
-                  f"{rep['tasks_stored']}/{rep['tasks_expected']} tasks stored, rows {rep['rows']}")
-    if rep.get("row_code_versions"):
-        console.print(f"rows from code {', '.join(rep['row_code_versions'])}, config "
-                      f"{', '.join(h[:12] for h in rep['row_config_hashes'])} (manifest.json: the full "
-                      f"resolved configuration; rerun with `sweep rerun {rep['directory']} --out NEW`)")
-    for e in rep.get("errors", []):
-        console.print(f"[red]task {e['task_id']}: {e['error']}[/]")
-    if "layers" in rep:
-        from sweep.reports.loopnest import print_layer_report
-        from sweep.reports.npu import print_npu_report
-        print_layer_report(rep, console)
-        print_npu_report(rep, console)
+    print_summary(rep, console)
     if "optimal" not in rep:
-        for p in rep.get("plots", []):
-            console.print(f"plot: {p}")
+        print_plots(rep, console)
         return
     t = Table(title="Optimal hardware allocation per network and PM (DeepOpt Table 4)")
     for c in ("network", "PM", "J", "K", "SRAM KiB f/i/p", "area mm2", "E (uJ)", "D (Mcycles)",
@@ -265,17 +205,12 @@ def print_report(rep: dict[str, Any], console) -> None:
             for b, vals in per.items():
                 t.add_row(b, *[_fmt_pct(vals[pm]) for pm in fs["pms"]])
             console.print(t)
-    for p in rep.get("plots", []):
-        console.print(f"plot: {p}")
+    print_plots(rep, console)
 
 
 def write_plots(rows: pd.DataFrame, plots_dir: str | Path) -> list[str]:
     """Write PNGs from result ``rows``: PM over area per network and PM, and E vs D with the
     Pareto front. Returns the paths written."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     from mappers.systolic.deepopt import pareto_front
 
     ok = rows[(rows["status"] == "ok")]
@@ -288,7 +223,7 @@ def write_plots(rows: pd.DataFrame, plots_dir: str | Path) -> list[str]:
     nets = list(ok["network"].unique())
     pms = list(ok["pm"].unique())
     for pm in pms:
-        fig, axes = plt.subplots(1, len(nets), figsize=(4 * len(nets), 3.6), squeeze=False)
+        fig, axes = figure(1, len(nets), figsize=(4 * len(nets), 3.6), squeeze=False)
         for ax, net in zip(axes[0], nets):
             g = ok[(ok["network"] == net) & (ok["pm"] == pm)]
             rel = g["pm_value"] / g["pm_value"].min()
@@ -296,14 +231,14 @@ def write_plots(rows: pd.DataFrame, plots_dir: str | Path) -> list[str]:
             b = g.loc[g["pm_value"].idxmin()]
             ax.scatter([b["area_mm2"]], [1.0], color="red", s=30, zorder=3,
                        label=f"opt {int(b.J)}x{int(b.K)} {int(b.fsram_kib)}/{int(b.isram_kib)}/{int(b.psram_kib)}")
-            ax.set_yscale("log")
+            log_axis(ax, "y")
             ax.set_xlabel("area (mm$^2$)")
             ax.set_ylabel(f"{pm} / optimum")
             ax.set_title(net, fontsize=9)
             ax.legend(fontsize=7)
-        written.append(_save(fig, f"Network {pm} over area (LOS)", plots_dir / f"pm_over_area_{pm}.png"))
+        written.append(save(fig, plots_dir / f"pm_over_area_{pm}.png", f"Network {pm} over area (LOS)"))
     pm = "ED" if "ED" in pms else pms[0]
-    fig, axes = plt.subplots(1, len(nets), figsize=(4 * len(nets), 3.6), squeeze=False)
+    fig, axes = figure(1, len(nets), figsize=(4 * len(nets), 3.6), squeeze=False)
     for ax, net in zip(axes[0], nets):
         g = ok[(ok["network"] == net) & (ok["pm"] == pm)]
         e = g["energy_pj"].to_numpy() / 1e6
@@ -311,21 +246,12 @@ def write_plots(rows: pd.DataFrame, plots_dir: str | Path) -> list[str]:
         ax.plot(d, e, ls="none", marker=".", ms=1, alpha=0.25, rasterized=True, label="hardware points")
         front = pareto_front(np.stack([d, e], axis=1))
         ax.plot(d[front], e[front], color="red", lw=1.2, marker=".", label="Pareto front")
-        ax.set_xscale("log")
-        ax.set_yscale("log")
+        log_axis(ax, "x", max_ticks=5)  # a few plain-number delay labels, none for minor ticks
+        log_axis(ax, "y")
         ax.set_xlabel("delay (Mcycles)")
         ax.set_ylabel("energy (uJ)")
         ax.set_title(net, fontsize=9)
         ax.legend(fontsize=7)
-    written.append(_save(fig, f"Energy vs delay of every hardware point (schedules optimal for {pm})",
-                         plots_dir / "pareto_E_vs_D.png"))
+    written.append(save(fig, plots_dir / "pareto_E_vs_D.png",
+                        f"Energy vs delay of every hardware point (schedules optimal for {pm})"))
     return written
-
-
-def _save(fig, title: str, path: Path) -> str:
-    import matplotlib.pyplot as plt
-    fig.suptitle(title)
-    fig.subplots_adjust(left=0.06, right=0.99, bottom=0.14, top=0.85, wspace=0.35)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return str(path)

@@ -21,9 +21,9 @@ import numpy as np
 import pandas as pd
 
 from sweep.errors import StoreError
-from sweep.engine.store import Store
+from sweep.reports.plots import figure, pyplot, save
 
-__all__ = ["build_tune_report", "print_tune_report"]
+__all__ = ["build", "show"]
 
 
 def _study(directory: Path, manifest: dict):
@@ -35,16 +35,14 @@ def _study(directory: Path, manifest: dict):
     return optuna.load_study(study_name=manifest["config"]["name"], storage=storage)
 
 
-def build_tune_report(directory: str | Path, plots_dir: str | Path | None = None) -> dict[str, Any]:
-    """The report of a tuning directory as JSON-able data; PNGs into ``plots_dir`` (default
-    ``DIR/plots``), their paths under ``"plots"``.
+def build(directory: Path, manifest: dict, plots_dir: str | Path | None = None) -> dict[str, Any]:
+    """The report of a tuning directory (its ``manifest``) as JSON-able data; PNGs into
+    ``plots_dir`` (default ``DIR/plots``), their paths under ``"plots"``.
 
     Raises:
-        StoreError: not a tuning directory, or no trial stored yet.
+        StoreError: no trial stored yet.
     """
     from sweep.tune.driver import HELDOUT, heldout_summary, read_references, read_trials
-    directory = Path(directory)
-    manifest = Store(directory).manifest()
     cfg = manifest.get("config", {})
     trials = read_trials(directory)
     if trials.empty:
@@ -102,46 +100,40 @@ def _best_seen(trials: pd.DataFrame) -> dict[str, float]:
 
 
 def _plots(study, target, rep: dict, plots: Path) -> list[str]:
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
     import optuna.visualization.matplotlib as ovm
+    from matplotlib.transforms import offset_copy
     plots.mkdir(parents=True, exist_ok=True)
     out = []
-    with warnings.catch_warnings():
+    # Optuna's plots switch matplotlib to its "ggplot" style: keep that from leaking out of here
+    with plt.rc_context(), warnings.catch_warnings():
         warnings.simplefilter("ignore")  # Optuna's matplotlib plots are marked experimental
         name = "mean relative gap" if target else "Objective Value"
         ax = ovm.plot_optimization_history(study, target=target, target_name=name)
         ax.set_yscale("symlog", linthresh=1e-4)
-        _save(ax.figure, plots / "optimization_history.png", out)
+        out.append(save(ax.figure, plots / "optimization_history.png"))
         if rep.get("importances"):
             ax = ovm.plot_param_importances(study, target=target, target_name=name)
-            _save(ax.figure, plots / "param_importances.png", out)
+            for t in ax.texts:  # the value labels: a little off the bar ends and the y axis
+                t.set_transform(offset_copy(t.get_transform(), fig=ax.figure, x=4, units="points"))
+            out.append(save(ax.figure, plots / "param_importances.png"))
     h = rep.get("heldout")
     if h and {"tuned", "default"} <= set(h):
         layers = list(h["default"]["layers"])
         x = np.arange(len(layers))
-        fig, ax = plt.subplots(figsize=(max(6, len(layers) * 0.9), 4))
+        fig, ax = figure(figsize=(max(6, len(layers) * 0.9), 4))
         for i, k in enumerate(("default", "tuned")):
             ax.bar(x + (i - 0.5) * 0.4, [100 * h[k]["layers"][l]["mean_gap"] for l in layers], 0.4, label=k)
-        ax.set_xticks(x, layers, rotation=30, ha="right")
+        ax.set_xticks(x, layers, rotation=30, ha="right", rotation_mode="anchor")
         ax.set_ylabel("mean gap to the optimum (%)")
-        ax.set_title("held-out layers: tuned vs default schedule, same budget")
+        ax.set_title("held-out layers: tuned vs default schedule, same budget", fontsize=10)
         ax.legend()
-        fig.tight_layout()
-        _save(fig, plots / "heldout_gap.png", out)
+        out.append(save(fig, plots / "heldout_gap.png"))
     return out
 
 
-def _save(fig, path: Path, out: list) -> None:
-    import matplotlib.pyplot as plt
-    fig.savefig(path, dpi=120, bbox_inches="tight")
-    plt.close(fig)
-    out.append(str(path))
-
-
-def print_tune_report(rep: dict, console) -> None:
-    """Rich tables of `build_tune_report`'s data."""
+def show(rep: dict, console) -> None:
+    """Print ``rep`` (from `build`) as Rich tables."""
     from rich.table import Table
     console.print(f"[bold]{rep['campaign']}[/]: tuning {rep['mapper']} at {rep['budget']} proposals per layer and "
                   f"seed, seeds {rep['seeds']}, sampler {rep['sampler']}; trials {rep['trials']}, "

@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 
 from sweep.campaigns.campaign import load_campaign
 from sweep.cli import app
-from sweep.reports.systolic import build_report
+from sweep.reports import build_report
 from sweep.engine.runner import run_campaign
 from sweep.engine.store import Store
 
