@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["SweepError", "CampaignError", "Problem", "StoreError", "ExecutionError"]
+__all__ = ["SweepError", "CampaignError", "Finding", "StoreError", "ExecutionError"]
 
 
 class SweepError(Exception):
@@ -16,8 +16,9 @@ class SweepError(Exception):
 
 
 @dataclass(frozen=True)
-class Problem:
-    """One mistake in a campaign: where (file and TOML key path), what value, what is wrong."""
+class Finding:
+    """One validation finding in a campaign (or a command-line option): where (the TOML key path),
+    what value, what is wrong. `CampaignError` carries every finding of one file."""
 
     key: str
     value: object
@@ -28,9 +29,9 @@ class Problem:
 
 
 class CampaignError(SweepError, ValueError):
-    """A campaign file is invalid. Carries every problem found, not just the first."""
+    """A campaign file is invalid. Carries every finding (``problems``), not just the first."""
 
-    def __init__(self, source: str, problems: list[Problem]):
+    def __init__(self, source: str, problems: list[Finding]):
         self.source = source
         self.problems = list(problems)
         lines = "\n".join(f"  - {p}" for p in self.problems)

@@ -12,13 +12,13 @@ from pathlib import Path
 from typing import Any
 
 from costmodel.workload import LOOP_DIMS, Layer
-from sweep.errors import CampaignError, Problem
+from sweep.errors import CampaignError, Finding
 
 __all__ = ["resolve_layer", "parse_dims", "parse_param", "map_layer", "eval_mapping", "load_arch"]
 
 
 def _bad(source: str, key: str, value: Any, msg: str) -> CampaignError:
-    return CampaignError(source, [Problem(key, value, msg)])
+    return CampaignError(source, [Finding(key, value, msg)])
 
 
 def parse_dims(text: str) -> Layer:
@@ -128,7 +128,7 @@ def map_layer(layer: Layer, arch, mapper_name: str, objective: str | None = None
         given.setdefault("seed", seed)
     resolved, probs = check_params(mapper.params, given)
     if probs:
-        raise CampaignError("--param", [Problem(f"--param {k}", v, m) for k, v, m in probs])
+        raise CampaignError("--param", [Finding(f"--param {k}", v, m) for k, v, m in probs])
     prob = LayerProblem(layer, arch, None, objective)
     t0 = time.perf_counter()
     results = [mapper.run(prob, u, resolved) for u in mapper.units(prob, resolved)]

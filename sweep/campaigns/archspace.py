@@ -1,6 +1,6 @@
-"""The ``[architectures]`` key: a set of J x K systolic hardware points.
+"""The ``[architectures]`` key: a set of J x K systolic hardware points, or loop-nest / multi-NPU accelerators.
 
-Forms (exactly one of them):
+``kind = "systolic"`` (the default), forms (exactly one of them):
 
 * ``preset = "deepopt_table3"``: named points from ``costmodel/presets/systolic.toml``;
 * ``file = "points.toml"``: a file holding ``points = [{J = .., K = .., fsram_kib = .., ...}]``;
@@ -12,11 +12,14 @@ Forms (exactly one of them):
 
 Every point gets its area from `costmodel.systolic.area.area_mm2`. The result is a `costmodel.systolic.points.SystolicPoints` of columns
 in a fixed, deterministic order (J, K, fsram, isram, psram ascending).
+
+``kind = "loopnest"`` (accelerators with a memory hierarchy, `costmodel.loopnest.arch`) or
+``kind = "npu"`` (Flexer's multi-NPU architectures, `costmodel.npu`): ``presets`` and/or ``files``,
+and for loopnest an optional ``spatial`` unrolling override; the result is an `ArchSet`.
 """
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -24,14 +27,17 @@ from typing import Any, Callable
 import numpy as np
 
 from costmodel.systolic.points import HW_COLUMNS, SystolicPoints
+from sweep.campaigns.common import NOT_FINITE, is_finite, is_number, read_toml_file, resolve_path
 from sweep.campaigns.expr import ExprError, evaluate, parse
 
-__all__ = ["parse_architectures"]
+__all__ = ["parse_architectures", "ArchSet", "ARCH_KINDS"]
 
 _ARCH_KEYS = {"kind", "preset", "file", "points", "grid"}
-_LOOPNEST_KEYS = {"kind", "presets", "files", "spatial"}
+_ARCHSET_KEYS = {"kind", "presets", "files", "spatial"}  # kinds "loopnest" and "npu" ("spatial": loopnest only)
 #: The kinds of architecture a campaign can sweep.
 ARCH_KINDS = ("systolic", "loopnest", "npu")
+#: What an architecture of each non-systolic kind is called in messages.
+_WHAT = {"loopnest": "accelerator", "npu": "multi-NPU architecture"}
 _GRID_KEYS = set(HW_COLUMNS) | {"constraints", "area_budget_mm2", "min_area_fraction"}
 
 
@@ -84,7 +90,30 @@ def _axis(value: Any, key: str, bad) -> np.ndarray | None:
     return np.unique(np.asarray(vals, dtype=np.int64))
 
 
+def _area_window(grid: dict, bad) -> tuple[float | None, float]:
+    """``area_budget_mm2`` (None: no budget) and ``min_area_fraction`` of a grid: points keep
+    ``fraction * budget <= area <= budget``. NaN and infinities are refused."""
+    budget = grid.get("area_budget_mm2")
+    frac = grid.get("min_area_fraction", 0.0)
+    if is_number(budget) and not is_finite(budget):
+        bad("architectures.grid.area_budget_mm2", budget, NOT_FINITE)
+        budget = None
+    elif budget is not None and (not is_number(budget) or budget <= 0):
+        bad("architectures.grid.area_budget_mm2", budget, "expected a positive number (mm^2)")
+        budget = None
+    if is_number(frac) and not is_finite(frac):
+        bad("architectures.grid.min_area_fraction", frac, NOT_FINITE)
+        frac = 0.0
+    elif not is_number(frac) or not 0 <= frac <= 1:
+        bad("architectures.grid.min_area_fraction", frac, "expected a number in [0, 1]")
+        frac = 0.0
+    if frac and budget is None:
+        bad("architectures.grid.min_area_fraction", frac, "needs area_budget_mm2")
+    return budget, frac
+
+
 def _grid(grid: Any, bad) -> tuple[dict[str, np.ndarray] | None, dict]:
+    """``[architectures.grid]``: the axes' cross product, filtered by the constraints and the area window."""
     if not isinstance(grid, dict):
         bad("architectures.grid", grid, "expected a table")
         return None, {}
@@ -109,16 +138,7 @@ def _grid(grid: Any, bad) -> tuple[dict[str, np.ndarray] | None, dict]:
             trees.append((i, c, parse(c, set(HW_COLUMNS) | {"area_mm2"})))
         except ExprError as e:
             bad(f"architectures.grid.constraints[{i}]", c, str(e))
-    budget = grid.get("area_budget_mm2")
-    frac = grid.get("min_area_fraction", 0.0)
-    if budget is not None and (not isinstance(budget, (int, float)) or isinstance(budget, bool) or budget <= 0):
-        bad("architectures.grid.area_budget_mm2", budget, "expected a positive number (mm^2)")
-        budget = None
-    if not isinstance(frac, (int, float)) or isinstance(frac, bool) or not 0 <= frac <= 1:
-        bad("architectures.grid.min_area_fraction", frac, "expected a number in [0, 1]")
-        frac = 0.0
-    if frac and budget is None:
-        bad("architectures.grid.min_area_fraction", frac, "needs area_budget_mm2")
+    budget, frac = _area_window(grid, bad)
     if len(axes) != len(HW_COLUMNS):
         return None, {}
     mesh = np.meshgrid(*(axes[c] for c in HW_COLUMNS), indexing="ij")
@@ -141,15 +161,17 @@ def _grid(grid: Any, bad) -> tuple[dict[str, np.ndarray] | None, dict]:
     return out, {"grid": grid}
 
 
-def parse_architectures(value: Any, base_dir: Path, bad: Callable[[str, Any, str], None]) -> SystolicPoints | None:
-    """Resolve the ``[architectures]`` table to a `costmodel.systolic.points.SystolicPoints`; problems go to ``bad``."""
+def parse_architectures(value: Any, base_dir: Path,
+                        bad: Callable[[str, Any, str], None]) -> SystolicPoints | ArchSet | None:
+    """Resolve the ``[architectures]`` table to a `costmodel.systolic.points.SystolicPoints` (kind
+    "systolic") or an `ArchSet` (kinds "loopnest" and "npu"); None if unusable. Findings go to ``bad``."""
     from costmodel.presets import systolic_presets
 
     if not isinstance(value, dict):
         bad("architectures", value, "required: a table with one of preset, file, points or grid")
         return None
     if value.get("kind", "systolic") in ("loopnest", "npu"):
-        return parse_loopnest(value, base_dir, bad)
+        return parse_archset(value, base_dir, bad)
     for k in value:
         if k not in _ARCH_KEYS:
             bad(f"architectures.{k}", value[k], f"unknown key; known: {sorted(_ARCH_KEYS)}")
@@ -177,14 +199,9 @@ def parse_architectures(value: Any, base_dir: Path, bad: Callable[[str, Any, str
         if not isinstance(f, str):
             bad("architectures.file", f, "expected a path string")
             return None
-        path = Path(f) if Path(f).is_absolute() else base_dir / f
-        try:
-            data = tomllib.loads(path.read_text())
-        except OSError as e:
-            bad("architectures.file", f, f"cannot read {path}: {e.strerror}")
-            return None
-        except tomllib.TOMLDecodeError as e:
-            bad("architectures.file", f, f"{path} is not valid TOML: {e}")
+        path = resolve_path(f, base_dir)
+        data = read_toml_file(path, "architectures.file", f, bad)
+        if data is None:
             return None
         cols = _from_points(data.get("points"), f"{path}:points", bad)
         spec = {"file": f, "points": data.get("points")}
@@ -203,8 +220,9 @@ def parse_architectures(value: Any, base_dir: Path, bad: Callable[[str, Any, str
 
 @dataclass(frozen=True)
 class ArchSet:
-    """Loop-nest accelerators of a campaign: (name, Accelerator) pairs and an optional spatial
-    unrolling override (None = each accelerator's default)."""
+    """The accelerators of a ``kind = "loopnest"`` campaign ((name, `costmodel.loopnest.arch.Accelerator`)
+    pairs) or of a ``kind = "npu"`` one ((name, `costmodel.npu.NPUArch`) pairs), and an optional
+    spatial unrolling override (loopnest only; None = each accelerator's default)."""
 
     archs: tuple
     spatial: Any = None
@@ -259,19 +277,37 @@ def _check_spatial_fits(spatial, archs, raw, bad) -> None:
                     f"{adim} = {acc.array[adim]} of accelerator {name!r}: no mapping fits")
 
 
-def parse_loopnest(value: dict, base_dir: Path, bad) -> ArchSet | None:
+def _catalog(kind: str) -> tuple[Callable[[], list[str]], Callable[[Any], Any]]:
+    """(list the presets, load a preset or file) of the architectures of ``kind`` ("loopnest" or "npu")."""
+    if kind == "npu":
+        from costmodel.npu import list_npus, load_npu
+        return list_npus, load_npu
+    from costmodel.loopnest.arch import list_accelerators, load_accelerator
+    return list_accelerators, load_accelerator
+
+
+def _load_files(files: list[str], load: Callable[[Any], Any], base_dir: Path, bad) -> list[tuple[str, Any]]:
+    """(name, architecture) of each of ``files`` (``architectures.files``) that loads; findings for the others."""
+    out = []
+    for i, f in enumerate(files):
+        try:
+            arch = load(resolve_path(f, base_dir))
+        except (OSError, ValueError, TypeError, KeyError) as e:  # costmodel.npu.load_npu: KeyError, TypeError too
+            bad(f"architectures.files[{i}]", f, str(e.args[0]) if isinstance(e, KeyError) and e.args else str(e))
+            continue
+        out.append((arch.name, arch))
+    return out
+
+
+def parse_archset(value: dict, base_dir: Path, bad) -> ArchSet | None:
     """``[architectures] kind = "loopnest"`` (accelerators with a memory hierarchy) or ``"npu"``
     (Flexer's multi-NPU presets arch1..arch8): ``presets`` (names, see `sweep list archs`) and/or
     ``files`` (TOML files), optional ``spatial`` override (loopnest only)."""
-    if value.get("kind") == "npu":
-        from costmodel.npu import list_npus as list_accelerators, load_npu as load_accelerator
-    else:
-        from costmodel.loopnest.arch import list_accelerators, load_accelerator
-
+    kind = value.get("kind")
+    list_presets, load = _catalog(kind)
     for k in value:
-        if k not in _LOOPNEST_KEYS:
-            bad(f"architectures.{k}", value[k], f"unknown key for kind 'loopnest'; known: {sorted(_LOOPNEST_KEYS)}")
-    archs = []
+        if k not in _ARCHSET_KEYS:
+            bad(f"architectures.{k}", value[k], f"unknown key for kind {kind!r}; known: {sorted(_ARCHSET_KEYS)}")
     presets = value.get("presets", [])
     files = value.get("files", [])
     if not isinstance(presets, list) or not all(isinstance(p, str) for p in presets):
@@ -281,28 +317,22 @@ def parse_loopnest(value: dict, base_dir: Path, bad) -> ArchSet | None:
         bad("architectures.files", files, "expected a list of file paths")
         files = []
     if not presets and not files:
-        bad("architectures", value, "kind 'loopnest' needs presets = [...] and/or files = [...]")
+        bad("architectures", value, f"kind {kind!r} needs presets = [...] and/or files = [...]")
         return None
-    known = list_accelerators()
+    known = list_presets()
+    archs = []
     for i, name in enumerate(presets):
         if name not in known:
-            bad(f"architectures.presets[{i}]", name, f"unknown accelerator; known: {known}")
+            bad(f"architectures.presets[{i}]", name, f"unknown {_WHAT[kind]}; known: {known}")
             continue
-        archs.append((name, load_accelerator(name)))
-    for i, f in enumerate(files):
-        path = Path(f) if Path(f).is_absolute() else base_dir / f
-        try:
-            acc = load_accelerator(path)
-        except (OSError, ValueError) as e:
-            bad(f"architectures.files[{i}]", f, str(e))
-            continue
-        archs.append((acc.name, acc))
+        archs.append((name, load(name)))
+    archs += _load_files(files, load, base_dir, bad)
     names = [n for n, _ in archs]
     if len(set(names)) != len(names):
-        bad("architectures", value, f"accelerator names must be unique, got {names}")
+        bad("architectures", value, f"{_WHAT[kind]} names must be unique, got {names}")
     spatial = None
     if "spatial" in value:
-        if value.get("kind") == "npu":
+        if kind == "npu":
             bad("architectures.spatial", value["spatial"], "not used by kind 'npu'")
         else:
             spatial = parse_spatial(value["spatial"], "architectures.spatial", bad)

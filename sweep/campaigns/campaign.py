@@ -30,30 +30,50 @@ Example (see ``campaigns/area16mm2.toml``)::
 
 ``[[mappers]]`` entries may also name a ``params_file``: a TOML file (relative to the campaign)
 whose ``[mappers.<name>]`` table gives parameters, e.g. the ``best_params.toml`` of `sweep tune`;
-inline ``params`` override the file's values.
+inline ``params`` override the file's values. ``[report]`` holds options of `sweep report`; its keys
+depend on the architecture kind (`sweep.campaigns.report_table`).
+
+`parse_campaign` checks each table in a function of its own (`sweep.campaigns.archspace`,
+`sweep.campaigns.networks`, `sweep.campaigns.report_table` and the ``_parse_*`` / ``_check_*``
+functions here); what it shares with tuning campaigns is in `sweep.campaigns.common`.
 """
 
 from __future__ import annotations
 
-import tomllib
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Union
 
+from costmodel.systolic import SystolicParams
+from costmodel.systolic.points import SystolicPoints
 from costmodel.workload import Network
-from sweep.errors import CampaignError, Problem
+from mappers import MAPPER_NAMES, get_mapper, mapper_kind
+from mappers.base import check_params
+from mappers.systolic.deepopt import PMS
+from sweep.campaigns.archspace import ArchSet, parse_architectures
+from sweep.campaigns.common import (NOT_FINITE, Bad, Findings, check_table, is_finite, is_number,
+                                    is_tune_campaign, read_params_file, read_toml)
+from sweep.campaigns.networks import parse_networks
+from sweep.campaigns.report_table import parse_report
+from sweep.errors import CampaignError, Finding
 from sweep.ids import stable_hash
 
-__all__ = ["Campaign", "MapperSpec", "RunOptions", "load_campaign", "parse_campaign",
+__all__ = ["Campaign", "MapperSpec", "RunOptions", "Architectures", "load_campaign", "parse_campaign",
            "LOOPNEST_OBJECTIVES", "NPU_OBJECTIVES"]
 
 #: Objectives of loop-nest campaigns: energy (pJ), latency (cycles), EDP (pJ x cycles).
 LOOPNEST_OBJECTIVES = ("energy", "latency", "edp")
 #: Objectives of multi-NPU (Flexer) campaigns: latency (cycles) x transferred bytes, latency, bytes.
 NPU_OBJECTIVES = ("latency_bytes", "latency", "bytes")
+#: The resolved ``[architectures]`` of a campaign: the hardware points of a ``kind = "systolic"``
+#: campaign, or the accelerators (with an optional spatial override) of a ``"loopnest"`` or
+#: ``"npu"`` campaign. Both have ``len()`` and ``describe()`` (JSON-able, part of the config hash).
+Architectures = Union[SystolicPoints, ArchSet]
 
 _TOP_KEYS = {"name", "description", "output", "networks", "objectives", "seeds", "architectures",
              "mappers", "run", "systolic", "report"}
+_MAPPER_KEYS = ("name", "params", "params_file")
 _RUN_KEYS = {"chunk_points": (int, 1, 10**7), "units_per_task": (int, 1, 10**5),
              "max_in_flight": (int, 1, 10**5),
              "num_cpus": (int, 1, 4096), "flush_rows": (int, 1, 10**9),
@@ -86,7 +106,8 @@ class RunOptions:
 
 @dataclass(frozen=True)
 class Campaign:
-    """A validated campaign. ``architectures`` is the resolved hardware point set (columns)."""
+    """A validated campaign. ``architectures`` is the resolved `Architectures` of its ``kind``: the
+    systolic hardware point set (columns) or the loop-nest / multi-NPU accelerators."""
 
     name: str
     source: str
@@ -94,12 +115,12 @@ class Campaign:
     networks: tuple[Network, ...]
     objectives: tuple[str, ...]
     seeds: tuple[int, ...]
-    architectures: Any                 # costmodel.systolic.points.SystolicPoints
+    architectures: Architectures       # SystolicPoints (kind "systolic") or ArchSet ("loopnest", "npu")
     mappers: tuple[MapperSpec, ...]
     systolic: dict[str, Any]
     run: RunOptions
     report: dict[str, Any]
-    kind: str = "systolic"             # "systolic" (DeepOpt allocation) or "loopnest" (layer mapping)
+    kind: str = "systolic"             # "systolic" (DeepOpt allocation), "loopnest" or "npu" (layer mapping)
     description: str = ""
     raw: dict[str, Any] = field(default_factory=dict, repr=False)
 
@@ -129,6 +150,7 @@ def _network_json(net: Network) -> dict[str, Any]:
             "repeats": list(net.repeats)}
 
 
+
 def load_campaign(path: str | Path, output: str | Path | None = None) -> Campaign:
     """Read and validate a campaign file.
 
@@ -139,52 +161,42 @@ def load_campaign(path: str | Path, output: str | Path | None = None) -> Campaig
     Raises:
         CampaignError: the file cannot be read or parsed, or has problems (all are listed).
     """
-    from sweep.campaigns.tune_campaign import is_tune_campaign
-
     p = Path(path)
     data = read_toml(p)
     if is_tune_campaign(data):
-        raise CampaignError(str(p), [Problem("<file>", str(p), "a tuning campaign ([space] and [training] tables): "
+        raise CampaignError(str(p), [Finding("<file>", str(p), "a tuning campaign ([space] and [training] tables): "
                                              "run it with `sweep tune`")])
     return parse_campaign(data, source=str(p), base_dir=p.parent, output=output)
 
 
-def read_toml(path: str | Path) -> dict[str, Any]:
-    """The parsed TOML file ``path``.
-
-    Raises:
-        CampaignError: the file cannot be read or is not valid TOML (key ``<file>``).
-    """
-    p = Path(path)
-    try:
-        text = p.read_text()
-    except OSError as e:
-        raise CampaignError(str(p), [Problem("<file>", str(p), f"cannot read: {e.strerror}")]) from None
-    try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        raise CampaignError(str(p), [Problem("<file>", str(p), f"not valid TOML: {e}")]) from None
-
-
 def parse_campaign(data: dict[str, Any], source: str = "<campaign>", base_dir: Path | None = None,
                    output: str | Path | None = None) -> Campaign:
-    """Validate parsed TOML ``data``; see `load_campaign`."""
-    from sweep.campaigns.archspace import parse_architectures
-    from sweep.campaigns.networks import parse_networks
-    from mappers import MAPPER_NAMES, get_mapper, mapper_kind
-    from mappers.base import check_params
-    from mappers.systolic.deepopt import PMS
-
+    """Validate parsed TOML ``data``; see `load_campaign`. Each table has its own function; every
+    finding of every table is collected before the one `CampaignError` is raised."""
     base_dir = base_dir or Path(".")
-    probs: list[Problem] = []
+    findings = Findings()
+    bad = findings.bad
+    check_table(data, "", _TOP_KEYS, bad)
+    name, out = _parse_name_output(data, output, bad)
+    networks = parse_networks(data.get("networks"), base_dir, bad)
+    kind = _arch_kind(data.get("architectures"))
+    objectives = _parse_objectives(data, kind, bad)
+    seeds = _parse_seeds(data.get("seeds", [0]), bad)
+    systolic = _check_systolic(data.get("systolic", {}), bad)
+    archs = parse_architectures(data.get("architectures"), base_dir, bad)
+    mappers = _parse_mappers(data.get("mappers"), kind, base_dir, bad)
+    run = _check_run(data.get("run", {}), bad)
+    report = parse_report(data.get("report", {}), kind, _network_names(data.get("networks"), networks),
+                          _mapper_names(data.get("mappers")), bad)
+    findings.raise_if_any(source)
+    return Campaign(name=name, source=source, output=Path(out), networks=tuple(networks), kind=kind,
+                    objectives=tuple(objectives), seeds=tuple(seeds), architectures=archs,
+                    mappers=tuple(mappers), systolic=systolic, run=run, report=report,
+                    description=str(data.get("description", "")), raw=data)
 
-    def bad(key, value, msg):
-        probs.append(Problem(key, value, msg))
 
-    for k in data:
-        if k not in _TOP_KEYS:
-            bad(k, data[k], f"unknown key; known: {sorted(_TOP_KEYS)}")
-
+def _parse_name_output(data: dict[str, Any], output: str | Path | None, bad: Bad) -> tuple[Any, Any]:
+    """``name`` (required) and ``output`` (``--out`` wins; default ``results/<name>``)."""
     name = data.get("name")
     if not isinstance(name, str) or not name.strip():
         bad("name", name, "required: a non-empty string")
@@ -193,108 +205,95 @@ def parse_campaign(data: dict[str, Any], source: str = "<campaign>", base_dir: P
         out = f"results/{name}" if isinstance(name, str) and name.strip() else None
     if out is not None and not isinstance(out, (str, Path)):
         bad("output", out, "expected a path string")
+    return name, out
 
-    networks = parse_networks(data.get("networks"), base_dir, bad)
 
-    arch_raw = data.get("architectures")
-    kind = arch_raw.get("kind", "systolic") if isinstance(arch_raw, dict) else "systolic"
+def _arch_kind(arch_raw: Any) -> str:
+    """``architectures.kind`` as given (default "systolic"); `parse_architectures` checks it."""
+    return arch_raw.get("kind", "systolic") if isinstance(arch_raw, dict) else "systolic"
+
+
+def _parse_objectives(data: dict[str, Any], kind: str, bad: Bad) -> list:
+    """``objectives``: DeepOpt's PMs (systolic, default all), or one of the loop-nest / multi-NPU
+    objectives (default the first)."""
     allowed = {"systolic": list(PMS), "npu": list(NPU_OBJECTIVES)}.get(kind, list(LOOPNEST_OBJECTIVES))
     objectives = data.get("objectives", allowed if kind == "systolic" else [allowed[0]])
     if not isinstance(objectives, list) or not objectives:
         bad("objectives", objectives, f"expected a non-empty list of {allowed}")
-        objectives = []
-    else:
-        for i, o in enumerate(objectives):
-            if o not in allowed:
-                bad(f"objectives[{i}]", o, f"unknown objective for {kind} architectures; known: {allowed}")
-        if len(set(map(str, objectives))) != len(objectives):
-            bad("objectives", objectives, "duplicate entries")
+        return []
+    for i, o in enumerate(objectives):
+        if o not in allowed:
+            bad(f"objectives[{i}]", o, f"unknown objective for {kind} architectures; known: {allowed}")
+    if len(set(map(str, objectives))) != len(objectives):
+        bad("objectives", objectives, "duplicate entries")
+    return objectives
 
-    seeds = data.get("seeds", [0])
+
+def _parse_seeds(seeds: Any, bad: Bad) -> list[int]:
+    """``seeds``: the seeds of stochastic mappers (default [0])."""
     if not isinstance(seeds, list) or not seeds or not all(
             isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in seeds):
         bad("seeds", seeds, "expected a non-empty list of integers >= 0")
-        seeds = [0]
+        return [0]
+    return seeds
 
-    systolic = data.get("systolic", {})
-    systolic = _check_systolic(systolic, bad)
 
-    archs = parse_architectures(data.get("architectures"), base_dir, bad)
-
-    mappers: list[MapperSpec] = []
-    raw_m = data.get("mappers")
+def _parse_mappers(raw_m: Any, kind: str, base_dir: Path, bad: Bad) -> list[MapperSpec]:
+    """``[[mappers]]``: each a mapper of the campaign's architecture kind with its parameters."""
     if not isinstance(raw_m, list) or not raw_m:
         bad("mappers", raw_m, "required: a non-empty array of tables, e.g. [[mappers]] name = \"deepopt\"")
-        raw_m = []
-    for i, m in enumerate(raw_m):
-        key = f"mappers[{i}]"
-        if not isinstance(m, dict):
-            bad(key, m, "expected a table with 'name' and optional 'params'")
-            continue
-        for k in m:
-            if k not in ("name", "params", "params_file"):
-                bad(f"{key}.{k}", m[k], "unknown key; known: ['name', 'params', 'params_file']")
-        mname = m.get("name")
-        if mname not in MAPPER_NAMES:
-            bad(f"{key}.name", mname, f"unknown mapper; known: {list(MAPPER_NAMES)}")
-            continue
-        if mapper_kind(mname) != kind:
-            bad(f"{key}.name", mname, f"maps {mapper_kind(mname)} architectures, but the campaign's "
-                f"architectures.kind is {kind!r}")
-            continue
-        params = m.get("params", {})
-        if not isinstance(params, dict):
-            bad(f"{key}.params", params, "expected a table")
-            continue
-        from_file = {}
-        if "params_file" in m:
-            from_file = _params_file(m["params_file"], mname, base_dir, f"{key}.params_file", bad)
-            if from_file is None:
-                continue
-        resolved, pprobs = check_params(get_mapper(mname).params, {**from_file, **params})
-        for pk, pv, msg in pprobs:
-            where = f"{key}.params.{pk}" if pk in params else f"{key}.params_file[{m['params_file']}].{pk}"
-            bad(where, pv, msg)
-        mappers.append(MapperSpec(mname, resolved))
-
-    run = _check_run(data.get("run", {}), bad)
-    report = data.get("report", {})
-    if not isinstance(report, dict):
-        bad("report", report, "expected a table")
-        report = {}
-
-    if probs:
-        raise CampaignError(source, probs)
-    return Campaign(name=name, source=source, output=Path(out), networks=tuple(networks), kind=kind,
-                    objectives=tuple(objectives), seeds=tuple(seeds), architectures=archs,
-                    mappers=tuple(mappers), systolic=systolic, run=run, report=report,
-                    description=str(data.get("description", "")), raw=data)
+        return []
+    specs = (_parse_mapper(m, f"mappers[{i}]", kind, base_dir, bad) for i, m in enumerate(raw_m))
+    return [s for s in specs if s is not None]
 
 
-def _params_file(value: Any, mapper: str, base_dir: Path, key: str, bad) -> dict[str, Any] | None:
-    """The ``[mappers.<mapper>]`` table of a ``params_file`` (e.g. `sweep tune`'s best_params.toml),
-    resolved against the campaign's folder; None (and a problem reported) if unusable. Inline
-    ``params`` are merged over it by the caller (inline wins)."""
-    if not isinstance(value, str) or not value:
-        bad(key, value, "expected a path to a TOML file with a [mappers.<name>] table")
+def _parse_mapper(m: Any, key: str, kind: str, base_dir: Path, bad: Bad) -> MapperSpec | None:
+    """One ``[[mappers]]`` entry at ``key``: ``name``, inline ``params`` over a ``params_file``'s,
+    each checked by the mapper's declared `mappers.base.Param`; None if unusable."""
+    if not isinstance(m, dict):
+        bad(key, m, "expected a table with 'name' and optional 'params'")
         return None
-    path = Path(value) if Path(value).is_absolute() else base_dir / value
-    try:
-        data = tomllib.loads(path.read_text())
-    except OSError as e:
-        bad(key, value, f"cannot read {path}: {e.strerror}")
+    for k in m:
+        if k not in _MAPPER_KEYS:
+            bad(f"{key}.{k}", m[k], f"unknown key; known: {list(_MAPPER_KEYS)}")
+    mname = m.get("name")
+    if mname not in MAPPER_NAMES:
+        bad(f"{key}.name", mname, f"unknown mapper; known: {list(MAPPER_NAMES)}")
         return None
-    except tomllib.TOMLDecodeError as e:
-        bad(key, value, f"{path} is not valid TOML: {e}")
+    if mapper_kind(mname) != kind:
+        bad(f"{key}.name", mname, f"maps {mapper_kind(mname)} architectures, but the campaign's "
+            f"architectures.kind is {kind!r}")
         return None
-    table = data.get("mappers", {}).get(mapper) if isinstance(data.get("mappers"), dict) else None
-    if not isinstance(table, dict):
-        bad(key, value, f"{path} has no [mappers.{mapper}] table")
+    params = m.get("params", {})
+    if not isinstance(params, dict):
+        bad(f"{key}.params", params, "expected a table")
         return None
-    return dict(table)
+    from_file = {}
+    if "params_file" in m:
+        from_file = read_params_file(m["params_file"], mname, base_dir, f"{key}.params_file", bad)
+        if from_file is None:
+            return None
+    resolved, pprobs = check_params(get_mapper(mname).params, {**from_file, **params})
+    for pk, pv, msg in pprobs:
+        where = f"{key}.params.{pk}" if pk in params else f"{key}.params_file[{m['params_file']}].{pk}"
+        bad(where, pv, msg)
+    return MapperSpec(mname, resolved)
 
 
-def _check_run(run: Any, bad) -> RunOptions:
+def _mapper_names(raw_m: Any) -> list[str]:
+    """The mapper names a campaign lists (for ``report.baseline``), in order, each once."""
+    names = [m.get("name") for m in raw_m if isinstance(m, dict)] if isinstance(raw_m, list) else []
+    return list(dict.fromkeys(n for n in names if isinstance(n, str)))
+
+
+def _network_names(raw: Any, networks: list[Network]) -> list[str]:
+    """The network names of a campaign (for ``report.network``): zoo names and loaded files."""
+    names = [n for n in raw if isinstance(n, str)] if isinstance(raw, list) else []
+    return list(dict.fromkeys(names + [n.name for n in networks]))
+
+
+def _check_run(run: Any, bad: Bad) -> RunOptions:
+    """``[run]``: how to run (`RunOptions`), each an integer in its range."""
     if not isinstance(run, dict):
         bad("run", run, "expected a table")
         return RunOptions()
@@ -311,9 +310,8 @@ def _check_run(run: Any, bad) -> RunOptions:
     return RunOptions(**vals)
 
 
-def _check_systolic(sys_: Any, bad) -> dict[str, Any]:
-    from costmodel.systolic import SystolicParams
-    import dataclasses
+def _check_systolic(sys_: Any, bad: Bad) -> dict[str, Any]:
+    """``[systolic]``: overrides of `costmodel.systolic.SystolicParams` (bools, or finite positive numbers)."""
     if not isinstance(sys_, dict):
         bad("systolic", sys_, "expected a table of systolic model parameters")
         return {}
@@ -328,7 +326,10 @@ def _check_systolic(sys_: Any, bad) -> dict[str, Any]:
         if isinstance(d, bool):
             ok = isinstance(v, bool)
         elif isinstance(d, (int, float)):
-            ok = isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0
+            if is_number(v) and not is_finite(v):
+                bad(f"systolic.{k}", v, NOT_FINITE)
+                continue
+            ok = is_number(v) and v > 0
         else:
             ok = True
         if not ok:

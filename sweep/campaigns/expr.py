@@ -8,6 +8,7 @@ else is refused with a message saying what. Variables are NumPy arrays of one sh
 from __future__ import annotations
 
 import ast
+import math
 import operator
 from typing import Mapping
 
@@ -52,6 +53,8 @@ def parse(text: str, names: set[str]) -> ast.Expression:
         elif isinstance(node, ast.Constant):
             if not isinstance(node.value, (int, float)) or isinstance(node.value, bool):
                 raise ExprError(f"only numbers are allowed as constants, got {node.value!r}")
+            if not math.isfinite(node.value):  # e.g. 1e999
+                raise ExprError(f"only finite numbers are allowed as constants, got {node.value!r}")
         elif not isinstance(node, (ast.Expression, ast.BinOp, ast.UnaryOp, ast.Compare, ast.BoolOp,
                                    ast.Load, ast.And, ast.Or, ast.Not, ast.USub, ast.UAdd,
                                    *_BIN, *_CMP)):

@@ -56,14 +56,21 @@ proposals; `mappers.tuning`).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sweep.errors import CampaignError, Problem
+from costmodel.loopnest.arch import list_accelerators, load_accelerator
+from costmodel.zoo import list_networks, load_network
+from mappers import get_mapper
+from mappers.base import Param
+from mappers.tuning import RESERVED, TUNABLE_MAPPERS, derive_params
+from sweep.campaigns.common import (NOT_FINITE, Bad, Findings, check_table, is_finite, is_int, is_number,
+                                    read_toml)
 from sweep.ids import stable_hash
 
-__all__ = ["TuneCampaign", "SpaceParam", "load_tune_campaign", "parse_tune_campaign", "is_tune_campaign",
+__all__ = ["TuneCampaign", "SpaceParam", "load_tune_campaign", "parse_tune_campaign",
            "SAMPLERS", "PRUNERS", "TRIAL_OBJECTIVES"]
 
 SAMPLERS = ("tpe", "cmaes", "random")
@@ -145,10 +152,6 @@ class TuneCampaign:
         return stable_hash(self.resolved_config())
 
 
-def is_tune_campaign(data: dict) -> bool:
-    """A parsed TOML file is a tuning campaign if it has a ``space`` table and a ``training`` table."""
-    return isinstance(data, dict) and "space" in data and "training" in data
-
 
 def load_tune_campaign(path: str | Path, output: str | Path | None = None) -> TuneCampaign:
     """Read and validate a tuning campaign; ``output`` overrides its ``output`` (``--out``).
@@ -156,30 +159,47 @@ def load_tune_campaign(path: str | Path, output: str | Path | None = None) -> Tu
     Raises:
         CampaignError: unreadable, not TOML, or any problem (all listed, with key and value).
     """
-    from sweep.campaigns.campaign import read_toml
-
     p = Path(path)
     return parse_tune_campaign(read_toml(p), str(p), p.parent, output)
 
 
-def _int(v, lo, hi=None) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool) and v >= lo and (hi is None or v <= hi)
-
-
-def _num(v) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
-
-
 def parse_tune_campaign(data: dict, source: str = "<tune campaign>", base_dir: Path | None = None,
                         output: str | Path | None = None) -> TuneCampaign:
-    """Validate parsed TOML ``data``; see `load_tune_campaign`."""
-    from mappers import get_mapper
-    from mappers.tuning import RESERVED, TUNABLE_MAPPERS
-
+    """Validate parsed TOML ``data``; see `load_tune_campaign`. Each table (and group of top-level
+    keys) has its own function; every finding is collected before the one `CampaignError`."""
     base_dir = base_dir or Path(".")
-    probs: list[Problem] = []
-    bad = lambda key, value, msg: probs.append(Problem(key, value, msg))  # noqa: E731
-    _table(data, "", _TOP, bad)
+    findings = Findings()
+    bad = findings.bad
+    check_table(data, "", _TOP, bad)
+    name, out = _parse_name_output(data, output, bad)
+    mapper, decl, arch, objective = _parse_target(data, base_dir, bad)
+    budget, seeds, objectives, reach_gap, trials, parallel = _parse_study(data, bad)
+    fixed = data.get("fixed", {})
+    if not isinstance(fixed, dict):
+        bad("fixed", fixed, "expected a table of mapper parameters")
+        fixed = {}
+    _check_values(fixed, "fixed", decl, mapper, bad)
+    space = _parse_space(data.get("space"), decl, mapper, budget, fixed, bad)
+    sampler = _parse_sampler(data.get("sampler", {}), objectives, bad)
+    pruner = _parse_pruner(data.get("pruner", {}), objectives, bad)
+    training = _layers(data.get("training"), "training", bad)
+    heldout, hseeds, defaults = _parse_heldout(data.get("heldout", {}), seeds, decl, mapper, fixed, budget,
+                                               findings)
+    ref = _parse_reference(data.get("reference", {}), bad)
+    storage = data.get("storage")
+    if storage is not None and (not isinstance(storage, str) or "://" not in storage):
+        bad("storage", storage, "expected an RDB URL such as 'sqlite:///study.db' (default: the journal file in OUT)")
+    findings.raise_if_any(source)
+    return TuneCampaign(name=name, source=source, output=Path(out), mapper=mapper, arch=arch, objective=objective,
+                        budget=budget, seeds=tuple(seeds), objectives=tuple(objectives), reach_gap=float(reach_gap),
+                        trials=trials, parallel=parallel, fixed=dict(fixed), space=tuple(space), sampler=sampler,
+                        pruner=pruner, training=training, heldout=heldout, heldout_seeds=tuple(hseeds),
+                        defaults=dict(defaults), reference=ref, storage=storage,
+                        description=str(data.get("description", "")), raw=data)
+
+
+def _parse_name_output(data: dict, output: str | Path | None, bad: Bad) -> tuple[str, Any]:
+    """``name`` (required) and ``output`` (``--out`` wins; default ``results/<name>``)."""
     name = data.get("name")
     if not isinstance(name, str) or not name.strip():
         bad("name", name, "required: a non-empty string")
@@ -188,6 +208,12 @@ def parse_tune_campaign(data: dict, source: str = "<tune campaign>", base_dir: P
     if not isinstance(out, (str, Path)):
         bad("output", out, "expected a path string")
         out = "."
+    return name, out
+
+
+def _parse_target(data: dict, base_dir: Path, bad: Bad) -> tuple[Any, dict[str, Param], Any, Any]:
+    """What is tuned for what: ``mapper`` (an annealer; its declared parameters), ``arch`` (a preset
+    or a file, made relative to the campaign's folder) and the cost-model ``objective``."""
     mapper = data.get("mapper")
     decl = {}
     if mapper not in TUNABLE_MAPPERS:
@@ -196,13 +222,19 @@ def parse_tune_campaign(data: dict, source: str = "<tune campaign>", base_dir: P
         decl = {p.name: p for p in get_mapper(mapper).params}
     arch = data.get("arch", "eyeriss_like")
     _check_arch(arch, base_dir, bad)
-    if isinstance(arch, str) and arch not in _presets():
+    if isinstance(arch, str) and arch not in list_accelerators():
         arch = str(base_dir / arch)  # a user file, relative to the campaign's folder
     objective = data.get("objective", "energy")
     if objective not in ("energy", "latency", "edp"):
         bad("objective", objective, "expected one of ['energy', 'latency', 'edp']")
+    return mapper, decl, arch, objective
+
+
+def _parse_study(data: dict, bad: Bad) -> tuple[int, list[int], list[str], float, Any, Any]:
+    """The study's top-level settings: ``budget``, ``seeds``, ``objectives``, ``reach_gap``,
+    ``trials`` and ``parallel``."""
     budget = data.get("budget", 1000)
-    if not _int(budget, 1, 10**9):
+    if not is_int(budget, 1, 10**9):
         bad("budget", budget, "expected an integer in [1, 1e9]: SA proposals per (layer, seed)")
         budget = 1000
     seeds = _seeds(data.get("seeds", [0, 1, 2]), "seeds", bad)
@@ -212,91 +244,88 @@ def parse_tune_campaign(data: dict, source: str = "<tune campaign>", base_dir: P
         bad("objectives", objectives, f"expected ['gap'] or ['gap', 'evals_to_reach'] ({list(TRIAL_OBJECTIVES)})")
         objectives = ["gap"]
     reach_gap = data.get("reach_gap", 0.0)
-    if not _num(reach_gap) or not 0 <= reach_gap < 10:
+    if is_number(reach_gap) and not is_finite(reach_gap):
+        bad("reach_gap", reach_gap, NOT_FINITE)
+        reach_gap = 0.0
+    elif not is_number(reach_gap) or not 0 <= reach_gap < 10:
         bad("reach_gap", reach_gap, "expected a relative gap in [0, 10), e.g. 0.01 for 1 %")
         reach_gap = 0.0
     trials = data.get("trials", 40)
-    if not _int(trials, 1, 10**6):
+    if not is_int(trials, 1, 10**6):
         bad("trials", trials, "expected an integer >= 1")
     parallel = data.get("parallel", 2)
-    if not _int(parallel, 1, 4096):
+    if not is_int(parallel, 1, 4096):
         bad("parallel", parallel, "expected an integer in [1, 4096]")
+    return budget, seeds, objectives, reach_gap, trials, parallel
 
-    fixed = data.get("fixed", {})
-    if not isinstance(fixed, dict):
-        bad("fixed", fixed, "expected a table of mapper parameters")
-        fixed = {}
-    _check_values(fixed, "fixed", decl, mapper, RESERVED, bad)
-    space = _parse_space(data.get("space"), decl, mapper, RESERVED, budget, fixed, bad)
 
-    sampler = _table(data.get("sampler", {}), "sampler", _SAMPLER_KEYS, bad)
+def _parse_sampler(raw: Any, objectives: list[str], bad: Bad) -> dict[str, Any]:
+    """``[sampler]``: Optuna's sampler (``name``, ``seed``, ``n_startup_trials``)."""
+    sampler = check_table(raw, "sampler", _SAMPLER_KEYS, bad)
     sampler.setdefault("name", "tpe")
     sampler.setdefault("seed", 0)
     if sampler["name"] not in SAMPLERS:
         bad("sampler.name", sampler["name"], f"expected one of {list(SAMPLERS)}")
-    if not _int(sampler["seed"], 0):
+    if not is_int(sampler["seed"], 0):
         bad("sampler.seed", sampler["seed"], "expected an integer >= 0")
-    if "n_startup_trials" in sampler and not _int(sampler["n_startup_trials"], 0):
+    if "n_startup_trials" in sampler and not is_int(sampler["n_startup_trials"], 0):
         bad("sampler.n_startup_trials", sampler["n_startup_trials"], "expected an integer >= 0")
     if sampler["name"] == "cmaes" and len(objectives) > 1:
         bad("sampler.name", "cmaes", "CMA-ES is single-objective; use tpe or random with two objectives")
-    pruner = _table(data.get("pruner", {}), "pruner", _PRUNER_KEYS, bad)
+    return sampler
+
+
+def _parse_pruner(raw: Any, objectives: list[str], bad: Bad) -> dict[str, Any]:
+    """``[pruner]``: Optuna's pruner (``name``, ``n_startup_trials``, ``n_warmup_steps``)."""
+    pruner = check_table(raw, "pruner", _PRUNER_KEYS, bad)
     pruner.setdefault("name", "median" if len(objectives) == 1 else "none")
     if pruner["name"] not in PRUNERS:
         bad("pruner.name", pruner["name"], f"expected one of {list(PRUNERS)}")
     elif pruner["name"] != "none" and len(objectives) > 1:
         bad("pruner.name", pruner["name"], "Optuna cannot prune multi-objective trials; use 'none'")
     for k in ("n_startup_trials", "n_warmup_steps"):
-        if k in pruner and not _int(pruner[k], 0):
+        if k in pruner and not is_int(pruner[k], 0):
             bad(f"pruner.{k}", pruner[k], "expected an integer >= 0")
+    return pruner
 
-    training = _layers(data.get("training"), "training", bad)
-    heldout_raw = data.get("heldout", {})
-    heldout = _layers(heldout_raw, "heldout", bad, extra={"seeds", "defaults"})
-    hseeds = _seeds(heldout_raw.get("seeds", [1000 + i for i in range(10)]) if isinstance(heldout_raw, dict)
+
+def _parse_heldout(raw: Any, seeds: list[int], decl: dict, mapper: Any, fixed: dict, budget: int,
+                   findings: Findings) -> tuple[tuple[str, tuple[str, ...]], list[int], dict]:
+    """``[heldout]``: the held-out layers, their ``seeds`` (distinct from the training seeds) and the
+    baseline parameters ``defaults`` (which must spend the same budget); when nothing else is
+    wrong, the baseline's derived parameters are checked too."""
+    bad = findings.bad
+    heldout = _layers(raw, "heldout", bad, extra={"seeds", "defaults"})
+    hseeds = _seeds(raw.get("seeds", [1000 + i for i in range(10)]) if isinstance(raw, dict)
                     else [1000], "heldout.seeds", bad)
     if set(hseeds) & set(seeds):
         bad("heldout.seeds", list(hseeds), f"must be distinct from the training seeds {list(seeds)}")
-    defaults = heldout_raw.get("defaults") if isinstance(heldout_raw, dict) else None
+    defaults = raw.get("defaults") if isinstance(raw, dict) else None
     if defaults is None:
         defaults = {"t0": 0.05, "rho": 0.999, "iterations": budget, "chains": 1}  # SALSA sec. V-A at the budget
     if not isinstance(defaults, dict):
         bad("heldout.defaults", defaults, "expected a table of mapper parameters")
         defaults = {}
-    _check_values(defaults, "heldout.defaults", decl, mapper, RESERVED, bad)
-    if decl and not probs:
+    _check_values(defaults, "heldout.defaults", decl, mapper, bad)
+    if decl and not findings:
         try:
-            from mappers.tuning import derive_params
             derive_params(mapper, defaults, fixed, budget)
         except ValueError as e:
             bad("heldout.defaults", defaults, f"{e} (the baseline must spend the same budget)")
+    return heldout, hseeds, defaults
 
-    ref = _table(data.get("reference", {}), "reference", _REF_KEYS, bad)
+
+def _parse_reference(raw: Any, bad: Bad) -> dict[str, int]:
+    """``[reference]``: how the layers' reference optima are computed (positive integers)."""
+    ref = check_table(raw, "reference", _REF_KEYS, bad)
     ref = {"max_orderings": 2_000_000, "fallback_chains": 8, "fallback_iterations": 20_000, "shards": 2, **ref}
     for k, v in ref.items():
-        if not _int(v, 1, 10**12):
+        if not is_int(v, 1, 10**12):
             bad(f"reference.{k}", v, "expected a positive integer")
-    storage = data.get("storage")
-    if storage is not None and (not isinstance(storage, str) or "://" not in storage):
-        bad("storage", storage, "expected an RDB URL such as 'sqlite:///study.db' (default: the journal file in OUT)")
-
-    if probs:
-        raise CampaignError(source, probs)
-    return TuneCampaign(name=name, source=source, output=Path(out), mapper=mapper, arch=arch, objective=objective,
-                        budget=budget, seeds=tuple(seeds), objectives=tuple(objectives), reach_gap=float(reach_gap),
-                        trials=trials, parallel=parallel, fixed=dict(fixed), space=tuple(space), sampler=sampler,
-                        pruner=pruner, training=training, heldout=heldout, heldout_seeds=tuple(hseeds),
-                        defaults=dict(defaults), reference=ref, storage=storage,
-                        description=str(data.get("description", "")), raw=data)
+    return ref
 
 
-def _presets() -> list[str]:
-    from costmodel.loopnest.arch import list_accelerators
-    return list_accelerators()
-
-
-def _check_arch(arch, base_dir: Path, bad) -> None:
-    from costmodel.loopnest.arch import list_accelerators, load_accelerator
+def _check_arch(arch, base_dir: Path, bad: Bad) -> None:
     if not isinstance(arch, str):
         bad("arch", arch, "expected an accelerator preset name or a TOML file path")
         return
@@ -307,26 +336,18 @@ def _check_arch(arch, base_dir: Path, bad) -> None:
         bad("arch", arch, f"{e}; presets: {list_accelerators()}")
 
 
-def _seeds(v, key, bad) -> list[int]:
-    if not isinstance(v, list) or not v or not all(_int(s, 0) for s in v) or len(set(v)) != len(v):
+def _seeds(v, key: str, bad: Bad) -> list[int]:
+    if not isinstance(v, list) or not v or not all(is_int(s, 0) for s in v) or len(set(v)) != len(v):
         bad(key, v, "expected a non-empty list of distinct integers >= 0")
         return [0]
     return list(v)
 
 
-def _table(v, key, known, bad) -> dict:
-    if not isinstance(v, dict):
-        bad(key, v, "expected a table")
-        return {}
-    for k in v:
-        if k not in known:
-            bad(f"{key}.{k}" if key else k, v[k], f"unknown key; known: {sorted(known)}")
-    return {k: x for k, x in v.items() if k in known}
-
-
-def _check_values(values: dict, key: str, decl: dict, mapper, reserved, bad) -> None:
+def _check_values(values: dict, key: str, decl: dict, mapper, bad: Bad) -> None:
+    """Mapper parameters given at ``key`` (``fixed``, ``heldout.defaults``), each checked by its
+    declared `mappers.base.Param` (which refuses NaN and infinities too)."""
     for k, v in values.items():
-        if k in reserved:
+        if k in RESERVED:
             bad(f"{key}.{k}", v, "set by the tuner (seeds from the seed lists, SA engine), not by the campaign")
         elif decl and k not in decl:
             bad(f"{key}.{k}", v, f"unknown parameter of {mapper}; known: {sorted(decl)}")
@@ -336,14 +357,15 @@ def _check_values(values: dict, key: str, decl: dict, mapper, reserved, bad) -> 
                 bad(f"{key}.{k}", v, msg)
 
 
-def _parse_space(raw, decl, mapper, reserved, budget, fixed, bad) -> list[SpaceParam]:
+def _parse_space(raw, decl, mapper, budget, fixed, bad: Bad) -> list[SpaceParam]:
+    """``[space]``: the tuned parameters (see the module docstring)."""
     if not isinstance(raw, dict) or not raw:
         bad("space", raw, "required: a table of parameters to tune, e.g. t0 = { low = 0.001, high = 1, log = true }")
         return []
     out = []
     for k, spec in raw.items():
         key = f"space.{k}"
-        if k in reserved:
+        if k in RESERVED:
             bad(key, spec, "set by the tuner, cannot be tuned")
             continue
         if decl and k not in decl:
@@ -355,50 +377,49 @@ def _parse_space(raw, decl, mapper, reserved, budget, fixed, bad) -> list[SpaceP
         if not isinstance(spec, dict):
             bad(key, spec, "expected {low = .., high = ..[, log = true]} or {choices = [..]}")
             continue
-        p = decl.get(k)
-        sp = _space_param(k, spec, p, key, bad)
-        if sp is None:
-            continue
-        if k in ("chains", "iterations"):
-            vals = sp.values()
-            if vals is None or len(vals) > _MAX_ENUM:
-                bad(key, spec, "chains / iterations must be ints with few values (they must divide the budget)")
-                continue
-            nd = [x for x in vals if not isinstance(x, int) or x <= 0 or budget % x]
-            if nd:
-                bad(key, spec, f"values {nd[:5]} do not divide budget = {budget}; every trial must spend exactly "
-                    "the budget (chains x iterations)")
-                continue
-        out.append(sp)
+        sp = _space_param(k, spec, decl.get(k), key, bad)
+        if sp is not None and (k not in ("chains", "iterations") or _divides_budget(sp, spec, key, budget, bad)):
+            out.append(sp)
     names = {s.name for s in out}
     if {"chains", "iterations"} <= names:
         bad("space.iterations", raw.get("iterations"), "tune chains or iterations, not both (the other = budget // it)")
     return out
 
 
-def _space_param(k, spec, p, key, bad) -> SpaceParam | None:
+def _divides_budget(sp: SpaceParam, spec: dict, key: str, budget: int, bad: Bad) -> bool:
+    """A tuned ``chains`` or ``iterations`` divides ``budget`` for every value it can take."""
+    vals = sp.values()
+    if vals is None or len(vals) > _MAX_ENUM:
+        bad(key, spec, "chains / iterations must be ints with few values (they must divide the budget)")
+        return False
+    nd = [x for x in vals if not isinstance(x, int) or x <= 0 or budget % x]
+    if nd:
+        bad(key, spec, f"values {nd[:5]} do not divide budget = {budget}; every trial must spend exactly "
+            "the budget (chains x iterations)")
+        return False
+    return True
+
+
+def _space_param(k: str, spec: dict, p: Param | None, key: str, bad: Bad) -> SpaceParam | None:
+    """One ``[space]`` entry: ``{choices = [..]}`` or a ``{low, high[, log][, step]}`` range of
+    the declared parameter ``p`` (None: the mapper is unknown); None (and a finding) if unusable."""
     extra = set(spec) - {"low", "high", "log", "step", "choices"}
     if extra:
         bad(f"{key}.{sorted(extra)[0]}", spec[sorted(extra)[0]], "unknown key; known: low, high, log, step, choices")
         return None
     if "choices" in spec:
-        ch = spec["choices"]
-        if set(spec) != {"choices"} or not isinstance(ch, list) or not ch:
-            bad(key, spec, "choices: a non-empty list, without low/high")
-            return None
-        for c in ch:
-            msg = p.check(c) if p is not None else None
-            if msg:
-                bad(f"{key}.choices", c, msg)
-                return None
-        return SpaceParam(k, "categorical", choices=tuple(ch))
+        return _space_choices(k, spec, p, key, bad)
     if p is not None and p.type not in ("int", "float"):
         bad(key, spec, f"{k} is a {p.type}: give {{choices = [..]}}")
         return None
     lo, hi = spec.get("low"), spec.get("high")
-    if not _num(lo) or not _num(hi):
+    if not is_number(lo) or not is_number(hi):
         bad(key, spec, "low and high: numbers")
         return None
+    for end, v in (("low", lo), ("high", hi)):  # NaN / inf: refused by the parameter's own check
+        if not math.isfinite(v):
+            bad(f"{key}.{end}", v, (p.check(v) if p is not None else None) or NOT_FINITE)
+            return None
     if lo > hi:
         bad(f"{key}.low", lo, f"low > high ({hi})")
         return None
@@ -414,7 +435,7 @@ def _space_param(k, spec, p, key, bad) -> SpaceParam | None:
                 return None
     kind = p.type if p is not None else ("int" if isinstance(lo, int) and isinstance(hi, int) else "float")
     step = spec.get("step")
-    if step is not None and (kind != "int" or not _int(step, 1) or log):
+    if step is not None and (kind != "int" or not is_int(step, 1) or log):
         bad(f"{key}.step", step, "step: a positive integer, for int parameters without log")
         return None
     if kind == "int" and (not isinstance(lo, int) or not isinstance(hi, int)):
@@ -424,8 +445,22 @@ def _space_param(k, spec, p, key, bad) -> SpaceParam | None:
                       log, step)
 
 
-def _layers(v, key, bad, extra=frozenset()) -> tuple[str, tuple[str, ...]]:
-    from costmodel.zoo import list_networks, load_network
+def _space_choices(k: str, spec: dict, p: Param | None, key: str, bad: Bad) -> SpaceParam | None:
+    """``{choices = [..]}``: a non-empty list of values, each allowed by ``p``."""
+    ch = spec["choices"]
+    if set(spec) != {"choices"} or not isinstance(ch, list) or not ch:
+        bad(key, spec, "choices: a non-empty list, without low/high")
+        return None
+    for c in ch:
+        msg = p.check(c) if p is not None else None
+        if msg:
+            bad(f"{key}.choices", c, msg)
+            return None
+    return SpaceParam(k, "categorical", choices=tuple(ch))
+
+
+def _layers(v, key: str, bad: Bad, extra=frozenset()) -> tuple[str, tuple[str, ...]]:
+    """``[training]`` / ``[heldout]``: a zoo ``network`` and unique-layer names of it."""
     if not isinstance(v, dict):
         bad(key, v, "required: a table {network = \"resnet34\", layers = [..]}")
         return ("", ())

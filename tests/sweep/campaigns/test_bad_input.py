@@ -95,6 +95,12 @@ CASES = [
      [RUN, VALIDATE], ["{tmp}/c.toml", "architectures.spatial.D2 = [['FY', 3], ['K', 4], ['C', 4]]: fan-out 48 "
                        "exceeds D2 = 12 of accelerator 'eyeriss_like': no mapping fits"]),
     ("missing-campaign", {}, [RUN, VALIDATE], ["{tmp}/c.toml", "cannot read"]),
+    ("unknown-report-key", _loops('iterations = 50 }', 'iterations = 50 }\n[report]\nbaseline = "salsa"\nnetowrk = 1'),
+     [RUN, VALIDATE], ["{tmp}/c.toml", "report.netowrk = 1: unknown key for kind 'loopnest'"]),
+    ("report-baseline-not-a-mapper", _loops('iterations = 50 }', 'iterations = 50 }\n[report]\nbaseline = "random"'),
+     [RUN, VALIDATE], ["{tmp}/c.toml", "report.baseline = 'random': expected the name of one of the campaign's mappers"]),
+    ("nan-mapper-param", _loops("iterations = 50", "iterations = 50, t0 = nan"), [RUN, VALIDATE],
+     ["{tmp}/c.toml", "mappers[0].params.t0 = nan: expected a finite float"]),
     # --- sweep map / eval -------------------------------------------------------------------
     ("map-unknown-arch", {}, [_sub(" ".join(MAP), "eyeriss_like", "eyeriss_lik").split()],
      ["eyeriss_lik", "unknown accelerator"]),
@@ -116,6 +122,8 @@ CASES = [
      ["{tmp}/t.toml", "mapper = 'sals'"]),
     ("tune-zero-budget", {"t.toml": _sub(TUNE, "budget = 1000", "budget = 0")}, [TUNE_CMD],
      ["{tmp}/t.toml", "budget = 0"]),
+    ("tune-inf-space", {"t.toml": _sub(TUNE, "high = 1.0, log = true", "high = inf, log = true")}, [TUNE_CMD],
+     ["{tmp}/t.toml", "space.t0.high = inf: expected a finite float"]),
     ("tune-unknown-layer", {"t.toml": _sub(TUNE, '"layer3.0.conv1"', '"layer9.conv1"')}, [TUNE_CMD],
      ["{tmp}/t.toml", "layer9.conv1"]),
     # --- result directories: report and --resume --------------------------------------------

@@ -155,3 +155,46 @@ def test_validate_knows_tuning_campaigns_and_run_refuses_them(tmp_path):
     assert r.exit_code == 0 and "valid tuning campaign" in text and "budget 1000" in text
     r = CliRunner().invoke(app, ["run", str(camp), "--out", str(tmp_path / "o")])
     assert r.exit_code == 2 and "sweep tune" in " ".join(r.output.split()) and not (tmp_path / "o").exists()
+
+
+# -- NaN / infinities (and a [report] table) in tuning campaigns, through the CLI -------------------------
+# A case: (id, text replaced in the tiny tuning campaign, replacement, key, regex of the message). The
+# finding must read "- <key> = <value>: <message>"; `sweep validate` and `sweep tune` exit 2 and
+# write nothing.
+FINITE_FLOAT = r"expected a finite float \(NaN and infinities are refused\)"
+TUNE_NONFINITE = [
+    ("space-low-nan", "t0 = { low = 0.005,", "t0 = { low = nan,", "space.t0.low", "nan: " + FINITE_FLOAT),
+    ("space-high-inf", "high = 0.5, log = true", "high = inf, log = true", "space.t0.high", "inf: " + FINITE_FLOAT),
+    ("space-low-neg-inf-log", "t0 = { low = 0.005,", "t0 = { low = -inf,", "space.t0.low", FINITE_FLOAT),
+    ("space-both-nan", "rho = { low = 0.98, high = 0.9999 }", "rho = { low = nan, high = nan }", "space.rho.low",
+     FINITE_FLOAT),
+    ("space-int-nan", "chains = { choices = [1, 2, 4] }", "chains = { low = 1, high = nan }", "space.chains.high",
+     r"expected a int"),
+    ("space-float-choice-inf", "rho = { low = 0.98, high = 0.9999 }", "rho = { choices = [0.99, inf] }",
+     "space.rho.choices", "inf: " + FINITE_FLOAT),
+    ("fixed-nan", "parallel = 2", "parallel = 2\nfixed = { normalise = 'log', t0 = nan }", "fixed.t0", FINITE_FLOAT),
+    ("defaults-inf", "defaults = { t0 = 0.05,", "defaults = { t0 = inf,", "heldout.defaults.t0",
+     "inf: " + FINITE_FLOAT),
+    ("reach-gap-nan", "parallel = 2", "parallel = 2\nreach_gap = nan", "reach_gap",
+     r"expected a finite number \(NaN and infinities are refused\)"),
+    ("reach-gap-inf", "parallel = 2", "parallel = 2\nreach_gap = inf", "reach_gap", r"finite number"),
+    ("budget-inf", "budget = 200", "budget = inf", "budget", r"expected an integer"),
+    ("reference-nan", "max_orderings = 200000", "max_orderings = nan", "reference.max_orderings",
+     r"positive integer"),
+    ("report-table", "parallel = 2", "parallel = 2\n[report]\nbaseline = 'salsa'", "report", r"unknown key"),
+]
+
+
+@pytest.mark.parametrize("old, new, key, match", [c[1:] for c in TUNE_NONFINITE], ids=[c[0] for c in TUNE_NONFINITE])
+def test_tune_non_finite_exit_2_named_nothing_written(tmp_path, old, new, key, match):
+    p = write_tune(tmp_path)
+    text = p.read_text()
+    assert old in text, old
+    p.write_text(text.replace(old, new, 1))
+    before = sorted(str(x) for x in tmp_path.rglob("*"))
+    for cmd in (["validate", str(p)], ["tune", str(p), "--out", str(tmp_path / "tout"), "--executor", "local"]):
+        res = CliRunner().invoke(app, cmd)
+        assert res.exit_code == 2, (cmd, res.output, res.exception)
+        lines = [ln.strip() for ln in res.output.splitlines()]
+        assert any(ln.startswith(f"- {key} = ") and re.search(match, ln) for ln in lines), (cmd, key, res.output)
+        assert sorted(str(x) for x in tmp_path.rglob("*")) == before

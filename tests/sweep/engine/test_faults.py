@@ -55,13 +55,13 @@ def _proc_cmdline(pid: str) -> str:
 
 
 def _busy_workers(raylet_marker: str) -> list[int]:
-    """pids of Ray workers running a sweep task (process title ``ray::_timed_execute``) whose
+    """pids of Ray workers running a sweep task (process title ``ray::_timed``, the executor's remote function) whose
     raylet's command line contains ``raylet_marker`` (so only this test's Ray is touched)."""
     raylets = {p for p in os.listdir("/proc") if p.isdigit()
                and "raylet" in _proc_cmdline(p) and raylet_marker in _proc_cmdline(p)}
     out = []
     for p in os.listdir("/proc"):
-        if not p.isdigit() or not _proc_cmdline(p).startswith("ray::_timed_execute"):
+        if not p.isdigit() or not _proc_cmdline(p).startswith("ray::_timed"):
             continue
         try:
             ppid = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()[1]

@@ -1,0 +1,71 @@
+"""The ``[report]`` table of a campaign: options of `sweep report`, checked like every other table.
+
+The run stores the table in the result directory's manifest and `sweep report` reads it from there
+(`sweep.reports.systolic`, `sweep.reports.loopnest`, `sweep.reports.npu`; this package may not
+import them). The keys they read depend on the architecture kind:
+
+* systolic: ``fs_point`` (the hardware point of the fixed-scheduling penalty table, a partial
+  ``{J, K, fsram_kib, isram_kib, psram_kib}`` over DeepOpt's Table 3 point) and
+  ``worst_case_window`` (the area window under the budget, a fraction in [0, 1], default 0.10);
+* loopnest: ``baseline`` (the mapper the others are compared with, default ``random``) and
+  ``network`` (the network of the per-layer plots, default the first);
+* npu: ``baseline`` (default ``static``), ``mapper`` (the mapper compared with it, default
+  ``flexer``) and ``network``.
+
+None of it is part of the configuration hash: the report table changes no result row.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from costmodel.systolic.points import HW_COLUMNS
+from sweep.campaigns.common import NOT_FINITE, Bad, is_finite, is_int, is_number
+
+__all__ = ["REPORT_KEYS", "parse_report"]
+
+#: The keys of ``[report]`` that `sweep report` reads, per architecture kind.
+REPORT_KEYS = {"systolic": ("fs_point", "worst_case_window"),
+               "loopnest": ("baseline", "network"),
+               "npu": ("baseline", "mapper", "network")}
+
+
+def parse_report(value: Any, kind: str, networks: list[str], mappers: list[str], bad: Bad) -> dict[str, Any]:
+    """Check the ``[report]`` table of a campaign of architecture ``kind`` whose networks and
+    mappers have the names ``networks`` and ``mappers`` (empty: not known, not checked); returns
+    the table (unchanged) or {} if it is not a table. Findings go to ``bad``."""
+    if not isinstance(value, dict):
+        bad("report", value, "expected a table")
+        return {}
+    known = REPORT_KEYS.get(kind) or sorted({k for keys in REPORT_KEYS.values() for k in keys})
+    for k, v in value.items():
+        key = f"report.{k}"
+        if k not in known:
+            bad(key, v, f"unknown key for kind {kind!r}; known: {sorted(known)}")
+        elif k == "fs_point":
+            _check_fs_point(v, key, bad)
+        elif k == "worst_case_window":
+            if is_number(v) and not is_finite(v):
+                bad(key, v, NOT_FINITE)
+            elif not is_number(v) or not 0 <= v <= 1:
+                bad(key, v, "expected a fraction of the area budget in [0, 1], e.g. 0.1")
+        elif k in ("baseline", "mapper"):
+            if not isinstance(v, str) or (mappers and v not in mappers):
+                bad(key, v, f"expected the name of one of the campaign's mappers {mappers}")
+        elif k == "network":
+            if not isinstance(v, str) or (networks and v not in networks):
+                bad(key, v, f"expected the name of one of the campaign's networks {networks}")
+    return value
+
+
+def _check_fs_point(value: Any, key: str, bad: Bad) -> None:
+    """``fs_point``: some of J, K, fsram_kib, isram_kib, psram_kib as positive integers (the rest
+    are DeepOpt Table 3's)."""
+    if not isinstance(value, dict):
+        bad(key, value, f"expected a table with some of {list(HW_COLUMNS)} (the others: DeepOpt's Table 3 point)")
+        return
+    for k, v in value.items():
+        if k not in HW_COLUMNS:
+            bad(f"{key}.{k}", v, f"unknown key; known: {list(HW_COLUMNS)}")
+        elif not is_int(v, 1):
+            bad(f"{key}.{k}", v, "expected a positive integer")
