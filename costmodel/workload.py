@@ -22,7 +22,6 @@ actually read. Padding PY/PX is recorded for reference; the cost models use IY/I
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field, replace
 
 __all__ = ["Layer", "Network", "LOOP_DIMS"]

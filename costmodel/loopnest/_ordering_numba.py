@@ -6,7 +6,7 @@ specific to one evaluator is passed in as small integer / float tables built by
 ``OrderingEvaluator._numba_tables`` (layouts below). The arithmetic is that of the NumPy path of
 `OrderingEvaluator.evaluate` operation for operation (exact int64 counts, float64 energy summed in
 the same order, the same tie-breaking of LOMA's prefix choice), so both paths give identical
-results; ``tests/test_batch.py`` checks it.
+results; ``tests/costmodel/loopnest/test_ordering.py`` checks it.
 
 One entry point, `evaluate_batch` (single orderings go through it as a (1, L) view), so one
 compilation: ``cache=True`` caches the machine code in ``costmodel/__pycache__`` (or numba's user

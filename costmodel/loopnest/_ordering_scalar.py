@@ -1,7 +1,18 @@
 """The pure-Python single-ordering path of `costmodel.loopnest.ordering.OrderingEvaluator` (backend "numpy").
 
 Kept apart from `costmodel.loopnest.ordering` so that each module stays one job; `OrderingEvaluator`
-prepares the per-type tables (``ev._scalar`` etc.) this function reads.
+prepares the per-type tables (``ev._scalar`` etc.) these functions read. The steps, in Python
+integers (all counts exact) and floats (energy and latency, summed in the reference's order):
+
+1. `evaluate_one_py`: prefix products of the loop factors along the ordering (the tile of every
+   prefix end e = 0..L) and the tile function;
+2. `_allocate`: LOMA's bottom-up allocation, memories innermost first (`_best_single`,
+   `_best_pair`, `_best_product` pick the prefix(es) of one memory);
+3. `_traffic`: reads / writes / fill writes per memory and the access energy (pJ);
+4. `_latency`: compute cycles + the worst memory stall (cycles).
+
+The functions are split by step but not further: this is the SA chains' hot path (~0.1-0.2 ms per
+call), so the inner loops stay inline (a per-operand split of `_traffic` cost ~2% per call).
 """
 
 from __future__ import annotations
@@ -13,15 +24,30 @@ import numpy as np
 
 __all__ = ["evaluate_one_py"]
 
+_INF = math.inf
+
+
 def evaluate_one_py(ev, ordering) -> tuple[float, float, float, bool]:
     """`OrderingEvaluator.evaluate_one` in pure Python (the backend "numpy"): the same arithmetic
-    as the batch path, one ordering at a time, in Python integers and floats."""
+    as the batch path, one ordering at a time, in Python integers and floats.
+
+    Args:
+        ev: the `OrderingEvaluator` (its ``_scalar`` tables, ``bits``, ``layer``, ``even``,
+            ``mac_energy``).
+        ordering: sequence of ``ev.n_loops`` type ids, innermost loop first.
+
+    Returns:
+        (energy_pj, latency_cycles, edp, valid); (inf, inf, inf, False) if LOMA finds no
+        allocation that fits.
+    """
     o = ordering.tolist() if isinstance(ordering, np.ndarray) else list(ordering)
     if len(o) != ev.n_loops:
         raise ValueError(f"ordering must have {ev.n_loops} loops, got {len(o)}")
     sc = ev._scalar
     f, fW, fO, fOirr, fI = sc["f"], sc["W"], sc["O"], sc["Oirr"], sc["Ibcg"]
     fOY, fFY, fOX, fFX = sc["OY"], sc["FY"], sc["OX"], sc["FX"]
+    # prefix products, index e = product over loops[:e]: all factors (cp), the W-/O-relevant,
+    # O-irrelevant and I's B*C*G factors, and the per-dim OY, FY, OX, FX factors (sliding window)
     cp, cW, cO, cOi, cI, cOY, cFY, cOX, cFX = [1], [1], [1], [1], [1], [1], [1], [1], [1]
     a = b_ = c = d = e_ = g_ = h = i_ = k_ = 1
     for t in o:
@@ -40,9 +66,11 @@ def evaluate_one_py(ev, ordering) -> tuple[float, float, float, bool]:
     bits = ev.bits
     pb, fb = bits["O"], bits["O_final"]
     SY, SX, DY, DX = ev.layer.SY, ev.layer.SX, ev.layer.DY, ev.layer.DX
+    lv = sc["lv"]
 
     def tile(op, li, e):
-        k = sc["lv"][op][li]
+        """(elements, bits) of op's tile at its level li when the level holds loops[:e]."""
+        k = lv[op][li]
         if op == "W":
             te = cW[e] * k[0]
             return te, te * bits["W"]
@@ -53,14 +81,36 @@ def evaluate_one_py(ev, ordering) -> tuple[float, float, float, bool]:
               * (SX * (cOX[e] * k[3] - 1) + DX * (cFX[e] * k[4] - 1) + 1))
         return te, te * bits["I"]
 
-    inf = math.inf
+    bnd = _allocate(sc["mems"], ev.even, tile, cp, total, L)
+    if bnd is None:
+        return _INF, _INF, _INF, False
+    acc, R, Wr, FW, TB = _traffic(sc, bits, tile, o, bnd, cp, cO, total, L)
+    energy = ev.mac_energy + acc
+    latency = _latency(sc["mem_inst"], R, Wr, FW, TB, total)
+    return energy, latency, energy * latency, True
+
+
+def _allocate(mems, even, tile, cp, total, L):
+    """LOMA's bottom-up allocation of one ordering (`costmodel.loopnest.allocation`).
+
+    Args:
+        mems: ``ev._scalar["mems"]``: (memory, its operands, {op: memory is op's top level}),
+            innermost memory first.
+        even: even mappings only (all free operands of a memory end at the same loop).
+        tile: ``tile(op, li, e) -> (elements, bits)``.
+        cp: prefix products of all loop factors (L+1 ints); total = cp[L] (compute cycles).
+
+    Returns:
+        {op: [boundary e per level, innermost first]}, or None if some memory cannot hold its
+        tiles (the ordering is invalid).
+    """
     start = {"W": 0, "I": 0, "O": 0}
     level_of = {"W": 0, "I": 0, "O": 0}
     bnd = {"W": [], "I": [], "O": []}
-    for mem, ops, tops in sc["mems"]:
+    for mem, ops, tops in mems:
         size = mem.size_bits
-        fixed = 0
-        free = []
+        fixed = 0          # bits of the top-level operands (they take every remaining loop)
+        free = []          # (op, [(e, tile bits, LOMA cost) for each candidate prefix end e])
         choice = {}
         for op in ops:
             li = level_of[op]
@@ -68,7 +118,7 @@ def evaluate_one_py(ev, ordering) -> tuple[float, float, float, bool]:
                 if size is not None:
                     for e in range(start[op], L + 1):
                         if tile(op, li, e)[1] > size:
-                            return inf, inf, inf, False
+                            return None
                 fixed += tile(op, li, L)[1]
                 choice[op] = L
                 continue
@@ -81,61 +131,90 @@ def evaluate_one_py(ev, ordering) -> tuple[float, float, float, bool]:
             free.append((op, cands))
         if not free:
             if size is not None and fixed > size:
-                return inf, inf, inf, False
+                return None
         elif len(free) == 1:
-            op, cands = free[0]
-            best = None
-            for e, tb, cost in cands:
-                if size is not None and tb + fixed > size:
-                    continue
-                if best is None or cost <= best[1]:
-                    best = (e, cost)
-            if best is None:
-                return inf, inf, inf, False
-            choice[op] = best[0]
-        elif len(free) == 2:
-            (op1, cs1), (op2, cs2) = free
-            cap = math.inf if size is None else size - fixed
-            best = None
-            bc = 0
-            even = ev.even
-            for e1, tb1, c1 in cs1:
-                left = cap - tb1
-                for e2, tb2, c2 in cs2:
-                    if tb2 > left or (even and e1 != e2):
-                        continue
-                    cost = c1 + c2
-                    if best is None or cost <= bc:
-                        best, bc = (e1, e2), cost
-            if best is None:
-                return inf, inf, inf, False
-            choice[op1], choice[op2] = best
+            e = _best_single(free[0][1], size, fixed)
+            if e is None:
+                return None
+            choice[free[0][0]] = e
         else:
-            best = None
-            for combo in itertools.product(*[cs for _, cs in free]):
-                if size is not None and sum(x[1] for x in combo) + fixed > size:
-                    continue
-                if ev.even and len({x[0] for x in combo}) > 1:
-                    continue
-                cost = sum(x[2] for x in combo)
-                if best is None or cost <= best[1]:
-                    best = (combo, cost)
+            best = (_best_pair(free, size, fixed, even) if len(free) == 2
+                    else _best_product(free, size, fixed, even))
             if best is None:
-                return inf, inf, inf, False
-            for (op, _), x in zip(free, best[0]):
-                choice[op] = x[0]
-        if ev.even and free and len(free) < len(ops):
-            if any(choice[op] != L for op, _ in free):
-                return inf, inf, inf, False
+                return None
+            for (op, _), e in zip(free, best):
+                choice[op] = e
+        if even and free and len(free) < len(ops) and any(choice[op] != L for op, _ in free):
+            return None
         for op in ops:
             bnd[op].append(choice[op])
             start[op] = choice[op]
             level_of[op] += 1
+    return bnd
 
-    nm = len(ev.arch.memories)
+
+def _best_single(cands, size, fixed):
+    """The prefix end of the least LOMA cost (ties -> the longest) whose tile fits beside the
+    ``fixed`` bits of the top-level operands; None if none fits."""
+    best = None
+    for e, tb, cost in cands:
+        if size is not None and tb + fixed > size:
+            continue
+        if best is None or cost <= best[1]:
+            best = (e, cost)
+    return None if best is None else best[0]
+
+
+def _best_pair(free, size, fixed, even):
+    """(e1, e2): the jointly fitting prefix ends of a memory's two free operands of the least
+    summed LOMA cost (first operand slowest, ties -> the last pair); None if no pair fits."""
+    (_, cs1), (_, cs2) = free
+    cap = math.inf if size is None else size - fixed
+    best = None
+    bc = 0
+    for e1, tb1, c1 in cs1:
+        left = cap - tb1
+        for e2, tb2, c2 in cs2:
+            if tb2 > left or (even and e1 != e2):
+                continue
+            cost = c1 + c2
+            if best is None or cost <= bc:
+                best, bc = (e1, e2), cost
+    return best
+
+
+def _best_product(free, size, fixed, even):
+    """`_best_pair` for three or more free operands (itertools.product of their candidates)."""
+    best = None
+    for combo in itertools.product(*[cs for _, cs in free]):
+        if size is not None and sum(x[1] for x in combo) + fixed > size:
+            continue
+        if even and len({x[0] for x in combo}) > 1:
+            continue
+        cost = sum(x[2] for x in combo)
+        if best is None or cost <= best[1]:
+            best = (combo, cost)
+    return None if best is None else [x[0] for x in best[0]]
+
+
+def _traffic(sc, bits, tile, o, bnd, cp, cO, total, L):
+    """Word accesses of the allocated mapping and their energy.
+
+    For each operand and boundary (MAC -> level 0, level l -> l+1): F = total / cp[next relevant
+    loop at or above the boundary] tile loads (fills / O visits); W, I: reads above, writes below;
+    O: D first visits, F - D partial-sum read-backs, final / partial write-ups.
+
+    Returns:
+        (acc, R, Wr, FW, TB): access energy in pJ (float, summed operand by operand, level by
+        level), and per memory (lists indexed like ``arch.memories``) reads, writes, fill writes
+        (W/I loads and O read-backs written into the memory), all in words, and tile bits held.
+    """
+    nm = len(sc["mem_inst"])
     R, Wr, FW, TB = [0] * nm, [0] * nm, [0] * nm, [0] * nm
+    pb, fb = bits["O"], bits["O_final"]
     acc = 0.0
     rel_t = sc["rel"]
+    bd_t = sc["bd"]
     for op in ("W", "I", "O"):
         info = sc["info"][op]
         rel = rel_t[op]
@@ -148,7 +227,7 @@ def evaluate_one_py(ev, ordering) -> tuple[float, float, float, bool]:
             te_at.append(te)
             TB[info[li][1]] += tb
         for lo in range(-1, nl - 1):
-            g, n_up, n_lo, fin_ok = sc["bd"][(op, lo)]
+            g, n_up, n_lo, fin_ok = bd_t[(op, lo)]
             w_up = info[lo + 1][2]
             bl = 0 if lo < 0 else bnd[op][lo]
             j = bl
@@ -183,10 +262,17 @@ def evaluate_one_py(ev, ordering) -> tuple[float, float, float, bool]:
             acc = acc + (reads[li] * m.read_pj + writes[li] * m.write_pj)
             R[mi] += reads[li]
             Wr[mi] += writes[li]
-    energy = ev.mac_energy + acc
-    compute = total
+    return acc, R, Wr, FW, TB
+
+
+def _latency(mem_inst, R, Wr, FW, TB, compute):
+    """Latency in cycles: ``compute`` (the product of all temporal loop factors) + the largest
+    memory stall. Per memory instance: t = read / write time (words x word_bits / bandwidth in
+    bits per cycle; summed with a shared port, else the max); double-buffered (unbounded or 2 x
+    tile bits fit) memories stall max(0, t - compute), others t_fill + max(0, t - t_fill - compute).
+    """
     stall = 0.0
-    for mi, (m, ni) in enumerate(sc["mem_inst"]):
+    for mi, (m, ni) in enumerate(mem_inst):
         t_r = R[mi] * m.word_bits / m.read_bw / ni
         t_w = Wr[mi] * m.word_bits / m.write_bw / ni
         t = t_r + t_w if m.shared_port else max(t_r, t_w)
@@ -196,5 +282,4 @@ def evaluate_one_py(ev, ordering) -> tuple[float, float, float, bool]:
             t_f = FW[mi] * m.word_bits / m.write_bw / ni
             s = t_f + max(0.0, t - t_f - compute)
         stall = s if mi == 0 else max(stall, s)
-    latency = compute + stall
-    return energy, latency, energy * latency, True
+    return compute + stall

@@ -35,7 +35,7 @@ import numbers
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping as _Mapping, Sequence
+from typing import Any, Iterable, Mapping as _Mapping
 
 __all__ = ["SpatialMapping", "TemporalMapping", "Mapping", "MappingError", "prime_factors",
            "format_loop_nest", "OPERANDS", "RELEVANT", "SPATIAL_DIMS"]

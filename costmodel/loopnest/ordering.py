@@ -16,14 +16,14 @@ vectorised with NumPy over the n orderings:
   `loopnest.evaluate(layer, arch, allocate(layer, arch, spatial, loops))` bit for bit (tests
   check 1e-12 relative).
 
-Two backends give identical results (``tests/test_batch.py`` checks it on random orderings of
+Two backends give identical results (``tests/costmodel/loopnest/test_ordering.py`` checks it on random orderings of
 several layers and presets): "numba" (default when numba is installed; ``DSE_SWEEP_NO_NUMBA=1``
 or ``backend="numpy"`` turns it off), a compiled kernel (`costmodel.loopnest._ordering_numba`) looping over
 the orderings with the same integer arithmetic and the same float summation order, fed with small
-per-evaluator tables; "numpy", the vectorised code below for batches and a pure Python
-`evaluate_one`. The first numba call in a fresh environment compiles the kernel (~8-10 s, one
-entry point, ``cache=True``); later processes load it from the cache (import of numba + load
-~0.7 s).
+per-evaluator tables; "numpy", vectorised NumPy for batches (`costmodel.loopnest._ordering_batch`)
+and a pure Python `evaluate_one` (`costmodel.loopnest._ordering_scalar`). The first numba call in
+a fresh environment compiles the kernel (~8-10 s, one entry point, ``cache=True``); later
+processes load it from the cache (import of numba + load ~0.7 s).
 
 Speed (one core, ``scripts/bench_costmodel.py`` on the development machine, eyeriss_like, 17-18
 LPFs: ResNet-34 3x3 K=C=256 OY=OX=14, and three other layers):
@@ -44,6 +44,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ._ordering_batch import evaluate_numpy
 from ._ordering_scalar import evaluate_one_py
 from .allocation import allocate
 from .reference import _Nest, operand_bits
@@ -166,10 +167,9 @@ class OrderingEvaluator:
     # ------------------------------------------------------------------ set-up
     def _prepare(self) -> None:
         layer, arch = self.layer, self.arch
-        L = self.n_loops
         nest = _Nest(layer, arch, self._fit, ())
         self._nest = nest
-        self.bits = bits = operand_bits(layer, arch)
+        self.bits = operand_bits(layer, arch)
         f = np.array([t[1] for t in self.types], dtype=np.int64)
         dims = [t[0] for t in self.types]
         self._f = f
@@ -345,7 +345,6 @@ class OrderingEvaluator:
         n, L = O_.shape
         if L != self.n_loops:
             raise ValueError(f"orderings must have shape (n, {self.n_loops}), got {O_.shape}")
-        layer, arch, bits = self.layer, self.arch, self.bits
         if n == 0:
             e = np.empty(0)
             return BatchCost(e, e.copy(), e.copy(), np.empty(0, dtype=bool))
@@ -359,220 +358,4 @@ class OrderingEvaluator:
             res = [self.evaluate_one(row) for row in O_]
             en, la, ed, va = (np.array(x) for x in zip(*res))
             return BatchCost(en.astype(float), la.astype(float), ed.astype(float), va.astype(bool))
-        cp = np.empty((n, L + 1), dtype=np.int64)
-        cp[:, 0] = 1
-        np.cumprod(self._f[O_], axis=1, out=cp[:, 1:])
-        total = self._total
-        rem = total // cp                                  # (n, L+1): product of loops[e:]
-        cW = self._cum("W", O_)
-        cO = self._cum("O", O_)
-        cOirr = self._cum("Oirr", O_)
-        o_partial = cOirr < cOirr[:, L:L + 1]             # an O-irrelevant loop left above e
-        cI = self._cum("Ibcg", O_)
-        cOY, cFY = self._cum("OY", O_), self._cum("FY", O_)
-        cOX, cFX = self._cum("OX", O_), self._cum("FX", O_)
-        SY, SX, DY, DX = layer.SY, layer.SX, layer.DY, layer.DX
-        rows = np.arange(n)
-
-        tile_cache: dict = {}
-
-        def tiles(op, li):
-            """(n, L+1) tile elements and bits of op at level li for every prefix end e."""
-            key = (op, li)
-            if key in tile_cache:
-                return tile_cache[key]
-            ext = self._lv[op][li]["ext"]
-            g = ext.get
-            if op == "W":
-                te = cW * (g("K", 1) * g("C", 1) * g("FY", 1) * g("FX", 1) * g("G", 1))
-                tb = te * bits["W"]
-            elif op == "O":
-                te = cO * (g("B", 1) * g("K", 1) * g("OY", 1) * g("OX", 1) * g("G", 1))
-                if self._lv[op][li]["unreduced"]:
-                    tb = te * bits["O"]
-                else:
-                    tb = te * np.where(o_partial, bits["O"], bits["O_final"])
-            else:
-                iy = SY * (cOY * g("OY", 1) - 1) + DY * (cFY * g("FY", 1) - 1) + 1
-                ix = SX * (cOX * g("OX", 1) - 1) + DX * (cFX * g("FX", 1) - 1) + 1
-                te = cI * (g("B", 1) * g("C", 1) * g("G", 1)) * iy * ix
-                tb = te * bits["I"]
-            tile_cache[key] = (te, tb)
-            return te, tb
-
-        # ---- allocation (LOMA), memories innermost first
-        valid = np.ones(n, dtype=bool)
-        start = {op: np.zeros(n, dtype=np.int64) for op in OPERANDS}
-        level_of = {op: 0 for op in OPERANDS}
-        bnd = {op: [] for op in OPERANDS}
-        ecol = np.arange(L + 1)[None, :]
-        big = np.iinfo(np.int64).max // 4
-        for mem in arch.memories:
-            ops = list(mem.operands)
-            size = mem.size_bits
-            fixed_bits = np.zeros(n, dtype=np.int64)
-            free = []          # (op, cand, cost, bits) of operands choosing a prefix here
-            choice = {}
-            for op in ops:
-                li = level_of[op]
-                te, tb = tiles(op, li)
-                if self._lv[op][li]["top"]:
-                    # must take every remaining loop: fits alone iff no prefix from start on overflows
-                    if size is not None:
-                        over = (tb > size) & (ecol >= start[op][:, None])
-                        valid &= ~over.any(axis=1)
-                    fixed_bits = fixed_bits + tb[:, L]
-                    choice[op] = np.full(n, L, dtype=np.int64)
-                    continue
-                ge = ecol >= start[op][:, None]
-                if size is None:
-                    cand = ge
-                else:
-                    over = (tb > size) & ge
-                    first = np.where(over.any(axis=1), over.argmax(axis=1), L + 1)
-                    cand = ge & (ecol < first[:, None])
-                free.append((op, cand, rem * tb, tb))
-            if size is not None and not free:
-                valid &= fixed_bits <= size
-            elif len(free) == 1:
-                op, cand, cost, tb = free[0]
-                if size is not None:
-                    cand = cand & (tb + fixed_bits[:, None] <= size)
-                c = np.where(cand, cost, big)
-                valid &= cand.any(axis=1)
-                choice[op] = L - np.argmin(c[:, ::-1], axis=1)
-            elif free:
-                # grid over the free operands' prefix ends (restricted to the columns any row can
-                # use); first operand slowest, ties -> last combination (ZigZag's `<=`)
-                k = len(free)
-                los, his = [], []
-                for _, cand, _, _ in free:
-                    anyc = cand.any(axis=0)
-                    cols = np.flatnonzero(anyc)
-                    lo_, hi_ = (int(cols[0]), int(cols[-1]) + 1) if len(cols) else (0, 1)
-                    los.append(lo_)
-                    his.append(hi_)
-                widths = [h - l for l, h in zip(los, his)]
-                shape = [n] + widths
-                cost = np.zeros(shape, dtype=np.int64)
-                fits = np.ones(shape, dtype=bool)
-                tot = np.broadcast_to(fixed_bits.reshape([n] + [1] * k), shape).copy()
-                for j, (_, cand, cst, tb) in enumerate(free):
-                    sl = [slice(None)] + [None] * k
-                    sl[1 + j] = slice(None)
-                    sl = tuple(sl)
-                    w = slice(los[j], his[j])
-                    cost = cost + cst[:, w][sl]
-                    fits = fits & cand[:, w][sl]
-                    tot = tot + tb[:, w][sl]
-                if size is not None:
-                    fits &= tot <= size
-                if self.even:   # all free operands end at the same loop index
-                    for j in range(1, k):
-                        eq = np.equal.outer(np.arange(los[0], his[0]), np.arange(los[j], his[j]))
-                        shp = [1] * (k + 1)
-                        shp[1], shp[1 + j] = widths[0], widths[j]
-                        fits &= eq.reshape(shp)
-                flat = np.where(fits, cost, big).reshape(n, -1)
-                valid &= fits.reshape(n, -1).any(axis=1)
-                idx = flat.shape[1] - 1 - np.argmin(flat[:, ::-1], axis=1)
-                for j, e in enumerate(np.unravel_index(idx, widths)):
-                    choice[free[j][0]] = e.astype(np.int64) + los[j]
-            if self.even and len(ops) > 1 and free and len(free) < len(ops):
-                # a free operand sharing a memory with a top-level one must also end at L
-                for op, *_ in free:
-                    valid &= choice[op] == L
-            for op in ops:
-                e = choice[op]
-                bnd[op].append(e)
-                start[op] = e
-                level_of[op] += 1
-
-        # ---- cost of the allocated mappings
-        # next O/W/I-relevant loop index at or after each position
-        pos = np.arange(L)
-        nxt = {}
-        for op in OPERANDS:
-            r = self._rel[op][O_]
-            idx = np.where(r, pos, L)
-            nr = np.empty((n, L + 1), dtype=np.int64)
-            nr[:, L] = L
-            nr[:, :L] = np.minimum.accumulate(idx[:, ::-1], axis=1)[:, ::-1]
-            nxt[op] = nr
-        mems = arch.memories
-        nm = len(mems)
-        R = [np.zeros(n, dtype=np.int64) for _ in range(nm)]     # reads per memory (all operands)
-        Wr = [np.zeros(n, dtype=np.int64) for _ in range(nm)]
-        FW = [np.zeros(n, dtype=np.int64) for _ in range(nm)]    # fill writes
-        TB = [np.zeros(n, dtype=np.int64) for _ in range(nm)]    # tile bits held
-        acc = np.zeros(n)
-        pb, fb = bits["O"], bits["O_final"]
-        for op in OPERANDS:
-            info = self._lv[op]
-            nl = len(info)
-            reads = [0] * nl
-            writes = [0] * nl
-            te_at = []
-            for li in range(nl):
-                b = bnd[op][li]
-                te, tb = tiles(op, li)
-                te_at.append(te[rows, b])
-                TB[self._mem_index[info[li]["mem"].name]] += tb[rows, b]
-            for lo in range(-1, nl - 1):
-                bd = self._bd[(op, lo)]
-                up = info[lo + 1]["mem"]
-                w_up = up.word_bits
-                bl = 0 if lo < 0 else bnd[op][lo]
-                F = total // cp[rows, nxt[op][rows, bl]] if lo >= 0 else total // cp[rows, nxt[op][:, 0]]
-                te = 1 if lo < 0 else te_at[lo]
-                g, n_up, n_lo = bd["g"], bd["n_up"], bd["n_lo"]
-                if op != "O":
-                    bb = bits[op]
-                    reads[lo + 1] = reads[lo + 1] + F * n_up * ((te * g * bb + w_up - 1) // w_up)
-                    if lo >= 0:
-                        wl = info[lo]["mem"].word_bits
-                        wr = F * n_lo * ((te * bb + wl - 1) // wl)
-                        writes[lo] = writes[lo] + wr
-                        FW[self._mem_index[info[lo]["mem"].name]] += wr
-                    continue
-                D = cO[:, L] // cO[rows, bl] if lo >= 0 else cO[:, L]
-                fin = D if bd["fin_ok"] else 0
-                part = F - fin
-                rb = F - D
-                writes[lo + 1] = writes[lo + 1] + n_up * (fin * ((te * g * fb + w_up - 1) // w_up)
-                                                          + part * ((te * g * pb + w_up - 1) // w_up))
-                reads[lo + 1] = reads[lo + 1] + rb * n_up * ((te * g * pb + w_up - 1) // w_up)
-                if lo >= 0:
-                    wl = info[lo]["mem"].word_bits
-                    reads[lo] = reads[lo] + n_lo * (fin * ((te * fb + wl - 1) // wl) + part * ((te * pb + wl - 1) // wl))
-                    wr = rb * n_lo * ((te * pb + wl - 1) // wl)
-                    writes[lo] = writes[lo] + wr
-                    FW[self._mem_index[info[lo]["mem"].name]] += wr
-            for li in range(nl):
-                m = info[li]["mem"]
-                acc = acc + (reads[li] * m.read_pj + writes[li] * m.write_pj)
-                mi = self._mem_index[m.name]
-                R[mi] = R[mi] + reads[li]
-                Wr[mi] = Wr[mi] + writes[li]
-        energy = self.mac_energy + acc
-        compute = self._total
-        stall = np.zeros(n)
-        for mi, m in enumerate(mems):
-            ni = self._nest.instances(m.private_to)
-            t_r = R[mi] * m.word_bits / m.read_bw / ni
-            t_w = Wr[mi] * m.word_bits / m.write_bw / ni
-            t = t_r + t_w if m.shared_port else np.maximum(t_r, t_w)
-            if m.size_bits is None:
-                s = np.maximum(0.0, t - compute)
-            else:
-                db = 2 * TB[mi] <= m.size_bits
-                t_f = FW[mi] * m.word_bits / m.write_bw / ni
-                s = np.where(db, np.maximum(0.0, t - compute), t_f + np.maximum(0.0, t - t_f - compute))
-            stall = s if mi == 0 else np.maximum(stall, s)
-        latency = compute + stall
-        edp = energy * latency
-        inf = np.inf
-        energy = np.where(valid, energy, inf)
-        latency = np.where(valid, latency, inf)
-        edp = np.where(valid, edp, inf)
-        return BatchCost(energy, latency, edp, valid)
+        return BatchCost(*evaluate_numpy(self, O_))

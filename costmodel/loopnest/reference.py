@@ -245,7 +245,6 @@ def evaluate(layer, arch, mapping: Mapping) -> CostReport:
     sp = (mapping.spatial if mapping.spatial is not None else arch.spatial).fit(layer)
     nest = _Nest(layer, arch, sp, mapping.temporal.loops)
     bits = operand_bits(layer, arch)
-    word_all = nest.all_dims
 
     per_op: dict[str, list[LevelCost]] = {}
     mem_tile_bits: dict[str, int] = {m.name: 0 for m in arch.memories}
@@ -253,66 +252,109 @@ def evaluate(layer, arch, mapping: Mapping) -> CostReport:
     for op in OPERANDS:
         levels = arch.levels(op)
         b = mapping.boundaries[op]
-        costs = []
-        for m, bl in zip(levels, b):
-            te = nest.tile(op, bl, m.private_to)
-            if op == "O":
-                pb = bits["O"] if (nest.o_partial_above(bl) or nest.unreduced(m.private_to)) else bits["O_final"]
-            else:
-                pb = bits[op]
-            costs.append(LevelCost(op, m.name, tile_elems=te, tile_bits=te * pb,
-                                   instances=nest.instances(m.private_to)))
-            mem_tile_bits[m.name] += te * pb
-        # boundaries: MAC (-1) -> level 0, level l -> level l+1
-        for lo in range(-1, len(levels) - 1):
-            up = levels[lo + 1]
-            lo_scope = word_all if lo < 0 else levels[lo].private_to
-            bl = 0 if lo < 0 else b[lo]
-            te = 1 if lo < 0 else costs[lo].tile_elems
-            g = nest.group(op, [a for a in lo_scope if a not in up.private_to])
-            n_up = nest.instances(up.private_to)
-            n_lo = nest.instances(lo_scope)
-            P, R, D = nest.above(op, bl)
-            F = P // R
-            cu = costs[lo + 1]
-            if lo >= 0:
-                costs[lo].fills = F
-            if op != "O":
-                cu.reads += F * n_up * _cdiv(te * g * bits[op], up.word_bits)
-                if lo >= 0:
-                    costs[lo].writes += F * n_lo * _cdiv(te * bits[op], levels[lo].word_bits)
-                    fill_writes[levels[lo].name] += F * n_lo * _cdiv(te * bits[op], levels[lo].word_bits)
-                continue
-            fin = 0 if nest.unreduced(up.private_to) else D
-            part = F - fin
-            rb = F - D
-            cu.writes += n_up * (fin * _cdiv(te * g * bits["O_final"], up.word_bits)
-                                 + part * _cdiv(te * g * bits["O"], up.word_bits))
-            cu.reads += rb * n_up * _cdiv(te * g * bits["O"], up.word_bits)
-            if lo >= 0:
-                wl = levels[lo].word_bits
-                costs[lo].reads += n_lo * (fin * _cdiv(te * bits["O_final"], wl) + part * _cdiv(te * bits["O"], wl))
-                costs[lo].writes += rb * n_lo * _cdiv(te * bits["O"], wl)
-                costs[lo].readbacks = rb
-                fill_writes[levels[lo].name] += rb * n_lo * _cdiv(te * bits["O"], wl)
+        costs = _level_tiles(nest, op, levels, b, bits, mem_tile_bits)
+        _boundary_accesses(nest, op, levels, b, bits, costs, fill_writes)
         for c, m in zip(costs, levels):
             c.energy_pj = c.reads * m.read_pj + c.writes * m.write_pj
         per_op[op] = costs
 
-    # capacity
-    for m in arch.memories:
-        if m.size_bits is not None and mem_tile_bits[m.name] > m.size_bits:
-            detail = ", ".join(f"{c.operand}: {c.tile_bits}" for op in OPERANDS for c in per_op[op]
-                               if c.memory == m.name)
-            return CostReport(inf, inf, inf, False,
-                              f"capacity exceeded at {m.name}: tiles need {mem_tile_bits[m.name]} bits "
-                              f"> {m.size_bits} ({detail})",
-                              {"operands": {op: [c.to_dict() for c in per_op[op]] for op in OPERANDS}}, mapping)
+    reason = _capacity_violation(arch, per_op, mem_tile_bits)
+    if reason:
+        return CostReport(inf, inf, inf, False, reason,
+                          {"operands": {op: [c.to_dict() for c in per_op[op]] for op in OPERANDS}}, mapping)
 
     mac_e = layer.macs * arch.mac_pj
     energy = mac_e + sum(c.energy_pj for op in OPERANDS for c in per_op[op])
 
     compute = math.prod(f for _, f in nest.loops)
+    stalls = _stalls(nest, arch, per_op, mem_tile_bits, fill_writes, compute)
+    latency = compute + max(stalls.values())
+    breakdown = {
+        "operands": {op: [c.to_dict() for c in per_op[op]] for op in OPERANDS},
+        "macs": layer.macs, "mac_energy_pj": mac_e,
+        "compute_cycles": compute, "stall_cycles": stalls,
+        "utilization": layer.macs / (compute * arch.pe_count),
+    }
+    return CostReport(energy, latency, energy * latency, True, "", breakdown, mapping)
+
+
+def _level_tiles(nest: _Nest, op: str, levels, b, bits: dict[str, int],
+                 mem_tile_bits: dict[str, int]) -> list[LevelCost]:
+    """One `LevelCost` per level of ``op`` (innermost first) with its tile (elements and bits per
+    instance; O at partial precision while an O-irrelevant loop is above or unreduced) and instance
+    count; adds the tile bits to ``mem_tile_bits`` (memory name -> bits held per instance)."""
+    costs = []
+    for m, bl in zip(levels, b):
+        te = nest.tile(op, bl, m.private_to)
+        if op == "O":
+            pb = bits["O"] if (nest.o_partial_above(bl) or nest.unreduced(m.private_to)) else bits["O_final"]
+        else:
+            pb = bits[op]
+        costs.append(LevelCost(op, m.name, tile_elems=te, tile_bits=te * pb,
+                               instances=nest.instances(m.private_to)))
+        mem_tile_bits[m.name] += te * pb
+    return costs
+
+
+def _boundary_accesses(nest: _Nest, op: str, levels, b, bits: dict[str, int], costs: list[LevelCost],
+                       fill_writes: dict[str, int]) -> None:
+    """Word accesses across each boundary of ``op`` (MAC (-1) -> level 0, level l -> l+1).
+
+    F = P / R tile loads per boundary (stationarity). W, I: F x instances x ceil(tile bits / word)
+    writes below (fills), multicast reads above. O: D first visits, F - D partial-sum read-backs,
+    write-ups final (when reduced) or partial. Adds to the reads / writes / fills / readbacks of
+    ``costs`` and to ``fill_writes`` (memory name -> words written by fills, for the stall model).
+    """
+    for lo in range(-1, len(levels) - 1):
+        up = levels[lo + 1]
+        lo_scope = nest.all_dims if lo < 0 else levels[lo].private_to
+        bl = 0 if lo < 0 else b[lo]
+        te = 1 if lo < 0 else costs[lo].tile_elems
+        g = nest.group(op, [a for a in lo_scope if a not in up.private_to])
+        n_up = nest.instances(up.private_to)
+        n_lo = nest.instances(lo_scope)
+        P, R, D = nest.above(op, bl)
+        F = P // R
+        cu = costs[lo + 1]
+        if lo >= 0:
+            costs[lo].fills = F
+        if op != "O":
+            cu.reads += F * n_up * _cdiv(te * g * bits[op], up.word_bits)
+            if lo >= 0:
+                costs[lo].writes += F * n_lo * _cdiv(te * bits[op], levels[lo].word_bits)
+                fill_writes[levels[lo].name] += F * n_lo * _cdiv(te * bits[op], levels[lo].word_bits)
+            continue
+        fin = 0 if nest.unreduced(up.private_to) else D
+        part = F - fin
+        rb = F - D
+        cu.writes += n_up * (fin * _cdiv(te * g * bits["O_final"], up.word_bits)
+                             + part * _cdiv(te * g * bits["O"], up.word_bits))
+        cu.reads += rb * n_up * _cdiv(te * g * bits["O"], up.word_bits)
+        if lo >= 0:
+            wl = levels[lo].word_bits
+            costs[lo].reads += n_lo * (fin * _cdiv(te * bits["O_final"], wl) + part * _cdiv(te * bits["O"], wl))
+            costs[lo].writes += rb * n_lo * _cdiv(te * bits["O"], wl)
+            costs[lo].readbacks = rb
+            fill_writes[levels[lo].name] += rb * n_lo * _cdiv(te * bits["O"], wl)
+
+
+def _capacity_violation(arch, per_op: dict[str, list[LevelCost]], mem_tile_bits: dict[str, int]) -> str:
+    """The reason of the first bounded memory whose tiles (bits per instance) exceed its size, or
+    "" if every memory holds its tiles."""
+    for m in arch.memories:
+        if m.size_bits is not None and mem_tile_bits[m.name] > m.size_bits:
+            detail = ", ".join(f"{c.operand}: {c.tile_bits}" for op in OPERANDS for c in per_op[op]
+                               if c.memory == m.name)
+            return (f"capacity exceeded at {m.name}: tiles need {mem_tile_bits[m.name]} bits "
+                    f"> {m.size_bits} ({detail})")
+    return ""
+
+
+def _stalls(nest: _Nest, arch, per_op: dict[str, list[LevelCost]], mem_tile_bits: dict[str, int],
+            fill_writes: dict[str, int], compute: int) -> dict[str, float]:
+    """Stall cycles per memory name (the module docstring's stall model): per instance, read /
+    write times = words x word_bits / bandwidth (bits per cycle); double-buffered memories stall
+    max(0, t - compute), others t_fill + max(0, t - t_fill - compute)."""
     stalls: dict[str, float] = {}
     for m in arch.memories:
         n_inst = nest.instances(m.private_to)
@@ -328,11 +370,4 @@ def evaluate(layer, arch, mapping: Mapping) -> CostReport:
             t_f = fill_writes[m.name] * m.word_bits / m.write_bw / n_inst
             s = t_f + max(0.0, t - t_f - compute)
         stalls[m.name] = s
-    latency = compute + max(stalls.values())
-    breakdown = {
-        "operands": {op: [c.to_dict() for c in per_op[op]] for op in OPERANDS},
-        "macs": layer.macs, "mac_energy_pj": mac_e,
-        "compute_cycles": compute, "stall_cycles": stalls,
-        "utilization": layer.macs / (compute * arch.pe_count),
-    }
-    return CostReport(energy, latency, energy * latency, True, "", breakdown, mapping)
+    return stalls

@@ -77,33 +77,69 @@ def _err(path: str, line: int, col: int | None, colname: str | None, msg: str) -
 
 
 def _parse_text(text: str, path: str, default_name: str) -> _Parsed:
+    """Parse the text of a network file (format: the module docstring).
+
+    Args:
+        text: the file's contents. path: the file name used in error messages.
+        default_name: the network's name if the file has no ``# name:`` line.
+
+    Raises:
+        ValueError: for a missing or bad header, a bad row or cell, no layer rows or bad
+            ``published_macs`` / ``tolerance`` metadata; the message names the file and line.
+    """
     lines = text.splitlines()
+    meta, header_idx = _parse_meta(lines)
+    if header_idx is None:
+        raise ValueError(f"{path}: no CSV header line found (expected {','.join(COLUMNS)})")
+    header = _parse_header(lines[header_idx], path, header_idx + 1)
+
+    layers: list[Layer] = []
+    repeats: list[int] = []
+    names: dict[str, int] = {}
+    for i in range(header_idx + 1, len(lines)):
+        raw = lines[i]
+        lineno = i + 1
+        if not raw.strip() or raw.lstrip().startswith("#"):
+            continue
+        layer, repeat = _parse_row(raw, header, path, lineno, names)
+        layers.append(layer)
+        repeats.append(repeat)
+
+    if not layers:
+        raise ValueError(f"{path}: no layer rows after the header")
+    info = _network_info(meta, path, default_name)
+    network = Network(info["name"], tuple(layers), tuple(repeats), meta.get("source", ""))
+    return _Parsed(network, info)
+
+
+def _parse_meta(lines: list[str]) -> tuple[dict[str, str], int | None]:
+    """The ``# key: value`` metadata before the header (continuation lines joined, a repeated key
+    joined with a space) and the index of the header line (None if there is none)."""
     meta: dict[str, str] = {}
     last_key: str | None = None
-    header_idx: int | None = None
     for i, raw in enumerate(lines):
         s = raw.strip()
         if not s:
             continue
-        if s.startswith("#"):
-            body = s[1:]
-            c = _CONT_RE.match(body)
-            m = None if c else _META_RE.match(body)
-            if c:
-                if last_key is not None:
-                    meta[last_key] = f"{meta[last_key]} {c.group(1)}".strip()
-            elif m:
-                key, val = m.group(1), m.group(2)
-                meta[key] = f"{meta[key]} {val}".strip() if key in meta else val
-                last_key = key
-            continue
-        header_idx = i
-        break
-    if header_idx is None:
-        raise ValueError(f"{path}: no CSV header line found (expected {','.join(COLUMNS)})")
+        if not s.startswith("#"):
+            return meta, i
+        body = s[1:]
+        c = _CONT_RE.match(body)
+        m = None if c else _META_RE.match(body)
+        if c:
+            if last_key is not None:
+                meta[last_key] = f"{meta[last_key]} {c.group(1)}".strip()
+        elif m:
+            key, val = m.group(1), m.group(2)
+            meta[key] = f"{meta[key]} {val}".strip() if key in meta else val
+            last_key = key
+    return meta, None
 
-    header_line = header_idx + 1
-    header = [h.strip() for h in next(csv.reader([lines[header_idx]]))]
+
+def _parse_header(line: str, path: str, header_line: int) -> list[str]:
+    """The column names of the CSV header (1-based line ``header_line``): known, unique, with
+    every required column."""
+    header = [h.strip() for h in next(csv.reader([line]))]
     seen: set[str] = set()
     for j, h in enumerate(header, start=1):
         if h not in _REQUIRED_COLUMNS and h not in _OPTIONAL_COLUMNS:
@@ -115,73 +151,72 @@ def _parse_text(text: str, path: str, default_name: str) -> _Parsed:
     missing = sorted(_REQUIRED_COLUMNS - seen, key=COLUMNS.index)
     if missing:
         raise ValueError(f"{path}:{header_line}: header lacks column(s) {', '.join(missing)}")
+    return header
 
-    layers: list[Layer] = []
-    repeats: list[int] = []
-    names: dict[str, int] = {}
-    for i in range(header_idx + 1, len(lines)):
-        raw = lines[i]
-        lineno = i + 1
-        if not raw.strip() or raw.lstrip().startswith("#"):
-            continue
-        cells = [c.strip() for c in next(csv.reader([raw]))]
-        if len(cells) != len(header):
-            raise ValueError(f"{path}:{lineno}: expected {len(header)} columns, got {len(cells)}")
-        row: dict[str, object] = dict(_OPTIONAL_COLUMNS)
-        for j, (col, cell) in enumerate(zip(header, cells), start=1):
-            if cell == "":
-                raise _err(path, lineno, j, col, "empty value")
-            if col in _INT_COLUMNS:
-                try:
-                    v = int(cell)
-                except ValueError:
-                    raise _err(path, lineno, j, col, f"not an integer: {cell!r}") from None
-                if v < 1:
-                    raise _err(path, lineno, j, col, f"must be a positive integer, got {cell!r}")
-                row[col] = v
-            elif col in _FLOAT_COLUMNS:
-                try:
-                    f = float(cell)
-                except ValueError:
-                    raise _err(path, lineno, j, col, f"not a number: {cell!r}") from None
-                if not (f >= 0) or f == float("inf"):
-                    raise _err(path, lineno, j, col, f"must be a finite number >= 0, got {cell!r}")
-                row[col] = int(f) if f.is_integer() else f
-            elif col == "kind":
-                if cell not in _KINDS:
-                    raise _err(path, lineno, j, col, f"must be one of {'|'.join(_KINDS)}, got {cell!r}")
-                row[col] = cell
-            else:  # name
-                row[col] = cell
 
-        def colerr(col: str, msg: str) -> ValueError:
-            return _err(path, lineno, header.index(col) + 1, col, msg)
+def _parse_row(raw: str, header: list[str], path: str, lineno: int, names: dict[str, int]) -> tuple[Layer, int]:
+    """(layer, repeat) of one data row (1-based line ``lineno``). ``names``: layer name -> line of
+    the rows so far (checked for duplicates, updated)."""
+    cells = [c.strip() for c in next(csv.reader([raw]))]
+    if len(cells) != len(header):
+        raise ValueError(f"{path}:{lineno}: expected {len(header)} columns, got {len(cells)}")
+    row: dict[str, object] = dict(_OPTIONAL_COLUMNS)
+    for j, (col, cell) in enumerate(zip(header, cells), start=1):
+        row[col] = _parse_cell(cell, col, path, lineno, j)
 
-        lname = row["name"]
-        if lname in names:
-            raise colerr("name", f"duplicate layer name {lname!r} (first on line {names[lname]})")
-        names[lname] = lineno
-        kind = row["kind"]
-        if kind == "fc":
-            for col in ("OY", "OX", "FY", "FX", "SY", "SX", "G"):
-                if row[col] != 1:
-                    raise colerr(col, f"an fc layer needs {col} = 1, got {row[col]!r}")
-        if kind == "dwconv" and row["C"] != 1:
-            raise colerr("C", f"a dwconv layer has C = 1 per group (G = channels), got {row['C']!r}")
-        repeat = row.pop("repeat")
+    def colerr(col: str, msg: str) -> ValueError:
+        return _err(path, lineno, header.index(col) + 1, col, msg)
+
+    lname = row["name"]
+    if lname in names:
+        raise colerr("name", f"duplicate layer name {lname!r} (first on line {names[lname]})")
+    names[lname] = lineno
+    kind = row["kind"]
+    if kind == "fc":
+        for col in ("OY", "OX", "FY", "FX", "SY", "SX", "G"):
+            if row[col] != 1:
+                raise colerr(col, f"an fc layer needs {col} = 1, got {row[col]!r}")
+    if kind == "dwconv" and row["C"] != 1:
+        raise colerr("C", f"a dwconv layer has C = 1 per group (G = channels), got {row['C']!r}")
+    repeat = row.pop("repeat")
+    try:
+        layer = Layer(**row)  # type: ignore[arg-type]
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"{path}:{lineno}: {e}") from None
+    return layer, repeat  # type: ignore[return-value]
+
+
+def _parse_cell(cell: str, col: str, path: str, lineno: int, j: int) -> object:
+    """The value of one cell of column ``col`` (1-based column ``j``): a positive int, a finite
+    float >= 0 (an int if integral), a layer kind or, for ``name``, the text."""
+    if cell == "":
+        raise _err(path, lineno, j, col, "empty value")
+    if col in _INT_COLUMNS:
         try:
-            layer = Layer(**row)  # type: ignore[arg-type]
-        except (TypeError, ValueError) as e:
-            raise ValueError(f"{path}:{lineno}: {e}") from None
-        layers.append(layer)
-        repeats.append(repeat)  # type: ignore[arg-type]
+            v = int(cell)
+        except ValueError:
+            raise _err(path, lineno, j, col, f"not an integer: {cell!r}") from None
+        if v < 1:
+            raise _err(path, lineno, j, col, f"must be a positive integer, got {cell!r}")
+        return v
+    if col in _FLOAT_COLUMNS:
+        try:
+            f = float(cell)
+        except ValueError:
+            raise _err(path, lineno, j, col, f"not a number: {cell!r}") from None
+        if not (f >= 0) or f == float("inf"):
+            raise _err(path, lineno, j, col, f"must be a finite number >= 0, got {cell!r}")
+        return int(f) if f.is_integer() else f
+    if col == "kind" and cell not in _KINDS:
+        raise _err(path, lineno, j, col, f"must be one of {'|'.join(_KINDS)}, got {cell!r}")
+    return cell  # kind or name
 
-    if not layers:
-        raise ValueError(f"{path}: no layer rows after the header")
 
-    name = meta.get("name", default_name)
+def _network_info(meta: dict[str, str], path: str, default_name: str) -> dict:
+    """The info dict: the metadata with ``name`` (default ``default_name``), ``published_macs`` as
+    an int (if given), ``tolerance`` as a float >= 0 (default `DEFAULT_TOLERANCE`) and ``path``."""
     info: dict = dict(meta)
-    info["name"] = name
+    info["name"] = meta.get("name", default_name)
     if "published_macs" in meta:
         try:
             info["published_macs"] = int(meta["published_macs"].replace("_", ""))
@@ -194,8 +229,7 @@ def _parse_text(text: str, path: str, default_name: str) -> _Parsed:
     if not info["tolerance"] >= 0:
         raise ValueError(f"{path}: tolerance must be >= 0, got {meta['tolerance']!r}")
     info["path"] = path
-    network = Network(name, tuple(layers), tuple(repeats), meta.get("source", ""))
-    return _Parsed(network, info)
+    return info
 
 
 def _parse_path(path: str | os.PathLike) -> _Parsed:
