@@ -1,5 +1,5 @@
-"""Loop-nest campaigns: (unique layer x accelerator x mapper x seed) problems, their work units
-batched into tasks, and how a task runs.
+"""Loop-nest and npu campaigns: (unique layer x architecture x mapper x objective x seed)
+problems, their work units batched into tasks, and how a task runs.
 
 A *problem* is one layer on one accelerator with one mapper, its parameters, an objective and a
 seed; identical layers (same shape) of any network share one problem. The mapper splits a problem
@@ -8,6 +8,12 @@ Each unit becomes one ``rows`` row (its best value, cost, evaluations, wall time
 problem is the minimum over its unit rows (`SearchResult` reduction, ties to the lowest unit), so
 a run can be resumed at any point with nothing to re-reduce. The ``problems`` table maps every
 (network, layer) to its problem_id; it is written with the task holding the problem's unit 0.
+
+Columns of ``rows``: those every unit has (`_HEAD`, `_TAIL`: ids, cost, the mapping, the rest of
+the result's ``extra`` as JSON) and, between them, the `mappers.base.ExtraColumn` figures that the
+registered loop-nest and npu mappers declare (`mappers.declared_columns`), null where a unit's
+mapper does not have them: every fragment has the same schema, and this module names no
+mapper's field.
 
 Determinism: every column except the measured ``wall_s`` and ``solver_s`` is a function of the
 campaign.
