@@ -3,9 +3,12 @@ its rows equal an in-process run's; stops only what it started.
 
 The cluster: a head node (``--num-cpus 1``, resource ``head``) and two worker nodes
 (``--num-cpus 1`` each, resources ``worker1`` / ``worker2``), every node a ``ray start --block``
-in its own process group, on free ports, with a temp dir outside the repository. Stopping kills
-those process groups (SIGTERM, then SIGKILL) -- never ``ray stop``, which would stop every Ray
-on the machine, other users' included.
+in its own session and process group, on free ports, with a temp dir outside the repository.
+Stopping sends SIGTERM to those ``ray start`` processes (each stops its node's processes), SIGKILL
+to whatever is left of their process groups after a timeout, and returns only once every process
+of them -- and of their sessions, where the raylet puts its worker processes in process groups
+of their own -- has exited; never ``ray stop``, which would stop every Ray on the machine, other
+users' included.
 
     python scripts/ray_cluster.py [--campaign campaigns/X.toml] [--workers 2] [--keep DIR]
 
@@ -14,7 +17,8 @@ It runs ``sweep run CAMPAIGN --address ADDR --out DIR/cluster`` and ``sweep run 
 --executor local --out DIR/local`` and compares the rows (same task_ids, same values except the
 measured ``wall_s`` / ``solver_s``). Exit 0 if equal.
 
-`LocalCluster` is also used by tests/test_faults.py (a worker node removed mid-campaign).
+`LocalCluster` is also used by tests/sweep/engine/test_faults.py (a worker node removed
+mid-campaign; stopping leaves no process behind).
 """
 
 from __future__ import annotations
@@ -71,11 +75,13 @@ class LocalCluster:
         self.store_bytes = object_store_mib * 1024 * 1024
         self.nodes: list[subprocess.Popen] = []
         self.address = ""
+        self._logs: list = []
 
     def _ray(self, *args) -> subprocess.Popen:
         env = cluster_env()
         env.pop("RAY_ADDRESS", None)
-        log = open(self.temp_dir / f"node{len(self.nodes)}.log", "w")
+        log = open(self.temp_dir / f"node{len(self._logs)}.log", "w")
+        self._logs.append(log)
         p = subprocess.Popen(["ray", "start", "--block", "--disable-usage-stats",
                               "--object-store-memory", str(self.store_bytes), *_ports(), *args],
                              env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
@@ -110,6 +116,7 @@ class LocalCluster:
                     if attempt == 2 or p.poll() is None:
                         raise
                     self.nodes.remove(p)
+                    _stop_nodes([p], 10)  # what the failed node left behind
         return self
 
     def alive_nodes(self) -> int:
@@ -136,21 +143,28 @@ class LocalCluster:
         raise TimeoutError(f"{n} Ray node(s) not up after {timeout} s; see {self.temp_dir}/node*.log")
 
     def kill_node(self, i: int) -> None:
-        """SIGKILL node ``i`` (0 = head) and every process of its group: a machine lost."""
-        _killpg(self.nodes[i], signal.SIGKILL)
+        """SIGKILL node ``i`` (0 = head) and every process of its group and session (its worker
+        processes included): a machine lost. Returns without waiting for them to exit."""
+        _kill_session(self.nodes[i], signal.SIGKILL)
 
-    def stop(self) -> None:
-        """Stop the nodes this object started (workers first), SIGTERM then SIGKILL."""
-        for p in reversed(self.nodes):
-            _killpg(p, signal.SIGTERM)
-        deadline = time.time() + 15
-        for p in reversed(self.nodes):
-            try:
-                p.wait(max(0.1, deadline - time.time()))
-            except subprocess.TimeoutExpired:
-                pass
-            _killpg(p, signal.SIGKILL)
-            p.wait()
+    def stop(self, timeout: float = 30) -> None:
+        """Stop the nodes this object started: SIGTERM to their ``ray start`` processes (workers
+        first), then wait until every process of their process groups and sessions has exited;
+        after ``timeout`` seconds SIGKILL what is left and wait again (at most 30 s more).
+
+        Raises:
+            RuntimeError: processes still alive after that (their pids in the message).
+        """
+        try:
+            _stop_nodes(list(reversed(self.nodes)), timeout)
+        finally:
+            for log in self._logs:
+                log.close()
+            self._logs = []
+
+    def processes(self) -> list[int]:
+        """pids of the live processes of the nodes' sessions (zombies aside)."""
+        return [pid for p in self.nodes for pid in session_processes(p.pid)]
 
     def __enter__(self):
         return self.start()
@@ -165,6 +179,83 @@ def _killpg(p: subprocess.Popen, sig: int) -> None:
         os.killpg(p.pid, sig)
     except ProcessLookupError:
         pass
+
+
+def session_processes(sid: int) -> list[int]:
+    """pids of the live (not zombie) processes whose session or process group is ``sid``.
+
+    A node started with ``start_new_session=True`` has session id = process group id = the pid
+    of its ``ray start``; its raylet moves worker processes to process groups of their own, in
+    the same session. Read from /proc (Linux); elsewhere: [sid] while ``os.killpg(sid, 0)``
+    finds the group (zombies included), else []."""
+    if not os.path.isdir("/proc/self"):
+        try:
+            os.killpg(sid, 0)
+            return [sid]
+        except ProcessLookupError:
+            return []
+        except PermissionError:
+            return [sid]
+    out = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):  # exited meanwhile
+            continue
+        state, pgrp, session = fields[0], int(fields[2]), int(fields[3])
+        if sid in (pgrp, session) and state not in (b"Z", b"X", b"x"):
+            out.append(int(name))
+    return out
+
+
+def _kill_session(p: subprocess.Popen, sig: int) -> None:
+    """Send ``sig`` to the process group of ``p`` and to every other process of its session."""
+    _killpg(p, sig)
+    for pid in session_processes(p.pid):
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            pass
+
+
+def _wait_gone(nodes: list[subprocess.Popen], deadline: float) -> list[int]:
+    """Reap the nodes' ``ray start`` processes and poll until no process of their sessions is
+    left, or ``deadline`` (time.monotonic) passes. Returns the pids still alive."""
+    while True:
+        for p in nodes:
+            p.poll()
+        left = [pid for p in nodes for pid in session_processes(p.pid)]
+        if not left or time.monotonic() >= deadline:
+            return left
+        time.sleep(0.05)
+
+
+def _stop_nodes(nodes: list[subprocess.Popen], timeout: float) -> None:
+    """Stop the nodes in this order and wait until all their sessions' processes have exited;
+    after ``timeout`` s SIGKILL those left and wait up to 30 s more.
+
+    A node's ``ray start --block`` gets SIGTERM alone: it stops its processes in Ray's order
+    (raylet first) and exits, about 2 s in all. (SIGTERM to the whole group at once leaves a head
+    node's GCS server and ``ray start`` hanging for tens of seconds.) A node whose ``ray start``
+    is gone gets SIGTERM on every process of its session."""
+    for p in nodes:
+        if p.poll() is None:
+            try:
+                os.kill(p.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+        else:
+            _kill_session(p, signal.SIGTERM)
+    left = _wait_gone(nodes, time.monotonic() + timeout)
+    if left:
+        for p in nodes:
+            _kill_session(p, signal.SIGKILL)
+        left = _wait_gone(nodes, time.monotonic() + 30)
+    if left:
+        raise RuntimeError(f"Ray node processes still alive after SIGKILL: {left}")
 
 
 def same_rows(a: Path, b: Path) -> tuple[bool, str]:

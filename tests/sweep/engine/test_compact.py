@@ -5,7 +5,7 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -16,7 +16,7 @@ from sweep.cli import app
 from sweep.engine.runner import run_campaign
 from sweep.engine.store import Store
 
-from campaign_util import write_tiny
+from campaign_util import freeze_when, kill_group, write_tiny
 
 runner = CliRunner()
 KEY = ["task_id", "network", "pm", "point"]
@@ -106,22 +106,54 @@ def test_compaction_killed_midway_leaves_the_same_rows(many_fragments, monkeypat
     assert len(Store(out).fragments()) == 1
 
 
+def _compaction_state(out: Path) -> tuple[int, int, int]:
+    """(merged fragments being written in .tmp, layers fragments, rows fragments)."""
+    tmp = out / ".tmp"
+    return (len(list(tmp.glob("*.parquet"))) if tmp.is_dir() else 0, len(Store(out).fragments("layers")),
+            len(Store(out).fragments("rows")))
+
+
 @pytest.mark.slow
-def test_compaction_sigkilled_leaves_readable_dataset(many_fragments):
+def test_compaction_sigkilled_leaves_readable_dataset(_original, tmp_path):
     """A real SIGKILL of `sweep compact` in a subprocess once it has started writing (a merged
-    fragment being written or in place): readable, same rows; compacting again completes it."""
-    out = many_fragments.output
-    before = _all(out)
-    p = subprocess.Popen([sys.executable, "-m", "sweep.cli", "compact", str(out)],
-                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.time() + 60
-    while p.poll() is None and time.time() < deadline:
-        if any((out / ".tmp").glob("*.parquet")) or len(Store(out).fragments("layers")) != 72:
+    fragment being written or in place) and before it has finished (rows fragments not yet
+    merged and deleted): readable, same rows; compacting again completes it.
+
+    The subprocess is stopped (SIGSTOP) at such a point, the state checked while it cannot
+    change, then SIGKILLed. Compaction is quick (about 0.2 s of writing); if it finished before
+    it could be stopped, again on a fresh copy (at most 3 attempts)."""
+    _, original = _original
+    for attempt in range(3):
+        out = tmp_path / f"out{attempt}"
+        shutil.copytree(original, out)
+        before = _all(out)
+        state = {}
+
+        def mid_way() -> bool:    # polled, then checked again while the subprocess is stopped
+            state["at_kill"] = s = _compaction_state(out)
+            return s != (0, 72, 72) and s[2] > 1     # started, rows not yet all merged
+
+        p = subprocess.Popen([sys.executable, "-m", "sweep.cli", "compact", str(out)],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        try:
+            caught = freeze_when(p, mid_way, timeout=60, poll=0.0005)
+            if caught:
+                os.killpg(p.pid, signal.SIGKILL)
+            rc = p.wait(60)
+        finally:
+            if p.poll() is None:
+                kill_group(p)
+        if caught:
             break
-        time.sleep(0.0005)
-    if p.poll() is None:
-        p.send_signal(signal.SIGKILL)
-    p.wait()
-    pd.testing.assert_frame_equal(_all(out)[0], before[0])
+        assert rc == 0 and _compaction_state(out) == (0, 1, 1)   # it finished before it was stopped
+    else:
+        pytest.fail("`sweep compact` finished before it could be stopped, 3 times")
+    assert rc == -signal.SIGKILL                            # it died of the signal, mid-way
+    assert _compaction_state(out) == state["at_kill"]      # as it was when stopped: nothing after
+    mid = _all(out)
+    pd.testing.assert_frame_equal(mid[0], before[0])
+    pd.testing.assert_frame_equal(mid[1], before[1])
     Store(out).compact()
+    assert _compaction_state(out) == (0, 1, 1)
     pd.testing.assert_frame_equal(_all(out)[0], before[0])
+    pd.testing.assert_frame_equal(_all(out)[1], before[1])

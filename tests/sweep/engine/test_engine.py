@@ -4,7 +4,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 import pandas as pd
 import pytest
@@ -14,9 +13,9 @@ from sweep.campaigns.campaign import load_campaign
 from sweep.cli import app
 from sweep.engine.runner import Interrupted, run_campaign
 from sweep.engine.store import Store
-from sweep.engine.tasks import expand
+from sweep.engine.tasks import count_tasks, expand
 
-from campaign_util import write_tiny
+from campaign_util import cont_group, freeze_when, kill_group, write_tiny
 
 runner = CliRunner()
 KEY = ["task_id", "network", "pm", "point"]
@@ -134,57 +133,104 @@ def test_failing_task_becomes_error_row(tmp_path, monkeypatch, reference):
     assert (rows["status"] == "ok").sum() == len(reference[0]) - 8 * 2 * 3
 
 
-def _start_run_and_wait(tmp_path, fragments: int, **popen):
-    """An undisturbed reference run, then `sweep run` in a subprocess, returned once it has
-    written ``fragments`` rows fragments (or finished). Returns (ref campaign, proc, cmd, env, out)."""
-    ref = load_campaign(write_tiny(tmp_path, out=tmp_path / "ref", chunk=1, name="ref.toml"))
-    run_campaign(ref, executor="local")
-    path = write_tiny(tmp_path, chunk=1)
-    out = tmp_path / "out"
+#: J/K range ends of the kill tests' campaigns, one point per task: the tiny grid (72 tasks of about
+#: 30 ms), and, only if a run of it ended before it could be interrupted (a very loaded machine),
+#: a larger grid (200 tasks).
+KILL_GRIDS = (24, 32)
+
+
+@pytest.fixture(scope="module")
+def one_point_reference(tmp_path_factory):
+    """jk_stop -> rows of an undisturbed in-process run of the tiny campaign at one point per
+    task (computed on first use, shared by the kill tests)."""
+    tmp = tmp_path_factory.mktemp("kill_ref")
+    cache = {}
+
+    def get(jk_stop: int) -> pd.DataFrame:
+        if jk_stop not in cache:
+            c = load_campaign(write_tiny(tmp, out=tmp / f"ref{jk_stop}", chunk=1, name=f"ref{jk_stop}.toml",
+                                         jk_stop=jk_stop))
+            s = run_campaign(c, executor="local")
+            assert s.tasks_failed == 0 and s.tasks_run == s.tasks_total
+            cache[jk_stop] = _rows(c.output)
+        return cache[jk_stop]
+    return get
+
+
+def _run_and_interrupt(tmp_path, sig: int, after: int):
+    """`sweep run` of a one-point-per-task campaign in a subprocess (its own session), stopped with
+    SIGSTOP once it has stored at least ``after`` tasks; while it is stopped, the store is checked
+    to hold at least ``after`` and fewer than half of the tasks; then ``sig`` is sent (to the
+    process group for SIGKILL, to the driver otherwise), the group continued (SIGCONT) and the
+    process reaped. So ``sig`` certainly reached a run in progress. If the run ended before it
+    could be stopped there, the same with a longer campaign (`KILL_GRIDS`).
+
+    Returns (cmd, env, out, jk_stop, total tasks, task_ids stored when signalled, returncode,
+    stderr of the run)."""
     env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0")
-    cmd = [sys.executable, "-m", "sweep.cli", "run", str(path), "--executor", "local"]
-    proc = subprocess.Popen(cmd, env=env, **popen)
-    deadline = time.time() + 120
-    while time.time() < deadline and proc.poll() is None:
-        if (out / "rows").is_dir() and len(list((out / "rows").glob("part-*.parquet"))) >= fragments:
-            break
-        time.sleep(0.002)
-    return ref, proc, cmd, env, out
+    for jk_stop in KILL_GRIDS:
+        path = write_tiny(tmp_path, out=tmp_path / f"out{jk_stop}", chunk=1, name=f"run{jk_stop}.toml",
+                          jk_stop=jk_stop)
+        c = load_campaign(path)
+        out, total = c.output, count_tasks(c)
+        cmd = [sys.executable, "-m", "sweep.cli", "run", str(path), "--executor", "local"]
+        log = tmp_path / f"run{jk_stop}.err"
+        store = Store(out)
+        frozen: set[str] = set()
+
+        def ok() -> bool:
+            frozen.clear()
+            frozen.update(store.stored_task_ids())
+            return after <= len(frozen) < total // 2
+
+        with open(log, "w") as err:
+            proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
+            try:
+                if freeze_when(proc, lambda: after <= len(store.fragments()) < total // 2, ok):
+                    if sig == signal.SIGKILL:
+                        os.killpg(proc.pid, sig)
+                    else:
+                        os.kill(proc.pid, sig)
+                    cont_group(proc)
+                    rc = proc.wait(120)
+                    return cmd, env, out, jk_stop, total, frozen, rc, log.read_text()
+                rc = proc.wait(120)   # it ran to its end before it could be stopped in time
+            finally:
+                if proc.poll() is None:
+                    kill_group(proc)
+        assert rc == 0, log.read_text()[-3000:]
+    pytest.fail(f"every run ended before it could be interrupted (grids {KILL_GRIDS})")
 
 
-def _resume_equals_reference(cmd, env, out, ref) -> None:
+def _resume_equals_reference(cmd, env, out, ref: pd.DataFrame) -> None:
     res = subprocess.run(cmd + ["--resume"], env=env, capture_output=True, text=True)
     assert res.returncode == 0, res.stderr
-    pd.testing.assert_frame_equal(_rows(out), _rows(ref.output))
+    pd.testing.assert_frame_equal(_rows(out), ref)
 
 
 @pytest.mark.slow
-def test_sigkill_then_resume(tmp_path):
+def test_sigkill_then_resume(tmp_path, one_point_reference):
     """SIGKILL the driver while it writes; --resume ends with exactly the undisturbed rows."""
-    ref, proc, cmd, env, out = _start_run_and_wait(
-        tmp_path, 3, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    killed = proc.poll() is None
-    os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
-    n = len(Store(out).stored_task_ids())
-    assert n >= 3
-    if killed:
-        assert n < 72
+    cmd, env, out, jk_stop, total, frozen, rc, err = _run_and_interrupt(tmp_path, signal.SIGKILL, 3)
+    assert rc == -signal.SIGKILL, err[-3000:]          # it died of the signal, not of its own end
+    stored = Store(out).stored_task_ids()
+    assert stored == frozen and 3 <= len(stored) < total // 2   # nothing written after the signal
+    ref = one_point_reference(jk_stop)
+    assert ref["task_id"].nunique() == total
     _resume_equals_reference(cmd, env, out, ref)
 
 
 @pytest.mark.slow
-def test_sigterm_stops_cleanly_and_resumes(tmp_path):
-    """SIGTERM (schedulers, `kill`) stops like Ctrl-C: exit 130, stored tasks kept, resumable."""
-    ref, proc, cmd, env, out = _start_run_and_wait(
-        tmp_path, 2, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=60)
-        if proc.returncode == 130:
-            assert "--resume" in err
-        else:  # finished before the signal arrived
-            assert proc.returncode == 0
-    else:
-        proc.communicate()
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_sigterm_stops_cleanly_and_resumes(tmp_path, one_point_reference, sig):
+    """SIGTERM (schedulers, `kill`) stops like Ctrl-C (SIGINT): exit 130, stored tasks kept,
+    resumable."""
+    cmd, env, out, jk_stop, total, frozen, rc, err = _run_and_interrupt(tmp_path, sig, 2)
+    assert rc == 130, err[-3000:]
+    assert "interrupted" in err and "--resume" in err
+    stored = Store(out).stored_task_ids()
+    # the tasks stored before the signal are kept; the one running may still have been stored
+    assert frozen <= stored and len(stored) <= len(frozen) + 1 < total
+    ref = one_point_reference(jk_stop)
+    assert ref["task_id"].nunique() == total
     _resume_equals_reference(cmd, env, out, ref)

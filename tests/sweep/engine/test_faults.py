@@ -159,3 +159,66 @@ def test_failing_unit_becomes_error_row_and_the_rest_goes_on(tmp_path, monkeypat
                                   ref[~ref["problem_id"].isin(err["problem_id"])][cols].reset_index(drop=True),
                                   check_dtype=False)
     assert set(rows["task_id"]) == set(ref["task_id"])
+
+
+
+#: A driver that starts a detached actor on each node of a `LocalCluster` (their worker processes
+#: outlive it), prints their pids and exits.
+_ACTORS = """
+import os, sys, ray
+ray.init(address=sys.argv[1], namespace="stop_test", log_to_driver=False)
+
+@ray.remote(num_cpus=0)
+class Pid:
+    def pid(self):
+        return os.getpid()
+
+actors = [Pid.options(resources={r: 0.01}, lifetime="detached", name=r).remote() for r in ("head", "worker1")]
+print(*ray.get([a.pid.remote() for a in actors]), flush=True)
+"""
+
+
+def _members(ids) -> list[tuple[int, str]]:
+    """(pid, state) of every process whose process group or session is in ``ids`` (/proc)."""
+    out = []
+    for name in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            f = Path(f"/proc/{name}/stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(f[2]) in ids or int(f[3]) in ids:
+            out.append((int(name), f[0]))
+    return out
+
+
+@pytest.mark.slow
+def test_local_cluster_stop_leaves_no_process(tmp_path):
+    """`LocalCluster.stop` returns only once every process of its nodes has exited: none is left
+    in their process groups, nor in their sessions, where Ray's worker processes have process
+    groups of their own -- here a detached actor on each node, whose graceful shutdown takes Ray
+    about 30 s, so that a short ``timeout`` makes `stop` SIGKILL them."""
+    cl = LocalCluster(tmp_path.parent / f"rs{os.getpid()}", workers=1, head_cpus=1).start()
+    try:
+        res = subprocess.run([sys.executable, "-c", _ACTORS, cl.address], env=cluster_env(),
+                             capture_output=True, text=True, timeout=120)
+        assert res.returncode == 0, res.stderr[-2000:]
+        actors = [int(x) for x in res.stdout.split()]
+        groups = [p.pid for p in cl.nodes]
+        running = {pid for pid, state in _members(groups) if state != "Z"}
+        assert len(actors) == 2 and set(actors) <= running, (actors, running)
+        assert {os.getpgid(a) for a in actors}.isdisjoint(groups)  # workers: groups of their own
+    finally:
+        t0 = time.monotonic()
+        cl.stop(timeout=5)
+        stop_s = time.monotonic() - t0
+    # every process has exited: none is left, or only as a zombie (exited, not yet reaped by its
+    # parent -- for an orphan, init, which in some containers never reaps)
+    left = _members(groups)
+    assert all(state == "Z" for _, state in left), (left, stop_s)
+    for pid in groups + actors:
+        try:
+            os.killpg(pid, 0) if pid in groups else os.kill(pid, 0)
+        except ProcessLookupError:
+            continue
+        assert left, f"{pid} still alive after stop"
+    assert stop_s < 5 + 30

@@ -6,7 +6,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 import tomllib
 
 import pandas as pd
@@ -18,6 +17,7 @@ from sweep.errors import StoreError
 from sweep.tune.driver import open_study, read_trials, run_tune
 from sweep.campaigns.tune_campaign import load_tune_campaign
 from tests.tune_util import write_tune
+from campaign_util import freeze_when, kill_group
 
 COLS = ["trial", "state", "value_gap", "params", "layer_gaps", "layers_done"]
 
@@ -127,35 +127,91 @@ def test_other_samplers(tmp_path, sampler):
     assert run_tune(c, executor="local", heldout=False).complete == 2
 
 
+def _journal_trials(out, study_name: str):
+    """The study's trials as its journal holds them, read without writing to it (`open_study`
+    appends to the journal)."""
+    from optuna.storages import JournalStorage
+    from optuna.storages.journal import JournalFileBackend
+    storage = JournalStorage(JournalFileBackend(str(out / "study.journal")))
+    return storage.get_all_trials(storage.get_study_id_from_name(study_name), deepcopy=False)
+
+
+#: Studies of the kill test: 12 trials (about 50 ms each here), and, only if a driver finished
+#: half of its study before it could be stopped (a very loaded machine), 36.
+KILL_TRIALS = (12, 36)
+
+
 @pytest.mark.slow
 def test_sigkill_then_resume_ends_with_exactly_the_trials(tmp_path):
-    """SIGKILL `sweep tune` mid-study; --resume ends with exactly N finished trials, none twice."""
-    n = 8
-    path = write_tune(tmp_path, trials=n)
+    """SIGKILL `sweep tune` mid-study; --resume ends with exactly N finished trials, none twice.
+
+    The driver is stopped (SIGSTOP) once 2 trial rows are stored, and SIGKILLed only at a
+    point, checked while it is stopped, where fewer than N/2 trials are finished (rows and
+    journal), at least one RUNNING trial has parameters (an orphan to re-enqueue) and the
+    journal's lock is free (a lock left by the killed driver makes the next driver wait out
+    Optuna's 30 s grace period); otherwise it is continued and stopped again a moment later.
+    If the study got too far first, again with a longer study (`KILL_TRIALS`)."""
+    from optuna.trial import TrialState
     env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0")
-    cmd = [sys.executable, "-m", "sweep.cli", "tune", str(path), "--executor", "local"]
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)
-    rows_dir = tmp_path / "out" / "rows"
-    deadline = time.time() + 120
-    while time.time() < deadline and proc.poll() is None:
-        if rows_dir.is_dir() and len(list(rows_dir.glob("part-*.parquet"))) >= 2:
+    finished_states = (TrialState.COMPLETE, TrialState.PRUNED)
+    for n in KILL_TRIALS:
+        d = tmp_path / f"n{n}"
+        d.mkdir()
+        path = write_tune(d, trials=n)
+        out = d / "out"
+        name = load_tune_campaign(path).name
+        cmd = [sys.executable, "-m", "sweep.cli", "tune", str(path), "--executor", "local"]
+        at_kill = {}
+
+        def rows_stored() -> int:
+            rows_dir = out / "rows"
+            return len(list(rows_dir.glob("part-*.parquet"))) if rows_dir.is_dir() else 0
+
+        def ok() -> bool:                # checked while the driver is stopped
+            if os.path.lexists(out / "study.journal.lock") or not 2 <= rows_stored() < n // 2:
+                return False
+            trials = _journal_trials(out, name)
+            at_kill["rows"] = read_trials(out)
+            at_kill["finished"] = sum(t.state in finished_states for t in trials)
+            at_kill["running"] = {t.number: dict(t.params) for t in trials if t.state == TrialState.RUNNING}
+            return at_kill["finished"] < n // 2 and any(at_kill["running"].values())
+
+        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                start_new_session=True)
+        try:
+            caught = freeze_when(proc, lambda: 2 <= rows_stored() < n // 2, ok)
+            if caught:
+                os.killpg(proc.pid, signal.SIGKILL)
+            rc = proc.wait(120)
+        finally:
+            if proc.poll() is None:
+                kill_group(proc)
+        if caught:
             break
-        time.sleep(0.005)
-    killed = proc.poll() is None
-    os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
-    before = read_trials(tmp_path / "out")
-    assert len(before) >= 2
-    if killed:
-        assert len(_finished(before)) < n
+        assert rc == 0     # it ran to its end before it could be stopped in time
+    else:
+        pytest.fail(f"every study got too far before it could be stopped (trials {KILL_TRIALS})")
+    assert rc == -signal.SIGKILL                      # it died of the signal, mid-study
+    before = read_trials(out)
+    pd.testing.assert_frame_equal(before, at_kill["rows"])     # nothing written after the signal
+    assert 2 <= len(before) and len(_finished(before)) < n // 2
+    orphans = at_kill["running"]                            # trial number -> parameters
+    assert {t.number for t in _journal_trials(out, name) if t.state == TrialState.RUNNING} == set(orphans)
     res = subprocess.run(cmd + ["--resume"], env=env, capture_output=True, text=True)
     assert res.returncode == 0, res.stderr
-    rows = read_trials(tmp_path / "out")
+    rows = read_trials(out)
     assert rows["trial"].is_unique and len(_finished(rows)) == n
     c = load_tune_campaign(path)
-    from optuna.trial import TrialState
     states = [t.state for t in open_study(c, c.output).trials]
     assert states.count(TrialState.COMPLETE) + states.count(TrialState.PRUNED) == n
     assert states.count(TrialState.RUNNING) == 0
     assert len(rows) == len(states)                         # every finished trial has exactly one row
+    # the killed driver's RUNNING trials: failed; each with parameters (one asked but not yet
+    # suggested has none) re-enqueued once with them
+    by_trial = rows.set_index("trial")
+    assert (by_trial.loc[sorted(orphans), "state"] == "FAIL").all()
+    requeued = rows.dropna(subset=["requeued_from"])
+    assert sorted(requeued["requeued_from"].astype(int)) == sorted(k for k, v in orphans.items() if v)
+    for frm, params in zip(requeued["requeued_from"].astype(int), requeued["params"]):
+        got = json.loads(params)
+        assert {k: got[k] for k in orphans[frm]} == orphans[frm]
