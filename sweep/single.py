@@ -114,9 +114,14 @@ def map_layer(layer: Layer, arch, mapper_name: str, objective: str | None = None
 
     kind = "npu" if isinstance(arch, NPUArch) else "loopnest"
     allowed = NPU_OBJECTIVES if kind == "npu" else LOOPNEST_OBJECTIVES
-    if mapper_name not in MAPPER_NAMES or mapper_kind(mapper_name) != kind:
-        known = [m for m in MAPPER_NAMES if mapper_kind(m) == kind]
-        raise _bad("--mapper", "--mapper", mapper_name, f"unknown {kind} mapper for this --arch; known: {known}")
+    known = [m for m in MAPPER_NAMES if mapper_kind(m) == kind]
+    if mapper_name not in MAPPER_NAMES:
+        raise _bad("--mapper", "--mapper", mapper_name, f"unknown mapper; for this --arch ({kind}): {known}")
+    if mapper_kind(mapper_name) != kind:
+        other = mapper_kind(mapper_name)
+        hint = "; it runs in `sweep run` campaigns only" if other == "systolic" else ""
+        raise _bad("--mapper", "--mapper", mapper_name, f"maps {other} architectures, but --arch is {kind}{hint}; "
+                   f"mappers for this --arch: {known}")
     objective = objective or allowed[0]
     if objective not in allowed:
         raise _bad("--objective", "--objective", objective, f"expected one of {list(allowed)} for {kind} architectures")

@@ -1,11 +1,10 @@
 """Accelerator descriptions: presets as specified, TOML loading and its error messages."""
 
 import copy
-import tomllib
 
 import pytest
 
-from costmodel.loopnest.arch import Accelerator, MemoryLevel, accelerator_from_dict, list_accelerators, load_accelerator
+from costmodel.loopnest.arch import Accelerator, accelerator_from_dict, list_accelerators, load_accelerator
 from costmodel.loopnest.mapping import SpatialMapping
 
 # The eyeriss_like table of issue 3: name, bits, operands, read pJ, write pJ, port bits, shared port, per PE

@@ -10,7 +10,7 @@ from costmodel.loopnest.allocation import allocate
 from costmodel.loopnest.arch import load_accelerator
 from costmodel.loopnest.ordering import BatchCost, OrderingEvaluator
 from costmodel.loopnest.reference import evaluate
-from costmodel.loopnest.mapping import (Mapping, MappingError, SpatialMapping, TemporalMapping, format_loop_nest,
+from costmodel.loopnest.mapping import (Mapping, MappingError, SpatialMapping, format_loop_nest,
                                prime_factors)
 from costmodel.workload import Layer
 

@@ -2,7 +2,6 @@
 and ``params_file`` in `sweep run` campaigns."""
 
 import re
-from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner

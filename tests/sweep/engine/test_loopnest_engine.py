@@ -11,7 +11,6 @@ from sweep.cli import app
 from sweep.reports import build_report
 from sweep.engine.runner import Interrupted, run_campaign
 from sweep.engine.store import Store
-from sweep.engine.tasks import expand
 from paths import DATA
 
 runner = CliRunner()
