@@ -8,7 +8,7 @@ traffic 1).
 The MIP - one binary per prime factor and placement (the paper's X), buffer capacity (2) with a
 sound bound on the input halo, spatial resources (3)-(4), and the weighted objective (12) of
 utilisation (5), compute (6) and traffic (7)-(11) with the quadratic term of (10) linearised
-exactly - is built by `mappers.fullspace.cosa_model.build_model` (re-exported here); that
+exactly - is built by `mappers.fullspace.cosa_model.build_model`; that
 module's docstring gives the formulation. This module solves it with HiGHS (`solve_model`),
 decodes an assignment into a `Mapping` (`decode`) and runs the whole as a mapper (`CosaMapper`).
 
@@ -35,9 +35,9 @@ from costmodel.loopnest.reference import evaluate
 from costmodel.loopnest.mapping import (OPERANDS, SPATIAL_DIMS, Mapping, MappingError, SpatialMapping,
                                         TemporalMapping)
 from mappers.base import ExtraColumn, LayerProblem, Mapper, Param, SearchResult, WorkUnit, objective_value
-from mappers.fullspace.cosa_model import CosaModel, Placement, build_model  # noqa: F401 (re-exported)
+from mappers.fullspace.cosa_model import CosaModel, build_model
 
-__all__ = ["CosaMapper", "COSA", "CosaModel", "build_model", "solve_model", "decode", "DECODE_ORDER"]
+__all__ = ["CosaMapper", "COSA", "solve_model", "decode", "DECODE_ORDER"]
 
 #: Order (innermost first) of the merged loops of one dim at a level without permutation ranks.
 DECODE_ORDER = ("FX", "FY", "OX", "OY", "C", "K", "B", "G")

@@ -12,7 +12,8 @@ from costmodel.loopnest.reference import evaluate
 from costmodel.loopnest.mapping import RELEVANT, SPATIAL_DIMS, Mapping
 from costmodel.workload import Layer
 from mappers.base import LayerProblem
-from mappers.fullspace.cosa import COSA, build_model, decode, solve_model
+from mappers.fullspace.cosa import COSA, decode, solve_model
+from mappers.fullspace.cosa_model import build_model
 from mappers.fullspace.cosa_check import placement_feasible, placement_objective
 
 
