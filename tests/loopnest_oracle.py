@@ -1,7 +1,12 @@
 """Brute-force walker of a loop nest: the oracle for `costmodel.loopnest.reference`.
 
 Walks every temporal iteration of the (padded) nest of a tiny layer, in order, innermost loop
-fastest. For every operand and every boundary between a storage (the MAC, then each memory level
+fastest, as the hardware runs it: each cycle each PE takes its W and I from the lowest storage that
+holds them and puts its partial sum where the hardware keeps it: in the MAC's accumulator if the
+accelerator declares one (``accumulator_pj`` set; it then holds one output while it stays the
+same), else in the lowest O memory level at *every* cycle (the MAC holds nothing: each cycle is a
+new visit; the first visit of an output reads nothing back, later ones read the partial sum).
+For every operand and every boundary between a storage (the MAC, then each memory level
 of the operand) and the level above, it keeps which tile each instance of the lower storage holds,
 identified by the indices of the operand-relevant loops that the tile does not contain (the temporal
 loops above the boundary and the spatial loops the instance is replicated over). Whenever that
@@ -17,8 +22,11 @@ identity changes, the tile is (re)loaded. Counted per event, without the model's
 Tile sizes are counted from the index sets the tile's loops span (W, O: distinct index tuples; I:
 the bounding box of the input rows/columns touched, the model's sliding-window definition). One
 transfer of k distinct tiles of e elements at b bits costs ceil(k*e*b / word_bits) accesses of a
-memory. This file deliberately shares no code with the model except `SpatialMapping.fit` and the
-accelerator's data.
+memory. Capacities are bounded: `held_bits` reports the bits every memory instance holds (the tiles
+of all its operands, O at partial precision if a partial sum ever leaves it) so that a test can check
+the model's capacity verdict. Padding (non-divisible unrolling) is walked as the padded nest;
+`real_macs` counts the (PE, cycle) pairs whose indices are all inside the layer. This file
+deliberately shares no code with the model except `SpatialMapping.fit` and the accelerator's data.
 """
 
 from __future__ import annotations
@@ -50,8 +58,10 @@ def _tile_elems(op, layer, loops_inside):
     return ext["B"] * ext["C"] * ext["G"] * (max(iy) - min(iy) + 1) * (max(ix) - min(ix) + 1)
 
 
-def walk(layer, arch, mapping):
-    """Count accesses by walking the nest. Returns {(op, memory): {reads, writes, fills, readbacks}}."""
+def walk(layer, arch, mapping, held_bits=None):
+    """Count accesses by walking the nest. Returns {(op, memory): {reads, writes, fills, readbacks}}.
+
+    ``held_bits``: optional dict, filled with memory name -> bits held per instance (all operands)."""
     sp = (mapping.spatial if mapping.spatial is not None else arch.spatial).fit(layer)
     loops = list(mapping.temporal.loops)
     n = len(loops)
@@ -66,10 +76,13 @@ def walk(layer, arch, mapping):
     iters = [tuple(reversed(t)) for t in itertools.product(*[range(f) for _, f in reversed(loops)])]
     out = defaultdict(lambda: {"reads": 0, "writes": 0, "fills": 0, "readbacks": 0})
 
+    no_acc = getattr(arch, "accumulator_pj", None) is None
     for op in ("W", "I", "O"):
         levels = arch.levels(op)
         b = mapping.boundaries[op]
         for lo in range(-1, len(levels) - 1):
+            # the MAC without an accumulator keeps no partial sum: every cycle visits the O level
+            every = op == "O" and lo < 0 and no_acc
             up = levels[lo + 1]
             lo_scope = all_dims if lo < 0 else levels[lo].private_to
             blo = 0 if lo < 0 else b[lo]
@@ -116,7 +129,11 @@ def walk(layer, arch, mapping):
             fills = 0
             readbacks = 0
 
+            any_partial = [False]
+
             def write_up(keys, final_flags):
+                if not all(final_flags[k] for k in keys):
+                    any_partial[0] = True
                 groups = defaultdict(set)
                 for k in keys:
                     groups[inst_up[k]].add((held[k], final_flags[k]))
@@ -130,7 +147,7 @@ def walk(layer, arch, mapping):
                         out[(op, lo_name)]["reads"] += _cdiv(te * (bits["Of"] if final_flags[k] else bits["O"]), w_lo)
 
             for t in iters:
-                changed = [k for k in lo_inst if held[k] != ident(t, k)]
+                changed = list(lo_inst) if every else [k for k in lo_inst if held[k] != ident(t, k)]
                 if changed:
                     fills += 1
                     if op == "O":
@@ -163,11 +180,32 @@ def walk(layer, arch, mapping):
                     done[held[lo_inst[0]][0]] += 1
             if op == "O":
                 write_up(lo_inst, {k: done[held[k][0]] == total[held[k][0]] and spatial_complete for k in lo_inst})
+            if lo >= 0 and held_bits is not None:
+                pb = bits[op] if op != "O" else (bits["O"] if any_partial[0] else bits["Of"])
+                held_bits[lo_name] = held_bits.get(lo_name, 0) + te * pb
             if lo >= 0:
                 out[(op, lo_name)]["fills"] = fills
                 if op == "O":
                     out[(op, lo_name)]["readbacks"] = readbacks
     return out
+
+
+def real_macs(layer, arch, mapping):
+    """(PE, cycle) pairs of the padded nest whose loop indices all lie inside the layer. A padded
+    dim's index is the spatial index (innermost, array dims in order) plus the spatial extent times
+    the temporal index (temporal loops innermost first)."""
+    sp = (mapping.spatial if mapping.spatial is not None else arch.spatial).fit(layer)
+    comps = [(d, f) for sl in sp.dims.values() for d, f in sl]
+    loops = list(mapping.temporal.loops)
+    n = 0
+    for pe in itertools.product(*[range(f) for _, f in comps]):
+        for t in itertools.product(*[range(f) for _, f in loops]):
+            idx, scale = defaultdict(int), defaultdict(lambda: 1)
+            for (d, f), i in zip(comps + loops, pe + t):
+                idx[d] += i * scale[d]
+                scale[d] *= f
+            n += all(idx[d] < getattr(layer, d) for d in idx)
+    return n
 
 
 def macs_padded(layer, arch, mapping):

@@ -272,14 +272,14 @@ def _traffic(ev, pre: _Prefixes, bnd: dict, nxt: dict):
     Returns:
         (acc, R, Wr, FW, TB): acc (n,) float access energy in pJ (summed operand by operand,
         level by level, like the reference); per memory (lists indexed like ``arch.memories``)
-        (n,) int64 reads, writes, fill writes (W/I loads and O read-backs written into the
+        (n,) float reads, writes, fill writes (W/I loads and O read-backs written into the
         memory), in words, and TB the tile bits it holds.
     """
     n = pre.n
     nm = len(ev.arch.memories)
-    R = [np.zeros(n, dtype=np.int64) for _ in range(nm)]
-    Wr = [np.zeros(n, dtype=np.int64) for _ in range(nm)]
-    FW = [np.zeros(n, dtype=np.int64) for _ in range(nm)]
+    R = [np.zeros(n) for _ in range(nm)]
+    Wr = [np.zeros(n) for _ in range(nm)]
+    FW = [np.zeros(n) for _ in range(nm)]
     TB = [np.zeros(n, dtype=np.int64) for _ in range(nm)]
     acc = np.zeros(n)
     for op in OPERANDS:
@@ -295,7 +295,7 @@ def _traffic(ev, pre: _Prefixes, bnd: dict, nxt: dict):
 
 
 def _operand_traffic(ev, pre: _Prefixes, op: str, bnd_op: list, nxt_op: np.ndarray, FW: list, TB: list):
-    """Reads and writes (words, (n,) int64 or 0) of ``op`` at each of its levels, innermost first.
+    """Reads and writes (words scaled to the real data, (n,) float or 0) of ``op`` at each of its levels, innermost first.
 
     For every boundary (MAC -> level 0, level l -> l+1): F = total // cp[next relevant loop] tile
     loads. W, I: F x n_up x ceil(tile x g x bits / word) reads above, F x n_lo x ceil(tile x bits /
@@ -322,15 +322,19 @@ def _operand_traffic(ev, pre: _Prefixes, op: str, bnd_op: list, nxt_op: np.ndarr
         up = info[lo + 1]["mem"]
         w_up = up.word_bits
         bl = 0 if lo < 0 else bnd_op[lo]
-        F = total // cp[rows, nxt_op[rows, bl]] if lo >= 0 else total // cp[rows, nxt_op[:, 0]]
+        if bd["every"]:
+            F = total
+        else:
+            F = total // cp[rows, nxt_op[rows, bl]] if lo >= 0 else total // cp[rows, nxt_op[:, 0]]
         te = 1 if lo < 0 else te_at[lo]
         g, n_up, n_lo = bd["g"], bd["n_up"], bd["n_lo"]
+        s_up, s_lo = bd["s_up"], bd["s_lo"]
         if op != "O":
             bb = bits[op]
-            reads[lo + 1] = reads[lo + 1] + F * n_up * ((te * g * bb + w_up - 1) // w_up)
+            reads[lo + 1] = reads[lo + 1] + F * n_up * ((te * g * bb + w_up - 1) // w_up) * s_up
             if lo >= 0:
                 wl = info[lo]["mem"].word_bits
-                wr = F * n_lo * ((te * bb + wl - 1) // wl)
+                wr = F * n_lo * ((te * bb + wl - 1) // wl) * s_lo
                 writes[lo] = writes[lo] + wr
                 FW[ev._mem_index[info[lo]["mem"].name]] += wr
             continue
@@ -339,12 +343,13 @@ def _operand_traffic(ev, pre: _Prefixes, op: str, bnd_op: list, nxt_op: np.ndarr
         part = F - fin
         rb = F - D
         writes[lo + 1] = writes[lo + 1] + n_up * (fin * ((te * g * fb + w_up - 1) // w_up)
-                                                  + part * ((te * g * pb + w_up - 1) // w_up))
-        reads[lo + 1] = reads[lo + 1] + rb * n_up * ((te * g * pb + w_up - 1) // w_up)
+                                                  + part * ((te * g * pb + w_up - 1) // w_up)) * s_up
+        reads[lo + 1] = reads[lo + 1] + rb * n_up * ((te * g * pb + w_up - 1) // w_up) * s_up
         if lo >= 0:
             wl = info[lo]["mem"].word_bits
-            reads[lo] = reads[lo] + n_lo * (fin * ((te * fb + wl - 1) // wl) + part * ((te * pb + wl - 1) // wl))
-            wr = rb * n_lo * ((te * pb + wl - 1) // wl)
+            reads[lo] = reads[lo] + n_lo * (fin * ((te * fb + wl - 1) // wl)
+                                            + part * ((te * pb + wl - 1) // wl)) * s_lo
+            wr = rb * n_lo * ((te * pb + wl - 1) // wl) * s_lo
             writes[lo] = writes[lo] + wr
             FW[ev._mem_index[info[lo]["mem"].name]] += wr
     return reads, writes

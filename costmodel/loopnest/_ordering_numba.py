@@ -34,8 +34,12 @@ N_T = 12
 # columns of the per (operand, level) table lv[op, li, :] (op: 0 W, 1 I, 2 O)
 LV_MEM, LV_WORD, LV_TOP, LV_K0, LV_K1, LV_K2, LV_K3, LV_K4 = range(8)
 # the boundary below level li (between li - 1, or the MAC for li = 0, and li)
-LV_G, LV_NUP, LV_NLO, LV_FINOK = range(8, 12)
-N_LV = 12
+LV_G, LV_NUP, LV_NLO, LV_FINOK, LV_EVERY = range(8, 13)
+N_LV = 13
+# columns of the per (operand, level) float table lvf[op, li, :]: real / padded scales of the
+# counts at the upper and the lower side of the boundary below level li
+LVF_SUP, LVF_SLO = range(2)
+N_LVF = 2
 
 # columns of the per-memory int table mem[mi, :]
 M_SIZE, M_NOPS, M_OP0, M_LI0, M_WORD, M_SHARED, M_NI, M_PJINT = 0, 1, 2, 5, 8, 9, 10, 11
@@ -68,7 +72,7 @@ def _tile(op, li, e, C, lv, par):
 
 
 @njit(cache=True, error_model="numpy")
-def _row(o, ft, lv, mem, memf, par, mac_e, C, rem, remo, ctb, ccost, clo, chi, cj, choice, start, bnd, te_at,
+def _row(o, ft, lv, lvf, mem, memf, par, mac_e, C, rem, remo, ctb, ccost, clo, chi, cj, choice, start, bnd, te_at,
          reads, writes, R, Wr, FW, TB):
     """Energy, latency, EDP and status (1 valid, 0 invalid, -1 type id out of range) of ordering o.
 
@@ -201,9 +205,9 @@ def _row(o, ft, lv, mem, memf, par, mac_e, C, rem, remo, ctb, ccost, clo, chi, c
             start[op] = choice[j]
     # ---- cost of the allocated mapping
     for mi in range(nm):
-        R[mi] = 0
-        Wr[mi] = 0
-        FW[mi] = 0
+        R[mi] = 0.0
+        Wr[mi] = 0.0
+        FW[mi] = 0.0
         TB[mi] = 0
     acc = 0.0
     pb = par[P_BO]
@@ -211,8 +215,8 @@ def _row(o, ft, lv, mem, memf, par, mac_e, C, rem, remo, ctb, ccost, clo, chi, c
     for op in range(3):
         nl = par[P_NL0 + op]
         for li in range(nl):
-            reads[li] = 0
-            writes[li] = 0
+            reads[li] = 0.0
+            writes[li] = 0.0
             te, tb = _tile(op, li, bnd[op, li], C, lv, par)
             te_at[li] = te
             TB[lv[op, li, LV_MEM]] += tb
@@ -223,17 +227,20 @@ def _row(o, ft, lv, mem, memf, par, mac_e, C, rem, remo, ctb, ccost, clo, chi, c
             g = lv[op, up, LV_G]
             n_up = lv[op, up, LV_NUP]
             n_lo = lv[op, up, LV_NLO]
+            s_up = lvf[op, up, LVF_SUP]
+            s_lo = lvf[op, up, LVF_SLO]
             bl = 0 if lo < 0 else bnd[op, lo]
             j = bl
-            while j < L and ft[T_REL + op, o[j]] == 0:
-                j += 1
+            if lv[op, up, LV_EVERY] == 0:
+                while j < L and ft[T_REL + op, o[j]] == 0:
+                    j += 1
             F = rem[j]
             te = 1 if lo < 0 else te_at[lo]
             if op != 2:
-                reads[up] += F * n_up * ((te * g * bb + w_up - 1) // w_up)
+                reads[up] += F * n_up * ((te * g * bb + w_up - 1) // w_up) * s_up
                 if lo >= 0:
                     wl = lv[op, lo, LV_WORD]
-                    wr = F * n_lo * ((te * bb + wl - 1) // wl)
+                    wr = F * n_lo * ((te * bb + wl - 1) // wl) * s_lo
                     writes[lo] += wr
                     FW[lv[op, lo, LV_MEM]] += wr
                 continue
@@ -242,25 +249,17 @@ def _row(o, ft, lv, mem, memf, par, mac_e, C, rem, remo, ctb, ccost, clo, chi, c
             part = F - fin
             rb = F - D
             writes[up] += n_up * (fin * ((te * g * fb + w_up - 1) // w_up)
-                                  + part * ((te * g * pb + w_up - 1) // w_up))
-            reads[up] += rb * n_up * ((te * g * pb + w_up - 1) // w_up)
+                                  + part * ((te * g * pb + w_up - 1) // w_up)) * s_up
+            reads[up] += rb * n_up * ((te * g * pb + w_up - 1) // w_up) * s_up
             if lo >= 0:
                 wl = lv[op, lo, LV_WORD]
-                reads[lo] += n_lo * (fin * ((te * fb + wl - 1) // wl) + part * ((te * pb + wl - 1) // wl))
-                wr = rb * n_lo * ((te * pb + wl - 1) // wl)
+                reads[lo] += n_lo * (fin * ((te * fb + wl - 1) // wl) + part * ((te * pb + wl - 1) // wl)) * s_lo
+                wr = rb * n_lo * ((te * pb + wl - 1) // wl) * s_lo
                 writes[lo] += wr
                 FW[lv[op, lo, LV_MEM]] += wr
         for li in range(nl):
             mi = lv[op, li, LV_MEM]
-            pji = mem[mi, M_PJINT]        # integer pJ (bit 0 read, bit 1 write): int64 products as in NumPy
-            if pji == 0:
-                acc = acc + (reads[li] * memf[mi, MF_RPJ] + writes[li] * memf[mi, MF_WPJ])
-            elif pji == 3:
-                acc = acc + float(reads[li] * np.int64(memf[mi, MF_RPJ]) + writes[li] * np.int64(memf[mi, MF_WPJ]))
-            elif pji == 1:
-                acc = acc + (float(reads[li] * np.int64(memf[mi, MF_RPJ])) + writes[li] * memf[mi, MF_WPJ])
-            else:
-                acc = acc + (reads[li] * memf[mi, MF_RPJ] + float(writes[li] * np.int64(memf[mi, MF_WPJ])))
+            acc = acc + (reads[li] * memf[mi, MF_RPJ] + writes[li] * memf[mi, MF_WPJ])
             R[mi] += reads[li]
             Wr[mi] += writes[li]
     energy = mac_e + acc
@@ -291,21 +290,23 @@ def _scratch(L, nm, par):
     ccost = np.empty((3, L + 1), dtype=np.int64)
     small = np.empty((5, 3), dtype=np.int64)           # clo, chi, cj, choice, start
     bnd = np.zeros((3, nl), dtype=np.int64)
-    lvl = np.empty((3, nl), dtype=np.int64)            # te_at, reads, writes
-    mems = np.empty((4, nm), dtype=np.int64)           # R, Wr, FW, TB
-    return C, ctb, ccost, small, bnd, lvl, mems
+    te_at = np.empty(nl, dtype=np.int64)
+    lvl = np.empty((2, nl), dtype=np.float64)          # reads, writes (scaled to the real data)
+    mems = np.empty((3, nm), dtype=np.float64)         # R, Wr, FW
+    tb = np.empty(nm, dtype=np.int64)                  # TB
+    return C, ctb, ccost, small, bnd, te_at, lvl, mems, tb
 
 
 @njit(cache=True, error_model="numpy")
-def evaluate_batch(O, ft, lv, mem, memf, par, mac_e, out):
+def evaluate_batch(O, ft, lv, lvf, mem, memf, par, mac_e, out):
     """Costs of the orderings O (n, L) into out (4, n): energy, latency, edp, valid (1.0 / 0.0).
 
     Returns the first row with a type id out of range (the rows from there on are not evaluated),
     else -1. The only entry point (one compilation): `evaluate_one` passes a (1, L) view."""
-    C, ctb, ccost, sm, bnd, lvl, ms = _scratch(O.shape[1], mem.shape[0], par)
+    C, ctb, ccost, sm, bnd, te_at, lvl, ms, tb = _scratch(O.shape[1], mem.shape[0], par)
     for i in range(O.shape[0]):
-        e, la, d, st = _row(O[i], ft, lv, mem, memf, par, mac_e, C, C[9], C[10], ctb, ccost, sm[0], sm[1], sm[2],
-                            sm[3], sm[4], bnd, lvl[0], lvl[1], lvl[2], ms[0], ms[1], ms[2], ms[3])
+        e, la, d, st = _row(O[i], ft, lv, lvf, mem, memf, par, mac_e, C, C[9], C[10], ctb, ccost, sm[0], sm[1],
+                            sm[2], sm[3], sm[4], bnd, te_at, lvl[0], lvl[1], ms[0], ms[1], ms[2], tb)
         if st < 0:
             return i
         out[0, i] = e

@@ -227,20 +227,21 @@ def _traffic(sc, bits, tile, o, bnd, cp, cO, total, L):
             te_at.append(te)
             TB[info[li][1]] += tb
         for lo in range(-1, nl - 1):
-            g, n_up, n_lo, fin_ok = bd_t[(op, lo)]
+            g, n_up, n_lo, fin_ok, s_up, s_lo, every = bd_t[(op, lo)]
             w_up = info[lo + 1][2]
             bl = 0 if lo < 0 else bnd[op][lo]
             j = bl
-            while j < L and not rel[o[j]]:
-                j += 1
+            if not every:
+                while j < L and not rel[o[j]]:
+                    j += 1
             F = total // cp[j]
             te = 1 if lo < 0 else te_at[lo]
             if op != "O":
                 bb = bits[op]
-                reads[lo + 1] += F * n_up * ((te * g * bb + w_up - 1) // w_up)
+                reads[lo + 1] += F * n_up * ((te * g * bb + w_up - 1) // w_up) * s_up
                 if lo >= 0:
                     wl = info[lo][2]
-                    wr = F * n_lo * ((te * bb + wl - 1) // wl)
+                    wr = F * n_lo * ((te * bb + wl - 1) // wl) * s_lo
                     writes[lo] += wr
                     FW[info[lo][1]] += wr
                 continue
@@ -249,12 +250,12 @@ def _traffic(sc, bits, tile, o, bnd, cp, cO, total, L):
             part = F - fin
             rb = F - D
             writes[lo + 1] += n_up * (fin * ((te * g * fb + w_up - 1) // w_up)
-                                      + part * ((te * g * pb + w_up - 1) // w_up))
-            reads[lo + 1] += rb * n_up * ((te * g * pb + w_up - 1) // w_up)
+                                      + part * ((te * g * pb + w_up - 1) // w_up)) * s_up
+            reads[lo + 1] += rb * n_up * ((te * g * pb + w_up - 1) // w_up) * s_up
             if lo >= 0:
                 wl = info[lo][2]
-                reads[lo] += n_lo * (fin * ((te * fb + wl - 1) // wl) + part * ((te * pb + wl - 1) // wl))
-                wr = rb * n_lo * ((te * pb + wl - 1) // wl)
+                reads[lo] += n_lo * (fin * ((te * fb + wl - 1) // wl) + part * ((te * pb + wl - 1) // wl)) * s_lo
+                wr = rb * n_lo * ((te * pb + wl - 1) // wl) * s_lo
                 writes[lo] += wr
                 FW[info[lo][1]] += wr
         for li in range(nl):

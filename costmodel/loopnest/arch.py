@@ -24,6 +24,8 @@ TOML format (presets in ``costmodel/presets/*.toml``; user files alike)::
     [spatial]                             # default spatial unrolling
     D1 = [["OX", 14]]
     D2 = [["FY", 3], ["K", 4]]
+    [accumulator]                         # optional: an accumulator inside each MAC
+    energy_pj = 0.1                       # pJ per accumulation (per MAC updating it); may be 0.0
     [[memory]]                            # innermost first
     name = "rf_64B_A"
     size_bits = 512                       # or size_kib = 0.0625; omit both for unbounded (DRAM)
@@ -35,6 +37,13 @@ TOML format (presets in ``costmodel/presets/*.toml``; user files alike)::
     write_bw = 8
     shared_port = false                   # true: one port shared by reads and writes
     private_to = "all"                    # or a list of array dims, or [] (one instance)
+
+Without an ``[accumulator]`` table the MAC has no place to keep a partial sum: after every MAC
+the partial sum is written to the lowest memory level serving O (and read back before the next
+accumulation into the same output). With it, the MAC keeps its partial sum while O-irrelevant
+loops run innermost and each MAC costs ``energy_pj`` more (`costmodel.loopnest.reference`). An
+accumulation buffer that is a real memory (capacity, word, ports) is a ``[[memory]]`` level
+serving O, not an ``[accumulator]``.
 
 Errors: `load_accelerator` raises ValueError naming the file, the key and the bad value.
 """
@@ -92,7 +101,9 @@ class Accelerator:
     """An operational array and its memory hierarchy (memories innermost first).
 
     ``precisions`` maps "W", "I", "O" (partial sums) and "O_final" to bits; missing keys fall back
-    to the layer's precisions. ``spatial`` is the default spatial unrolling.
+    to the layer's precisions. ``spatial`` is the default spatial unrolling. ``accumulator_pj``:
+    energy (pJ) of one accumulation in an accumulator inside each MAC, or None = no accumulator
+    (every partial sum goes to the lowest O memory level; TOML table ``[accumulator]``).
     """
 
     name: str
@@ -103,9 +114,15 @@ class Accelerator:
     precisions: dict[str, int] = field(default_factory=dict)
     clock_mhz: float = 200.0
     description: str = ""
+    accumulator_pj: float | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "memories", tuple(self.memories))
+        a = self.accumulator_pj
+        if a is not None and (isinstance(a, bool) or not isinstance(a, (int, float)) or not math.isfinite(a)
+                              or a < 0):
+            raise ValueError(f"accelerator {self.name!r}: accumulator.energy_pj = {a!r}: expected a finite "
+                             f"non-negative number")
         names = [m.name for m in self.memories]
         if len(set(names)) != len(names):
             raise ValueError(f"accelerator {self.name!r}: duplicate memory names {names}")
@@ -156,9 +173,12 @@ class Accelerator:
             if m.size_bits is not None:
                 d["size_bits"] = m.size_bits
             mems.append(d)
-        return {"name": self.name, "description": self.description, "mac_pj": self.mac_pj,
-                "clock_mhz": self.clock_mhz, "array": dict(self.array), "precision": dict(self.precisions),
-                "spatial": self.spatial.to_dict(), "memory": mems}
+        d = {"name": self.name, "description": self.description, "mac_pj": self.mac_pj,
+             "clock_mhz": self.clock_mhz, "array": dict(self.array), "precision": dict(self.precisions),
+             "spatial": self.spatial.to_dict(), "memory": mems}
+        if self.accumulator_pj is not None:
+            d["accumulator"] = {"energy_pj": self.accumulator_pj}
+        return d
 
 
 def _bad(src: str, key: str, value: Any, expected: str) -> ValueError:
@@ -184,7 +204,7 @@ def accelerator_from_dict(d: dict[str, Any], src: str = "<dict>") -> Accelerator
     Raises:
         ValueError: naming ``src``, the key path and the bad value.
     """
-    known = {"name", "description", "mac_pj", "clock_mhz", "array", "precision", "spatial", "memory"}
+    known = {"name", "description", "mac_pj", "clock_mhz", "array", "precision", "spatial", "memory", "accumulator"}
     for k in d:
         if k not in known:
             raise _bad(src, k, d[k], f"no such key; known keys: {sorted(known)}")
@@ -253,8 +273,20 @@ def accelerator_from_dict(d: dict[str, Any], src: str = "<dict>") -> Accelerator
                                 sp, tuple(a for a in arr if a in pt)))
     desc = d.get("description", "")
     clock = _num(src, "clock_mhz", d.get("clock_mhz", 200.0))
+    acc_pj = None
+    if "accumulator" in d:
+        acc = d["accumulator"]
+        if not isinstance(acc, dict):
+            raise _bad(src, "accumulator", acc, "a table with the key energy_pj")
+        for k in acc:
+            if k != "energy_pj":
+                raise _bad(src, f"accumulator.{k}", acc[k], "no such key; known keys: ['energy_pj']")
+        v = acc.get("energy_pj")
+        if v is None or (isinstance(v, (int, float)) and not isinstance(v, bool) and not math.isfinite(v)):
+            raise _bad(src, "accumulator.energy_pj", v, "a finite non-negative number")
+        acc_pj = _num(src, "accumulator.energy_pj", v, positive=False)
     try:
-        return Accelerator(name, arr, mac_pj, tuple(mems), spatial, precisions, clock, str(desc))
+        return Accelerator(name, arr, mac_pj, tuple(mems), spatial, precisions, clock, str(desc), acc_pj)
     except ValueError as e:
         raise ValueError(f"{src}: {e}") from None
 

@@ -47,7 +47,7 @@ import numpy as np
 from ._ordering_batch import evaluate_numpy
 from ._ordering_scalar import evaluate_one_py
 from .allocation import allocate
-from .reference import _Nest, operand_bits
+from .reference import _Nest, mac_energy, operand_bits
 from .mapping import OPERANDS, RELEVANT, Mapping, MappingError, SpatialMapping, prime_factors
 from costmodel.workload import LOOP_DIMS
 
@@ -189,7 +189,7 @@ class OrderingEvaluator:
         }
         self._total = int(np.prod(f ** self.counts)) if len(f) else 1
         self.compute_cycles = self._total
-        self.mac_energy = layer.macs * arch.mac_pj
+        self.mac_energy = mac_energy(layer, arch)
         # per operand and level: spatial extents inside one instance, instance counts, word etc.
         self._lv = {}
         for op in OPERANDS:
@@ -211,7 +211,10 @@ class OrderingEvaluator:
                 self._bd[(op, lo)] = dict(
                     g=nest.group(op, [a for a in lo_scope if a not in up.private_to]),
                     n_up=nest.instances(up.private_to), n_lo=nest.instances(lo_scope),
-                    fin_ok=not nest.unreduced(up.private_to))
+                    fin_ok=not nest.unreduced(up.private_to),
+                    s_up=nest.real_scale(op, up.private_to), s_lo=nest.real_scale(op, lo_scope),
+                    # no accumulator in the MAC: O visits the lowest O level at every MAC
+                    every=(op == "O" and lo < 0 and arch.accumulator_pj is None))
         self._mem_index = {m.name: i for i, m in enumerate(arch.memories)}
         # tables of the scalar path (evaluate_one): Python lists and tuples
         sc = {k: v.tolist() for k, v in self._fac.items()}
@@ -234,7 +237,8 @@ class OrderingEvaluator:
         sc["mems"] = [(m, tuple(m.operands), {op: tops[op] == m.name for op in m.operands}) for m in arch.memories]
         sc["info"] = {op: [(li["mem"], self._mem_index[li["mem"].name], li["mem"].word_bits) for li in self._lv[op]]
                       for op in OPERANDS}
-        sc["bd"] = {k: (v["g"], v["n_up"], v["n_lo"], v["fin_ok"]) for k, v in self._bd.items()}
+        sc["bd"] = {k: (v["g"], v["n_up"], v["n_lo"], v["fin_ok"], v["s_up"], v["s_lo"], v["every"])
+                    for k, v in self._bd.items()}
         sc["mem_inst"] = [(m, nest.instances(m.private_to)) for m in arch.memories]
         self._scalar = sc
         self._nb = None
@@ -254,6 +258,7 @@ class OrderingEvaluator:
             ft[nb.T_REL + k] = self._rel[op]
         nlev = [len(arch.levels(op)) for op in OPERANDS]
         lv = np.zeros((3, max(nlev), nb.N_LV), dtype=np.int64)
+        lvf = np.ones((3, max(nlev), nb.N_LVF), dtype=np.float64)
         for k, op in enumerate(OPERANDS):
             for li, (mem, mi, word) in enumerate(sc["info"][op]):
                 row = lv[k, li]
@@ -261,8 +266,10 @@ class OrderingEvaluator:
                 row[nb.LV_TOP] = self._lv[op][li]["top"]
                 consts = sc["lv"][op][li]
                 row[nb.LV_K0:nb.LV_K0 + len(consts)] = [int(c) for c in consts]
-                g, n_up, n_lo, fin_ok = sc["bd"][(op, li - 1)]
+                g, n_up, n_lo, fin_ok, s_up, s_lo, every = sc["bd"][(op, li - 1)]
                 row[nb.LV_G], row[nb.LV_NUP], row[nb.LV_NLO], row[nb.LV_FINOK] = g, n_up, n_lo, fin_ok
+                row[nb.LV_EVERY] = every
+                lvf[k, li, nb.LVF_SUP], lvf[k, li, nb.LVF_SLO] = s_up, s_lo
         mems = arch.memories
         mem = np.zeros((len(mems), nb.N_M), dtype=np.int64)
         memf = np.zeros((len(mems), nb.N_MF), dtype=np.float64)
@@ -281,7 +288,7 @@ class OrderingEvaluator:
         par[:nb.P_NL0] = (self._total, bits["W"], bits["I"], bits["O"], bits["O_final"],
                           layer.SY, layer.SX, layer.DY, layer.DX, int(bool(self.even)))
         par[nb.P_NL0:nb.P_NL0 + 3] = nlev
-        return ft, lv, mem, memf, par, float(self.mac_energy)
+        return ft, lv, lvf, mem, memf, par, float(self.mac_energy)
 
     # ------------------------------------------------------------------ helpers
     def loops(self, ordering) -> tuple[tuple[str, int], ...]:

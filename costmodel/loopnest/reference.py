@@ -8,17 +8,44 @@ The model (after ZigZag, Mei et al., IEEE TC 2021, and LOMA, Symons et al., AICA
 every assumption:
 
 **Loop nest.** Temporal loops innermost first, ``loops[0..n)``; spatial loops (the fitted
-unrolling, `SpatialMapping.fit`) sit below all temporal loops. Non-divisible unrolling pads a
-dimension to spatial x ceil(bound / spatial): all access counts are those of the padded nest;
-MAC energy counts the layer's real MACs (idle PEs are assumed gated). Temporal loops of factor 1
-are ignored everywhere.
+unrolling, `SpatialMapping.fit`) sit below all temporal loops. Temporal loops of factor 1 are
+ignored everywhere.
+
+**Unrolling that does not divide the layer (real data, active PEs).** A spatial factor s_d (the
+product of d's fitted spatial factors) with s_d x ceil(D_d / s_d) = P_d > D_d pads dimension d:
+the nest runs P_d indices of which D_d are real. Tiles, capacities, loads per instance (``fills``,
+``readbacks``) and compute cycles are those of the padded nest (a padded temporal loop still costs
+its cycles; a memory must hold a full slice). Access counts are of the real data and the active
+PEs only, the fractional unrolling of ZigZag (s_d counts as D_d / ceil(D_d / s_d)): a count of
+operand op at a memory is the padded count times the product of D_d / P_d over the padded dims d
+that are relevant to op (its data is D_d / P_d real) or carried by an array dim the memory is
+private to (only D_d / P_d of its instances along that dim work; the MAC side is private to every
+array dim). This is a share, not a per-PE
+trace: it is exact for the totals of accesses made at every MAC (with no accumulator the O
+writes at the lowest O level add up to the real MACs) and for the data volume of op-relevant dims
+(every padded index is moved equally often, so real data is D_d / P_d of it, before the rounding of
+a transfer to whole words); a load or read-back whose idle slice falls at one end of a reuse run is
+counted in the same average share (as ZigZag's fractional unrolling), not per PE. Scaled counts are floats; MAC energy counts the layer's real MACs.
 
 **Levels and scope.** Operand op has levels ``arch.levels(op)`` (innermost first); level l holds the
 loops ``loops[0, b_l)`` (``b = mapping.boundaries[op]``). A memory is replicated over the array
 dims in its ``private_to`` (instances = product of the spatial factors on those dims); spatial loops
 on the other array dims lie *inside* one instance. Below the innermost level sits the MAC, which
-keeps its current W and I operand and its accumulator (a virtual level holding one element,
-private to all array dims, boundary 0).
+keeps its current W and I operand (a virtual level holding one element, private to all array
+dims, boundary 0).
+
+**Accumulation (no free accumulator).** A partial sum lives where the hardware keeps it. Without
+an accumulator (`Accelerator.accumulator_pj` None, no ``[accumulator]`` table) the MAC keeps
+nothing: after every MAC its partial sum is written to the lowest O level (F = P at the MAC
+boundary, every loop counts as a visit) and read back from it before the next accumulation into
+the same output, as ZigZag charges one read and one write of the lowest output memory per MAC
+per PE (and Eyeriss's energy analysis charges a psum register read and write per MAC). With an
+accumulator the MAC holds its partial sum as a one-element O level (F = P / R below, the run of
+O-irrelevant loops innermost keeps it) and each real MAC adds ``accumulator_pj``. Two differences
+from ZigZag, where ours is the more physical: (a) the first accumulation into an output does not
+read an all-zero partial sum back (F - D read-backs, not F; ZigZag reads F); (b) an output that
+leaves a level complete (its last visit) is written up at final precision, ZigZag writes every
+output up at partial-sum precision.
 
 **Tile** of (op, level): the data footprint of the temporal loops below the boundary plus the
 spatial loops inside one instance. W: K*C*FY*FX*G; O: B*K*OY*OX*G; I: B*C*G*IY*IX with the sliding
@@ -34,7 +61,8 @@ o_bits).
 above, a tile is loaded whenever the index of an op-relevant loop above the boundary changes. Let P
 be the product of the loop factors above the boundary and R that of the run of consecutive
 op-irrelevant loops directly above it: the tile is loaded F = P / R times (the run keeps it
-stationary). For I, partially relevant dims (OY, OX, FY, FX) count as relevant.
+stationary). For I, partially relevant dims (OY, OX, FY, FX) count as relevant. At the MAC boundary
+of O without an accumulator R = 1 (F = P: a visit of the lowest O level per MAC).
 
 **Transfers and multicast.** Per load event every instance of the lower level receives its tile:
 writes at the lower level = F x instances_lower x ceil(tile_bits / word_lower). Reads at the upper
@@ -44,7 +72,8 @@ op-relevant dims different data: reads = F x instances_upper x ceil(tile_elems x
 word_upper), g = product of the op-relevant spatial factors on the array dims the lower level is
 private to and the upper is not. Rounding: one transfer of a tile (or of a multicast group's
 distinct data) costs ceil(bits / word_bits) accesses. The MAC side has no memory: loads into the MAC
-cost only the reads of the innermost level (one element per MAC).
+cost only the reads of the innermost level (one element per MAC), and a partial sum leaving the
+MAC only the write (and read-back) at the innermost O level.
 
 **Outputs.** Every O visit ends with a write of the tile to the level above (spatial reduction: PEs
 along O-irrelevant array dims are reduced before the write, so the write carries tile x g distinct
@@ -55,7 +84,8 @@ The last visit of each tile writes final values (final precision) unless an O-ir
 loop is still unreduced above the upper level (then every write is partial); all other writes are
 partial. Accesses at the lower level for write-ups are reads, at the upper level writes.
 
-**Energy** = sum over (operand, level) of reads x read_pj + writes x write_pj, plus MACs x mac_pj.
+**Energy** = sum over (operand, level) of reads x read_pj + writes x write_pj, plus MACs x mac_pj
+(+ MACs x accumulator_pj with an accumulator).
 
 **Capacity.** For each bounded memory the tiles of all operands it holds (per instance) must fit:
 sum of tile bits <= size_bits; otherwise the report is invalid (energy, latency, EDP = inf) with the
@@ -78,8 +108,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .mapping import OPERANDS, RELEVANT, Mapping, MappingError, SpatialMapping
+from costmodel.workload import LOOP_DIMS
 
-__all__ = ["evaluate", "CostReport", "LevelCost", "footprint", "operand_bits"]
+__all__ = ["evaluate", "CostReport", "LevelCost", "footprint", "operand_bits", "MODEL_VERSION"]
+
+#: Version of the loop-nest physics (this module's rules, shared by every fast path). Bump it when
+#: a rule changes a number: it is part of every loop-nest problem_id and campaign config hash, so
+#: rows of two models never mix in one result directory. 2: no free accumulator in the MAC
+#: (``[accumulator]``), fractional unrolling counts the active PEs and the real data.
+MODEL_VERSION = 2
 
 
 @dataclass
@@ -176,6 +213,16 @@ class _Nest:
         for a, sl in spatial.dims.items():
             for d, f in sl:
                 self.on[a][d] = self.on[a].get(d, 1) * f
+        # padded dims (non-divisible unrolling): d -> (real bound D, padded extent s x ceil(D / s)),
+        # and the array dims carrying a spatial factor > 1 of d
+        self.pad: dict[str, tuple[int, int]] = {}
+        self.carriers: dict[str, tuple[str, ...]] = {}
+        for d in LOOP_DIMS:
+            s = spatial.factor(d)
+            D = getattr(layer, d)
+            if s > 1 and s * _cdiv(D, s) > D:
+                self.pad[d] = (D, s * _cdiv(D, s))
+                self.carriers[d] = tuple(a for a in self.all_dims if self.on[a].get(d, 1) > 1)
 
     def instances(self, scope) -> int:
         return math.prod(f for a in scope for f in self.on[a].values())
@@ -191,6 +238,18 @@ class _Nest:
         """Product of op-relevant spatial factors on array dims ``dims``."""
         rel = RELEVANT[op]
         return math.prod(f for a in dims for d, f in self.on[a].items() if d in rel)
+
+    def real_scale(self, op: str, scope) -> float:
+        """Real / padded share of a count of ``op`` whose instances are those of ``scope``: the
+        product of D_d / (s_d x ceil(D_d / s_d)) over the padded dims d that are relevant to ``op``
+        or carried by an array dim in ``scope`` (1.0 without padding). The fast paths use this very
+        float, so all paths scale identically."""
+        x = 1.0
+        rel = RELEVANT[op]
+        for d, (D, P) in self.pad.items():
+            if d in rel or any(a in scope for a in self.carriers[d]):
+                x *= D / P
+        return x
 
     def unreduced(self, scope) -> bool:
         """An O-irrelevant spatial loop (factor > 1) on an array dim in ``scope``."""
@@ -263,7 +322,7 @@ def evaluate(layer, arch, mapping: Mapping) -> CostReport:
         return CostReport(inf, inf, inf, False, reason,
                           {"operands": {op: [c.to_dict() for c in per_op[op]] for op in OPERANDS}}, mapping)
 
-    mac_e = layer.macs * arch.mac_pj
+    mac_e = mac_energy(layer, arch)
     energy = mac_e + sum(c.energy_pj for op in OPERANDS for c in per_op[op])
 
     compute = math.prod(f for _, f in nest.loops)
@@ -272,10 +331,20 @@ def evaluate(layer, arch, mapping: Mapping) -> CostReport:
     breakdown = {
         "operands": {op: [c.to_dict() for c in per_op[op]] for op in OPERANDS},
         "macs": layer.macs, "mac_energy_pj": mac_e,
+        "accumulator_energy_pj": 0.0 if arch.accumulator_pj is None else layer.macs * arch.accumulator_pj,
         "compute_cycles": compute, "stall_cycles": stalls,
         "utilization": layer.macs / (compute * arch.pe_count),
     }
     return CostReport(energy, latency, energy * latency, True, "", breakdown, mapping)
+
+
+def mac_energy(layer, arch) -> float:
+    """Energy of the layer's real MACs (pJ), including the accumulations in the MAC's accumulator
+    if the accelerator declares one: macs x mac_pj (+ macs x accumulator_pj)."""
+    e = layer.macs * arch.mac_pj
+    if arch.accumulator_pj is not None:
+        e = e + layer.macs * arch.accumulator_pj
+    return e
 
 
 def _level_tiles(nest: _Nest, op: str, levels, b, bits: dict[str, int],
@@ -305,6 +374,7 @@ def _boundary_accesses(nest: _Nest, op: str, levels, b, bits: dict[str, int], co
     write-ups final (when reduced) or partial. Adds to the reads / writes / fills / readbacks of
     ``costs`` and to ``fill_writes`` (memory name -> words written by fills, for the stall model).
     """
+    acc = nest.arch.accumulator_pj is not None
     for lo in range(-1, len(levels) - 1):
         up = levels[lo + 1]
         lo_scope = nest.all_dims if lo < 0 else levels[lo].private_to
@@ -313,29 +383,40 @@ def _boundary_accesses(nest: _Nest, op: str, levels, b, bits: dict[str, int], co
         g = nest.group(op, [a for a in lo_scope if a not in up.private_to])
         n_up = nest.instances(up.private_to)
         n_lo = nest.instances(lo_scope)
+        s_up = nest.real_scale(op, up.private_to)
+        s_lo = nest.real_scale(op, lo_scope)
         P, R, D = nest.above(op, bl)
-        F = P // R
+        # no accumulator in the MAC: every MAC's partial sum goes to the lowest O level (R = 1)
+        F = P if (op == "O" and lo < 0 and not acc) else P // R
         cu = costs[lo + 1]
         if lo >= 0:
             costs[lo].fills = F
         if op != "O":
-            cu.reads += F * n_up * _cdiv(te * g * bits[op], up.word_bits)
+            cu.reads += _real(F * n_up * _cdiv(te * g * bits[op], up.word_bits), s_up)
             if lo >= 0:
-                costs[lo].writes += F * n_lo * _cdiv(te * bits[op], levels[lo].word_bits)
-                fill_writes[levels[lo].name] += F * n_lo * _cdiv(te * bits[op], levels[lo].word_bits)
+                wr = _real(F * n_lo * _cdiv(te * bits[op], levels[lo].word_bits), s_lo)
+                costs[lo].writes += wr
+                fill_writes[levels[lo].name] += wr
             continue
         fin = 0 if nest.unreduced(up.private_to) else D
         part = F - fin
         rb = F - D
-        cu.writes += n_up * (fin * _cdiv(te * g * bits["O_final"], up.word_bits)
-                             + part * _cdiv(te * g * bits["O"], up.word_bits))
-        cu.reads += rb * n_up * _cdiv(te * g * bits["O"], up.word_bits)
+        cu.writes += _real(n_up * (fin * _cdiv(te * g * bits["O_final"], up.word_bits)
+                                   + part * _cdiv(te * g * bits["O"], up.word_bits)), s_up)
+        cu.reads += _real(rb * n_up * _cdiv(te * g * bits["O"], up.word_bits), s_up)
         if lo >= 0:
             wl = levels[lo].word_bits
-            costs[lo].reads += n_lo * (fin * _cdiv(te * bits["O_final"], wl) + part * _cdiv(te * bits["O"], wl))
-            costs[lo].writes += rb * n_lo * _cdiv(te * bits["O"], wl)
+            costs[lo].reads += _real(n_lo * (fin * _cdiv(te * bits["O_final"], wl)
+                                             + part * _cdiv(te * bits["O"], wl)), s_lo)
+            wr = _real(rb * n_lo * _cdiv(te * bits["O"], wl), s_lo)
+            costs[lo].writes += wr
             costs[lo].readbacks = rb
-            fill_writes[levels[lo].name] += rb * n_lo * _cdiv(te * bits["O"], wl)
+            fill_writes[levels[lo].name] += wr
+
+
+def _real(count: int, scale: float):
+    """A padded-nest access count scaled to the real data and active instances (int if 1.0)."""
+    return count if scale == 1.0 else count * scale
 
 
 def _capacity_violation(arch, per_op: dict[str, list[LevelCost]], mem_tile_bits: dict[str, int]) -> str:

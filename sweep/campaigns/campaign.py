@@ -45,6 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Union
 
+from costmodel.loopnest.reference import MODEL_VERSION
 from costmodel.systolic import SystolicParams
 from costmodel.systolic.points import SystolicPoints
 from costmodel.workload import Network
@@ -137,6 +138,7 @@ class Campaign:
             "chunk_points": self.run.chunk_points,
             "units_per_task": self.run.units_per_task,
             "kind": self.kind,
+            **({"loopnest_model": MODEL_VERSION} if self.kind == "loopnest" else {}),
         }
 
     def config_hash(self) -> str:

@@ -28,6 +28,7 @@ from typing import Any, Iterator
 
 import pyarrow as pa
 
+from costmodel.loopnest.reference import MODEL_VERSION
 from mappers import declared_columns, get_mapper
 from mappers.base import LayerProblem, WorkUnit
 from sweep.ids import canonical_json, stable_hash
@@ -64,11 +65,14 @@ class LayerTask:
 
 
 def problem_id(layer, arch_desc: str, spatial, mapper: str, version: str, params: dict,
-               objective: str, seed) -> str:
-    """sha256 of everything that determines a problem's result (24 hex digits)."""
+               objective: str, seed, model: int | None = None) -> str:
+    """sha256 of everything that determines a problem's result (24 hex digits); ``model`` is the
+    cost model's version (`costmodel.loopnest.reference.MODEL_VERSION` for loop-nest problems)."""
     doc = {"layer": {k: v for k, v in layer.__dict__.items() if k != "name"}, "arch": arch_desc,
            "spatial": repr(spatial), "mapper": mapper, "version": version, "params": params,
            "objective": objective, "seed": seed}
+    if model is not None:
+        doc["model"] = model
     return stable_hash(doc, 24)
 
 
@@ -82,6 +86,7 @@ def _problems(campaign) -> tuple[list[tuple], dict[str, list]]:
     seed), and the (network, layer index, layer name, repeat) aliases of each problem_id."""
     problems: list[tuple] = []
     aliases: dict[str, list] = {}
+    model = MODEL_VERSION if campaign.kind == "loopnest" else None
     for net in campaign.networks:
         for li, (layer, rep) in enumerate(net.unique()):
             for arch_name, acc in campaign.architectures.archs:
@@ -96,7 +101,7 @@ def _problems(campaign) -> tuple[list[tuple], dict[str, list]]:
                             if campaign.kind == "npu":  # the objective is the schedule metric
                                 params["metric"] = objective
                             pid = problem_id(layer, arch_desc, campaign.architectures.spatial,
-                                             spec.name, mapper.version, params, objective, seed)
+                                             spec.name, mapper.version, params, objective, seed, model)
                             alias = (net.name, li, layer.name, rep)
                             if pid in aliases:  # identical layer elsewhere: add an alias only
                                 aliases[pid].append(alias)

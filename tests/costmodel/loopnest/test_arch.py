@@ -112,3 +112,20 @@ def test_load_errors(tmp_path):
     bad.write_text("name = ")
     with pytest.raises(ValueError, match="bad.toml: invalid TOML"):
         load_accelerator(bad)
+
+
+def test_accumulator_table_parse_validate_round_trip():
+    from costmodel.loopnest.arch import accelerator_from_dict, load_accelerator
+    base = load_accelerator("eyeriss_like").to_dict()
+    assert "accumulator" not in base and accelerator_from_dict(base).accumulator_pj is None
+    d = dict(base, accumulator={"energy_pj": 0.0})
+    a = accelerator_from_dict(d, "x.toml")
+    assert a.accumulator_pj == 0.0 and a.to_dict()["accumulator"] == {"energy_pj": 0.0}
+    assert accelerator_from_dict(a.to_dict()) == a
+    for bad in (-1.0, float("inf"), float("nan"), "x", True):
+        with pytest.raises(ValueError, match=r"x.toml: accumulator.energy_pj"):
+            accelerator_from_dict(dict(base, accumulator={"energy_pj": bad}), "x.toml")
+    with pytest.raises(ValueError, match=r"x.toml: accumulator.size"):
+        accelerator_from_dict(dict(base, accumulator={"energy_pj": 1.0, "size": 2}), "x.toml")
+    with pytest.raises(ValueError, match=r"x.toml: accumulator = "):
+        accelerator_from_dict(dict(base, accumulator=3), "x.toml")

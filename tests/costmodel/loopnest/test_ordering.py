@@ -231,3 +231,23 @@ def test_backend_selection_and_bad_ids(monkeypatch):
         ev.evaluate_one(o[1])
     with pytest.raises(ValueError, match="loops"):
         ev.evaluate_one(o[1][:4])
+
+
+@pytest.mark.parametrize("even", [False, True])
+def test_batch_equals_reference_with_an_accumulator(even):
+    """An accumulator inside the MAC (the MAC keeps its partial sum across O-irrelevant loops, each
+    MAC adds accumulator_pj): every path still equals the reference, padded conv1 included."""
+    import dataclasses
+    acc = dataclasses.replace(load_accelerator("eyeriss_like"), accumulator_pj=0.3)
+    for k, layer in enumerate(LAYERS[:3]):
+        ev = OrderingEvaluator(layer, acc, even=even)
+        ords = _random_orderings(ev, 30, 100 + k)
+        bc = ev.evaluate(ords)
+        for i, o in enumerate(ords):
+            r = _reference(layer, acc, ev, o, even)
+            if r is None or not r.valid:
+                assert not bc.valid[i]
+                continue
+            assert bc.energy_pj[i] == pytest.approx(r.energy_pj, rel=1e-12)
+            assert bc.latency_cycles[i] == pytest.approx(r.latency_cycles, rel=1e-12)
+            assert ev.evaluate_one(o)[0] == pytest.approx(r.energy_pj, rel=1e-12)
