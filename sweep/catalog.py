@@ -1,8 +1,42 @@
-"""What `sweep list` shows: the network zoo, the architecture presets, the mappers."""
+"""What `sweep list` shows: the network zoo, the architecture presets, the mappers, and the
+layers of one network file (CSV or ONNX)."""
 
 from __future__ import annotations
 
-__all__ = ["catalog"]
+__all__ = ["catalog", "network_file"]
+
+_LAYER_COLUMNS = ("K", "C", "OY", "OX", "FY", "FX", "B", "G", "SY", "SX", "DY", "DX", "PY", "PX", "kind")
+
+
+def network_file(path: str) -> dict:
+    """The layers of a network file (``*.csv`` zoo format or ``*.onnx``) for `sweep list networks
+    --file`: ``{"network", "path", "source", "layers": [...], "ignored": [...], "total_macs",
+    "unique_layers"}``. Each layer row has ``name``, ``op`` (the ONNX op type; ``csv`` for CSV
+    files), the loop dims, strides, dilations, paddings, ``kind``, ``repeat`` and ``macs``; each
+    ignored row the ONNX ``node`` and ``op`` (none for CSV).
+
+    Raises:
+        CampaignError: the file cannot be read or is invalid; the message names the file (and,
+            for ONNX, the node).
+    """
+    from pathlib import Path
+
+    from costmodel.zoo import load_network_file, network_file_info
+    from sweep.errors import CampaignError, Finding
+
+    if not Path(path).is_file():
+        raise CampaignError(path, [Finding("--file", path, "no such file")])
+    try:
+        net = load_network_file(path)
+        info = network_file_info(path)
+    except (OSError, ValueError) as e:
+        raise CampaignError(path, [Finding("--file", path, str(e))]) from None
+    ops = [op for _, op in info.get("nodes", [])] or ["csv"] * len(net)
+    layers = [{"name": l.name, "op": op, **{k: getattr(l, k) for k in _LAYER_COLUMNS}, "repeat": r,
+               "macs": l.macs} for (l, r), op in zip(net, ops)]
+    ignored = [{"node": n, "op": op} for n, op in info.get("ignored", [])]
+    return {"network": net.name, "path": str(path), "source": info.get("source", ""), "layers": layers,
+            "ignored": ignored, "total_macs": net.macs, "unique_layers": len(net.unique())}
 
 
 def catalog(what: str) -> list[dict]:

@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.table import Table
 
 from mappers import mappers_by_kind
-from sweep.errors import CampaignError, StoreError, SweepError
+from sweep.errors import CampaignError, Finding, StoreError, SweepError
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, rich_markup_mode="rich",
                   help="dse-sweep: distributed design-space exploration of DNN accelerators.\n\n"
@@ -147,10 +147,10 @@ def validate(campaign: Annotated[Path, typer.Argument(help="Campaign TOML file."
               f"{n_tasks} task(s) -> {c.output}")
 
 
-_LAYER_PANEL = "Layer (zoo layer or explicit dimensions)"
+_LAYER_PANEL = "Layer (zoo / file / ONNX layer, a whole network, or explicit dimensions)"
 #: The options naming one layer, shared by `map` and `eval`.
-NetworkOpt = Annotated[Optional[str], typer.Option("--network", help="Zoo network, e.g. resnet34 (see `sweep list networks`).", rich_help_panel=_LAYER_PANEL)]
-LayerOpt = Annotated[Optional[str], typer.Option("--layer", help="Layer name or 0-based index of the network's unique layers.", rich_help_panel=_LAYER_PANEL)]
+NetworkOpt = Annotated[Optional[str], typer.Option("--network", help="Zoo network, e.g. resnet34 (see `sweep list networks`), or a network file: .csv (zoo format) or .onnx (Conv, Gemm, MatMul nodes; `sweep list networks --file F`). `sweep map` without --layer maps every unique layer.", rich_help_panel=_LAYER_PANEL)]
+LayerOpt = Annotated[Optional[str], typer.Option("--layer", help="Layer name or 0-based index of the network's layers (its CSV rows or ONNX Conv/Gemm/MatMul nodes, as `sweep list networks --file`); omit it in `sweep map` to map the whole network.", rich_help_panel=_LAYER_PANEL)]
 DimsOpt = Annotated[Optional[str], typer.Option("--dims", help="Explicit layer, e.g. K=64,C=64,OY=56,OX=56,FY=3,FX=3 (unlisted dims 1; B, G, SY, SX allowed).", rich_help_panel=_LAYER_PANEL)]
 _KIND_WHAT = {"loopnest": "loop-nest accelerators (eyeriss_like, simba_like, tpu_like or a TOML file)",
               "npu": "the multi-NPU archs arch1..arch8", "systolic": "DeepOpt's systolic grid, `sweep run` only"}
@@ -173,9 +173,13 @@ def map_(
     param: Annotated[Optional[list[str]], typer.Option("--param", help="Mapper parameter KEY=VALUE (repeatable), e.g. --param iterations=2000 --param engine=sa.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
-    """Map one layer on one accelerator and print the best mapping as a loop nest."""
+    """Map one layer on one accelerator and print the best mapping as a loop nest; with --network
+    and no --layer, map every unique layer of the network and print a per-layer table and totals."""
     from sweep.single import load_arch, map_layer, parse_param, resolve_layer
 
+    if network and layer is None and not dims:
+        _map_network(network, arch, mapper, objective, seed, param or [], as_json)
+        return
     lay = resolve_layer(network, layer, dims)
     acc = load_arch(arch)
     params = dict(parse_param(p) for p in (param or []))
@@ -194,6 +198,53 @@ def map_(
     wide.print(f"{mapper} ({res['engine']}): energy {res['energy_pj']:,.1f} pJ, latency "
               f"{res['latency_cycles']:,.0f} cycles, EDP {res['edp']:.4g}; {res['evaluations']:,} "
               f"evaluations in {res['wall_s']:.3f} s")
+
+
+def _map_network(network: str, arch: str, mapper: str, objective: str | None, seed: int,
+                 param: list[str], as_json: bool) -> None:
+    """`sweep map --network N` without --layer: every unique layer, a Rich progress bar on stderr,
+    then the per-layer table and the totals (or one JSON object)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from sweep.single import load_arch, map_network, parse_param, resolve_network
+
+    net = resolve_network(network)
+    acc = load_arch(arch)
+    params = dict(parse_param(p) for p in param)
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=err, transient=True) as bar:
+        task = bar.add_task(f"mapping {net.name}", total=len(net.unique()))
+
+        def progress(done: int, total: int, name: str) -> None:
+            bar.update(task, completed=done, description=f"mapping {net.name}: {name}" if name else "done")
+
+        res = map_network(net, acc, mapper, objective, seed, params, progress)
+    if as_json:
+        typer.echo(json.dumps(res, indent=1, default=str))
+        return
+    t = Table(title=f"{res['network']} on {arch}: {mapper}, objective {res['objective']}")
+    for c in ("layer", "repeats", "energy pJ", "latency cycles", "EDP", "evaluations", "wall s"):
+        t.add_column(c, justify="left" if c == "layer" else "right")
+
+    def fmt(v, spec: str) -> str:
+        return "n/a" if v is None else format(v, spec)
+
+    for r in res["layers"]:
+        t.add_row(r["layer"], f"{r['repeat']:,}", fmt(r["energy_pj"], ",.1f"), fmt(r["latency_cycles"], ",.0f"),
+                  fmt(r["edp"], ".4g"), f"{r['evaluations']:,}", f"{r['wall_s']:.3f}")
+    tot = res["total"]
+    t.add_row("total (x repeats)", f"{tot['executed_layers']:,}", fmt(tot["energy_pj"], ",.1f"),
+              fmt(tot["latency_cycles"], ",.0f"), fmt(tot["edp"], ".4g"), f"{tot['evaluations']:,}",
+              f"{tot['wall_s']:.3f}", style="bold")
+    wide = Console(width=max(out.width, 160), soft_wrap=True)
+    wide.print(t)
+    wide.print(f"network {res['network']}: {len(res['layers'])} unique layer(s), {tot['executed_layers']} executed; "
+               f"energy {fmt(tot['energy_pj'], ',.1f')} pJ, latency {fmt(tot['latency_cycles'], ',.0f')} cycles "
+               "(layers one after another), EDP = total energy x total latency "
+               f"{fmt(tot['edp'], '.4g')}", highlight=False)
+    if res["arch_kind"] == "npu":
+        wide.print("multi-NPU archs have no energy model: energy and EDP are n/a (NaN); "
+                   f"{tot.get('transferred_bytes', 0):,} bytes transferred in total", highlight=False)
 
 
 @app.command("eval")
@@ -249,22 +300,48 @@ class ListWhat(str, Enum):
 
 
 @app.command("list")
+@_guard
 def list_(what: Annotated[ListWhat, typer.Argument(help="networks | archs | mappers")],
-          as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False) -> None:
+          as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+          file: Annotated[Optional[str], typer.Option("--file", help="With `networks`: the layers of one network file (.csv or .onnx) and, for ONNX, the nodes ignored.")] = None) -> None:
     """List the networks of the zoo, the architecture presets or the mappers."""
     from sweep.catalog import catalog
+    if file is not None:
+        _list_network_file(what.value, file, as_json)
+        return
     rows = catalog(what.value)
     if as_json:
         typer.echo(json.dumps(rows, indent=1))
         return
-    t = Table(title=what.value)
+    _print_rows(what.value, rows)
+
+
+def _list_network_file(what: str, file: str, as_json: bool) -> None:
+    """`sweep list networks --file F`: the layers found and the nodes ignored."""
+    from sweep.catalog import network_file
+    if what != "networks":
+        raise CampaignError("--file", [Finding("--file", file, f"only `sweep list networks` takes --file, not {what}")])
+    doc = network_file(file)
+    if as_json:
+        typer.echo(json.dumps(doc, indent=1))
+        return
+    _print_rows(f"{doc['network']} ({doc['path']}): {len(doc['layers'])} layer(s), {doc['unique_layers']} unique, "
+                f"{doc['total_macs']:,} MACs", doc["layers"], width=230)
+    if doc["ignored"]:
+        _print_rows(f"{len(doc['ignored'])} node(s) ignored (not Conv, Gemm or MatMul)", doc["ignored"])
+
+
+def _print_rows(title: str, rows: list[dict], width: int = 150) -> None:
+    """One Rich table of dict rows (the keys of the first row are the columns), at least ``width``
+    characters wide."""
+    t = Table(title=title)
     for k in rows[0]:
         numeric = isinstance(rows[0][k], (int, float))
         t.add_column(k, justify="right" if numeric else "left", no_wrap=True,
                      overflow="ellipsis", max_width=None if numeric or k == "name" else 60)
     for r in rows:
         t.add_row(*[f"{v:,}" if isinstance(v, int) else ("-" if v is None else str(v)) for v in r.values()])
-    Console(width=max(out.width, 150)).print(t)
+    Console(width=max(out.width, width)).print(t)
 
 
 @app.command()
@@ -348,6 +425,46 @@ def tune(
     for k, v in s.heldout.items():
         err.print(f"held-out ({k}): mean gap {100 * v['mean_gap']:.4f} %, reach {100 * v['reach_rate']:.1f} %, "
                   f"{v['mean_evals_to_optimum']:.0f} proposals to the optimum, seeds {v['seeds']}")
+
+
+import_app = typer.Typer(no_args_is_help=True, add_completion=False, rich_markup_mode="rich",
+                         help="Bring other tools' inputs in: [bold]sweep import zigzag[/] turns a ZigZag hardware "
+                              "YAML + mapping YAML into an accelerator TOML for --arch and campaigns.")
+app.add_typer(import_app, name="import")
+
+
+@import_app.command("zigzag")
+@_guard
+def import_zigzag_(
+    accelerator: Annotated[Path, typer.Option("--accelerator", help="ZigZag hardware YAML, e.g. zigzag/inputs/hardware/tpu_like.yaml.")],
+    mapping: Annotated[Path, typer.Option("--mapping", help="ZigZag mapping YAML: the entry 'default' (or --layer-type) gives the spatial unrolling and the memory operand links (W/I -> I1/I2).")],
+    out_file: Annotated[Path, typer.Option("--out", help="Accelerator TOML to write (replaced atomically; nothing is written on error).")],
+    layer_type: Annotated[str, typer.Option("--layer-type", help="Mapping entry to import (ZigZag picks per layer name, then type, then 'default').")] = "default",
+    name: Annotated[Optional[str], typer.Option("--name", help="Accelerator name (default: the YAML's name).")] = None,
+    precision: Annotated[Optional[str], typer.Option("--precision", help="Datapath precisions in bits, e.g. W=8,I=8,O=16,O_final=8 (default: ZigZag's ONNX defaults, these).")] = None,
+) -> None:
+    """Translate a ZigZag accelerator into our TOML: memories innermost first as in the YAML, served_dimensions -> private_to (its complement), r_cost/w_cost per bandwidth_min-bit word, read_write port -> shared_port, no accumulator in the MAC (ZigZag's MAC has none).
+
+    In-memory compute (is_imc, imc_type ...), several cores, CACTI cost extraction and bad operand links are refused with exit 2 naming the YAML key. Example:
+
+        sweep import zigzag --accelerator tpu_like.yaml --mapping tpu_like_map.yaml --out tpu_zz.toml
+        sweep map --arch tpu_zz.toml --network resnet18 --layer conv1 --mapper loma --param lpf_limit=6
+    """
+    from sweep.zigzag_import import import_zigzag
+    prec = None
+    if precision:
+        prec = {}
+        for item in precision.split(","):
+            k, sep, v = item.strip().partition("=")
+            if not sep or k not in ("W", "I", "O", "O_final") or not v.strip().isdigit() or int(v) < 1:
+                raise CampaignError("--precision", [Finding("--precision", item, "expected W|I|O|O_final=BITS, e.g. O=16")])
+            prec[k] = int(v)
+    acc, notes = import_zigzag(accelerator, mapping, out_file, layer_type=layer_type, precision=prec, name=name)
+    for n in notes:
+        err.print(f"note: {n}", highlight=False, markup=False)
+    out.print(f"{out_file}: accelerator {acc.name!r}, array {acc.array}, {len(acc.memories)} memories "
+              f"({', '.join(m.name for m in acc.memories)}), spatial {acc.spatial.to_dict()}; "
+              f"use it with --arch {out_file}", highlight=False, markup=False)
 
 
 def main() -> None:  # console-script entry point

@@ -1,6 +1,7 @@
-"""One layer at a time: `sweep map` (search a mapping) and `sweep eval` (cost of a given mapping).
+"""One layer at a time: `sweep map` (search a mapping) and `sweep eval` (cost of a given mapping);
+`map_network` maps every unique layer of a network in turn and sums the totals.
 
-Both run in-process (no Ray): a single layer is seconds of work at most.
+All run in-process (no Ray): a single layer is seconds of work at most.
 """
 
 from __future__ import annotations
@@ -9,12 +10,13 @@ import json
 import time
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
-from costmodel.workload import LOOP_DIMS, Layer
+from costmodel.workload import LOOP_DIMS, Layer, Network
 from sweep.errors import CampaignError, Finding
 
-__all__ = ["resolve_layer", "parse_dims", "parse_param", "map_layer", "eval_mapping", "load_arch"]
+__all__ = ["resolve_layer", "resolve_network", "parse_dims", "parse_param", "map_layer", "map_network",
+           "eval_mapping", "load_arch"]
 
 
 def _bad(source: str, key: str, value: Any, msg: str) -> CampaignError:
@@ -47,19 +49,34 @@ def parse_dims(text: str) -> Layer:
     return Layer(name="dims", **vals)
 
 
+def resolve_network(network: str) -> Network:
+    """The network named by ``--network``: a zoo name, or a file (``*.csv`` in the zoo format,
+    ``*.onnx`` an ONNX model). Raises `CampaignError` naming the file (and, for ONNX, the node)."""
+    from costmodel.zoo import list_networks, load_network, load_network_file
+    if network in list_networks():
+        return load_network(network)
+    p = Path(network)
+    if p.suffix.lower() in (".csv", ".onnx") or p.is_file():
+        if not p.is_file():
+            raise _bad(network, "--network", network, "no such file")
+        try:
+            return load_network_file(p)
+        except (OSError, ValueError) as e:
+            raise _bad(network, "--network", network, str(e)) from None
+    raise _bad("--network", "--network", network,
+               f"unknown network; known: {list_networks()}, or a .csv / .onnx file")
+
+
 def resolve_layer(network: str | None, layer: str | None, dims: str | None) -> Layer:
-    """The layer named by ``--network/--layer`` (name or 0-based index of the unique layers) or
-    by ``--dims``. Raises `CampaignError`."""
+    """The layer named by ``--network/--layer`` (name or 0-based index of the network's layers;
+    the network a zoo name or a .csv / .onnx file) or by ``--dims``. Raises `CampaignError`."""
     if dims:
         if network or layer:
             raise _bad("options", "--dims", dims, "give either --dims or --network/--layer, not both")
         return parse_dims(dims)
     if not network or layer is None:
         raise _bad("options", "--network/--layer", None, "give --network N --layer L, or --dims")
-    from costmodel.zoo import list_networks, load_network
-    if network not in list_networks():
-        raise _bad("--network", "--network", network, f"unknown network; known: {list_networks()}")
-    net = load_network(network)
+    net = resolve_network(network)
     layers = [l for l, _ in net]
     for l in layers:
         if l.name == layer:
@@ -160,6 +177,63 @@ def map_layer(layer: Layer, arch, mapper_name: str, objective: str | None = None
         out["mapping"] = m.to_dict()
         out["loop_nest"] = format_loop_nest(m, layer, arch)
     return out
+
+
+def map_network(network: Network, arch, mapper_name: str, objective: str | None = None, seed: int = 0,
+                params: dict[str, Any] | None = None,
+                progress: Callable[[int, int, str], None] | None = None) -> dict[str, Any]:
+    """Map every unique layer of ``network`` once (`Network.unique`: equal shapes merged, repeats
+    added) with `map_layer`, in order, and total the results.
+
+    Returns ``{"network", "arch_kind", "mapper", "objective", "layers": [...], "total": {...}}``:
+    one row per unique layer (``layer`` name, ``repeat``, ``energy_pj`` in pJ, ``latency_cycles``,
+    ``edp`` in pJ x cycles, ``evaluations``, ``wall_s`` in seconds, ``engine``, ``mapping`` when
+    the mapper gives one; multi-NPU archs add ``transferred_bytes``), and the network totals per
+    inference: energy and latency summed over the layers times their repeats (layers run one
+    after another, as ZigZag sums them), ``edp`` = total energy x total latency, evaluations and
+    wall time summed. On the multi-NPU archs there is no energy model: energy and EDP are None
+    (null in JSON), per layer and in total. ``progress(done, total, layer_name)`` is called
+    before each layer and once at the end (done = total).
+
+    Raises:
+        CampaignError: as `map_layer` (raised on the first layer, before any long work).
+    """
+    net = network.unique()
+    rows: list[dict[str, Any]] = []
+    n = len(net)
+    used = objective
+    for i, (layer, rep) in enumerate(net):
+        if progress:
+            progress(i, n, layer.name)
+        res = map_layer(layer, arch, mapper_name, objective, seed, params)
+        used = res["objective"]
+        row = {"layer": layer.name, "repeat": rep, "energy_pj": res["energy_pj"],
+               "latency_cycles": res["latency_cycles"], "edp": res["edp"], "value": res["value"],
+               "evaluations": res["evaluations"], "wall_s": res["wall_s"], "engine": res["engine"],
+               "macs": layer.macs}
+        for k in ("transferred_bytes", "mapping"):
+            if k in res:
+                row[k] = res[k]
+        rows.append(row)
+    if progress:
+        progress(n, n, "")
+
+    def total(key: str):
+        vals = [r[key] for r in rows]
+        return None if any(v is None for v in vals) else sum(v * r["repeat"] for v, r in zip(vals, rows))
+
+    energy, latency = total("energy_pj"), total("latency_cycles")
+    tot: dict[str, Any] = {"energy_pj": energy, "latency_cycles": latency,
+                           "edp": None if energy is None or latency is None else energy * latency,
+                           "macs": network.macs, "layers": n, "executed_layers": network.layer_count,
+                           "evaluations": sum(r["evaluations"] for r in rows),
+                           "wall_s": sum(r["wall_s"] for r in rows)}
+    if all("transferred_bytes" in r for r in rows):
+        tot["transferred_bytes"] = total("transferred_bytes")
+    from costmodel.npu import NPUArch
+    return {"network": network.name, "arch_kind": "npu" if isinstance(arch, NPUArch) else "loopnest",
+            "mapper": mapper_name, "objective": used,
+            "layers": rows, "total": tot}
 
 
 def eval_mapping(layer: Layer, arch, mapping_file: str | Path) -> dict[str, Any]:

@@ -20,6 +20,8 @@ Each network is one file ``costmodel/zoo/<name>.csv``:
 Only convolution and fully-connected layers are listed: pooling, activations, normalisation and
 element-wise adds are not, so `Network.macs` counts conv + FC multiply-accumulates only.
 
+User files may also be ONNX models (``*.onnx``): see `costmodel.zoo.onnx_import`.
+
 Public API: `list_networks`, `load_network`, `load_network_file`, `network_info`,
 `network_file_info`.
 """
@@ -286,17 +288,31 @@ def network_info(name: str) -> dict:
     return dict(_load_zoo(name).info)
 
 
+def _is_onnx(path: str | os.PathLike) -> bool:
+    return Path(path).suffix.lower() == ".onnx"
+
+
 def load_network_file(path: str | os.PathLike) -> Network:
-    """Load a network from a user CSV file in the zoo format (metadata lines optional; the
-    network's name defaults to the file's stem).
+    """Load a network from a user file: a CSV file in the zoo format (metadata lines optional;
+    the network's name defaults to the file's stem) or an ONNX model (``*.onnx``, read by
+    `costmodel.zoo.onnx_import`: one layer per Conv / Gemm / MatMul node, named after it).
 
     Raises:
         ValueError: for an unreadable file or a bad header or row; the message names the file,
-            line number and, for a bad cell, the column and value.
+            line number and, for a bad cell, the column and value (for ONNX: the file and node).
     """
+    if _is_onnx(path):
+        from costmodel.zoo.onnx_import import load_onnx
+        return load_onnx(path)
     return _parse_path(path).network
 
 
 def network_file_info(path: str | os.PathLike) -> dict:
-    """The metadata of a user network file, like `network_info`."""
+    """The metadata of a user network file, like `network_info` (for ONNX: name, source, path,
+    and ``ignored``, the ``(node, op type)`` of the nodes that are not layers)."""
+    if _is_onnx(path):
+        from costmodel.zoo.onnx_import import read_onnx
+        r = read_onnx(path)
+        return {"name": r.network.name, "source": r.network.source, "path": str(path),
+                "tolerance": DEFAULT_TOLERANCE, "nodes": list(r.nodes), "ignored": list(r.ignored)}
     return dict(_parse_path(path).info)

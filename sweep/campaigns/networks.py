@@ -1,4 +1,5 @@
-"""The ``networks`` key of a campaign: zoo names or user files -> `Network` objects."""
+"""The ``networks`` key of a campaign: zoo names or user files (CSV in the zoo format, or ONNX
+models read by `costmodel.zoo.onnx_import`) -> `Network` objects."""
 
 from __future__ import annotations
 
@@ -11,12 +12,13 @@ __all__ = ["parse_networks"]
 
 
 def parse_networks(value: Any, base_dir: Path, bad: Callable[[str, Any, str], None]) -> list[Network]:
-    """Resolve ``networks = ["resnet50", {file = "my_net.csv"}]``; report problems through ``bad``."""
+    """Resolve ``networks = ["resnet50", {file = "my_net.csv"}, {file = "model.onnx"}]`` (relative
+    paths against ``base_dir``); report problems through ``bad`` (a bad ONNX file: the file and node)."""
     from costmodel.zoo import list_networks, load_network, load_network_file
 
     if not isinstance(value, list) or not value:
         bad("networks", value, "required: a non-empty list of zoo names (see `sweep list networks`) "
-            "or tables {file = \"path.csv\"}")
+            "or tables {file = \"path.csv\"} / {file = \"model.onnx\"}")
         return []
     known = list_networks()
     nets: list[Network] = []
@@ -30,7 +32,7 @@ def parse_networks(value: Any, base_dir: Path, bad: Callable[[str, Any, str], No
         elif isinstance(item, dict):
             extra = set(item) - {"file"}
             if extra or "file" not in item or not isinstance(item["file"], str):
-                bad(key, item, "expected {file = \"path.csv\"}")
+                bad(key, item, "expected {file = \"path.csv\"} or {file = \"model.onnx\"}")
                 continue
             path = (base_dir / item["file"]) if not Path(item["file"]).is_absolute() else Path(item["file"])
             try:
@@ -38,7 +40,7 @@ def parse_networks(value: Any, base_dir: Path, bad: Callable[[str, Any, str], No
             except (OSError, ValueError) as e:
                 bad(f"{key}.file", item["file"], str(e))
         else:
-            bad(key, item, "expected a zoo name or {file = \"path.csv\"}")
+            bad(key, item, "expected a zoo name or {file = \"path.csv\"} / {file = \"model.onnx\"}")
     names = [n.name for n in nets]
     dup = {n for n in names if names.count(n) > 1}
     if dup:

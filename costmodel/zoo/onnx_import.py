@@ -1,0 +1,286 @@
+"""Networks from ONNX files: Conv, Gemm and MatMul nodes become `Layer` s, every other node is
+listed as ignored.
+
+Tensor shapes come from the file (graph inputs, outputs, ``value_info``, initializers) completed by
+``onnx.shape_inference``; weight data are never read (external data files need not exist).
+
+Rules (loop names as in `costmodel.workload`):
+
+* **Conv** (1-D or 2-D; weights ``[M, C/group, kH, kW]``): ``G = group``, ``K = M / G``,
+  ``C = C_in / G``, ``FY, FX`` from the weights' shape, ``SY, SX`` from ``strides``, ``DY, DX``
+  from ``dilations``, ``PY, PX`` the mean of the begin and end ``pads`` of each axis (``auto_pad``
+  SAME_UPPER / SAME_LOWER / VALID honoured), ``OY, OX`` from the output's shape or else
+  ``floor((I + pad_begin + pad_end - D*(F-1) - 1) / S) + 1``. ``B`` is the batch (axis 0).
+  ``kind = "dwconv"`` when ``G > 1`` and ``C = 1`` (depthwise), else ``"conv"``. A 1-D conv has
+  ``OY = FY = 1``. A 3-D (or higher) conv is refused.
+* **Gemm** ``Y = A' B' (+ C)`` (``transA``, ``transB`` honoured): ``kind = "fc"``, ``B`` = rows of
+  ``A'``, ``C`` = its columns, ``K`` = columns of ``B'``.
+* **MatMul** (NumPy semantics): ``C`` = the contracted size, ``K`` = columns of the second operand;
+  when the second operand has batch axes (distinct matrices per batch element, e.g. attention)
+  their product is ``G``, and every other row of the output goes into ``B``. ``kind = "fc"`` when
+  ``G = 1``, else a grouped 1x1 ``"conv"``.
+
+Every node becomes its own layer (repeat 1), named after the node (``<op>#<index>`` for an unnamed
+one); `costmodel.workload.Network.unique` merges layers of equal shape. A symbolic or unknown
+batch axis (axis 0 of an activation) counts as 1; any other unknown size is an error. Precisions
+are the `Layer` defaults (8-bit operands, 32-bit partial sums) whatever the element type, as in
+the CSV zoo.
+
+Public API: `read_onnx` (layers, the nodes they came from, ignored nodes), `load_onnx`.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from costmodel.workload import Layer, Network
+
+__all__ = ["OnnxImport", "read_onnx", "load_onnx", "LAYER_OPS"]
+
+#: The ONNX operators that become layers.
+LAYER_OPS = ("Conv", "Gemm", "MatMul")
+
+_Shape = tuple  # of int | None (unknown or symbolic size)
+
+
+@dataclass(frozen=True)
+class OnnxImport:
+    """What an ONNX file holds for us: the network (one layer per Conv/Gemm/MatMul node, in graph
+    order, repeats 1), the ``(node name, op type)`` each layer came from, and the ``(node name,
+    op type)`` of every node ignored."""
+
+    network: Network
+    nodes: tuple[tuple[str, str], ...]
+    ignored: tuple[tuple[str, str], ...]
+
+
+class _NodeError(ValueError):
+    """A problem with one node; `read_onnx` adds the file's name."""
+
+
+def _load_model(path: Path):
+    """The parsed ModelProto with inferred shapes. Raises ValueError naming the file."""
+    try:
+        import onnx
+        from onnx import shape_inference
+    except ImportError:  # pragma: no cover - onnx is a dependency
+        raise ValueError(f"{path}: reading ONNX files needs the onnx package (pip install onnx)") from None
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise ValueError(f"{path}: cannot read ONNX file: {e.strerror or e}") from None
+    try:
+        model = onnx.load_model_from_string(data)
+    except Exception as e:  # protobuf DecodeError and friends
+        raise ValueError(f"{path}: not an ONNX model ({type(e).__name__}: {e})") from None
+    if not model.HasField("graph") or not model.graph.node:
+        raise ValueError(f"{path}: not an ONNX model (no graph with nodes)")
+    try:
+        return shape_inference.infer_shapes(model)
+    except Exception as e:  # onnx raises its own InferenceError / ValidationError
+        raise ValueError(f"{path}: ONNX shape inference failed: {e}") from None
+
+
+def _shapes(graph) -> dict[str, _Shape]:
+    """Tensor name -> shape, from initializers, inputs, outputs and value_info."""
+    out: dict[str, _Shape] = {}
+    for vi in list(graph.input) + list(graph.output) + list(graph.value_info):
+        tt = vi.type.tensor_type
+        if vi.type.HasField("tensor_type") and tt.HasField("shape"):
+            out[vi.name] = tuple(d.dim_value if d.HasField("dim_value") else None for d in tt.shape.dim)
+    for t in graph.initializer:
+        out[t.name] = tuple(int(d) for d in t.dims)
+    return out
+
+
+def _attrs(node) -> dict:
+    from onnx import helper
+    return {a.name: helper.get_attribute_value(a) for a in node.attribute}
+
+
+def _shape_of(node, shapes: dict, idx: int, what: str, output: bool = False) -> _Shape | None:
+    names = node.output if output else node.input
+    if idx >= len(names) or not names[idx]:
+        raise _NodeError(f"has no {what}")
+    return shapes.get(names[idx])
+
+
+def _known(shape: _Shape, name: str, batch_axis: bool) -> tuple[int, ...]:
+    """``shape`` with every size known: an unknown axis 0 counts as 1 when ``batch_axis``."""
+    dims = list(shape)
+    if dims and dims[0] is None and batch_axis:
+        dims[0] = 1
+    if any(d is None or d < 0 for d in dims):
+        raise _NodeError(f"tensor {name!r} has an unknown size in shape {list(shape)}")
+    return tuple(dims)
+
+
+def _out_size(i: int, f: int, s: int, d: int, pads: tuple[int, int]) -> int:
+    """Output size of one conv axis: floor((i + pads - d*(f-1) - 1) / s) + 1."""
+    return (i + pads[0] + pads[1] - d * (f - 1) - 1) // s + 1
+
+
+def _axis_pads(auto_pad: str, i: int | None, o: int | None, f: int, s: int, d: int,
+               given: tuple[int, int]) -> tuple[int, int]:
+    """The (begin, end) padding of one axis under ``auto_pad``."""
+    if auto_pad in ("", "NOTSET"):
+        return given
+    if auto_pad == "VALID":
+        return (0, 0)
+    if auto_pad not in ("SAME_UPPER", "SAME_LOWER"):
+        raise _NodeError(f"unknown auto_pad {auto_pad!r}")
+    if i is None:
+        return given
+    o = -(-i // s)
+    total = max((o - 1) * s + d * (f - 1) + 1 - i, 0)
+    small, big = total // 2, total - total // 2
+    return (small, big) if auto_pad == "SAME_UPPER" else (big, small)
+
+
+def _conv(node, shapes: dict, name: str) -> Layer:
+    """The layer of a Conv node (rules: the module docstring)."""
+    a = _attrs(node)
+    w = _shape_of(node, shapes, 1, "weights input")
+    if w is None:
+        raise _NodeError(f"no shape for its weights {node.input[1]!r}")
+    w = _known(w, node.input[1], batch_axis=False)
+    nd = len(w) - 2
+    if nd not in (1, 2):
+        raise _NodeError(f"a {nd}-D convolution (weights shape {list(w)}) is not supported; only 1-D and 2-D")
+    x = _shape_of(node, shapes, 0, "data input")
+    y = _shape_of(node, shapes, 0, "output", output=True)
+    x = _known(x, node.input[0], True) if x is not None and len(x) == nd + 2 else None
+    y = _known(y, node.output[0], True) if y is not None and len(y) == nd + 2 else None
+    if x is None and y is None:
+        raise _NodeError(f"no shape for its input {node.input[0]!r} or output {node.output[0]!r}")
+    group = int(a.get("group", 1))
+    m, cg, ks = w[0], w[1], list(w[2:])
+    if group < 1 or m % group:
+        raise _NodeError(f"group = {group} does not divide the {m} output channels")
+    if x is not None and x[1] != cg * group:
+        raise _NodeError(f"input has {x[1]} channels, weights expect {cg} x group {group}")
+    if "kernel_shape" in a and list(a["kernel_shape"]) != ks:
+        raise _NodeError(f"kernel_shape {list(a['kernel_shape'])} differs from the weights' {ks}")
+    strides = list(a.get("strides", [1] * nd))
+    dil = list(a.get("dilations", [1] * nd))
+    pads = list(a.get("pads", [0] * (2 * nd)))
+    if len(strides) != nd or len(dil) != nd or len(pads) != 2 * nd or min(strides + dil) < 1:
+        raise _NodeError(f"bad strides {strides}, dilations {dil} or pads {pads} for a {nd}-D conv")
+    auto_pad = a.get("auto_pad", b"NOTSET")
+    auto_pad = auto_pad.decode() if isinstance(auto_pad, bytes) else str(auto_pad)
+    sizes: list[tuple[int, int, int, int, float]] = []  # per axis: O, F, S, D, P
+    for ax in range(nd):
+        i = x[2 + ax] if x is not None else None
+        o_given = y[2 + ax] if y is not None else None
+        p = _axis_pads(auto_pad, i, o_given, ks[ax], strides[ax], dil[ax], (pads[ax], pads[nd + ax]))
+        o = _out_size(i, ks[ax], strides[ax], dil[ax], p) if i is not None else o_given
+        if o_given is not None and o != o_given:
+            raise _NodeError(f"output size {o_given} on spatial axis {ax} differs from the {o} computed "
+                             f"from input {i}, kernel {ks[ax]}, stride {strides[ax]}, dilation {dil[ax]}, pads {p}")
+        sizes.append((o, ks[ax], strides[ax], dil[ax], (p[0] + p[1]) / 2))
+    if nd == 1:
+        sizes.insert(0, (1, 1, 1, 1, 0))
+    (oy, fy, sy, dy, py), (ox, fx, sx, dx, px) = sizes
+    batch = x[0] if x is not None else y[0]
+    kind = "dwconv" if group > 1 and cg == 1 else "conv"
+    return Layer(name=name, K=m // group, C=cg, OY=oy, OX=ox, FY=fy, FX=fx, B=batch, G=group,
+                 SY=sy, SX=sx, DY=dy, DX=dx, PY=_num(py), PX=_num(px), kind=kind)
+
+
+def _num(v: float) -> int | float:
+    return int(v) if float(v).is_integer() else v
+
+
+def _gemm(node, shapes: dict, name: str) -> Layer:
+    """The layer of a Gemm node: Y[M, N] = A'[M, C] B'[C, N]."""
+    a = _attrs(node)
+    sa = _shape_of(node, shapes, 0, "input A")
+    sb = _shape_of(node, shapes, 1, "input B")
+    if sb is None:
+        raise _NodeError(f"no shape for its input B {node.input[1]!r}")
+    sb = _known(sb, node.input[1], batch_axis=False)
+    if len(sb) != 2 or (sa is not None and len(sa) != 2):
+        raise _NodeError(f"Gemm operands must be 2-D, got A {sa} and B {list(sb)}")
+    c, n = (sb[1], sb[0]) if a.get("transB", 0) else sb
+    if sa is not None:
+        sa = _known(sa, node.input[0], batch_axis=not a.get("transA", 0))
+        rows, ca = (sa[1], sa[0]) if a.get("transA", 0) else sa
+        if ca != c:
+            raise _NodeError(f"A' has {ca} columns but B' has {c} rows")
+    else:
+        y = _shape_of(node, shapes, 0, "output", output=True)
+        if y is None or len(y) != 2:
+            raise _NodeError(f"no shape for its input A {node.input[0]!r} or output {node.output[0]!r}")
+        rows = _known(y, node.output[0], batch_axis=True)[0]
+    return Layer(name=name, K=n, C=c, B=rows, kind="fc")
+
+
+def _matmul(node, shapes: dict, name: str) -> Layer:
+    """The layer of a MatMul node (NumPy semantics; the second operand's batch axes are G)."""
+    sa = _shape_of(node, shapes, 0, "input A")
+    sb = _shape_of(node, shapes, 1, "input B")
+    for s, t, what in ((sa, node.input[0], "A"), (sb, node.input[1], "B")):
+        if s is None:
+            raise _NodeError(f"no shape for its input {what} {t!r}")
+    sa = _known(sa, node.input[0], batch_axis=len(sa) > 1)
+    sb = _known(sb, node.input[1], batch_axis=len(sb) > 2)
+    a2 = (1,) + sa if len(sa) == 1 else sa
+    b2 = sb + (1,) if len(sb) == 1 else sb
+    if a2[-1] != b2[-2]:
+        raise _NodeError(f"inner sizes differ: A {list(sa)} x B {list(sb)}")
+    ba, bb = a2[:-2], b2[:-2]
+    nb = max(len(ba), len(bb))
+    ba, bb = (1,) * (nb - len(ba)) + ba, (1,) * (nb - len(bb)) + bb
+    if any(p != q and 1 not in (p, q) for p, q in zip(ba, bb)):
+        raise _NodeError(f"batch axes do not broadcast: A {list(sa)} x B {list(sb)}")
+    out_batch = math.prod(max(p, q) for p, q in zip(ba, bb))
+    g = math.prod(bb)
+    return Layer(name=name, K=b2[-1], C=a2[-1], B=out_batch // g * a2[-2], G=g,
+                 kind="fc" if g == 1 else "conv")
+
+
+_BUILDERS = {"Conv": _conv, "Gemm": _gemm, "MatMul": _matmul}
+
+
+def read_onnx(path: str | os.PathLike) -> OnnxImport:
+    """Read an ONNX model: one layer per Conv / Gemm / MatMul node, every other node ignored.
+
+    Raises:
+        ValueError: an unreadable file, not an ONNX model, failed shape inference, no layer node,
+            or a node we cannot turn into a layer (unknown shapes, a 3-D conv, inconsistent
+            sizes); the message names the file and the node.
+    """
+    p = Path(path)
+    model = _load_model(p)
+    graph = model.graph
+    shapes = _shapes(graph)
+    layers: list[Layer] = []
+    nodes: list[tuple[str, str]] = []
+    ignored: list[tuple[str, str]] = []
+    used: set[str] = set()
+    for i, node in enumerate(graph.node):
+        label = node.name or f"{node.op_type}#{i}"
+        if node.domain not in ("", "ai.onnx") or node.op_type not in _BUILDERS:
+            ignored.append((label, node.op_type))
+            continue
+        name = label if label not in used else f"{label}#{i}"
+        used.add(name)
+        try:
+            layers.append(_BUILDERS[node.op_type](node, shapes, name))
+        except (_NodeError, ValueError) as e:
+            raise ValueError(f"{p}: node {label!r} ({node.op_type}): {e}") from None
+        nodes.append((label, node.op_type))
+    if not layers:
+        raise ValueError(f"{p}: no Conv, Gemm or MatMul node (ignored: "
+                         f"{sorted({op for _, op in ignored})})")
+    source = f"ONNX file {p.name}" + (f" ({model.producer_name} {model.producer_version})".rstrip()
+                                      if model.producer_name else "")
+    return OnnxImport(Network(p.stem, tuple(layers), (), source), tuple(nodes), tuple(ignored))
+
+
+def load_onnx(path: str | os.PathLike) -> Network:
+    """The network of an ONNX file (see `read_onnx`); raises ValueError naming the file and node."""
+    return read_onnx(path).network

@@ -1,0 +1,367 @@
+"""ZigZag inputs: a ZigZag hardware YAML and its mapping YAML -> our accelerator TOML.
+
+`sweep import zigzag --accelerator ACCEL.yaml --mapping MAPPING.yaml --out ACCEL.toml` (issue 12,
+item 4). The result is usable with ``--arch ACCEL.toml`` and in campaigns; its format is that of
+`costmodel.loopnest.arch` (module docstring). Translation, field by field (ZigZag 3.9.1,
+``zigzag/parser/accelerator_validator.py`` and ``mapping_validator.py``):
+
+* ``operational_array``: ``dimensions`` / ``sizes`` -> ``[array]``; ``unit_energy`` -> ``mac_pj``.
+  ZigZag's MAC has no accumulator (its lowest O memory is read and written around every MAC), so
+  no ``[accumulator]`` table is emitted.
+* ``memories`` (YAML order = innermost first, as ZigZag builds its hierarchy) -> ``[[memory]]``:
+  ``size`` -> ``size_bits`` (a memory of type ``dram`` or of 10^9 bits and more is written
+  unbounded); ``r_cost`` / ``w_cost`` -> ``read_pj`` / ``write_pj`` (ZigZag: per access of one
+  word of ``bandwidth_min`` bits); ``operands`` through the mapping's ``memory_operand_links``
+  (I1 / I2 -> I / W); ``served_dimensions`` -> ``private_to`` = the array dims NOT served (a
+  per-PE register file serves none: private to all); ports: a ``read_write`` port -> ``shared_port
+  = true``; ``word_bits`` = the ports' ``bandwidth_min`` (equal on all ports, else refused);
+  ``read_bw`` / ``write_bw`` = the sum of ``bandwidth_max`` of the ports that read / write.
+* mapping YAML: the entry ``default`` (or ``--layer-type``) gives ``[spatial]`` and the operand
+  links; other entries (per layer name or type, e.g. Add, Pooling) are reported as not imported.
+  ``temporal_ordering`` entries (fixed orderings) are not part of an accelerator and are ignored.
+* ``[precision]``: ZigZag takes precisions from the workload; its ONNX parser defaults are
+  W 8, I 8, O (partial sums) 16, O_final 8, written unless ``precision`` is given.
+
+Refused (`CampaignError`, exit 2 in the CLI; the message names the YAML key and value; nothing is
+written): in-memory compute (``is_imc``, ``imc_type``, ``adc_resolution``, ``bit_serial_precision``,
+``input_precision``), several cores (a top-level ``cores`` / ``multi_core`` / anything unknown),
+``auto_cost_extraction`` (CACTI), ``force_double_buffering``, memories without costs, missing keys,
+bad operand links. Not modelled and reported as notes: ``latency`` of a memory,
+``systolic_dimensions``, ``area``, ``dataflows``.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from sweep.errors import CampaignError, Finding
+
+__all__ = ["import_zigzag", "zigzag_to_dict", "dict_to_toml", "ZIGZAG_DEFAULT_PRECISION"]
+
+#: ZigZag's ONNX parser defaults (``zigzag/parser/onnx/onnx_operator_parser.py``).
+ZIGZAG_DEFAULT_PRECISION = {"W": 8, "I": 8, "O": 16, "O_final": 8}
+_UNBOUNDED_BITS = 10**9
+_TOP_KEYS = {"name", "memories", "operational_array", "dataflows"}
+_MEM_KEYS = {"size", "r_cost", "w_cost", "area", "latency", "mem_type", "auto_cost_extraction", "operands",
+             "ports", "served_dimensions", "force_double_buffering"}
+_OA_KEYS = {"dimensions", "sizes", "unit_energy", "unit_area", "is_imc", "systolic_dimensions", "imc_type",
+            "adc_resolution", "bit_serial_precision", "input_precision"}
+_IMC_KEYS = ("is_imc", "imc_type", "adc_resolution", "bit_serial_precision", "input_precision")
+_MEM_OPERANDS = ("I1", "I2", "O")
+_LOOP_DIMS = ("B", "K", "C", "OY", "OX", "FY", "FX", "G")
+
+
+def _err(src: str, key: str, value: Any, msg: str) -> CampaignError:
+    return CampaignError(src, [Finding(key, value, msg)])
+
+
+def _load_yaml(path: Path) -> Any:
+    import yaml
+    try:
+        text = path.read_text()
+    except OSError as e:
+        raise _err(str(path), "file", str(path), f"cannot read: {e.strerror}") from None
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        raise _err(str(path), "file", str(path), f"invalid YAML: {e}") from None
+
+
+def _req(src, d: dict, key: str, where: str):
+    if key not in d:
+        raise _err(src, f"{where}{key}", None, "missing (required by ZigZag)")
+    return d[key]
+
+
+def _num(src, key, v, *, integer=False, positive=False):
+    ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0
+    if ok and integer:
+        ok = float(v).is_integer()
+    if ok and positive:
+        ok = v > 0
+    if not ok:
+        raise _err(src, key, v, ("a positive " if positive else "a non-negative ") + ("integer" if integer else "number"))
+    return int(v) if integer else (int(v) if float(v).is_integer() else float(v))
+
+
+def _parse_pairs(src, key: str, items) -> list[list]:
+    """``["K, 32", "C, 2"]`` (ZigZag's spatial-mapping strings) -> ``[["K", 32], ["C", 2]]``."""
+    if not isinstance(items, list) or not items:
+        raise _err(src, key, items, 'a list of "DIM, factor" strings, e.g. ["K, 32"]')
+    out = []
+    for s in items:
+        m = re.fullmatch(r"\s*([A-Z]+\d*)\s*,\s*(\d+)\s*", s) if isinstance(s, str) else None
+        if m is None:
+            raise _err(src, key, s, 'a "DIM, factor" string, e.g. "K, 32"')
+        d, f = m.group(1), int(m.group(2))
+        if d not in _LOOP_DIMS:
+            raise _err(src, key, s, f"loop dimension {d!r} is not one of ours {list(_LOOP_DIMS)}")
+        if f < 1:
+            raise _err(src, key, s, "factor must be >= 1")
+        if f > 1:
+            out.append([d, f])
+    return out
+
+
+def _mapping_entry(src: str, data: Any, layer_type: str, notes: list[str]) -> tuple[dict, dict[str, str]]:
+    """(spatial dict, operand links our op -> ZigZag memory operand) of the chosen entry."""
+    if not isinstance(data, list) or not data:
+        raise _err(src, "(top level)", type(data).__name__, "a list of mapping entries (- name: default ...)")
+    chosen = None
+    for i, e in enumerate(data):
+        if not isinstance(e, dict):
+            raise _err(src, f"[{i}]", e, "a mapping entry (a table with name, spatial_mapping, memory_operand_links)")
+        name = _req(src, e, "name", f"[{i}].")
+        if name == layer_type:
+            chosen = (i, e)
+        else:
+            notes.append(f"{src}: entry {name!r} not imported (only {layer_type!r}; an accelerator has one default "
+                         f"spatial unrolling)")
+    if chosen is None:
+        raise _err(src, "name", layer_type, f"no mapping entry named {layer_type!r}; entries: "
+                   f"{[e.get('name') for e in data]}")
+    i, e = chosen
+    where = f"[{i}] ({layer_type})."
+    for k in e:
+        if k not in ("name", "spatial_mapping", "memory_operand_links", "temporal_ordering", "spatial_mapping_hint"):
+            raise _err(src, f"{where}{k}", e[k], "unknown key; ZigZag's keys: name, spatial_mapping, "
+                       "memory_operand_links, temporal_ordering, spatial_mapping_hint")
+    if "temporal_ordering" in e:
+        notes.append(f"{src}: {where}temporal_ordering ignored (a fixed ordering is a mapping, not part of an accelerator)")
+    if "spatial_mapping_hint" in e:
+        notes.append(f"{src}: {where}spatial_mapping_hint ignored")
+    sm = _req(src, e, "spatial_mapping", where)
+    if not isinstance(sm, dict) or not sm:
+        raise _err(src, f"{where}spatial_mapping", sm, "a table D1: [\"K, 32\"], D2: [...]")
+    spatial = {str(a): _parse_pairs(src, f"{where}spatial_mapping.{a}", v) for a, v in sm.items()}
+    links = e.get("memory_operand_links", {"O": "O", "I": "I1", "W": "I2"})  # ZigZag's default
+    if not isinstance(links, dict):
+        raise _err(src, f"{where}memory_operand_links", links, "a table O: O, W: I2, I: I1")
+    for op in ("O", "W", "I"):
+        if op not in links:
+            raise _err(src, f"{where}memory_operand_links.{op}", None, "missing; expected O: O, W: I1|I2, I: I1|I2")
+    for k, v in links.items():
+        if k not in ("O", "W", "I"):
+            raise _err(src, f"{where}memory_operand_links.{k}", v, "unknown layer operand; expected O, W, I")
+        if v not in _MEM_OPERANDS:
+            raise _err(src, f"{where}memory_operand_links.{k}", v, f"expected a memory operand from {list(_MEM_OPERANDS)}")
+    if links["O"] != "O" or {links["W"], links["I"]} != {"I1", "I2"}:
+        bad = "O" if links["O"] != "O" else "W"
+        raise _err(src, f"{where}memory_operand_links.{bad}", links[bad],
+                   f"links {dict(links)}: expected O: O and W, I on I1, I2 (one each)")
+    return spatial, {str(k): str(v) for k, v in links.items()}
+
+
+def _memory(hs: str, mname: str, m: Any, array: dict[str, int], to_ours: dict[str, str],
+            notes: list[str]) -> dict[str, Any]:
+    """One ZigZag memory -> one [[memory]] table (see the module docstring)."""
+    w = f"memories.{mname}."
+    if not isinstance(m, dict):
+        raise _err(hs, f"memories.{mname}", m, "a table")
+    for k in m:
+        if k not in _MEM_KEYS:
+            raise _err(hs, f"{w}{k}", m[k], f"unknown key; ZigZag's keys: {sorted(_MEM_KEYS)}")
+    if m.get("auto_cost_extraction"):
+        raise _err(hs, f"{w}auto_cost_extraction", m["auto_cost_extraction"],
+                   "CACTI cost extraction is not modelled; give r_cost and w_cost")
+    if m.get("force_double_buffering"):
+        raise _err(hs, f"{w}force_double_buffering", True,
+                   "not modelled (double buffering follows from capacity: twice the tiles fit)")
+    size = _num(hs, f"{w}size", _req(hs, m, "size", w), integer=True, positive=True)
+    _req(hs, m, "latency", w)
+    if m["latency"] != 1:
+        notes.append(f"{hs}: {w}latency = {m['latency']} ignored (access latency is not modelled)")
+    r = _num(hs, f"{w}r_cost", _req(hs, m, "r_cost", w))
+    wc = _num(hs, f"{w}w_cost", _req(hs, m, "w_cost", w))
+    ops = _req(hs, m, "operands", w)
+    if not isinstance(ops, list) or not ops or any(o not in _MEM_OPERANDS for o in ops) or len(set(ops)) != len(ops):
+        raise _err(hs, f"{w}operands", ops, f"a non-empty list of distinct memory operands from {list(_MEM_OPERANDS)}")
+    served = _req(hs, m, "served_dimensions", w)
+    if not isinstance(served, list) or any(a not in array for a in served):
+        raise _err(hs, f"{w}served_dimensions", served, f"a list of array dims from {list(array)}")
+    ports = _req(hs, m, "ports", w)
+    if not isinstance(ports, list) or not ports:
+        raise _err(hs, f"{w}ports", ports, "a non-empty list of ports")
+    words, rbw, wbw, shared = set(), 0, 0, False
+    for j, p in enumerate(ports):
+        pw = f"{w}ports[{j}]."
+        if not isinstance(p, dict):
+            raise _err(hs, f"{w}ports[{j}]", p, "a port table (name, type, bandwidth_min, bandwidth_max, allocation)")
+        ptype = _req(hs, p, "type", pw)
+        if ptype not in ("read", "write", "read_write"):
+            raise _err(hs, f"{pw}type", ptype, "read, write or read_write")
+        bmin = _num(hs, f"{pw}bandwidth_min", _req(hs, p, "bandwidth_min", pw), integer=True, positive=True)
+        bmax = _num(hs, f"{pw}bandwidth_max", _req(hs, p, "bandwidth_max", pw), integer=True, positive=True)
+        for a in _req(hs, p, "allocation", pw) or []:
+            mm = re.fullmatch(r"(I[12]|O), (fh|tl|fl|th)", str(a))
+            if mm is None or mm.group(1) not in ops:
+                raise _err(hs, f"{pw}allocation", a, f"\"OPERAND, fh|tl|fl|th\" with OPERAND one of {ops}")
+        words.add(bmin)
+        if ptype in ("read", "read_write"):
+            rbw += bmax
+        if ptype in ("write", "read_write"):
+            wbw += bmax
+        shared = shared or ptype == "read_write"
+    if len(words) != 1:
+        raise _err(hs, f"{w}ports", sorted(words), "ports of different bandwidth_min (word widths) are not modelled")
+    if rbw == 0 or wbw == 0:
+        raise _err(hs, f"{w}ports", [p.get("type") for p in ports], "needs a read and a write port (or a read_write port)")
+    word = words.pop()
+    d: dict[str, Any] = {"name": str(mname)}
+    if m.get("mem_type") == "dram" or size >= _UNBOUNDED_BITS:
+        notes.append(f"{hs}: {w}size = {size} written unbounded (DRAM)")
+    else:
+        d["size_bits"] = size
+    order = {"I": 0, "W": 1, "O": 2}
+    d["operands"] = sorted((to_ours[o] for o in ops), key=order.__getitem__)
+    d["read_pj"] = r
+    d["write_pj"] = wc
+    d["word_bits"] = word
+    if rbw != word:
+        d["read_bw"] = rbw
+    if wbw != word:
+        d["write_bw"] = wbw
+    if shared:
+        d["shared_port"] = True
+    private = [a for a in array if a not in served]
+    d["private_to"] = "all" if private == list(array) else private
+    return d
+
+
+def zigzag_to_dict(accelerator: str | Path, mapping: str | Path, *, layer_type: str = "default",
+                   precision: dict[str, int] | None = None, name: str | None = None,
+                   notes: list[str] | None = None) -> dict[str, Any]:
+    """The TOML-shaped dict of `costmodel.loopnest.arch.accelerator_from_dict` for a ZigZag
+    hardware YAML and mapping YAML (see the module docstring). ``notes`` collects what was not
+    imported. Raises `CampaignError` naming the file, the YAML key and the value."""
+    notes = notes if notes is not None else []
+    hw_path, map_path = Path(accelerator), Path(mapping)
+    hs, ms = str(hw_path), str(map_path)
+    hw = _load_yaml(hw_path)
+    mp = _load_yaml(map_path)
+
+    if not isinstance(hw, dict):
+        raise _err(hs, "(top level)", type(hw).__name__, "a table with name, memories, operational_array")
+    for k in hw:
+        if k not in _TOP_KEYS:
+            what = ("several cores are not modelled (one operational array per accelerator)"
+                    if "core" in str(k).lower() else f"unknown key; ZigZag's keys: {sorted(_TOP_KEYS)}")
+            raise _err(hs, str(k), hw[k] if not isinstance(hw[k], (dict, list)) else type(hw[k]).__name__, what)
+    acc_name = name or _req(hs, hw, "name", "")
+    if not isinstance(acc_name, str) or not acc_name:
+        raise _err(hs, "name", acc_name, "a non-empty string")
+    if "dataflows" in hw:
+        notes.append(f"{hs}: dataflows ignored (the spatial unrolling comes from the mapping file)")
+
+    oa = _req(hs, hw, "operational_array", "")
+    if not isinstance(oa, dict):
+        raise _err(hs, "operational_array", oa, "a table")
+    for k in oa:
+        if k not in _OA_KEYS:
+            raise _err(hs, f"operational_array.{k}", oa[k], f"unknown key; ZigZag's keys: {sorted(_OA_KEYS)}")
+    for k in _IMC_KEYS:
+        v = oa.get(k)
+        if v not in (None, False, 0, []):
+            raise _err(hs, f"operational_array.{k}", v, "in-memory compute (imc) is not modelled")
+    dims = _req(hs, oa, "dimensions", "operational_array.")
+    sizes = _req(hs, oa, "sizes", "operational_array.")
+    if not isinstance(dims, list) or not dims or any(not isinstance(d, str) or not re.fullmatch(r"D\d", d) for d in dims):
+        raise _err(hs, "operational_array.dimensions", dims, "a list of array dims D1, D2, ...")
+    if not isinstance(sizes, list) or len(sizes) != len(dims):
+        raise _err(hs, "operational_array.sizes", sizes, f"a list of {len(dims)} sizes (one per dimension)")
+    array = {d: _num(hs, f"operational_array.sizes[{i}]", s, integer=True, positive=True)
+             for i, (d, s) in enumerate(zip(dims, sizes))}
+    mac_pj = _num(hs, "operational_array.unit_energy", _req(hs, oa, "unit_energy", "operational_array."))
+    if oa.get("systolic_dimensions"):
+        notes.append(f"{hs}: operational_array.systolic_dimensions {oa['systolic_dimensions']} not modelled "
+                     f"(operands are multicast / reduced in one cycle)")
+    spatial, links = _mapping_entry(ms, mp, layer_type, notes)
+    to_ours = {v: k for k, v in links.items()}  # ZigZag memory operand -> our operand
+    for a in spatial:
+        if a not in array:
+            raise _err(ms, f"spatial_mapping.{a}", spatial[a], f"unknown array dim; the array has {list(array)}")
+
+    mems_raw = _req(hs, hw, "memories", "")
+    if not isinstance(mems_raw, dict) or not mems_raw:
+        raise _err(hs, "memories", mems_raw, "a table memory name -> description, innermost first")
+    mems = []
+    for mname, m in mems_raw.items():
+        mems.append(_memory(hs, str(mname), m, array, to_ours, notes))
+    served_ops = {o for d in mems for o in d["operands"]}
+    for op in ("W", "I", "O"):
+        if op not in served_ops:
+            raise _err(ms, f"memory_operand_links.{op}", links[op], f"no memory of {hs} serves {links[op]}")
+    prec = dict(ZIGZAG_DEFAULT_PRECISION if precision is None else precision)
+    desc = f"imported from ZigZag {hw_path.name} + {map_path.name} (entry {layer_type!r}) by `sweep import zigzag`"
+    return {"name": acc_name, "description": desc, "mac_pj": mac_pj, "array": array, "precision": prec,
+            "spatial": spatial, "memory": mems}
+
+
+def _toml_value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return repr(v)
+    if isinstance(v, str):
+        return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(v, list):
+        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+    raise TypeError(f"cannot write {v!r} as TOML")
+
+
+def dict_to_toml(d: dict[str, Any], header: str = "") -> str:
+    """The accelerator TOML text of a TOML-shaped dict (`costmodel.loopnest.arch` format)."""
+    lines = [f"# {ln}" if ln else "#" for ln in header.splitlines()]
+    for k in ("name", "description", "mac_pj", "clock_mhz"):
+        if k in d:
+            lines.append(f"{k} = {_toml_value(d[k])}")
+    for table in ("array", "precision", "spatial", "accumulator"):
+        if d.get(table):
+            lines += ["", f"[{table}]"] + [f"{k} = {_toml_value(v)}" for k, v in d[table].items()]
+    for m in d["memory"]:
+        lines += ["", "[[memory]]"] + [f"{k} = {_toml_value(v)}" for k, v in m.items()]
+    return "\n".join(lines) + "\n"
+
+
+def import_zigzag(accelerator: str | Path, mapping: str | Path, out: str | Path, *, layer_type: str = "default",
+                  precision: dict[str, int] | None = None, name: str | None = None) -> tuple[Any, list[str]]:
+    """Translate, validate by loading with `costmodel.loopnest.arch.load_accelerator`, then write
+    ``out`` atomically (temp file + rename; nothing is written on error). Returns (Accelerator, notes).
+
+    Raises:
+        CampaignError: a YAML we cannot read or model (file, key and value named), or a result that
+            our loader refuses.
+    """
+    from costmodel.loopnest.arch import accelerator_from_dict, load_accelerator
+
+    notes: list[str] = []
+    d = zigzag_to_dict(accelerator, mapping, layer_type=layer_type, precision=precision, name=name, notes=notes)
+    try:
+        accelerator_from_dict(d, str(out))
+    except ValueError as e:
+        raise _err(str(accelerator), "(translated accelerator)", d["name"], str(e)) from None
+    out = Path(out)
+    text = dict_to_toml(d, f"Imported from ZigZag: {accelerator} + {mapping}\n"
+                           f"by `sweep import zigzag` (see sweep/zigzag_import.py for the translation).")
+    if not out.parent.is_dir():
+        raise _err("--out", "--out", str(out), "directory does not exist")
+    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        acc = load_accelerator(tmp)
+        os.replace(tmp, out)
+    except BaseException as e:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        if isinstance(e, ValueError):
+            raise _err(str(accelerator), "(translated accelerator)", d["name"], str(e)) from None
+        raise
+    return acc, notes
