@@ -41,10 +41,10 @@ def evaluate_numpy(ev, O_: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarr
     n = O_.shape[0]
     pre = _Prefixes(ev, O_)
     valid, bnd = _allocate(ev, pre)
-    nxt = _next_relevant(ev, O_)
-    acc, R, Wr, FW, TB = _traffic(ev, pre, bnd, nxt)
+    nxt, prv = _next_relevant(ev, O_)
+    acc, TB, ents = _traffic(ev, pre, bnd, nxt, prv)
     energy = ev.mac_energy + acc
-    latency = _latency(ev, R, Wr, FW, TB, n)
+    latency = _latency(ev, ents, TB, n)
     edp = energy * latency
     inf = np.inf
     energy = np.where(valid, energy, inf)
@@ -248,14 +248,16 @@ def _choose_joint(free: list, size, fixed_bits: np.ndarray, even: bool, n: int) 
 
 
 # ---------------------------------------------------------------------- accesses, energy, latency
-def _next_relevant(ev, O_: np.ndarray) -> dict:
-    """{op: (n, L+1) int64}: the index of the first op-relevant loop at or after each position
-    (L if none; column L is L): a reverse running minimum. The tile of a level whose boundary is
-    at e stays put through the op-irrelevant loops loops[e:next], so it is loaded
-    total // cp[next] times."""
+def _next_relevant(ev, O_: np.ndarray) -> tuple[dict, dict]:
+    """({op: (n, L+1) int64 nxt}, {op: (n, L+1) int64 prv}): nxt = the index of the first
+    op-relevant loop at or after each position (L if none; column L is L), a reverse running
+    minimum: the tile of a level whose boundary is at e stays put through the op-irrelevant loops
+    loops[e:next], so it is loaded total // cp[next] times. prv[:, e] = 1 + the index of the last
+    op-relevant loop before e (0 if none), a running maximum: the op-irrelevant run below e is
+    loops[prv:e]."""
     n, L = O_.shape
     pos = np.arange(L)
-    nxt = {}
+    nxt, prv = {}, {}
     for op in OPERANDS:
         r = ev._rel[op][O_]
         idx = np.where(r, pos, L)
@@ -263,45 +265,45 @@ def _next_relevant(ev, O_: np.ndarray) -> dict:
         nr[:, L] = L
         nr[:, :L] = np.minimum.accumulate(idx[:, ::-1], axis=1)[:, ::-1]
         nxt[op] = nr
-    return nxt
+        pv = np.zeros((n, L + 1), dtype=np.int64)
+        pv[:, 1:] = np.maximum.accumulate(np.where(r, pos + 1, 0), axis=1)
+        prv[op] = pv
+    return nxt, prv
 
 
-def _traffic(ev, pre: _Prefixes, bnd: dict, nxt: dict):
+def _traffic(ev, pre: _Prefixes, bnd: dict, nxt: dict, prv: dict):
     """Word accesses of the allocated mappings and their energy.
 
     Returns:
-        (acc, R, Wr, FW, TB): acc (n,) float access energy in pJ (summed operand by operand,
-        level by level, like the reference); per memory (lists indexed like ``arch.memories``)
-        (n,) float reads, writes, fill writes (W/I loads and O read-backs written into the
-        memory), in words, and TB the tile bits it holds.
+        (acc, TB, ents): acc (n,) float access energy in pJ (summed operand by operand, level by
+        level, like the reference); TB per memory (list indexed like ``arch.memories``) the (n,)
+        tile bits it holds; ents the transfers of the stall model in the reference's order:
+        (memory index, is a write, (n,) words, memory index of the link's lower level or -1 for
+        the MAC, (n,) T of the link or 1).
     """
     n = pre.n
     nm = len(ev.arch.memories)
-    R = [np.zeros(n) for _ in range(nm)]
-    Wr = [np.zeros(n) for _ in range(nm)]
-    FW = [np.zeros(n) for _ in range(nm)]
     TB = [np.zeros(n, dtype=np.int64) for _ in range(nm)]
+    ents: list = []
     acc = np.zeros(n)
     for op in OPERANDS:
         info = ev._lv[op]
-        reads, writes = _operand_traffic(ev, pre, op, bnd[op], nxt[op], FW, TB)
+        reads, writes = _operand_traffic(ev, pre, op, bnd[op], nxt[op], prv[op], TB, ents)
         for li in range(len(info)):
             m = info[li]["mem"]
             acc = acc + (reads[li] * m.read_pj + writes[li] * m.write_pj)
-            mi = ev._mem_index[m.name]
-            R[mi] = R[mi] + reads[li]
-            Wr[mi] = Wr[mi] + writes[li]
-    return acc, R, Wr, FW, TB
+    return acc, TB, ents
 
 
-def _operand_traffic(ev, pre: _Prefixes, op: str, bnd_op: list, nxt_op: np.ndarray, FW: list, TB: list):
+def _operand_traffic(ev, pre: _Prefixes, op: str, bnd_op: list, nxt_op: np.ndarray, prv_op: np.ndarray, TB: list,
+                     ents: list):
     """Reads and writes (words scaled to the real data, (n,) float or 0) of ``op`` at each of its levels, innermost first.
 
     For every boundary (MAC -> level 0, level l -> l+1): F = total // cp[next relevant loop] tile
     loads. W, I: F x n_up x ceil(tile x g x bits / word) reads above, F x n_lo x ceil(tile x bits /
     word) writes below. O: of the F visits D are first visits, F - D partial-sum read-backs; final
-    (or partial) write-ups. Adds the level tiles' bits to ``TB`` and the fill writes to ``FW``
-    (in place, per memory).
+    (or partial) write-ups. Adds the level tiles' bits to ``TB`` (in place, per memory) and the
+    transfers of every link to ``ents`` (see `_traffic`).
     """
     bits = ev.bits
     pb, fb = bits["O"], bits["O_final"]
@@ -329,49 +331,71 @@ def _operand_traffic(ev, pre: _Prefixes, op: str, bnd_op: list, nxt_op: np.ndarr
         te = 1 if lo < 0 else te_at[lo]
         g, n_up, n_lo = bd["g"], bd["n_up"], bd["n_lo"]
         s_up, s_lo = bd["s_up"], bd["s_lo"]
+        mu = ev._mem_index[up.name]
+        if lo < 0:
+            ml, T = -1, 1
+        else:
+            ml = ev._mem_index[info[lo]["mem"].name]
+            k = prv_op[rows, bl]
+            if lo > 0:
+                k = np.maximum(k, bnd_op[lo - 1])
+            T = cp[rows, nxt_op[rows, bl]] // cp[rows, k]
         if op != "O":
             bb = bits[op]
-            reads[lo + 1] = reads[lo + 1] + F * n_up * ((te * g * bb + w_up - 1) // w_up) * s_up
+            rd = F * n_up * ((te * g * bb + w_up - 1) // w_up) * s_up
+            reads[lo + 1] = reads[lo + 1] + rd
+            ents.append((mu, False, rd, ml, T))
             if lo >= 0:
                 wl = info[lo]["mem"].word_bits
                 wr = F * n_lo * ((te * bb + wl - 1) // wl) * s_lo
                 writes[lo] = writes[lo] + wr
-                FW[ev._mem_index[info[lo]["mem"].name]] += wr
+                ents.append((ml, True, wr, ml, T))
             continue
         D = cO[:, L] // cO[rows, bl] if lo >= 0 else cO[:, L]
         fin = D if bd["fin_ok"] else 0
         part = F - fin
         rb = F - D
-        writes[lo + 1] = writes[lo + 1] + n_up * (fin * ((te * g * fb + w_up - 1) // w_up)
-                                                  + part * ((te * g * pb + w_up - 1) // w_up)) * s_up
-        reads[lo + 1] = reads[lo + 1] + rb * n_up * ((te * g * pb + w_up - 1) // w_up) * s_up
+        wu = n_up * (fin * ((te * g * fb + w_up - 1) // w_up) + part * ((te * g * pb + w_up - 1) // w_up)) * s_up
+        ru = rb * n_up * ((te * g * pb + w_up - 1) // w_up) * s_up
+        writes[lo + 1] = writes[lo + 1] + wu
+        reads[lo + 1] = reads[lo + 1] + ru
+        ents.append((mu, True, wu, ml, T))
+        ents.append((mu, False, ru, ml, T))
         if lo >= 0:
             wl = info[lo]["mem"].word_bits
-            reads[lo] = reads[lo] + n_lo * (fin * ((te * fb + wl - 1) // wl)
-                                            + part * ((te * pb + wl - 1) // wl)) * s_lo
+            rl = n_lo * (fin * ((te * fb + wl - 1) // wl) + part * ((te * pb + wl - 1) // wl)) * s_lo
             wr = rb * n_lo * ((te * pb + wl - 1) // wl) * s_lo
+            reads[lo] = reads[lo] + rl
             writes[lo] = writes[lo] + wr
-            FW[ev._mem_index[info[lo]["mem"].name]] += wr
+            ents.append((ml, False, rl, ml, T))
+            ents.append((ml, True, wr, ml, T))
     return reads, writes
 
 
-def _latency(ev, R: list, Wr: list, FW: list, TB: list, n: int) -> np.ndarray:
+def _latency(ev, ents: list, TB: list, n: int) -> np.ndarray:
     """(n,) float latency in cycles: compute cycles (product of all temporal loop factors) + the
-    largest memory stall; per instance read / write times are words x word_bits / bandwidth
-    (bits per cycle). Double-buffered memories (unbounded, or 2 x tile bits fit) stall
-    max(0, t - compute), others t_fill + max(0, t - t_fill - compute)."""
+    largest memory stall (`costmodel.loopnest.reference._stalls`): per memory port, the largest
+    excess over the transfers whose windows lie within one window (`reference.port_stall`),
+    windows = compute if the link's lower level is the MAC or double-buffered, else compute // T."""
     compute = ev._total
+    mems = ev.arch.memories
+    db = [np.ones(n, dtype=bool) if m.size_bits is None else 2 * TB[mi] <= m.size_bits for mi, m in enumerate(mems)]
     stall = np.zeros(n)
-    for mi, m in enumerate(ev.arch.memories):
+    for mi, m in enumerate(mems):
         ni = ev._nest.instances(m.private_to)
-        t_r = R[mi] * m.word_bits / m.read_bw / ni
-        t_w = Wr[mi] * m.word_bits / m.write_bw / ni
-        t = t_r + t_w if m.shared_port else np.maximum(t_r, t_w)
-        if m.size_bits is None:
-            s = np.maximum(0.0, t - compute)
-        else:
-            db = 2 * TB[mi] <= m.size_bits
-            t_f = FW[mi] * m.word_bits / m.write_bw / ni
-            s = np.where(db, np.maximum(0.0, t - compute), t_f + np.maximum(0.0, t - t_f - compute))
+        s = np.zeros(n)
+        for port in ((None,) if m.shared_port else (False, True)):
+            ts, ws = [], []
+            for emi, is_w, words, ml, T in ents:
+                if emi != mi or (port is not None and is_w != port):
+                    continue
+                ts.append(words * m.word_bits / (m.write_bw if is_w else m.read_bw) / ni + np.zeros(n))
+                ws.append(np.full(n, compute, dtype=np.int64) if ml < 0
+                          else np.where(db[ml], compute, compute // T))
+            for wk in ws:
+                acc = np.zeros(n)
+                for tj, wj in zip(ts, ws):
+                    acc = acc + np.where(wj <= wk, tj, 0.0)
+                s = np.maximum(s, acc - wk)
         stall = s if mi == 0 else np.maximum(stall, s)
     return compute + stall

@@ -73,10 +73,12 @@ def _tile(op, li, e, C, lv, par):
 
 @njit(cache=True, error_model="numpy")
 def _row(o, ft, lv, lvf, mem, memf, par, mac_e, C, rem, remo, ctb, ccost, clo, chi, cj, choice, start, bnd, te_at,
-         reads, writes, R, Wr, FW, TB):
+         reads, writes, ei, ef, TB):
     """Energy, latency, EDP and status (1 valid, 0 invalid, -1 type id out of range) of ordering o.
 
-    The remaining arguments are scratch arrays (see `_scratch`)."""
+    The remaining arguments are scratch arrays (see `_scratch`); ei (4, E) / ef (E,) hold the
+    transfers of the stall model in the reference's order: memory index, is a write, memory index
+    of the link's lower level (-1: the MAC), T of the link / words."""
     inf = np.inf
     L = o.shape[0]
     m = ft.shape[1]
@@ -205,10 +207,8 @@ def _row(o, ft, lv, lvf, mem, memf, par, mac_e, C, rem, remo, ctb, ccost, clo, c
             start[op] = choice[j]
     # ---- cost of the allocated mapping
     for mi in range(nm):
-        R[mi] = 0.0
-        Wr[mi] = 0.0
-        FW[mi] = 0.0
         TB[mi] = 0
+    ne = 0
     acc = 0.0
     pb = par[P_BO]
     fb = par[P_BOF]
@@ -236,50 +236,93 @@ def _row(o, ft, lv, lvf, mem, memf, par, mac_e, C, rem, remo, ctb, ccost, clo, c
                     j += 1
             F = rem[j]
             te = 1 if lo < 0 else te_at[lo]
+            mu = lv[op, up, LV_MEM]
+            ml = -1
+            T = 1
+            if lo >= 0:
+                ml = lv[op, lo, LV_MEM]
+                k = bl
+                k0 = 0 if lo == 0 else bnd[op, lo - 1]
+                while k > k0 and ft[T_REL + op, o[k - 1]] == 0:
+                    k -= 1
+                T = C[T_F, j] // C[T_F, k]
             if op != 2:
-                reads[up] += F * n_up * ((te * g * bb + w_up - 1) // w_up) * s_up
+                rd = F * n_up * ((te * g * bb + w_up - 1) // w_up) * s_up
+                reads[up] += rd
+                ei[0, ne], ei[1, ne], ei[2, ne], ei[3, ne], ef[ne] = mu, 0, ml, T, rd
+                ne += 1
                 if lo >= 0:
                     wl = lv[op, lo, LV_WORD]
                     wr = F * n_lo * ((te * bb + wl - 1) // wl) * s_lo
                     writes[lo] += wr
-                    FW[lv[op, lo, LV_MEM]] += wr
+                    ei[0, ne], ei[1, ne], ei[2, ne], ei[3, ne], ef[ne] = ml, 1, ml, T, wr
+                    ne += 1
                 continue
             D = remo[bl]
             fin = D if lv[op, up, LV_FINOK] != 0 else 0
             part = F - fin
             rb = F - D
-            writes[up] += n_up * (fin * ((te * g * fb + w_up - 1) // w_up)
-                                  + part * ((te * g * pb + w_up - 1) // w_up)) * s_up
-            reads[up] += rb * n_up * ((te * g * pb + w_up - 1) // w_up) * s_up
+            wu = n_up * (fin * ((te * g * fb + w_up - 1) // w_up) + part * ((te * g * pb + w_up - 1) // w_up)) * s_up
+            ru = rb * n_up * ((te * g * pb + w_up - 1) // w_up) * s_up
+            writes[up] += wu
+            reads[up] += ru
+            ei[0, ne], ei[1, ne], ei[2, ne], ei[3, ne], ef[ne] = mu, 1, ml, T, wu
+            ne += 1
+            ei[0, ne], ei[1, ne], ei[2, ne], ei[3, ne], ef[ne] = mu, 0, ml, T, ru
+            ne += 1
             if lo >= 0:
                 wl = lv[op, lo, LV_WORD]
-                reads[lo] += n_lo * (fin * ((te * fb + wl - 1) // wl) + part * ((te * pb + wl - 1) // wl)) * s_lo
+                rl = n_lo * (fin * ((te * fb + wl - 1) // wl) + part * ((te * pb + wl - 1) // wl)) * s_lo
                 wr = rb * n_lo * ((te * pb + wl - 1) // wl) * s_lo
+                reads[lo] += rl
                 writes[lo] += wr
-                FW[lv[op, lo, LV_MEM]] += wr
+                ei[0, ne], ei[1, ne], ei[2, ne], ei[3, ne], ef[ne] = ml, 0, ml, T, rl
+                ne += 1
+                ei[0, ne], ei[1, ne], ei[2, ne], ei[3, ne], ef[ne] = ml, 1, ml, T, wr
+                ne += 1
         for li in range(nl):
             mi = lv[op, li, LV_MEM]
             acc = acc + (reads[li] * memf[mi, MF_RPJ] + writes[li] * memf[mi, MF_WPJ])
-            R[mi] += reads[li]
-            Wr[mi] += writes[li]
     energy = mac_e + acc
+    # ---- stalls (reference._stalls): per memory port, the largest excess of the transfers whose
+    # windows (total if the link's lower level is the MAC or double-buffered, else total // T)
+    # lie within one window
     compute = float(total)
     stall = 0.0
     for mi in range(nm):
         wb = mem[mi, M_WORD]
         ni = mem[mi, M_NI]
-        t_r = (R[mi] * wb) / memf[mi, MF_RBW] / ni
-        t_w = (Wr[mi] * wb) / memf[mi, MF_WBW] / ni
-        t = t_r + t_w if mem[mi, M_SHARED] != 0 else max(t_r, t_w)
-        size = mem[mi, M_SIZE]
-        if size < 0 or 2 * TB[mi] <= size:
-            s = max(0.0, t - compute)
-        else:
-            t_f = (FW[mi] * wb) / memf[mi, MF_WBW] / ni
-            s = t_f + max(0.0, t - t_f - compute)
+        shared = mem[mi, M_SHARED] != 0
+        s = 0.0
+        for port in range(1 if shared else 2):
+            for kk in range(ne):
+                if ei[0, kk] != mi or (not shared and ei[1, kk] != port):
+                    continue
+                wk = _window(ei[2, kk], ei[3, kk], total, mem, TB)
+                a = 0.0
+                for jj in range(ne):
+                    if ei[0, jj] != mi or (not shared and ei[1, jj] != port):
+                        continue
+                    if _window(ei[2, jj], ei[3, jj], total, mem, TB) <= wk:
+                        bw = memf[mi, MF_WBW] if ei[1, jj] != 0 else memf[mi, MF_RBW]
+                        a += ef[jj] * wb / bw / ni
+                x = a - wk
+                if x > s:
+                    s = x
         stall = s if mi == 0 else max(stall, s)
     latency = compute + stall
     return energy, latency, energy * latency, 1
+
+
+@njit(cache=True, error_model="numpy")
+def _window(ml, T, total, mem, TB):
+    """The window (cycles) of a transfer whose link's lower level is memory ml (-1: the MAC)."""
+    if ml < 0:
+        return total
+    size = mem[ml, M_SIZE]
+    if size < 0 or 2 * TB[ml] <= size:
+        return total
+    return total // T
 
 
 @njit(cache=True, error_model="numpy")
@@ -292,9 +335,11 @@ def _scratch(L, nm, par):
     bnd = np.zeros((3, nl), dtype=np.int64)
     te_at = np.empty(nl, dtype=np.int64)
     lvl = np.empty((2, nl), dtype=np.float64)          # reads, writes (scaled to the real data)
-    mems = np.empty((3, nm), dtype=np.float64)         # R, Wr, FW
+    ne = 4 * (par[P_NL0] + par[P_NL0 + 1] + par[P_NL0 + 2])
+    ei = np.empty((4, ne), dtype=np.int64)             # transfers: memory, is a write, lower memory, T
+    ef = np.empty(ne, dtype=np.float64)                # transfers: words
     tb = np.empty(nm, dtype=np.int64)                  # TB
-    return C, ctb, ccost, small, bnd, te_at, lvl, mems, tb
+    return C, ctb, ccost, small, bnd, te_at, lvl, ei, ef, tb
 
 
 @njit(cache=True, error_model="numpy")
@@ -303,10 +348,10 @@ def evaluate_batch(O, ft, lv, lvf, mem, memf, par, mac_e, out):
 
     Returns the first row with a type id out of range (the rows from there on are not evaluated),
     else -1. The only entry point (one compilation): `evaluate_one` passes a (1, L) view."""
-    C, ctb, ccost, sm, bnd, te_at, lvl, ms, tb = _scratch(O.shape[1], mem.shape[0], par)
+    C, ctb, ccost, sm, bnd, te_at, lvl, ei, ef, tb = _scratch(O.shape[1], mem.shape[0], par)
     for i in range(O.shape[0]):
         e, la, d, st = _row(O[i], ft, lv, lvf, mem, memf, par, mac_e, C, C[9], C[10], ctb, ccost, sm[0], sm[1],
-                            sm[2], sm[3], sm[4], bnd, te_at, lvl[0], lvl[1], ms[0], ms[1], ms[2], tb)
+                            sm[2], sm[3], sm[4], bnd, te_at, lvl[0], lvl[1], ei, ef, tb)
         if st < 0:
             return i
         out[0, i] = e

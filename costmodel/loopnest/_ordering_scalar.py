@@ -22,6 +22,8 @@ import math
 
 import numpy as np
 
+from .reference import port_stall
+
 __all__ = ["evaluate_one_py"]
 
 _INF = math.inf
@@ -84,9 +86,9 @@ def evaluate_one_py(ev, ordering) -> tuple[float, float, float, bool]:
     bnd = _allocate(sc["mems"], ev.even, tile, cp, total, L)
     if bnd is None:
         return _INF, _INF, _INF, False
-    acc, R, Wr, FW, TB = _traffic(sc, bits, tile, o, bnd, cp, cO, total, L)
+    acc, TB, ents = _traffic(sc, bits, tile, o, bnd, cp, cO, total, L)
     energy = ev.mac_energy + acc
-    latency = _latency(sc["mem_inst"], R, Wr, FW, TB, total)
+    latency = _latency(sc["mem_inst"], ents, TB, total)
     return energy, latency, energy * latency, True
 
 
@@ -205,12 +207,14 @@ def _traffic(sc, bits, tile, o, bnd, cp, cO, total, L):
     O: D first visits, F - D partial-sum read-backs, final / partial write-ups.
 
     Returns:
-        (acc, R, Wr, FW, TB): access energy in pJ (float, summed operand by operand, level by
-        level), and per memory (lists indexed like ``arch.memories``) reads, writes, fill writes
-        (W/I loads and O read-backs written into the memory), all in words, and tile bits held.
+        (acc, TB, ents): access energy in pJ (float, summed operand by operand, level by level),
+        the tile bits held per memory (list indexed like ``arch.memories``) and the transfers
+        of the stall model in the reference's order: (memory index, is a write, words, memory
+        index of the link's lower level or -1 for the MAC, T of the link).
     """
     nm = len(sc["mem_inst"])
-    R, Wr, FW, TB = [0] * nm, [0] * nm, [0] * nm, [0] * nm
+    TB = [0] * nm
+    ents = []
     pb, fb = bits["O"], bits["O_final"]
     acc = 0.0
     rel_t = sc["rel"]
@@ -236,51 +240,68 @@ def _traffic(sc, bits, tile, o, bnd, cp, cO, total, L):
                     j += 1
             F = total // cp[j]
             te = 1 if lo < 0 else te_at[lo]
+            mu = info[lo + 1][1]
+            if lo < 0:
+                ml, T = -1, 1
+            else:
+                ml = info[lo][1]
+                k = bl
+                k0 = 0 if lo == 0 else bnd[op][lo - 1]
+                while k > k0 and not rel[o[k - 1]]:
+                    k -= 1
+                T = cp[j] // cp[k]
             if op != "O":
                 bb = bits[op]
-                reads[lo + 1] += F * n_up * ((te * g * bb + w_up - 1) // w_up) * s_up
+                rd = F * n_up * ((te * g * bb + w_up - 1) // w_up) * s_up
+                reads[lo + 1] += rd
+                ents.append((mu, False, rd, ml, T))
                 if lo >= 0:
                     wl = info[lo][2]
                     wr = F * n_lo * ((te * bb + wl - 1) // wl) * s_lo
                     writes[lo] += wr
-                    FW[info[lo][1]] += wr
+                    ents.append((ml, True, wr, ml, T))
                 continue
             D = cO[L] // cO[bl]
             fin = D if fin_ok else 0
             part = F - fin
             rb = F - D
-            writes[lo + 1] += n_up * (fin * ((te * g * fb + w_up - 1) // w_up)
-                                      + part * ((te * g * pb + w_up - 1) // w_up)) * s_up
-            reads[lo + 1] += rb * n_up * ((te * g * pb + w_up - 1) // w_up) * s_up
+            wu = n_up * (fin * ((te * g * fb + w_up - 1) // w_up)
+                         + part * ((te * g * pb + w_up - 1) // w_up)) * s_up
+            ru = rb * n_up * ((te * g * pb + w_up - 1) // w_up) * s_up
+            writes[lo + 1] += wu
+            reads[lo + 1] += ru
+            ents.append((mu, True, wu, ml, T))
+            ents.append((mu, False, ru, ml, T))
             if lo >= 0:
                 wl = info[lo][2]
-                reads[lo] += n_lo * (fin * ((te * fb + wl - 1) // wl) + part * ((te * pb + wl - 1) // wl)) * s_lo
+                rl = n_lo * (fin * ((te * fb + wl - 1) // wl) + part * ((te * pb + wl - 1) // wl)) * s_lo
                 wr = rb * n_lo * ((te * pb + wl - 1) // wl) * s_lo
+                reads[lo] += rl
                 writes[lo] += wr
-                FW[info[lo][1]] += wr
+                ents.append((ml, False, rl, ml, T))
+                ents.append((ml, True, wr, ml, T))
         for li in range(nl):
             m, mi, _ = info[li]
             acc = acc + (reads[li] * m.read_pj + writes[li] * m.write_pj)
-            R[mi] += reads[li]
-            Wr[mi] += writes[li]
-    return acc, R, Wr, FW, TB
+    return acc, TB, ents
 
 
-def _latency(mem_inst, R, Wr, FW, TB, compute):
+def _latency(mem_inst, ents, TB, compute):
     """Latency in cycles: ``compute`` (the product of all temporal loop factors) + the largest
-    memory stall. Per memory instance: t = read / write time (words x word_bits / bandwidth in
-    bits per cycle; summed with a shared port, else the max); double-buffered (unbounded or 2 x
-    tile bits fit) memories stall max(0, t - compute), others t_fill + max(0, t - t_fill - compute).
-    """
+    memory stall (`costmodel.loopnest.reference._stalls`): per memory port, `port_stall` of its
+    transfers (words x word_bits / bandwidth / instances cycles) within their links' windows
+    (compute if the lower level is the MAC or double-buffered, else compute // T)."""
+    db = [m.size_bits is None or 2 * TB[mi] <= m.size_bits for mi, (m, _) in enumerate(mem_inst)]
     stall = 0.0
     for mi, (m, ni) in enumerate(mem_inst):
-        t_r = R[mi] * m.word_bits / m.read_bw / ni
-        t_w = Wr[mi] * m.word_bits / m.write_bw / ni
-        t = t_r + t_w if m.shared_port else max(t_r, t_w)
-        if m.size_bits is None or 2 * TB[mi] <= m.size_bits:
-            s = max(0.0, t - compute)
-        else:
-            t_f = FW[mi] * m.word_bits / m.write_bw / ni
-            s = t_f + max(0.0, t - t_f - compute)
+        s = 0.0
+        for port in ((None,) if m.shared_port else (False, True)):
+            ts, ws = [], []
+            for emi, is_w, words, ml, T in ents:
+                if emi != mi or (port is not None and is_w != port):
+                    continue
+                ts.append(words * m.word_bits / (m.write_bw if is_w else m.read_bw) / ni)
+                ws.append(compute if ml < 0 or db[ml] else compute // T)
+            s = port_stall(ts, ws, s)
         stall = s if mi == 0 else max(stall, s)
     return compute + stall

@@ -91,13 +91,35 @@ partial. Accesses at the lower level for write-ups are reads, at the upper level
 sum of tile bits <= size_bits; otherwise the report is invalid (energy, latency, EDP = inf) with the
 reason.
 
-**Latency (stall model).** Compute cycles C = product of all temporal loop factors (padding
-included). For each memory M, per instance: t_read = reads x word_bits / read_bw, t_write = writes x
-word_bits / write_bw; t_M = t_read + t_write with a shared port, else max(t_read, t_write). M is
-double-buffered if it is unbounded or twice its tiles fit (2 x sum tile bits <= size_bits): then all
-its traffic overlaps with computation and stall_M = max(0, t_M - C). Otherwise the fills into M
-(W/I loads and O read-backs written into M, time t_fill) stall the array while they happen:
-stall_M = t_fill + max(0, t_M - t_fill - C). Memories work in parallel: latency = C + max_M stall_M.
+**Latency (stall model, per transfer link; after ZigZag 3.9.1, zigzag/cost_model/cost_model.py
+``calculate_allowed_transfer_cycles`` and ``combine_data_transfer_rate_per_physical_port``).**
+Compute cycles C = product of all temporal loop factors (padding included). Every transfer across
+a link (MAC -> level 0, level l -> l+1) is timed at the port of the memory it touches, per
+instance of that memory (an upper memory serves all the lower instances below it): t = words x
+word_bits / bandwidth / instances (read bandwidth for its reads, write bandwidth for its writes);
+the upper memory's reads and writes and the lower memory's fills, read-backs and write-ups are
+separate transfers. A memory is double-buffered if it is unbounded or twice its tiles fit (2 x
+sum tile bits <= size_bits). A transfer may overlap compute only within its link's window: C if
+the link's lower level is the MAC or double-buffered, else C // T, T = the product of the run of
+consecutive op-irrelevant loops straddling the boundary (the stationarity run above it times the
+op-irrelevant loops at the top of the lower level's own loops): a single-buffered tile can be
+replaced only while its data is used for the last time, during the last pass of that run
+(ZigZag: the period divided by the top irrelevant loop of the lower level). Transfers on one port
+(reads and writes together with a shared port, else the read port and the write port apart) add:
+with all windows opening as the period turns over, the transfers due within the k-th window must
+fit in it, so stall_port = max(0, max_k (sum of t_j with window_j <= window_k) - window_k)
+(`port_stall`); a memory stalls as its worst port, memories work in parallel: latency = C + max_M
+stall_M. Differences from ZigZag: (a) ZigZag adds the excesses of the directions, each against its
+own window (sum of max(0, t_d - window_d)), so two directions sharing one port and one window get
+the window twice; ours gives it once (a port does one transfer at a time), e.g. eyeriss_like's
+sram_8KB feeding the full rf_16B of 168 PEs: ZigZag 2 x (56 - 8) cycles per period of conv1,
+ours 56 + 56 - 8; (b) ZigZag times per period with whole cycles (ceil) and leaves the first
+period out (its on-loading); ours totals the layer's transfers, so the first fill overlaps like
+the others, and ZigZag's data on-loading and off-loading (the first tiles before the first MAC,
+the last outputs after the last; < 0.2 % on eyeriss_like ResNet-18) are not modelled; (c) ZigZag
+decides double buffering per operand (shared memories split greedily), ours per memory; (d) when
+a level's own loops are all op-irrelevant ZigZag's stationary mapping merges them down and takes
+the whole period as window, ours keeps T (the tile still dies only in the last pass).
 EDP = energy (pJ) x latency (cycles).
 """
 
@@ -278,6 +300,28 @@ class _Nest:
                 R *= f
         return P, R, D
 
+    def top_ir(self, op: str, b: int, b_lo: int) -> int:
+        """T of the transfer link at boundary ``b`` whose lower level holds ``loops[b_lo, b)``: the
+        product of the run of consecutive op-irrelevant loops (factor > 1) straddling ``b``: the
+        run directly above ``b`` (the stationarity run R) times the run at the top of the lower
+        level's own loops, down to its first op-relevant loop (ZigZag's top irrelevant loop of the
+        lower level in its stationary mapping)."""
+        rel = RELEVANT[op]
+        T = 1
+        for d, f in self.loops[b:]:
+            if f == 1:
+                continue
+            if d in rel:
+                break
+            T *= f
+        for d, f in reversed(self.loops[b_lo:b]):
+            if f == 1:
+                continue
+            if d in rel:
+                break
+            T *= f
+        return T
+
     def o_partial_above(self, b: int) -> bool:
         rel = RELEVANT["O"]
         return any(f > 1 and d not in rel for d, f in self.loops[b:])
@@ -307,12 +351,12 @@ def evaluate(layer, arch, mapping: Mapping) -> CostReport:
 
     per_op: dict[str, list[LevelCost]] = {}
     mem_tile_bits: dict[str, int] = {m.name: 0 for m in arch.memories}
-    fill_writes: dict[str, int] = {m.name: 0 for m in arch.memories}
+    transfers: list[tuple] = []
     for op in OPERANDS:
         levels = arch.levels(op)
         b = mapping.boundaries[op]
         costs = _level_tiles(nest, op, levels, b, bits, mem_tile_bits)
-        _boundary_accesses(nest, op, levels, b, bits, costs, fill_writes)
+        _boundary_accesses(nest, op, levels, b, bits, costs, transfers)
         for c, m in zip(costs, levels):
             c.energy_pj = c.reads * m.read_pj + c.writes * m.write_pj
         per_op[op] = costs
@@ -326,7 +370,7 @@ def evaluate(layer, arch, mapping: Mapping) -> CostReport:
     energy = mac_e + sum(c.energy_pj for op in OPERANDS for c in per_op[op])
 
     compute = math.prod(f for _, f in nest.loops)
-    stalls = _stalls(nest, arch, per_op, mem_tile_bits, fill_writes, compute)
+    stalls = _stalls(nest, arch, transfers, mem_tile_bits, compute)
     latency = compute + max(stalls.values())
     breakdown = {
         "operands": {op: [c.to_dict() for c in per_op[op]] for op in OPERANDS},
@@ -366,13 +410,16 @@ def _level_tiles(nest: _Nest, op: str, levels, b, bits: dict[str, int],
 
 
 def _boundary_accesses(nest: _Nest, op: str, levels, b, bits: dict[str, int], costs: list[LevelCost],
-                       fill_writes: dict[str, int]) -> None:
+                       transfers: list) -> None:
     """Word accesses across each boundary of ``op`` (MAC (-1) -> level 0, level l -> l+1).
 
     F = P / R tile loads per boundary (stationarity). W, I: F x instances x ceil(tile bits / word)
     writes below (fills), multicast reads above. O: D first visits, F - D partial-sum read-backs,
     write-ups final (when reduced) or partial. Adds to the reads / writes / fills / readbacks of
-    ``costs`` and to ``fill_writes`` (memory name -> words written by fills, for the stall model).
+    ``costs`` and appends every transfer of the link to ``transfers`` for the stall model:
+    (memory name, is a write, words, lower level's memory name or None for the MAC, T of the link
+    (`_Nest.top_ir`)), per boundary in the order W/I: upper read, lower write; O: upper write,
+    upper read, lower read, lower write.
     """
     acc = nest.arch.accumulator_pj is not None
     for lo in range(-1, len(levels) - 1):
@@ -389,29 +436,38 @@ def _boundary_accesses(nest: _Nest, op: str, levels, b, bits: dict[str, int], co
         # no accumulator in the MAC: every MAC's partial sum goes to the lowest O level (R = 1)
         F = P if (op == "O" and lo < 0 and not acc) else P // R
         cu = costs[lo + 1]
+        lo_name = None if lo < 0 else levels[lo].name
+        T = 1 if lo < 0 else nest.top_ir(op, bl, 0 if lo == 0 else b[lo - 1])
         if lo >= 0:
             costs[lo].fills = F
         if op != "O":
-            cu.reads += _real(F * n_up * _cdiv(te * g * bits[op], up.word_bits), s_up)
+            rd = _real(F * n_up * _cdiv(te * g * bits[op], up.word_bits), s_up)
+            cu.reads += rd
+            transfers.append((up.name, False, rd, lo_name, T))
             if lo >= 0:
                 wr = _real(F * n_lo * _cdiv(te * bits[op], levels[lo].word_bits), s_lo)
                 costs[lo].writes += wr
-                fill_writes[levels[lo].name] += wr
+                transfers.append((lo_name, True, wr, lo_name, T))
             continue
         fin = 0 if nest.unreduced(up.private_to) else D
         part = F - fin
         rb = F - D
-        cu.writes += _real(n_up * (fin * _cdiv(te * g * bits["O_final"], up.word_bits)
-                                   + part * _cdiv(te * g * bits["O"], up.word_bits)), s_up)
-        cu.reads += _real(rb * n_up * _cdiv(te * g * bits["O"], up.word_bits), s_up)
+        wu = _real(n_up * (fin * _cdiv(te * g * bits["O_final"], up.word_bits)
+                           + part * _cdiv(te * g * bits["O"], up.word_bits)), s_up)
+        ru = _real(rb * n_up * _cdiv(te * g * bits["O"], up.word_bits), s_up)
+        cu.writes += wu
+        cu.reads += ru
+        transfers.append((up.name, True, wu, lo_name, T))
+        transfers.append((up.name, False, ru, lo_name, T))
         if lo >= 0:
             wl = levels[lo].word_bits
-            costs[lo].reads += _real(n_lo * (fin * _cdiv(te * bits["O_final"], wl)
-                                             + part * _cdiv(te * bits["O"], wl)), s_lo)
+            rl = _real(n_lo * (fin * _cdiv(te * bits["O_final"], wl) + part * _cdiv(te * bits["O"], wl)), s_lo)
             wr = _real(rb * n_lo * _cdiv(te * bits["O"], wl), s_lo)
+            costs[lo].reads += rl
             costs[lo].writes += wr
             costs[lo].readbacks = rb
-            fill_writes[levels[lo].name] += wr
+            transfers.append((lo_name, False, rl, lo_name, T))
+            transfers.append((lo_name, True, wr, lo_name, T))
 
 
 def _real(count: int, scale: float):
@@ -431,24 +487,41 @@ def _capacity_violation(arch, per_op: dict[str, list[LevelCost]], mem_tile_bits:
     return ""
 
 
-def _stalls(nest: _Nest, arch, per_op: dict[str, list[LevelCost]], mem_tile_bits: dict[str, int],
-            fill_writes: dict[str, int], compute: int) -> dict[str, float]:
-    """Stall cycles per memory name (the module docstring's stall model): per instance, read /
-    write times = words x word_bits / bandwidth (bits per cycle); double-buffered memories stall
-    max(0, t - compute), others t_fill + max(0, t - t_fill - compute)."""
+def _stalls(nest: _Nest, arch, transfers: list, mem_tile_bits: dict[str, int], compute: int) -> dict[str, float]:
+    """Stall cycles per memory name (the module docstring's stall model): every transfer of
+    ``transfers`` (`_boundary_accesses`) takes words x word_bits / bandwidth / instances cycles
+    at its memory's port within the window of its link (``compute`` if the link's lower level is
+    the MAC or double-buffered, else compute // T); per port the stall is the largest excess
+    `port_stall` of the transfers whose windows lie within one window; a memory stalls as its
+    worst port."""
+    db = {m.name: m.size_bits is None or 2 * mem_tile_bits[m.name] <= m.size_bits for m in arch.memories}
     stalls: dict[str, float] = {}
     for m in arch.memories:
         n_inst = nest.instances(m.private_to)
-        r = sum(c.reads for op in OPERANDS for c in per_op[op] if c.memory == m.name)
-        w = sum(c.writes for op in OPERANDS for c in per_op[op] if c.memory == m.name)
-        t_r = r * m.word_bits / m.read_bw / n_inst
-        t_w = w * m.word_bits / m.write_bw / n_inst
-        t = t_r + t_w if m.shared_port else max(t_r, t_w)
-        db = m.size_bits is None or 2 * mem_tile_bits[m.name] <= m.size_bits
-        if db:
-            s = max(0.0, t - compute)
-        else:
-            t_f = fill_writes[m.name] * m.word_bits / m.write_bw / n_inst
-            s = t_f + max(0.0, t - t_f - compute)
+        s = 0.0
+        for port in ((None,) if m.shared_port else (False, True)):
+            ts, ws = [], []
+            for name, is_w, words, lo, T in transfers:
+                if name != m.name or (port is not None and is_w != port):
+                    continue
+                ts.append(words * m.word_bits / (m.write_bw if is_w else m.read_bw) / n_inst)
+                ws.append(compute if lo is None or db[lo] else compute // T)
+            s = port_stall(ts, ws, s)
         stalls[m.name] = s
     return stalls
+
+
+def port_stall(ts, ws, s: float = 0.0) -> float:
+    """max(s, max_k (sum of ts[j] over j with ws[j] <= ws[k], in order) - ws[k]): the stall of one
+    port whose transfers take ts[j] cycles within windows of ws[j] cycles (all windows open as the
+    period turns over, so the transfers due within the k-th window must fit in it). Shared by the
+    reference and the scalar path (same float operations in the same order)."""
+    for wk in ws:
+        acc = 0.0
+        for tj, wj in zip(ts, ws):
+            if wj <= wk:
+                acc += tj
+        x = acc - wk
+        if x > s:
+            s = x
+    return s

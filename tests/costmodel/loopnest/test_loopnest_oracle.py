@@ -306,7 +306,7 @@ def _buf_arch(size_bits, buf_bw, dram_bw):
 
 @pytest.mark.parametrize("size_bits, buf_bw, dram_bw, latency", [
     (600, 64, 64, 16),    # double-buffered, traffic hidden under compute
-    (300, 64, 64, 20),    # single-buffered buf: the fills stall the array (4 cycles)
+    (300, 64, 64, 16),    # single-buffered buf: its fills fit the window of its link (16 cycles)
     (600, 64, 8, 33),     # DRAM port bound: 33 cycles of traffic for 16 of compute
 ])
 def test_hand_latency_stalls_and_double_buffering(size_bits, buf_bw, dram_bw, latency):
@@ -319,8 +319,12 @@ def test_hand_latency_stalls_and_double_buffering(size_bits, buf_bw, dram_bw, la
 
     * buf 600 bits >= 2 x 264: double-buffered; buf time max(63, 63) x 8 / 64 = 7.875 <= 16,
       DRAM (32 + 1) x 8 / 64 = 4.125 <= 16: latency 16.
-    * buf 300 bits: holds the tiles once, not twice: its fills (W, I: 32 words) stall the array,
-      t_fill = 32 x 8 / 64 = 4, then max(0, 7.875 - 4 - 16) = 0: stall 4, latency 20.
+    * buf 300 bits: holds the tiles once, not twice: the link DRAM -> buf may only transfer in
+      buf's window, compute // T with T the op-irrelevant run straddling the boundary (W, I: the
+      C loop is relevant, T = 1, window 16; O: C 16 irrelevant, T = 16, window 1). buf read port
+      63 x 8 / 64 = 7.875 (W, I, O, every window 16 but O's 1 final word read in window 1:
+      0.125 <= 1), write port 7.875 <= 16, DRAM 4.125 <= 16: latency 16 (the first fill before
+      the first MAC, ZigZag's on-loading, is not modelled).
     * DRAM at 8 bits per cycle (shared port): (32 + 1) x 8 / 8 = 33 cycles, unbounded (double-
       buffered): stall 33 - 16 = 17, latency 33."""
     layer = Layer("lat", K=1, C=16)
@@ -334,3 +338,45 @@ def test_hand_latency_stalls_and_double_buffering(size_bits, buf_bw, dram_bw, la
     assert rep.latency_cycles == latency
     # 200 bits cannot hold the 264 bits of tiles once: invalid
     assert not evaluate(layer, _buf_arch(200, 64, 64), m).valid
+
+
+def _rf_sram_arch(rf_bits, shared=True):
+    """Two PEs (D1 = 2, K 2 unrolled); W and I straight from DRAM (wide ports); per PE an O
+    register file rf (16-bit words, wide ports, rf_bits); one O SRAM for both PEs (16-bit words,
+    16 bits per cycle, one shared read / write port unless ``shared`` is False)."""
+    mems = (MemoryLevel("dram", None, ("W", "I"), 1.0, 1.0, 8, 1024, 1024, False, ()),
+            MemoryLevel("rf", rf_bits, ("O",), 1.0, 1.0, 16, 1024, 1024, False, ("D1",)),
+            MemoryLevel("sram", None, ("O",), 1.0, 1.0, 16, 16, 16, shared, ()))
+    return Accelerator("rf_sram", {"D1": 2}, 1.0, mems, SpatialMapping({"D1": (("K", 2),)}),
+                       {"W": 8, "I": 8, "O": 16, "O_final": 8})
+
+
+@pytest.mark.parametrize("rf_bits, shared, stall", [
+    (16, True, 6),     # rf full: window 8 // 2 = 4, both directions in it: 6 + 4 - 4
+    (32, True, 2),     # rf double-buffered: window 8: 6 + 4 - 8
+    (16, False, 2),    # separate ports: write port 6 - 4, read port 4 - 4
+])
+def test_hand_port_stall_of_a_single_buffered_register_file(rf_bits, shared, stall):
+    """The sram_8KB -> rf_16B situation of eyeriss_like in small (ZigZag's window rule).
+
+    Layer K 2, C 4, OX 2; K 2 on the array; temporal loops innermost first C 2 | OX 2, C 2 with
+    the rf boundary after the first C 2 (rf holds one 16-bit partial sum per PE: 16 bits).
+    Compute = 2 x 2 x 2 = 8 cycles. Link rf -> sram: F = 4 visits (OX 2 x C 2 above, the OX loop
+    directly above is O-relevant so R = 1), D = 2 first visits, 2 read-backs. Per visit the two
+    PEs' outputs (g = K 2) move together: write-ups 2 final x ceil(2 x 8 / 16) = 2 words + 2
+    partial x ceil(2 x 16 / 16) = 4 words = 6 words = 6 cycles at 16 bits per cycle; read-backs
+    2 x 2 words = 4 cycles. rf (16 bits) holds its tile once, not twice: the link may transfer
+    only in rf's window = compute // T, T = the O-irrelevant run straddling the boundary = the
+    C 2 at the top of rf's loops (the OX above is relevant) = 2: window 4 cycles. On one shared
+    port both directions fall in the same window: stall = 6 + 4 - 4 = 6, latency 14. A full
+    window (wrong T, or rf of 32 bits, double-buffered): 6 + 4 - 8 = 2, latency 10; separate
+    ports: max(6 - 4, 4 - 4) = 2. Directions not added (each against its own window, ZigZag's
+    sum of positive excesses): (6 - 4) + 0 = 2."""
+    layer = Layer("rf_sram", K=2, C=4, OX=2)
+    m = Mapping(None, TemporalMapping((("C", 2), ("OX", 2), ("C", 2))), {"W": (3,), "I": (3,), "O": (1, 3)})
+    rep = _compare(layer, _rf_sram_arch(rf_bits, shared), m)
+    o = rep.breakdown["operands"]["O"]
+    assert (o[1]["writes"], o[1]["reads"]) == (6, 4)
+    assert rep.breakdown["compute_cycles"] == 8
+    assert rep.breakdown["stall_cycles"]["sram"] == stall
+    assert rep.latency_cycles == 8 + stall
