@@ -21,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from .mapping import OPERANDS
+from .reference import window_share
 
 __all__ = ["evaluate_numpy"]
 
@@ -107,6 +108,12 @@ class _Prefixes:
             tb = te * bits["I"]
         self._tiles[key] = (te, tb)
         return te, tb
+
+    def window(self, li, a):
+        """`reference.window_share` of I's tile at level li for every prefix end e, (n, L+1)."""
+        g = self.ev._lv["I"][li]["ext"].get
+        return window_share(self.ev.layer, self.cOY * g("OY", 1), self.cFY * g("FY", 1),
+                            self.cOX * g("OX", 1), self.cFX * g("FX", 1), *a)
 
 
 # ---------------------------------------------------------------------- allocation (LOMA)
@@ -331,6 +338,9 @@ def _operand_traffic(ev, pre: _Prefixes, op: str, bnd_op: list, nxt_op: np.ndarr
         te = 1 if lo < 0 else te_at[lo]
         g, n_up, n_lo = bd["g"], bd["n_up"], bd["n_lo"]
         s_up, s_lo = bd["s_up"], bd["s_lo"]
+        if bd["win"] is not None:  # I's window dims unrolled inside the tile: fractional window
+            w = pre.window(lo, bd["win"])[rows, bl]
+            s_up, s_lo = s_up * w, s_lo * w
         mu = ev._mem_index[up.name]
         if lo < 0:
             ml, T = -1, 1

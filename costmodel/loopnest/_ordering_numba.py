@@ -34,12 +34,14 @@ N_T = 12
 # columns of the per (operand, level) table lv[op, li, :] (op: 0 W, 1 I, 2 O)
 LV_MEM, LV_WORD, LV_TOP, LV_K0, LV_K1, LV_K2, LV_K3, LV_K4 = range(8)
 # the boundary below level li (between li - 1, or the MAC for li = 0, and li)
-LV_G, LV_NUP, LV_NLO, LV_FINOK, LV_EVERY = range(8, 13)
-N_LV = 13
+LV_G, LV_NUP, LV_NLO, LV_FINOK, LV_EVERY, LV_WIN = range(8, 14)
+N_LV = 14
 # columns of the per (operand, level) float table lvf[op, li, :]: real / padded scales of the
-# counts at the upper and the lower side of the boundary below level li
-LVF_SUP, LVF_SLO = range(2)
-N_LVF = 2
+# counts at the upper and the lower side of the boundary below level li, and (LV_WIN set: I's
+# padded window dims unrolled inside the lower tile) the fractions of OY, FY, OX, FX of
+# `reference.window_share`
+LVF_SUP, LVF_SLO, LVF_AOY, LVF_AFY, LVF_AOX, LVF_AFX = range(6)
+N_LVF = 6
 
 # columns of the per-memory int table mem[mi, :]
 M_SIZE, M_NOPS, M_OP0, M_LI0, M_WORD, M_SHARED, M_NI, M_PJINT = 0, 1, 2, 5, 8, 9, 10, 11
@@ -69,6 +71,20 @@ def _tile(op, li, e, C, lv, par):
     ix = par[P_SX] * (C[T_OX, e] * lv[1, li, LV_K3] - 1) + par[P_DX] * (C[T_FX, e] * lv[1, li, LV_K4] - 1) + 1
     te = C[T_IBCG, e] * lv[1, li, LV_K0] * iy * ix
     return te, te * par[P_BI]
+
+
+@njit(cache=True, error_model="numpy")
+def _window_share(li, e, C, lv, a, par):
+    """`reference.window_share` of I's tile at level li holding the loops [0, e), fractions a."""
+    oy = C[T_OY, e] * lv[1, li, LV_K1]
+    fy = C[T_FY, e] * lv[1, li, LV_K2]
+    ox = C[T_OX, e] * lv[1, li, LV_K3]
+    fx = C[T_FX, e] * lv[1, li, LV_K4]
+    iy = par[P_SY] * (oy - 1) + par[P_DY] * (fy - 1) + 1
+    ix = par[P_SX] * (ox - 1) + par[P_DX] * (fx - 1) + 1
+    iyr = par[P_SY] * (oy * a[LVF_AOY] - 1.0) + par[P_DY] * (fy * a[LVF_AFY] - 1.0) + 1.0
+    ixr = par[P_SX] * (ox * a[LVF_AOX] - 1.0) + par[P_DX] * (fx * a[LVF_AFX] - 1.0) + 1.0
+    return (iyr * ixr) / (iy * ix)
 
 
 @njit(cache=True, error_model="numpy")
@@ -230,6 +246,10 @@ def _row(o, ft, lv, lvf, mem, memf, par, mac_e, C, rem, remo, ctb, ccost, clo, c
             s_up = lvf[op, up, LVF_SUP]
             s_lo = lvf[op, up, LVF_SLO]
             bl = 0 if lo < 0 else bnd[op, lo]
+            if lv[op, up, LV_WIN] != 0:  # I's window dims unrolled inside the tile: fractional window
+                w = _window_share(lo, bl, C, lv, lvf[op, up], par)
+                s_up = s_up * w
+                s_lo = s_lo * w
             j = bl
             if lv[op, up, LV_EVERY] == 0:
                 while j < L and ft[T_REL + op, o[j]] == 0:

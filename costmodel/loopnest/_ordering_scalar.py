@@ -22,7 +22,7 @@ import math
 
 import numpy as np
 
-from .reference import port_stall
+from .reference import port_stall, window_share
 
 __all__ = ["evaluate_one_py"]
 
@@ -83,10 +83,17 @@ def evaluate_one_py(ev, ordering) -> tuple[float, float, float, bool]:
               * (SX * (cOX[e] * k[3] - 1) + DX * (cFX[e] * k[4] - 1) + 1))
         return te, te * bits["I"]
 
+    layer = ev.layer
+
+    def win(li, e, a):
+        """`reference.window_share` of I's tile at level li holding loops[:e], fractions a."""
+        k = lv["I"][li]
+        return window_share(layer, cOY[e] * k[1], cFY[e] * k[2], cOX[e] * k[3], cFX[e] * k[4], *a)
+
     bnd = _allocate(sc["mems"], ev.even, tile, cp, total, L)
     if bnd is None:
         return _INF, _INF, _INF, False
-    acc, TB, ents = _traffic(sc, bits, tile, o, bnd, cp, cO, total, L)
+    acc, TB, ents = _traffic(sc, bits, tile, o, bnd, cp, cO, total, L, win)
     energy = ev.mac_energy + acc
     latency = _latency(sc["mem_inst"], ents, TB, total)
     return energy, latency, energy * latency, True
@@ -199,7 +206,7 @@ def _best_product(free, size, fixed, even):
     return None if best is None else [x[0] for x in best[0]]
 
 
-def _traffic(sc, bits, tile, o, bnd, cp, cO, total, L):
+def _traffic(sc, bits, tile, o, bnd, cp, cO, total, L, win):
     """Word accesses of the allocated mapping and their energy.
 
     For each operand and boundary (MAC -> level 0, level l -> l+1): F = total / cp[next relevant
@@ -231,9 +238,12 @@ def _traffic(sc, bits, tile, o, bnd, cp, cO, total, L):
             te_at.append(te)
             TB[info[li][1]] += tb
         for lo in range(-1, nl - 1):
-            g, n_up, n_lo, fin_ok, s_up, s_lo, every = bd_t[(op, lo)]
+            g, n_up, n_lo, fin_ok, s_up, s_lo, every, wa = bd_t[(op, lo)]
             w_up = info[lo + 1][2]
             bl = 0 if lo < 0 else bnd[op][lo]
+            if wa is not None:  # I's window dims unrolled inside the tile: fractional window
+                w = win(lo, bl, wa)
+                s_up, s_lo = s_up * w, s_lo * w
             j = bl
             if not every:
                 while j < L and not rel[o[j]]:

@@ -47,7 +47,7 @@ import numpy as np
 from ._ordering_batch import evaluate_numpy
 from ._ordering_scalar import evaluate_one_py
 from .allocation import allocate
-from .reference import _Nest, mac_energy, operand_bits
+from .reference import WINDOW, _Nest, mac_energy, operand_bits
 from .mapping import OPERANDS, RELEVANT, Mapping, MappingError, SpatialMapping, prime_factors
 from costmodel.workload import LOOP_DIMS
 
@@ -208,11 +208,14 @@ class OrderingEvaluator:
             for lo in range(-1, len(levels) - 1):
                 up = levels[lo + 1]
                 lo_scope = nest.all_dims if lo < 0 else levels[lo].private_to
+                # I's padded window dims unrolled inside the moved tile: fractional window
+                wf = nest.window_frac(op, lo_scope)
                 self._bd[(op, lo)] = dict(
                     g=nest.group(op, [a for a in lo_scope if a not in up.private_to]),
                     n_up=nest.instances(up.private_to), n_lo=nest.instances(lo_scope),
                     fin_ok=not nest.unreduced(up.private_to),
-                    s_up=nest.real_scale(op, up.private_to), s_lo=nest.real_scale(op, lo_scope),
+                    s_up=nest.real_scale(op, up.private_to, wf), s_lo=nest.real_scale(op, lo_scope, wf),
+                    win=tuple(wf.get(d, 1.0) for d in WINDOW) if wf else None,
                     # no accumulator in the MAC: O visits the lowest O level at every MAC
                     every=(op == "O" and lo < 0 and arch.accumulator_pj is None))
         self._mem_index = {m.name: i for i, m in enumerate(arch.memories)}
@@ -237,7 +240,7 @@ class OrderingEvaluator:
         sc["mems"] = [(m, tuple(m.operands), {op: tops[op] == m.name for op in m.operands}) for m in arch.memories]
         sc["info"] = {op: [(li["mem"], self._mem_index[li["mem"].name], li["mem"].word_bits) for li in self._lv[op]]
                       for op in OPERANDS}
-        sc["bd"] = {k: (v["g"], v["n_up"], v["n_lo"], v["fin_ok"], v["s_up"], v["s_lo"], v["every"])
+        sc["bd"] = {k: (v["g"], v["n_up"], v["n_lo"], v["fin_ok"], v["s_up"], v["s_lo"], v["every"], v["win"])
                     for k, v in self._bd.items()}
         sc["mem_inst"] = [(m, nest.instances(m.private_to)) for m in arch.memories]
         self._scalar = sc
@@ -266,10 +269,13 @@ class OrderingEvaluator:
                 row[nb.LV_TOP] = self._lv[op][li]["top"]
                 consts = sc["lv"][op][li]
                 row[nb.LV_K0:nb.LV_K0 + len(consts)] = [int(c) for c in consts]
-                g, n_up, n_lo, fin_ok, s_up, s_lo, every = sc["bd"][(op, li - 1)]
+                g, n_up, n_lo, fin_ok, s_up, s_lo, every, wa = sc["bd"][(op, li - 1)]
                 row[nb.LV_G], row[nb.LV_NUP], row[nb.LV_NLO], row[nb.LV_FINOK] = g, n_up, n_lo, fin_ok
                 row[nb.LV_EVERY] = every
+                row[nb.LV_WIN] = wa is not None
                 lvf[k, li, nb.LVF_SUP], lvf[k, li, nb.LVF_SLO] = s_up, s_lo
+                if wa is not None:
+                    lvf[k, li, nb.LVF_AOY:nb.LVF_AFX + 1] = wa
         mems = arch.memories
         mem = np.zeros((len(mems), nb.N_M), dtype=np.int64)
         memf = np.zeros((len(mems), nb.N_MF), dtype=np.float64)

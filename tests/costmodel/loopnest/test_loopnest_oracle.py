@@ -90,20 +90,47 @@ REL = {"W": {"K", "C", "FY", "FX", "G"}, "I": {"B", "C", "OY", "OX", "FY", "FX",
        "O": {"B", "K", "OY", "OX", "G"}}
 
 
-def _real_share(layer, arch, mapping, op, memory):
-    """The documented share of real accesses for counts of ``op`` at ``memory``: product of
-    D / (s x ceil(D / s)) over padded dims d (spatial product s not dividing the bound D) that are
-    relevant to op or sit on an array dim the memory is private to."""
+def _real_share(layer, arch, mapping, op, memory, kind="reads"):
+    """The documented share of real accesses for the ``kind`` ("reads" / "writes") counts of ``op``
+    at ``memory``: product of D / (s x ceil(D / s)) over padded dims d (spatial product s not
+    dividing the bound D) that are relevant to op or sit on an array dim the memory is private to;
+    for I, a padded window dim (OY, FY, OX, FX) unrolled inside the moved tile (the memory's own
+    tile for its writes, the tile of the level below for its reads) enters instead as a fractional
+    extent of the tile's window: rows SY (OY a - 1) + DY (FY a - 1) + 1 (a = D / P), columns alike,
+    over the padded rows and columns."""
     sp = (mapping.spatial if mapping.spatial is not None else arch.spatial).fit(layer)
     scope = arch.memory(memory).private_to
-    x = 1.0
+    ext, inside = {}, ()
+    if op == "I":
+        levels = [m.name for m in arch.levels("I")]
+        li = levels.index(memory) - (kind == "reads")
+        if li >= 0:
+            tscope = arch.levels("I")[li].private_to
+            b = mapping.resolve(arch).boundaries["I"][li]
+            inside = tuple(a for a in arch.array if a not in tscope)
+            for a in inside:
+                for d, f in sp.dims.get(a, ()):
+                    ext[d] = ext.get(d, 1) * f
+            for d, f in mapping.temporal.loops[:b]:
+                ext[d] = ext.get(d, 1) * f
+    x, frac = 1.0, {}
     for d in DIMS:
         on = [a for a, sl in sp.dims.items() for dd, f in sl if dd == d and f > 1]
         s = math.prod(f for a, sl in sp.dims.items() for dd, f in sl if dd == d)
         D = getattr(layer, d)
         P = s * -(-D // s)
-        if P > D and (d in REL[op] or any(a in scope for a in on)):
+        if P > D and d in ("OY", "FY", "OX", "FX") and any(a in inside for a in on):
+            frac[d] = D / P
+        elif P > D and (d in REL[op] or any(a in scope for a in on)):
             x *= D / P
+    if frac:
+        e = lambda d: ext.get(d, 1)  # noqa: E731
+        a = lambda d: frac.get(d, 1.0)  # noqa: E731
+        rows = layer.SY * (e("OY") - 1) + layer.DY * (e("FY") - 1) + 1
+        cols = layer.SX * (e("OX") - 1) + layer.DX * (e("FX") - 1) + 1
+        rows_r = layer.SY * (e("OY") * a("OY") - 1) + layer.DY * (e("FY") * a("FY") - 1) + 1
+        cols_r = layer.SX * (e("OX") * a("OX") - 1) + layer.DX * (e("FX") * a("FX") - 1) + 1
+        x *= rows_r * cols_r / (rows * cols)
     return x
 
 
@@ -115,9 +142,8 @@ def _compare(layer, arch, mapping):
     for op, levels in rep.breakdown["operands"].items():
         for c in levels:
             o = oracle.get((op, c["memory"]), {"reads": 0, "writes": 0, "fills": 0, "readbacks": 0})
-            share = _real_share(layer, arch, mapping, op, c["memory"])
             got = {k: c[k] for k in ("reads", "writes")}
-            want = {k: o[k] * share for k in ("reads", "writes")}
+            want = {k: o[k] * _real_share(layer, arch, mapping, op, c["memory"], k) for k in ("reads", "writes")}
             assert got == pytest.approx(want, rel=1e-12, abs=1e-9), (op, c["memory"], got, want)
             if c["memory"] != arch.levels(op)[-1].name:
                 assert c["fills"] == o["fills"], (op, c["memory"])
@@ -144,8 +170,8 @@ def test_energy_is_the_sum_of_counted_accesses(case):
     e = layer.macs * (arch.mac_pj + (arch.accumulator_pj or 0.0))
     for (op, mem), c in oracle.items():
         m = arch.memory(mem)
-        share = _real_share(layer, arch, mapping, op, mem)
-        e += (c["reads"] * m.read_pj + c["writes"] * m.write_pj) * share
+        e += (c["reads"] * m.read_pj * _real_share(layer, arch, mapping, op, mem, "reads")
+              + c["writes"] * m.write_pj * _real_share(layer, arch, mapping, op, mem, "writes"))
     if not rep.valid:
         assert rep.energy_pj == math.inf and "capacity exceeded" in rep.reason
         return
@@ -294,6 +320,38 @@ def test_hand_unrolling_that_does_not_divide_the_layer():
     assert by[("W", "rW")]["reads"] == pytest.approx(3)
     assert by[("W", "rW")]["writes"] == pytest.approx(3)
     assert by[("W", "dram")]["reads"] == pytest.approx(3)
+
+
+def test_hand_fractional_window_of_the_input():
+    """OY=2, FY=3 (stride 1, K=C=OX=FX=1): the input has SY (OY-1) + FY = 4 rows. FY unrolled over
+    the 2 PEs of D1 is padded to 4 (temporal FY 2): the padded nest spans 1 + 4 = 5 input rows.
+    I: a per-PE register rI, a buffer gI shared by both PEs (it holds the whole input), DRAM.
+    Loops OY 2, FY 2, all below gI. gI's tile holds the spatial FY, so FY's real share 3/4 enters
+    its window as a fractional extent (ZigZag's fractional unrolling, FY 2 x 3/4 x 2 = 3): rows
+    1 x (2 - 1) + (3 - 1) + 1 = 4 = the real input, not 5 x 3/4 = 3.75 (less than the input).
+
+    * DRAM reads = gI writes = 4 (one 8-bit word per real input element), energy 4 x 10 pJ.
+    * rI (private to D1: FY is over its instances) keeps the count share: per element one MAC
+      read, rI filled 2 PEs x 4 visits x 3/4 = 6 times; gI reads 6 (distinct data per PE).
+    The walker agrees after the documented share (`_compare`)."""
+    layer = Layer("win", K=1, C=1, OY=2, FY=3)
+    sp = SpatialMapping({"D1": (("FY", 2),)})
+    mems = (MemoryLevel("rW", None, ("W",), 1.0, 1.0, 8, 8, 8, False, ("D1",)),
+            MemoryLevel("rI", None, ("I",), 1.0, 1.0, 8, 8, 8, False, ("D1",)),
+            MemoryLevel("rO", None, ("O",), 1.0, 1.0, 16, 16, 16, False, ("D1",)),
+            MemoryLevel("gI", None, ("I",), 2.0, 3.0, 8, 8, 8, False, ()),
+            MemoryLevel("dram", None, ("W", "I", "O"), 10.0, 10.0, 8, 8, 8, True, ()))
+    arch = Accelerator("win", {"D1": 2}, 1.0, mems, sp, {"W": 8, "I": 8, "O": 16, "O_final": 8})
+    m = Mapping(sp, TemporalMapping((("OY", 2), ("FY", 2))), {"W": (2, 2), "I": (0, 2, 2), "O": (2, 2)})
+    rep = _compare(layer, arch, m)
+    by = {(c["operand"], c["memory"]): c for op in rep.breakdown["operands"].values() for c in op}
+    assert by[("I", "gI")]["tile_elems"] == 5                  # capacity: the padded window
+    assert by[("I", "dram")]["reads"] == pytest.approx(4)      # the 4 real input rows
+    assert by[("I", "gI")]["writes"] == pytest.approx(4)
+    assert by[("I", "gI")]["reads"] == pytest.approx(6)        # 2 PEs x 4 x 3/4: the 6 real MACs
+    assert by[("I", "rI")]["writes"] == pytest.approx(6)
+    assert by[("I", "rI")]["reads"] == pytest.approx(6)
+    assert layer.macs == 6
 
 
 def _buf_arch(size_bits, buf_bw, dram_bw):
