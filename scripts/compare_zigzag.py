@@ -1,7 +1,10 @@
 """ZigZag and dse-sweep side by side on the same inputs (issue 12, item 8).
 
     python scripts/compare_zigzag.py --zigzag-python /root/venvs/zigzag/bin/python            # eyeriss_like, 5 layers
-    python scripts/compare_zigzag.py --zigzag-python ... --case tpu_like --layers all --json out.json
+    python scripts/compare_zigzag.py --zigzag-python ... --case tpu_like --explain --json out.json  # resnet18.onnx
+    python scripts/compare_zigzag.py --zigzag-python ... --zigzag-cache /tmp/zz   # rerun: ZigZag's results reused
+
+About 4 minutes for eyeriss_like (ZigZag LOMA + SALSA, ours loma + salsa), 2-4 for tpu_like on 2 cores.
 
 ZigZag (``zigzag-dse==3.9.1``) lives in its own virtual environment, never a dependency of ours::
 
@@ -15,21 +18,28 @@ Cases:
   Default layers: ResNet-18 conv1, conv2_1 (layer1.0.conv1), conv3_2 (layer2.0.conv2), conv4_2
   (layer3.0.conv2), conv5_2 (layer4.0.conv2) of ``costmodel/zoo/resnet18.csv``.
 * ``tpu_like``: ZigZag's ``inputs/hardware/tpu_like.yaml`` + ``inputs/mapping/tpu_like.yaml``,
-  imported by `sweep.zigzag_import` (``sweep import zigzag``). Layers: the unique layers of our
-  zoo resnet18 (both tools get the same layer dims; resnet18.onnx is read by neither here).
+  imported into a temp TOML by ``sweep import zigzag``, on ZigZag's ``inputs/workload/resnet18.onnx``
+  (``--onnx`` for another file): ZigZag parses the file itself (one run of the whole network), we
+  read the very same file with `costmodel.zoo.onnx_import`; rows per Conv / Gemm node (21), matched
+  by node name; layers of equal shape are searched once on our side. Default engines: LOMA only.
 
-Printed per layer and in total:
+Printed (first line: the git commit and whether costmodel/loopnest had uncommitted changes) per
+layer and in total (sums over the rows):
 
 (a) ZigZag's best mapping (LOMA, lpf_limit 6, opt energy) costed by ZigZag and by our
     ``sweep eval`` model (`costmodel.loopnest.reference.evaluate` of the translated mapping:
     ZigZag's temporal loops innermost first, per-operand memory-level boundaries from its
     per-level loop lists): energy and latency, ratio ours / ZigZag.
-(b) each tool's searched best: ZigZag LOMA (lpf_limit 6) and SALSA; ours ``loma`` (lpf_limit=6)
-    and ``salsa`` (chains=4): energy and latency, ratio ours / ZigZag per engine.
+(b) each tool's searched best (``--engines``): ZigZag LOMA (lpf_limit 6) and SALSA; ours ``loma``
+    (lpf_limit=6) and ``salsa`` (chains=4): energy and latency, ratios ours / ZigZag per engine.
 
-Workload: ZigZag gets each layer as a one-layer YAML workload without padding (both tools then
-count the padded input, IY = SY (OY-1) + FY). Precisions W 8, I 8, O 16, O_final 8 (ZigZag's ONNX
-defaults and our presets).
+Workload: eyeriss_like: ZigZag gets each layer as a one-layer YAML workload without padding (both
+tools then count the padded input, IY = SY (OY-1) + FY). tpu_like: ZigZag clips an input tile to
+the unpadded input (``LayerNode.calc_tensor_dim``) and counts only the input rows / columns a
+strided window touches (``calc_pr_dimension_size``: a 1x1 stride-2 conv reads OY x OX pixels);
+we count the padded bounding box SY (OY-1) + DY (FY-1) + 1 (the downsample convs: up to 4x the
+input data). Precisions W 8, I 8, O 16, O_final 8 (ZigZag's ONNX defaults, our presets, and the
+``[precision]`` of the import).
 
 Latency, how ZigZag counts (``zigzag/cost_model/cost_model.py``, ``calc_overall_latency``)::
 
@@ -40,40 +50,39 @@ Latency, how ZigZag counts (``zigzag/cost_model/cost_model.py``, ``calc_overall_
 * ``stall_slack_comb``: per memory port, the transfer cycles of each (operand, level, direction)
   within its allowed window (whole period when double-buffered: effective utilisation <= 50 %,
   else the period divided by the top irrelevant loop), combined per physical port; the largest
-  stall over ports. Ours: per memory, (reads + writes) x word / bandwidth against C, double
-  buffering if twice the tiles fit, fills of single-buffered memories always stall.
+  stall over ports. Ours (since 695bd23): per transfer link at the port it touches, within the
+  link's window (C, or C // T below a single-buffered level), transfers on one port adding
+  (`costmodel/loopnest/reference.py` docstring, with the differences that remain).
 * ``data_onloading_cycle``: the first fill of every level of W and I before computing can start
   (not overlapped). We do not count it.
 * ``data_offloading_cycle``: the final outputs written from each O level up to the top after the
   last MAC, levels in series. We do not count it.
 * ``systolic_drain_cycle``: array size - 1 along each systolic dimension (tpu_like only).
 
-Measured differences over 10 % on the same mapping (commit 9b8397c with the physics helper's
-uncommitted costmodel/loopnest changes; ``--explain`` prints the terms): eyeriss_like conv1
-(ours 0.65x: ZigZag 903168 + stall 516000 + 71 + 1008, ours 903168 + 16725) and conv5_2 (0.88x:
-ZigZag 1376256 + 2359260 + 1200 + 223, ours 1376256 + 1897376). On- and off-loading are < 0.2 %
-of either; the whole gap is the stall at sram_8KB, the single read_write port (128 b/cycle) that
-feeds all 168 per-PE O register files (rf_16B, 128 bits, full with 8 partial sums, hence NOT
-double-buffered). ZigZag (``calculate_allowed_transfer_cycles``): a transfer across a link whose
-lower level is not double-buffered may only happen in the lower level's instantaneous window
-(period / size of the top O-irrelevant loop above it: 168 / 21 = 8 cycles in conv1, 21 / 3 = 7 in
-conv5_2), and transfers sharing one physical port add (``stall_slack_comb``: sum of positive
-stalls per port). conv1: read-back to rf_16B and write-up from it, 56 cycles each per 168-cycle
-period at sram_8KB's port, allowed 8: 2 x (56 - 8) x 5376 = 516096. conv5_2: 2 x (25 - 7) x 65536
-= 2359296. Ours: sram_8KB is double-buffered (twice its tiles fit), so its whole traffic may
-overlap the compute (conv1: 602112 cycles < C: no stall; conv5_2: 3273632 - C); the single-buffered
-rf_16B stalls only for its own port time (24 b/cycle per instance: 6 cycles per fill). The rule of
-ours to change (`costmodel/loopnest/reference.py` ``_stalls`` and its fast twins): stalls per
-transfer link, not per memory - the fills (and O write-ups) of a level that is not
-double-buffered are timed at the slower end of the link (the upper memory's port, shared by all
-lower instances it serves) and may overlap only that level's instantaneous window; directions
-sharing one port add. ZigZag's rule is the more physical here: an Eyeriss PE cannot compute on a
-psum register file that is being swapped.
+Measured (README "ZigZag side by side"; ``--explain`` prints the terms), same mapping, ours / ZigZag:
+
+* eyeriss_like, commit d60910d, costmodel/loopnest clean: energy 0.979 (conv1), 0.999-1.000
+  (others), total 0.995; latency 0.92 (conv1), 1.12 (conv5_2), 0.98-1.00 (others), total 1.04: the
+  stall at sram_8KB, the single read_write port (128 b/cycle) feeding all 168 per-PE psum register
+  files (rf_16B, single-buffered). conv1: ZigZag 903168 + 516000 + 71 + 1008, ours 903168 + 408576;
+  conv5_2: ZigZag 1376256 + 2359260 + 1200 + 223, ours 1376256 + 2813312. ZigZag adds the
+  excesses of the read-back and the write-up, each against its own window; ours times the port
+  doing both in one window (reference.py docstring, difference (a)).
+* tpu_like on resnet18.onnx (commit d60910d, costmodel/loopnest clean, the importer's per-word
+  energy r_cost x bandwidth_min / bandwidth_max): network energy 1.022 (ZigZag's mapping) and 1.010
+  (our ``loma`` best), latency 0.963 and 0.958. Over 10 % per layer: (1) ZigZag's
+  ``data_onloading_cycle`` (12544-25088 cycles, not modelled by us) on short layers: layer1 convs
+  0.82, layer2.0.conv1 0.69, layer3.0.conv1 0.82; (2) the 1x1 stride-2 downsample convs: our input
+  tile is the bounding box SY (OY-1) + 1 (55 x 55 pixels), ZigZag's only the 28 x 28 the stride
+  touches (see Workload above): energy 1.17-1.77, latency 1.27-2.11 (DRAM stall) on ZigZag's
+  mapping; our own ``loma`` best avoids it (energy 0.996-0.999).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import hashlib
 import json
 import math
 import subprocess
@@ -104,6 +113,8 @@ EYERISS_MAPPING_YAML = """\
     W: I2
     I: I1
 """
+#: ZigZag's precisions for one-layer YAML workloads (= its ONNX parser's defaults and our presets').
+PRECISION = {"W": 8, "I": 8, "O": 16, "O_final": 8}
 
 
 def _zigzag_inputs(py: str) -> Path:
@@ -112,12 +123,22 @@ def _zigzag_inputs(py: str) -> Path:
     return Path(out.stdout.strip())
 
 
-def _layers(case: str, names: list[str] | None):
+def _git_state() -> str:
+    """The commit and whether costmodel/loopnest differs from it (read-only git calls)."""
+    def git(*args):
+        p = subprocess.run(["git", "--no-optional-locks", *args], cwd=ROOT, capture_output=True, text=True, check=False)
+        return p.stdout.strip() if p.returncode == 0 else "?"
+    dirty = git("status", "--porcelain", "--", "costmodel/loopnest")
+    return (f"commit {git('rev-parse', '--short', 'HEAD')}, costmodel/loopnest "
+            + ("clean" if not dirty else "with uncommitted changes" if dirty != "?" else "state unknown"))
+
+
+def _eyeriss_layers(names: list[str] | None):
     net = load_network("resnet18")
     by_name = {l.name: l for l, _ in net}
-    if case == "eyeriss_like" and not names:
+    if not names:
         names = list(EYERISS_LAYERS)
-    if not names or names == ["all"]:
+    elif names == ["all"]:
         names = list(by_name)
     out = []
     for n in names:
@@ -128,18 +149,53 @@ def _layers(case: str, names: list[str] | None):
     return out
 
 
-def _run_zigzag(py: str, hw: Path, mp: Path, layers, engine: str, lpf: int, prec: dict, dump: Path) -> dict:
-    req = {"hardware": str(hw), "mapping": str(mp), "engine": engine, "lpf_limit": lpf, "opt": "energy",
-           "dump": str(dump / engine),
-           "layers": [{"name": n, "K": l.K, "C": l.C, "OY": l.OY, "OX": l.OX, "FY": l.FY, "FX": l.FX, "B": l.B,
-                       "SY": l.SY, "SX": l.SX, "precision": prec} for n, l in layers]}
-    if any(l.G != 1 or l.DY != 1 or l.DX != 1 for _, l in layers):
-        sys.exit("grouped / dilated layers are not passed to ZigZag by this script")
-    p = subprocess.run([py, str(ROOT / "scripts" / "zigzag_driver.py")], input=json.dumps(req),
-                       capture_output=True, text=True)
+def _setup(a, inputs: Path, td: Path):
+    """(hardware YAML, mapping YAML, our accelerator, [(name, Layer)], ONNX file or None) of the case."""
+    if a.case == "eyeriss_like":
+        mp = td / "eyeriss_like_mapping.yaml"
+        mp.write_text(EYERISS_MAPPING_YAML)
+        layers = _eyeriss_layers(a.layers.split(",") if a.layers else None)
+        return inputs / "hardware" / "eyeriss_like.yaml", mp, load_accelerator("eyeriss_like"), layers, None
+    from costmodel.zoo.onnx_import import read_onnx
+    hw, mp, toml = inputs / "hardware" / "tpu_like.yaml", inputs / "mapping" / "tpu_like.yaml", td / "tpu_like.toml"
+    p = subprocess.run([sys.executable, "-m", "sweep.cli", "import", "zigzag", "--accelerator", str(hw),
+                        "--mapping", str(mp), "--out", str(toml)], cwd=ROOT, capture_output=True, text=True, check=False)
+    if p.returncode != 0:
+        sys.exit(f"sweep import zigzag failed:\n{p.stdout}{p.stderr}")
+    onnx = Path(a.onnx) if a.onnx else inputs / "workload" / "resnet18.onnx"
+    layers = [(l.name, l) for l in read_onnx(onnx).network.layers]
+    if a.layers and a.layers != "all":
+        keep = a.layers.split(",")
+        layers = [(n, l) for n, l in layers if n in keep]
+    return hw, mp, load_accelerator(toml), layers, onnx
+
+
+def _run_zigzag(py: str, hw: Path, mp: Path, layers, onnx: Path | None, engine: str, lpf: int, dump: Path,
+                cache: str | None = None) -> dict:
+    """ZigZag's best mapping per layer (scripts/zigzag_driver.py in ``py``); with ``cache`` (a
+    directory) a result of the very same request (inputs' text included) is reused."""
+    req = {"hardware": str(hw), "mapping": str(mp), "engine": engine, "lpf_limit": lpf, "opt": "energy"}
+    if onnx is not None:
+        req["onnx"] = str(onnx)
+    else:
+        if any(l.G != 1 or l.DY != 1 or l.DX != 1 for _, l in layers):
+            sys.exit("grouped / dilated layers are not passed to ZigZag by this script")
+        req["layers"] = [{"name": n, "K": l.K, "C": l.C, "OY": l.OY, "OX": l.OX, "FY": l.FY, "FX": l.FX, "B": l.B,
+                          "SY": l.SY, "SX": l.SX, "precision": PRECISION} for n, l in layers]
+    same = {k: v for k, v in req.items() if k not in ("hardware", "mapping")}  # the temp mapping path varies
+    key = hashlib.sha256(json.dumps([same, hw.read_text(), mp.read_text(), py], sort_keys=True).encode()).hexdigest()
+    hit = Path(cache) / f"zigzag_{engine}_{key[:16]}.json" if cache else None
+    if hit is not None and hit.is_file():
+        return json.loads(hit.read_text())
+    p = subprocess.run([py, str(ROOT / "scripts" / "zigzag_driver.py")], input=json.dumps({**req, "dump": str(dump / engine)}),
+                       capture_output=True, text=True, check=False)
     if p.returncode != 0:
         sys.exit(f"ZigZag driver failed ({engine}):\n{p.stderr[-4000:]}")
-    return {r["layer"]: r for r in map(json.loads, p.stdout.splitlines()) if r}
+    out = {r["layer"]: r for r in map(json.loads, p.stdout.splitlines()) if r}
+    if hit is not None:
+        hit.parent.mkdir(parents=True, exist_ok=True)
+        hit.write_text(json.dumps(out))
+    return out
 
 
 def translate(zz: dict, arch) -> Mapping:
@@ -168,121 +224,152 @@ def translate(zz: dict, arch) -> Mapping:
     return Mapping(None, tuple(loops[i] for i in keep), b)
 
 
-def _ours_search(layer, arch, mapper: str, params: dict) -> dict:
+def _ours_search(layer, arch, mapper: str, params: dict, cache: dict) -> dict:
+    """Our mapper's best (energy objective, seed 0); layers of equal shape are searched once."""
     from sweep.single import map_layer
-    r = map_layer(layer, arch, mapper, "energy", 0, params)
-    return {"energy_pj": r["energy_pj"], "latency_cycles": r["latency_cycles"], "mapping": r.get("mapping")}
+    key = (dataclasses.replace(layer, name=""), mapper)
+    if key not in cache:
+        r = map_layer(layer, arch, mapper, "energy", 0, params)
+        cache[key] = {"energy_pj": r["energy_pj"], "latency_cycles": r["latency_cycles"], "mapping": r.get("mapping")}
+    return cache[key]
 
 
 def _ratio(a, b):
-    return a / b if b and math.isfinite(a) else float("nan")
+    return a / b if b and a is not None and math.isfinite(a) else float("nan")
+
+
+def _same_mapping(layer, arch, z: dict) -> dict:
+    """(a): ZigZag's LOMA best costed by ZigZag and by our reference evaluator."""
+    m = translate(z, arch)
+    rep = evaluate(layer, arch, m)
+    return {"zigzag_energy_pj": z["energy_pj"], "ours_energy_pj": rep.energy_pj,
+            "energy_ratio": _ratio(rep.energy_pj, z["energy_pj"]),
+            "zigzag_latency": z["latency_cycles"], "ours_latency": rep.latency_cycles,
+            "latency_ratio": _ratio(rep.latency_cycles, z["latency_cycles"]),
+            "valid": rep.valid, "reason": rep.reason, "mapping": m.to_dict(),
+            "zigzag_latency_terms": {k: z[k] for k in ("ideal_temporal_cycle", "stall_slack_comb",
+                                                       "data_onloading_cycle", "data_offloading_cycle")},
+            "ours_latency_terms": {"compute_cycles": rep.breakdown.get("compute_cycles"),
+                                   "stall_cycles": rep.breakdown.get("stall_cycles")}}
+
+
+def _rows(layers, arch, zz: dict, engines: list[str], a) -> list[dict]:
+    params = {"loma": {"lpf_limit": a.lpf_limit}, "salsa": {"chains": a.salsa_chains}}
+    rows, cache = [], {}
+    for n, layer in layers:
+        if n not in zz["loma"]:
+            sys.exit(f"ZigZag returned no result for layer {n!r} (it has {list(zz['loma'])})")
+        row = {"layer": n, "source_layer": layer.name, "same_mapping": _same_mapping(layer, arch, zz["loma"][n])}
+        if not a.no_search:
+            s: dict = {}
+            for e in engines:
+                ze, oe = zz[e][n], _ours_search(layer, arch, e, params[e], cache)
+                s[f"zigzag_{e}"] = {"energy_pj": ze["energy_pj"], "latency_cycles": ze["latency_cycles"]}
+                s[f"ours_{e}"] = {k: oe[k] for k in ("energy_pj", "latency_cycles")}
+                s[f"{e}_energy_ratio"] = _ratio(oe["energy_pj"], ze["energy_pj"])
+                s[f"{e}_latency_ratio"] = _ratio(oe["latency_cycles"], ze["latency_cycles"])
+                s.setdefault("ours_mappings", {})[e] = oe["mapping"]
+            s["best_energy_ratio"] = _ratio(min(s[f"ours_{e}"]["energy_pj"] for e in engines),
+                                            min(s[f"zigzag_{e}"]["energy_pj"] for e in engines))
+            row["searched"] = s
+        rows.append(row)
+    return rows
+
+
+def _tot(rows, *path) -> float:
+    s = 0.0
+    for r in rows:
+        v = r
+        for k in path:
+            v = v[k]
+        s += v
+    return s
+
+
+def _print_same(rows, a, w: int) -> None:
+    print(f"{a.case}: ZigZag's best mapping (LOMA, lpf_limit {a.lpf_limit}) costed by both (ours = sweep eval)")
+    print(f"{'layer':{w}} {'ZZ energy pJ':>12} {'ours pJ':>12} {'ratio':>7} {'ZZ latency':>11} {'ours lat':>11} {'ratio':>7}")
+    for r in rows:
+        s = r["same_mapping"]
+        print(f"{r['layer']:{w}} {s['zigzag_energy_pj']:12.4e} {s['ours_energy_pj']:12.4e} {s['energy_ratio']:7.4f} "
+              f"{s['zigzag_latency']:11.0f} {s['ours_latency']:11.0f} {s['latency_ratio']:7.4f}"
+              + ("" if s["valid"] else f"  INVALID: {s['reason']}"))
+    ze, oe = _tot(rows, "same_mapping", "zigzag_energy_pj"), _tot(rows, "same_mapping", "ours_energy_pj")
+    zl, ol = _tot(rows, "same_mapping", "zigzag_latency"), _tot(rows, "same_mapping", "ours_latency")
+    print(f"{'total':{w}} {ze:12.4e} {oe:12.4e} {oe / ze:7.4f} {zl:11.0f} {ol:11.0f} {ol / zl:7.4f}")
+
+
+def _print_explain(rows, w: int) -> None:
+    print("\nlatency terms: ZigZag ideal_temporal + stall_slack_comb + onloading + offloading; ours compute + max stall")
+    for r in rows:
+        s = r["same_mapping"]
+        t, o = s["zigzag_latency_terms"], s["ours_latency_terms"]
+        st = o["stall_cycles"] or {}
+        worst = max(st, key=st.get) if st else "-"
+        print(f"{r['layer']:{w}} ZZ {t['ideal_temporal_cycle']:.0f} + {t['stall_slack_comb']:.0f} + "
+              f"{t['data_onloading_cycle']:.0f} + {t['data_offloading_cycle']:.0f}; ours {o['compute_cycles']} + "
+              f"{st.get(worst, 0):.0f} ({worst})")
+
+
+def _print_searched(rows, engines: list[str], w: int) -> None:
+    cols = [f"{who}_{e}" for e in engines for who in ("zigzag", "ours")]
+    print("\nsearched best, energy pJ (latency cycles); ratios ours / ZigZag per engine: energy, latency")
+    print(f"{'layer':{w}} " + " ".join(f"{c.replace('zigzag_', 'ZZ ').replace('_', ' '):>21}" for c in cols)
+          + " " + " ".join(f"{e + ' E':>7} {e + ' L':>7}" for e in engines))
+    def cell(x: dict) -> str:
+        return f"{x['energy_pj']:.4e} ({x['latency_cycles']:.0f})"
+
+    for r in rows:
+        s = r["searched"]
+        print(f"{r['layer']:{w}} " + " ".join(f"{cell(s[c]):>21}" for c in cols) + " "
+              + " ".join(f"{s[f'{e}_energy_ratio']:7.4f} {s[f'{e}_latency_ratio']:7.4f}" for e in engines))
+    t = {c: {"energy_pj": _tot(rows, "searched", c, "energy_pj"),
+             "latency_cycles": _tot(rows, "searched", c, "latency_cycles")} for c in cols}
+    print(f"{'total':{w}} " + " ".join(f"{cell(t[c]):>21}" for c in cols) + " " + " ".join(
+        f"{_ratio(t[f'ours_{e}']['energy_pj'], t[f'zigzag_{e}']['energy_pj']):7.4f} "
+        f"{_ratio(t[f'ours_{e}']['latency_cycles'], t[f'zigzag_{e}']['latency_cycles']):7.4f}" for e in engines))
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--zigzag-python", required=True, help="a Python with zigzag-dse 3.9.1 (+ six) installed")
     ap.add_argument("--case", choices=["eyeriss_like", "tpu_like"], default="eyeriss_like")
-    ap.add_argument("--layers", default=None, help="comma-separated layer names (eyeriss aliases conv1, conv2_1, "
-                    "conv3_2, conv4_2, conv5_2 or zoo resnet18 names), or 'all'")
+    ap.add_argument("--layers", default=None, help="comma-separated layer names (eyeriss_like: conv1, conv2_1, "
+                    "conv3_2, conv4_2, conv5_2 or zoo resnet18 names, or 'all'; tpu_like: ONNX node names, "
+                    "default all)")
+    ap.add_argument("--onnx", default=None, help="tpu_like: the ONNX file (default ZigZag's inputs/workload/resnet18.onnx)")
+    ap.add_argument("--engines", default=None, help="search engines run by both tools, comma-separated "
+                    "(loma, salsa); default loma,salsa for eyeriss_like, loma for tpu_like")
     ap.add_argument("--no-search", action="store_true", help="only part (a): ZigZag's LOMA best costed by both")
     ap.add_argument("--salsa-chains", type=int, default=4)
     ap.add_argument("--lpf-limit", type=int, default=6)
     ap.add_argument("--json", dest="json_out", default=None, help="also write all results to this JSON file")
-    ap.add_argument("--explain", action="store_true", help="print ZigZag's latency terms per layer")
+    ap.add_argument("--explain", action="store_true", help="print both tools' latency terms per layer")
+    ap.add_argument("--zigzag-cache", default=None, metavar="DIR", help="reuse ZigZag's results of an identical "
+                    "request from DIR (written there on a miss): reruns after a change of ours skip ZigZag")
     a = ap.parse_args(argv)
+    engines = (a.engines or ("loma,salsa" if a.case == "eyeriss_like" else "loma")).split(",")
+    if not set(engines) <= {"loma", "salsa"} or "loma" not in engines:
+        ap.error("--engines: loma, optionally with salsa")
 
-    prec = {"W": 8, "I": 8, "O": 16, "O_final": 8}
+    state = _git_state()
     inputs = _zigzag_inputs(a.zigzag_python)
-    layers = _layers(a.case, a.layers.split(",") if a.layers else None)
     with tempfile.TemporaryDirectory(prefix="compare_zigzag_") as td:
-        td = Path(td)
-        if a.case == "eyeriss_like":
-            hw = inputs / "hardware" / "eyeriss_like.yaml"
-            mp = td / "eyeriss_like_mapping.yaml"
-            mp.write_text(EYERISS_MAPPING_YAML)
-            arch = load_accelerator("eyeriss_like")
-        else:
-            from sweep.zigzag_import import import_zigzag
-            hw, mp = inputs / "hardware" / "tpu_like.yaml", inputs / "mapping" / "tpu_like.yaml"
-            arch, _ = import_zigzag(hw, mp, td / "tpu_like.toml")
-        zz = {"loma": _run_zigzag(a.zigzag_python, hw, mp, layers, "loma", a.lpf_limit, prec, td)}
-        if not a.no_search:
-            zz["salsa"] = _run_zigzag(a.zigzag_python, hw, mp, layers, "salsa", a.lpf_limit, prec, td)
+        hw, mp, arch, layers, onnx = _setup(a, inputs, Path(td))
+        zz = {e: _run_zigzag(a.zigzag_python, hw, mp, layers, onnx, e, a.lpf_limit, Path(td), a.zigzag_cache)
+              for e in (["loma"] if a.no_search else engines)}
+    rows = _rows(layers, arch, zz, engines, a)
 
-    rows = []
-    for n, layer in layers:
-        z = zz["loma"][n]
-        m = translate(z, arch)
-        rep = evaluate(layer, arch, m)
-        row = {"layer": n, "zoo_layer": layer.name,
-               "same_mapping": {"zigzag_energy_pj": z["energy_pj"], "ours_energy_pj": rep.energy_pj,
-                                "energy_ratio": _ratio(rep.energy_pj, z["energy_pj"]),
-                                "zigzag_latency": z["latency_cycles"], "ours_latency": rep.latency_cycles,
-                                "latency_ratio": _ratio(rep.latency_cycles, z["latency_cycles"]),
-                                "valid": rep.valid, "reason": rep.reason, "mapping": m.to_dict(),
-                                "zigzag_latency_terms": {k: z[k] for k in ("ideal_temporal_cycle", "stall_slack_comb",
-                                                                           "data_onloading_cycle", "data_offloading_cycle")},
-                                "ours_latency_terms": {"compute_cycles": rep.breakdown.get("compute_cycles"),
-                                                       "stall_cycles": rep.breakdown.get("stall_cycles")}}}
-        if not a.no_search:
-            ol = _ours_search(layer, arch, "loma", {"lpf_limit": a.lpf_limit})
-            os_ = _ours_search(layer, arch, "salsa", {"chains": a.salsa_chains})
-            zs = zz["salsa"][n]
-            row["searched"] = {
-                "zigzag_loma": {"energy_pj": z["energy_pj"], "latency_cycles": z["latency_cycles"]},
-                "zigzag_salsa": {"energy_pj": zs["energy_pj"], "latency_cycles": zs["latency_cycles"]},
-                "ours_loma": {k: ol[k] for k in ("energy_pj", "latency_cycles")},
-                "ours_salsa": {k: os_[k] for k in ("energy_pj", "latency_cycles")},
-                "loma_energy_ratio": _ratio(ol["energy_pj"], z["energy_pj"]),
-                "salsa_energy_ratio": _ratio(os_["energy_pj"], zs["energy_pj"]),
-                "best_energy_ratio": _ratio(min(ol["energy_pj"], os_["energy_pj"]), min(z["energy_pj"], zs["energy_pj"])),
-                "ours_mappings": {"loma": ol["mapping"], "salsa": os_["mapping"]}}
-        rows.append(row)
-
-    def tot(path):
-        s = 0.0
-        for r in rows:
-            v = r
-            for k in path:
-                v = v[k]
-            s += v
-        return s
-
-    print(f"case {a.case}: ZigZag's best mapping (LOMA, lpf_limit {a.lpf_limit}) costed by both (ours = sweep eval)")
-    print(f"{'layer':10} {'ZZ energy pJ':>14} {'ours pJ':>14} {'ratio':>7} {'ZZ latency':>12} {'ours lat':>12} {'ratio':>7}")
-    for r in rows:
-        s = r["same_mapping"]
-        print(f"{r['layer']:10} {s['zigzag_energy_pj']:14.4e} {s['ours_energy_pj']:14.4e} {s['energy_ratio']:7.4f} "
-              f"{s['zigzag_latency']:12.0f} {s['ours_latency']:12.0f} {s['latency_ratio']:7.4f}"
-              + ("" if s["valid"] else f"  INVALID: {s['reason']}"))
-    ze, oe = tot(["same_mapping", "zigzag_energy_pj"]), tot(["same_mapping", "ours_energy_pj"])
-    zl, ol_ = tot(["same_mapping", "zigzag_latency"]), tot(["same_mapping", "ours_latency"])
-    print(f"{'total':10} {ze:14.4e} {oe:14.4e} {oe / ze:7.4f} {zl:12.0f} {ol_:12.0f} {ol_ / zl:7.4f}")
+    w = max(10, *(len(r["layer"]) for r in rows))
+    print(f"# {state}; workload: {onnx or 'costmodel/zoo/resnet18.csv'}")
+    _print_same(rows, a, w)
     if a.explain:
-        print("\nlatency terms: ZigZag ideal_temporal + stall_slack_comb + onloading + offloading; ours compute + max stall")
-        for r in rows:
-            s = r["same_mapping"]
-            t, o = s["zigzag_latency_terms"], s["ours_latency_terms"]
-            st = o["stall_cycles"] or {}
-            worst = max(st, key=st.get) if st else "-"
-            print(f"{r['layer']:10} ZZ {t['ideal_temporal_cycle']:.0f} + {t['stall_slack_comb']:.0f} + "
-                  f"{t['data_onloading_cycle']:.0f} + {t['data_offloading_cycle']:.0f}; ours {o['compute_cycles']} + "
-                  f"{st.get(worst, 0):.0f} ({worst})")
+        _print_explain(rows, w)
     if not a.no_search:
-        print("\nsearched best, energy pJ (latency cycles); ratio ours / ZigZag")
-        print(f"{'layer':10} {'ZZ loma':>22} {'ZZ salsa':>22} {'ours loma':>22} {'ours salsa':>22} {'loma':>6} {'salsa':>6} {'best':>6}")
-        for r in rows:
-            s = r["searched"]
-            cell = lambda x: f"{x['energy_pj']:.4e} ({x['latency_cycles']:.0f})"
-            print(f"{r['layer']:10} {cell(s['zigzag_loma']):>22} {cell(s['zigzag_salsa']):>22} {cell(s['ours_loma']):>22} "
-                  f"{cell(s['ours_salsa']):>22} {s['loma_energy_ratio']:6.3f} {s['salsa_energy_ratio']:6.3f} {s['best_energy_ratio']:6.3f}")
-        t = {k: tot(["searched", k, "energy_pj"]) for k in ("zigzag_loma", "zigzag_salsa", "ours_loma", "ours_salsa")}
-        tl = {k: tot(["searched", k, "latency_cycles"]) for k in t}
-        print(f"{'total':10} " + " ".join(f"{f'{t[k]:.4e} ({tl[k]:.0f})':>22}" for k in t)
-              + f" {t['ours_loma'] / t['zigzag_loma']:6.3f} {t['ours_salsa'] / t['zigzag_salsa']:6.3f}")
+        _print_searched(rows, engines, w)
     if a.json_out:
-        Path(a.json_out).write_text(json.dumps({"case": a.case, "lpf_limit": a.lpf_limit, "rows": rows,
-                                                "zigzag": zz}, indent=1, default=str))
+        Path(a.json_out).write_text(json.dumps({"case": a.case, "state": state, "lpf_limit": a.lpf_limit,
+                                                "engines": engines, "rows": rows, "zigzag": zz}, indent=1, default=str))
     return 0
 
 

@@ -443,7 +443,7 @@ def import_zigzag_(
     name: Annotated[Optional[str], typer.Option("--name", help="Accelerator name (default: the YAML's name).")] = None,
     precision: Annotated[Optional[str], typer.Option("--precision", help="Datapath precisions in bits, e.g. W=8,I=8,O=16,O_final=8 (default: ZigZag's ONNX defaults, these).")] = None,
 ) -> None:
-    """Translate a ZigZag accelerator into our TOML: memories innermost first as in the YAML, served_dimensions -> private_to (its complement), r_cost/w_cost per bandwidth_min-bit word, read_write port -> shared_port, no accumulator in the MAC (ZigZag's MAC has none).
+    """Translate a ZigZag accelerator into our TOML: memories innermost first as in the YAML, served_dimensions -> private_to (its complement), r_cost/w_cost (ZigZag: per bandwidth_max-bit access) -> energy per bandwidth_min-bit word r_cost x min / max, read_write port -> shared_port, no accumulator in the MAC (ZigZag's MAC has none).
 
     In-memory compute (is_imc, imc_type ...), several cores, CACTI cost extraction and bad operand links are refused with exit 2 naming the YAML key. Example:
 

@@ -10,8 +10,12 @@ item 4). The result is usable with ``--arch ACCEL.toml`` and in campaigns; its f
   no ``[accumulator]`` table is emitted.
 * ``memories`` (YAML order = innermost first, as ZigZag builds its hierarchy) -> ``[[memory]]``:
   ``size`` -> ``size_bits`` (a memory of type ``dram`` or of 10^9 bits and more is written
-  unbounded); ``r_cost`` / ``w_cost`` -> ``read_pj`` / ``write_pj`` (ZigZag: per access of one
-  word of ``bandwidth_min`` bits); ``operands`` through the mapping's ``memory_operand_links``
+  unbounded); ``r_cost`` / ``w_cost`` are ZigZag's energy per access of ``bandwidth_max`` bits,
+  charged per ``bandwidth_min``-bit word as ``r_cost x bandwidth_min / bandwidth_max``
+  (``CostModelEvaluation._calc_memory_access``: ceil(bits / min) x min / max accesses) ->
+  ``read_pj`` / ``write_pj`` = that per-word energy, with the ``bandwidth_max`` of the ports that
+  read / write (ports of one direction with different ``bandwidth_max``: the largest, with a note);
+  ``operands`` through the mapping's ``memory_operand_links``
   (I1 / I2 -> I / W); ``served_dimensions`` -> ``private_to`` = the array dims NOT served (a
   per-PE register file serves none: private to all); ports: a ``read_write`` port -> ``shared_port
   = true``; ``word_bits`` = the ports' ``bandwidth_min`` (equal on all ports, else refused);
@@ -188,6 +192,8 @@ def _memory(hs: str, mname: str, m: Any, array: dict[str, int], to_ours: dict[st
     if not isinstance(ports, list) or not ports:
         raise _err(hs, f"{w}ports", ports, "a non-empty list of ports")
     words, rbw, wbw, shared = set(), 0, 0, False
+    rmax: set[int] = set()
+    wmax: set[int] = set()
     for j, p in enumerate(ports):
         pw = f"{w}ports[{j}]."
         if not isinstance(p, dict):
@@ -204,8 +210,10 @@ def _memory(hs: str, mname: str, m: Any, array: dict[str, int], to_ours: dict[st
         words.add(bmin)
         if ptype in ("read", "read_write"):
             rbw += bmax
+            rmax.add(bmax)
         if ptype in ("write", "read_write"):
             wbw += bmax
+            wmax.add(bmax)
         shared = shared or ptype == "read_write"
     if len(words) != 1:
         raise _err(hs, f"{w}ports", sorted(words), "ports of different bandwidth_min (word widths) are not modelled")
@@ -219,8 +227,12 @@ def _memory(hs: str, mname: str, m: Any, array: dict[str, int], to_ours: dict[st
         d["size_bits"] = size
     order = {"I": 0, "W": 1, "O": 2}
     d["operands"] = sorted((to_ours[o] for o in ops), key=order.__getitem__)
-    d["read_pj"] = r
-    d["write_pj"] = wc
+    for what, maxes in (("read", rmax), ("write", wmax)):
+        if len(maxes) > 1:
+            notes.append(f"{hs}: {w}ports: {what} ports of different bandwidth_max {sorted(maxes)}; "
+                         f"{what} energy per word taken at {max(maxes)}")
+    d["read_pj"] = _num(hs, f"{w}r_cost", r * word / max(rmax))
+    d["write_pj"] = _num(hs, f"{w}w_cost", wc * word / max(wmax))
     d["word_bits"] = word
     if rbw != word:
         d["read_bw"] = rbw

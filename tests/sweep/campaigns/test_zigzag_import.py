@@ -112,6 +112,17 @@ def test_api_notes_and_operand_links_swapped(tmp_path):
     assert any("dram" in n and "unbounded" in n for n in notes)
 
 
+
+def test_wide_port_energy_per_word(tmp_path):
+    """ZigZag charges r_cost / w_cost per access of bandwidth_max bits, counted in bandwidth_min-bit
+    words (tpu_like's sram_2MB: 64 / 2048): our per-word energy is r_cost x min / max."""
+    hw = EYERISS_HW.replace("bandwidth_max: 384", "bandwidth_max: 1536", 1)
+    h, m = _write(tmp_path, hw=hw)
+    acc, _ = import_zigzag(h, m, tmp_path / "a.toml")
+    mem = acc.memory("sram_1M")
+    assert (mem.word_bits, mem.read_pj, mem.write_pj) == (384, 25, 32.5)
+    assert acc.memory("sram_8KB").read_pj == 10.0  # min == max: r_cost as given
+
 _CORE = ("cores:\n  - core0.yaml\n  - core1.yaml\n")
 BAD = [
     # (id, hardware text, mapping text, key named in the message)
