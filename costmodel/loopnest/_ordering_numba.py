@@ -89,12 +89,15 @@ def _window_share(li, e, C, lv, a, par):
 
 @njit(cache=True, error_model="numpy")
 def _row(o, ft, lv, lvf, mem, memf, par, mac_e, C, rem, remo, ctb, ccost, clo, chi, cj, choice, start, bnd, te_at,
-         reads, writes, ei, ef, TB):
+         reads, writes, ei, ef, TB, wv, tv, gi, goff, dbm):
     """Energy, latency, EDP and status (1 valid, 0 invalid, -1 type id out of range) of ordering o.
 
     The remaining arguments are scratch arrays (see `_scratch`); ei (4, E) / ef (E,) hold the
     transfers of the stall model in the reference's order: memory index, is a write, memory index
-    of the link's lower level (-1: the MAC), T of the link / words."""
+    of the link's lower level (-1: the MAC), T of the link / words; wv (E,) / tv (E,) their windows
+    and cycles, gi (E,) their indices sorted by port (2 mi: memory mi's shared or read port,
+    2 mi + 1: its write port; stable), goff (2 nm + 1,) the ports' offsets into gi, dbm (2 nm,)
+    memory mi double-buffered, then the fill positions of the sort."""
     inf = np.inf
     L = o.shape[0]
     m = ft.shape[1]
@@ -306,26 +309,56 @@ def _row(o, ft, lv, lvf, mem, memf, par, mac_e, C, rem, remo, ctb, ccost, clo, c
     energy = mac_e + acc
     # ---- stalls (reference._stalls): per memory port, the largest excess of the transfers whose
     # windows (total if the link's lower level is the MAC or double-buffered, else total // T)
-    # lie within one window
+    # lie within one window. Each transfer's window wv and cycles tv are computed once (tv with
+    # the reference's operations: words * word_bits / bandwidth / instances); a stable counting
+    # sort gathers each port's transfers in the reference's order into gi, so the sums over them
+    # add the same floats in the same order; each distinct window is summed once (equal windows,
+    # equal sums; the running maximum, replaced only by a strictly larger excess, does not depend
+    # on the order of the windows)
+    for mi in range(nm):
+        size = mem[mi, M_SIZE]
+        dbm[mi] = 1 if size < 0 or 2 * TB[mi] <= size else 0
+    for g in range(2 * nm + 1):
+        goff[g] = 0
+    for kk in range(ne):
+        mi = ei[0, kk]
+        ml = ei[2, kk]
+        wv[kk] = total if ml < 0 or dbm[ml] != 0 else total // ei[3, kk]
+        isw = ei[1, kk] != 0
+        bw = memf[mi, MF_WBW] if isw else memf[mi, MF_RBW]
+        tv[kk] = ef[kk] * mem[mi, M_WORD] / bw / mem[mi, M_NI]
+        g = 2 * mi + 1 if isw and mem[mi, M_SHARED] == 0 else 2 * mi
+        goff[g + 1] += 1
+    for g in range(2 * nm):
+        goff[g + 1] += goff[g]
+    for g in range(2 * nm):
+        dbm[g] = goff[g]          # fill positions (dbm reused)
+    for kk in range(ne):
+        mi = ei[0, kk]
+        g = 2 * mi + 1 if ei[1, kk] != 0 and mem[mi, M_SHARED] == 0 else 2 * mi
+        gi[dbm[g]] = kk
+        dbm[g] += 1
     compute = float(total)
     stall = 0.0
     for mi in range(nm):
-        wb = mem[mi, M_WORD]
-        ni = mem[mi, M_NI]
-        shared = mem[mi, M_SHARED] != 0
         s = 0.0
-        for port in range(1 if shared else 2):
-            for kk in range(ne):
-                if ei[0, kk] != mi or (not shared and ei[1, kk] != port):
+        for g in range(2 * mi, 2 * mi + 2):
+            g0 = goff[g]
+            g1 = goff[g + 1]
+            for k in range(g0, g1):
+                wk = wv[gi[k]]
+                dup = False
+                for q in range(g0, k):
+                    if wv[gi[q]] == wk:
+                        dup = True
+                        break
+                if dup:
                     continue
-                wk = _window(ei[2, kk], ei[3, kk], total, mem, TB)
                 a = 0.0
-                for jj in range(ne):
-                    if ei[0, jj] != mi or (not shared and ei[1, jj] != port):
-                        continue
-                    if _window(ei[2, jj], ei[3, jj], total, mem, TB) <= wk:
-                        bw = memf[mi, MF_WBW] if ei[1, jj] != 0 else memf[mi, MF_RBW]
-                        a += ef[jj] * wb / bw / ni
+                for q in range(g0, g1):
+                    jj = gi[q]
+                    if wv[jj] <= wk:
+                        a += tv[jj]
                 x = a - wk
                 if x > s:
                     s = x
@@ -359,7 +392,10 @@ def _scratch(L, nm, par):
     ei = np.empty((4, ne), dtype=np.int64)             # transfers: memory, is a write, lower memory, T
     ef = np.empty(ne, dtype=np.float64)                # transfers: words
     tb = np.empty(nm, dtype=np.int64)                  # TB
-    return C, ctb, ccost, small, bnd, te_at, lvl, ei, ef, tb
+    wv = np.empty((2, ne), dtype=np.int64)             # transfers: window; one port's transfer indices
+    tv = np.empty(ne, dtype=np.float64)                # transfers: cycles
+    goff = np.empty((2, 2 * nm + 1), dtype=np.int64)   # port offsets into gi; double-buffered / fill positions
+    return C, ctb, ccost, small, bnd, te_at, lvl, ei, ef, tb, wv, tv, goff
 
 
 @njit(cache=True, error_model="numpy")
@@ -368,10 +404,11 @@ def evaluate_batch(O, ft, lv, lvf, mem, memf, par, mac_e, out):
 
     Returns the first row with a type id out of range (the rows from there on are not evaluated),
     else -1. The only entry point (one compilation): `evaluate_one` passes a (1, L) view."""
-    C, ctb, ccost, sm, bnd, te_at, lvl, ei, ef, tb = _scratch(O.shape[1], mem.shape[0], par)
+    C, ctb, ccost, sm, bnd, te_at, lvl, ei, ef, tb, wv, tv, goff = _scratch(O.shape[1], mem.shape[0], par)
     for i in range(O.shape[0]):
         e, la, d, st = _row(O[i], ft, lv, lvf, mem, memf, par, mac_e, C, C[9], C[10], ctb, ccost, sm[0], sm[1],
-                            sm[2], sm[3], sm[4], bnd, te_at, lvl[0], lvl[1], ei, ef, tb)
+                            sm[2], sm[3], sm[4], bnd, te_at, lvl[0], lvl[1], ei, ef, tb, wv[0], tv, wv[1], goff[0],
+                            goff[1])
         if st < 0:
             return i
         out[0, i] = e

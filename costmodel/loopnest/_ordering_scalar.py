@@ -22,7 +22,7 @@ import math
 
 import numpy as np
 
-from .reference import port_stall, window_share
+from .reference import window_share
 
 __all__ = ["evaluate_one_py"]
 
@@ -300,18 +300,50 @@ def _latency(mem_inst, ents, TB, compute):
     """Latency in cycles: ``compute`` (the product of all temporal loop factors) + the largest
     memory stall (`costmodel.loopnest.reference._stalls`): per memory port, `port_stall` of its
     transfers (words x word_bits / bandwidth / instances cycles) within their links' windows
-    (compute if the lower level is the MAC or double-buffered, else compute // T)."""
+    (compute if the lower level is the MAC or double-buffered, else compute // T).
+
+    One pass over ``ents`` sorts the transfers into their ports (keeping the reference's order
+    within a port, so every sum adds the same floats in the same order); `_port_stall` then takes
+    each distinct window once."""
+    nm = len(mem_inst)
     db = [m.size_bits is None or 2 * TB[mi] <= m.size_bits for mi, (m, _) in enumerate(mem_inst)]
+    cst = [(m.shared_port, m.word_bits, m.read_bw, m.write_bw, ni) for m, ni in mem_inst]
+    ts = [[] for _ in range(2 * nm)]
+    ws = [[] for _ in range(2 * nm)]
+    for emi, is_w, words, ml, T in ents:
+        shared, wb, rbw, wbw, ni = cst[emi]
+        if is_w:
+            g = 2 * emi if shared else 2 * emi + 1
+            ts[g].append(words * wb / wbw / ni)
+        else:
+            g = 2 * emi
+            ts[g].append(words * wb / rbw / ni)
+        ws[g].append(compute if ml < 0 or db[ml] else compute // T)
     stall = 0.0
-    for mi, (m, ni) in enumerate(mem_inst):
-        s = 0.0
-        for port in ((None,) if m.shared_port else (False, True)):
-            ts, ws = [], []
-            for emi, is_w, words, ml, T in ents:
-                if emi != mi or (port is not None and is_w != port):
-                    continue
-                ts.append(words * m.word_bits / (m.write_bw if is_w else m.read_bw) / ni)
-                ws.append(compute if ml < 0 or db[ml] else compute // T)
-            s = port_stall(ts, ws, s)
+    for mi in range(nm):
+        s = _port_stall(ts[2 * mi], ws[2 * mi], 0.0)
+        s = _port_stall(ts[2 * mi + 1], ws[2 * mi + 1], s)
         stall = s if mi == 0 else max(stall, s)
     return compute + stall
+
+
+def _port_stall(ts, ws, s):
+    """`reference.port_stall` evaluated once per distinct window (equal windows give equal sums;
+    the result, a running maximum that only a strictly larger excess replaces, does not depend on
+    the order of the windows); the sums add ts in order, like the reference."""
+    if not ws:
+        return s
+    w0 = ws[0]
+    if ws.count(w0) == len(ws):
+        wins = (w0,)
+    else:
+        wins = set(ws)
+    for wk in wins:
+        acc = 0.0
+        for tj, wj in zip(ts, ws):
+            if wj <= wk:
+                acc += tj
+        x = acc - wk
+        if x > s:  # noqa: PLR1730 (the reference's comparison, kept as written)
+            s = x
+    return s
