@@ -22,7 +22,7 @@ import math
 
 import numpy as np
 
-from .reference import window_share
+from .reference import port_stall, window_share
 
 __all__ = ["evaluate_one_py"]
 
@@ -303,7 +303,7 @@ def _latency(mem_inst, ents, TB, compute):
     (compute if the lower level is the MAC or double-buffered, else compute // T).
 
     One pass over ``ents`` sorts the transfers into their ports (keeping the reference's order
-    within a port, so every sum adds the same floats in the same order); `_port_stall` then takes
+    within a port, so every sum adds the same floats in the same order); `port_stall` then takes
     each distinct window once."""
     nm = len(mem_inst)
     db = [m.size_bits is None or 2 * TB[mi] <= m.size_bits for mi, (m, _) in enumerate(mem_inst)]
@@ -321,18 +321,12 @@ def _latency(mem_inst, ents, TB, compute):
         ws[g].append(compute if ml < 0 or db[ml] else compute // T)
     stall = 0.0
     for mi in range(nm):
-        s = _port_stall(ts[2 * mi], ws[2 * mi], 0.0)
-        s = _port_stall(ts[2 * mi + 1], ws[2 * mi + 1], s)
+        s = port_stall(ts[2 * mi], ws[2 * mi], 0.0)
+        s = port_stall(ts[2 * mi + 1], ws[2 * mi + 1], s)
         stall = s if mi == 0 else max(stall, s)
     return compute + stall
 
 
-def _port_stall(ts, ws, s):
-    """`reference.port_stall` evaluated once per distinct window (equal windows give equal sums;
-    the result, a running maximum that only a strictly larger excess replaces, does not depend on
-    the order of the windows); the sums add ts in order, like the reference."""
-    if not ws:
-        return s
     w0 = ws[0]
     if ws.count(w0) == len(ws):
         wins = (w0,)

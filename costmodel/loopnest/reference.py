@@ -586,8 +586,10 @@ def port_stall(ts, ws, s: float = 0.0) -> float:
     """max(s, max_k (sum of ts[j] over j with ws[j] <= ws[k], in order) - ws[k]): the stall of one
     port whose transfers take ts[j] cycles within windows of ws[j] cycles (all windows open as the
     period turns over, so the transfers due within the k-th window must fit in it). Shared by the
-    reference and the scalar path (same float operations in the same order)."""
-    for wk in ws:
+    reference and the scalar path (same float operations in the same order). Each distinct window
+    is summed once: equal windows give equal sums, and the running maximum, which only a strictly
+    larger excess replaces, does not depend on the order of the windows."""
+    for wk in dict.fromkeys(ws):
         acc = 0.0
         for tj, wj in zip(ts, ws):
             if wj <= wk:
