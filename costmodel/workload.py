@@ -17,7 +17,9 @@ K and C are *per group*, so MACs = G * B * K * C * OY * OX * FY * FX. A fully-co
 is a 1x1 convolution on a 1x1 map (``kind="fc"``), its batch in B.
 
 The input window is IY = SY*(OY-1) + DY*(FY-1) + 1 (likewise IX): the *padded* input extent
-actually read. Padding PY/PX is recorded for reference; the cost models use IY/IX.
+spanned. Padding PY/PX is recorded for reference; the cost models use IY/IX, except that the
+loop-nest model counts only the rows and columns a tile reads (`costmodel.loopnest.reference.window_rows`:
+a 1x1 convolution at stride 2 reads every other row of its span).
 """
 
 from __future__ import annotations

@@ -20,7 +20,8 @@ identity changes, the tile is (re)loaded. Counted per event, without the model's
   has held it before (first visits start from zero); at the end the held tiles are written up.
 
 Tile sizes are counted from the index sets the tile's loops span (W, O: distinct index tuples; I:
-the bounding box of the input rows/columns touched, the model's sliding-window definition). One
+the input rows times the input columns actually touched, each counted once: a 1x1 convolution at
+stride 2 reads every other row, not the rows in between). One
 transfer of k distinct tiles of e elements at b bits costs ceil(k*e*b / word_bits) accesses of a
 memory. Capacities are bounded: `held_bits` reports the bits every memory instance holds (the tiles
 of all its operands, O at partial precision if a partial sum ever leaves it) so that a test can check
@@ -55,7 +56,7 @@ def _tile_elems(op, layer, loops_inside):
         return len(set(itertools.product(ranges["B"], ranges["K"], ranges["OY"], ranges["OX"], ranges["G"])))
     iy = [layer.SY * oy + layer.DY * fy for oy in ranges["OY"] for fy in ranges["FY"]]
     ix = [layer.SX * ox + layer.DX * fx for ox in ranges["OX"] for fx in ranges["FX"]]
-    return ext["B"] * ext["C"] * ext["G"] * (max(iy) - min(iy) + 1) * (max(ix) - min(ix) + 1)
+    return ext["B"] * ext["C"] * ext["G"] * len(set(iy)) * len(set(ix))
 
 
 def walk(layer, arch, mapping, held_bits=None):

@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from .mapping import OPERANDS
-from .reference import window_share
+from .reference import window_rows, window_share, window_steps
 
 __all__ = ["evaluate_numpy"]
 
@@ -101,9 +101,9 @@ class _Prefixes:
             else:
                 tb = te * np.where(self.o_partial, bits["O"], bits["O_final"])
         else:
-            lay = ev.layer
-            iy = lay.SY * (self.cOY * g("OY", 1) - 1) + lay.DY * (self.cFY * g("FY", 1) - 1) + 1
-            ix = lay.SX * (self.cOX * g("OX", 1) - 1) + lay.DX * (self.cFX * g("FX", 1) - 1) + 1
+            sy, sx, dy, dx = window_steps(ev.layer)
+            iy = window_rows(sy, dy, self.cOY * g("OY", 1), self.cFY * g("FY", 1))
+            ix = window_rows(sx, dx, self.cOX * g("OX", 1), self.cFX * g("FX", 1))
             te = self.cI * (g("B", 1) * g("C", 1) * g("G", 1)) * iy * ix
             tb = te * bits["I"]
         self._tiles[key] = (te, tb)

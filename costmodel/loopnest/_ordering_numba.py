@@ -67,10 +67,18 @@ def _tile(op, li, e, C, lv, par):
         if lv[2, li, LV_K1] != 0 or C[T_OIRR, e] < C[T_OIRR, C.shape[1] - 1]:
             return te, te * par[P_BO]
         return te, te * par[P_BOF]
-    iy = par[P_SY] * (C[T_OY, e] * lv[1, li, LV_K1] - 1) + par[P_DY] * (C[T_FY, e] * lv[1, li, LV_K2] - 1) + 1
-    ix = par[P_SX] * (C[T_OX, e] * lv[1, li, LV_K3] - 1) + par[P_DX] * (C[T_FX, e] * lv[1, li, LV_K4] - 1) + 1
+    iy = _rows(par[P_SY], par[P_DY], C[T_OY, e] * lv[1, li, LV_K1], C[T_FY, e] * lv[1, li, LV_K2])
+    ix = _rows(par[P_SX], par[P_DX], C[T_OX, e] * lv[1, li, LV_K3], C[T_FX, e] * lv[1, li, LV_K4])
     te = C[T_IBCG, e] * lv[1, li, LV_K0] * iy * ix
     return te, te * par[P_BI]
+
+
+@njit(cache=True, error_model="numpy")
+def _rows(s, d, o, f):
+    """`reference.window_rows`: min(s (o - 1) + d (f - 1) + 1, o f) at reduced stride and dilation."""
+    span = s * (o - 1) + d * (f - 1) + 1
+    read = o * f
+    return span if span <= read else read
 
 
 @njit(cache=True, error_model="numpy")
@@ -80,10 +88,10 @@ def _window_share(li, e, C, lv, a, par):
     fy = C[T_FY, e] * lv[1, li, LV_K2]
     ox = C[T_OX, e] * lv[1, li, LV_K3]
     fx = C[T_FX, e] * lv[1, li, LV_K4]
-    iy = par[P_SY] * (oy - 1) + par[P_DY] * (fy - 1) + 1
-    ix = par[P_SX] * (ox - 1) + par[P_DX] * (fx - 1) + 1
-    iyr = par[P_SY] * (oy * a[LVF_AOY] - 1.0) + par[P_DY] * (fy * a[LVF_AFY] - 1.0) + 1.0
-    ixr = par[P_SX] * (ox * a[LVF_AOX] - 1.0) + par[P_DX] * (fx * a[LVF_AFX] - 1.0) + 1.0
+    iy = _rows(par[P_SY], par[P_DY], oy, fy)
+    ix = _rows(par[P_SX], par[P_DX], ox, fx)
+    iyr = _rows(par[P_SY], par[P_DY], oy * a[LVF_AOY], fy * a[LVF_AFY])
+    ixr = _rows(par[P_SX], par[P_DX], ox * a[LVF_AOX], fx * a[LVF_AFX])
     return (iyr * ixr) / (iy * ix)
 
 

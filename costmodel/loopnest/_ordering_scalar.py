@@ -22,7 +22,7 @@ import math
 
 import numpy as np
 
-from .reference import port_stall, window_share
+from .reference import port_stall, window_rows, window_share, window_steps
 
 __all__ = ["evaluate_one_py"]
 
@@ -67,7 +67,7 @@ def evaluate_one_py(ev, ordering) -> tuple[float, float, float, bool]:
     oirr_all = d
     bits = ev.bits
     pb, fb = bits["O"], bits["O_final"]
-    SY, SX, DY, DX = ev.layer.SY, ev.layer.SX, ev.layer.DY, ev.layer.DX
+    SY, SX, DY, DX = window_steps(ev.layer)
     lv = sc["lv"]
 
     def tile(op, li, e):
@@ -79,8 +79,8 @@ def evaluate_one_py(ev, ordering) -> tuple[float, float, float, bool]:
         if op == "O":
             te = cO[e] * k[0]
             return te, te * (pb if (k[1] or cOi[e] < oirr_all) else fb)
-        te = (cI[e] * k[0] * (SY * (cOY[e] * k[1] - 1) + DY * (cFY[e] * k[2] - 1) + 1)
-              * (SX * (cOX[e] * k[3] - 1) + DX * (cFX[e] * k[4] - 1) + 1))
+        te = (cI[e] * k[0] * window_rows(SY, DY, cOY[e] * k[1], cFY[e] * k[2])
+              * window_rows(SX, DX, cOX[e] * k[3], cFX[e] * k[4]))
         return te, te * bits["I"]
 
     layer = ev.layer

@@ -47,7 +47,7 @@ import numpy as np
 from ._ordering_batch import evaluate_numpy
 from ._ordering_scalar import evaluate_one_py
 from .allocation import allocate
-from .reference import WINDOW, _Nest, mac_energy, operand_bits
+from .reference import WINDOW, _Nest, mac_energy, operand_bits, window_steps
 from .mapping import OPERANDS, RELEVANT, Mapping, MappingError, SpatialMapping, prime_factors
 from costmodel.workload import LOOP_DIMS
 
@@ -292,7 +292,7 @@ class OrderingEvaluator:
         bits = self.bits
         par = np.zeros(nb.N_P, dtype=np.int64)
         par[:nb.P_NL0] = (self._total, bits["W"], bits["I"], bits["O"], bits["O_final"],
-                          layer.SY, layer.SX, layer.DY, layer.DX, int(bool(self.even)))
+                          *window_steps(layer), int(bool(self.even)))
         par[nb.P_NL0:nb.P_NL0 + 3] = nlev
         return ft, lv, lvf, mem, memf, par, float(self.mac_energy)
 

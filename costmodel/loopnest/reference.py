@@ -24,7 +24,7 @@ array dim). Exception, I's sliding window: a padded window dim d (OY, FY, OX, FX
 loop lies inside the moved tile (a carrier array dim the lower level of the transfer is not
 private to) does not scale the count; it scales its extent in the window instead (ZigZag's
 fractional spatial factor D_d / ceil(D_d / s_d)): the count is multiplied by (rows' x columns') /
-(rows x columns), rows = SY (OY_t - 1) + DY (FY_t - 1) + 1 of the tile's extents, rows' the same
+(rows x columns), rows = `window_rows` of the tile's extents, rows' the same
 with each such extent times D_d / P_d (`window_share`); the fills of that level and the reads
 above it get this share (the tile is the lower level's). The input's footprint is affine, not
 linear, in FY: conv1 of ResNet-18 on eyeriss_like (FY 7 over 3 PEs: 9 padded) needs
@@ -73,9 +73,13 @@ below ZigZag's, all of it from (a), (b) and ZigZag's rounded PE count (see above
 ResNet-18 layers compared (C >= 64, many reduction loops) the energies agree within 0.3 %.
 
 **Tile** of (op, level): the data footprint of the temporal loops below the boundary plus the
-spatial loops inside one instance. W: K*C*FY*FX*G; O: B*K*OY*OX*G; I: B*C*G*IY*IX with the sliding
-window IY = SY*(OY_t-1) + DY*(FY_t-1) + 1, IX alike, OY_t etc. the products of all factors of that
-dim inside the tile (bounding box; overlap between successive tiles is not reused). Tile bits =
+spatial loops inside one instance. W: K*C*FY*FX*G; O: B*K*OY*OX*G; I: B*C*G*IY*IX with IY the input
+rows the tile reads, IY = min(SY*(OY_t-1) + DY*(FY_t-1) + 1, OY_t*FY_t) (`window_rows`; SY, DY
+divided by their gcd), IX alike, OY_t etc. the products of all factors of that dim inside the tile:
+the window's span, or, where the filter rows of successive outputs do not meet, only the rows read
+(a 1x1 convolution at stride 2 over OY_t = 28 reads 28 rows, not the 55 of its span, as ZigZag
+counts; before model version 3 the span was counted). Overlap between successive tiles is not
+reused. Tile bits =
 elements x precision; O tiles are at partial-sum precision if an O-irrelevant (C, FY, FX) temporal
 loop lies above the level or an O-irrelevant spatial loop is on an array dim the level is private
 to (not yet reduced), else at final precision (ZigZag's rule). Precisions: the accelerator's
@@ -154,16 +158,20 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from .mapping import OPERANDS, RELEVANT, Mapping, MappingError, SpatialMapping
 from costmodel.workload import LOOP_DIMS
 
-__all__ = ["evaluate", "CostReport", "LevelCost", "footprint", "operand_bits", "MODEL_VERSION"]
+__all__ = ["evaluate", "CostReport", "LevelCost", "footprint", "operand_bits", "window_rows", "window_steps",
+           "MODEL_VERSION"]
 
 #: Version of the loop-nest physics (this module's rules, shared by every fast path). Bump it when
 #: a rule changes a number: it is part of every loop-nest problem_id and campaign config hash, so
 #: rows of two models never mix in one result directory. 2: no free accumulator in the MAC
-#: (``[accumulator]``), fractional unrolling counts the active PEs and the real data.
-MODEL_VERSION = 2
+#: (``[accumulator]``), fractional unrolling counts the active PEs and the real data. 3: an input tile
+#: counts the rows it reads, not its window's span (strided 1x1 convolutions, `window_rows`).
+MODEL_VERSION = 3
 
 
 @dataclass
@@ -231,15 +239,41 @@ def operand_bits(layer, arch) -> dict[str, int]:
             "O": p.get("O", layer.o_partial_bits), "O_final": p.get("O_final", layer.o_bits)}
 
 
+def window_steps(layer) -> tuple[int, int, int, int]:
+    """(sy, sx, dy, dx): each axis's stride and dilation divided by their greatest common divisor.
+
+    Input row SY*oy + DY*fy = g*(sy*oy + dy*fy), so the rows touched by a tile are as many as the
+    distinct values of sy*oy + dy*fy (`window_rows`). Every path of the model uses these."""
+    gy, gx = math.gcd(layer.SY, layer.DY), math.gcd(layer.SX, layer.DX)
+    return layer.SY // gy, layer.SX // gx, layer.DY // gy, layer.DX // gx
+
+
+def window_rows(s, d, o, f):
+    """Input rows (or columns) touched by o output rows and f filter rows at reduced stride s and
+    dilation d (`window_steps`): min(s (o - 1) + d (f - 1) + 1, o f), the span of the window or,
+    when the filter rows of successive outputs do not meet (s > d (f - 1) + 1 style gaps, e.g. a
+    1x1 convolution at stride 2: o rows of 2o - 1), the rows actually read. Exact when s = 1 or
+    d = 1 (every layer with stride and dilation dividing one another, all of the bundled
+    networks); an upper bound otherwise. Integers give integers; floats (fractional extents of
+    `window_share`) and NumPy arrays work alike (the same operations in every path)."""
+    span = s * (o - 1) + d * (f - 1) + 1
+    read = o * f
+    if isinstance(span, np.ndarray) or isinstance(read, np.ndarray):
+        return np.minimum(span, read)
+    return span if span <= read else read
+
+
 def footprint(op: str, ext: dict[str, int], layer) -> int:
-    """Elements of operand ``op`` touched by loops with per-dim extents ``ext`` (missing = 1)."""
+    """Elements of operand ``op`` touched by loops with per-dim extents ``ext`` (missing = 1): W
+    K C FY FX G, O B K OY OX G, I B C G x rows x columns (`window_rows`)."""
     g = ext.get
     if op == "W":
         return g("K", 1) * g("C", 1) * g("FY", 1) * g("FX", 1) * g("G", 1)
     if op == "O":
         return g("B", 1) * g("K", 1) * g("OY", 1) * g("OX", 1) * g("G", 1)
-    iy = layer.SY * (g("OY", 1) - 1) + layer.DY * (g("FY", 1) - 1) + 1
-    ix = layer.SX * (g("OX", 1) - 1) + layer.DX * (g("FX", 1) - 1) + 1
+    sy, sx, dy, dx = window_steps(layer)
+    iy = window_rows(sy, dy, g("OY", 1), g("FY", 1))
+    ix = window_rows(sx, dx, g("OX", 1), g("FX", 1))
     return g("B", 1) * g("C", 1) * g("G", 1) * iy * ix
 
 
@@ -255,10 +289,11 @@ def window_share(layer, oy, fy, ox, fx, aoy: float, afy: float, aox: float, afx:
     """(rows x columns of the fractional window) / (rows x columns of the padded window) of an I
     tile with extents oy, fy, ox, fx, the extents of padded window dims scaled by their real share
     a (1.0 for the others): `_Nest.window_share`. Scalars or NumPy arrays alike (same operations)."""
-    iy = layer.SY * (oy - 1) + layer.DY * (fy - 1) + 1
-    ix = layer.SX * (ox - 1) + layer.DX * (fx - 1) + 1
-    iyr = layer.SY * (oy * aoy - 1.0) + layer.DY * (fy * afy - 1.0) + 1.0
-    ixr = layer.SX * (ox * aox - 1.0) + layer.DX * (fx * afx - 1.0) + 1.0
+    sy, sx, dy, dx = window_steps(layer)
+    iy = window_rows(sy, dy, oy, fy)
+    ix = window_rows(sx, dx, ox, fx)
+    iyr = window_rows(sy, dy, oy * aoy, fy * afy)
+    ixr = window_rows(sx, dx, ox * aox, fx * afx)
     return (iyr * ixr) / (iy * ix)
 
 
@@ -329,7 +364,7 @@ class _Nest:
     def window_share(self, ext: dict[str, int], a: dict[str, float]) -> float:
         """Real / padded share of one I tile with per-dim extents ``ext`` (spatial inside the
         instance x temporal) whose window dims d in ``a`` are unrolled fractionally: the rows
-        SY (OY a_OY - 1) + DY (FY a_FY - 1) + 1 times the columns alike, over the padded ones.
+        `window_rows` of OY a_OY and FY a_FY times the columns alike, over the padded ones.
         1.0 if ``a`` is empty. The fast paths do the same float operations in the same order."""
         if not a:
             return 1.0

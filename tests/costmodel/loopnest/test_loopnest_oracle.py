@@ -96,8 +96,8 @@ def _real_share(layer, arch, mapping, op, memory, kind="reads"):
     dividing the bound D) that are relevant to op or sit on an array dim the memory is private to;
     for I, a padded window dim (OY, FY, OX, FX) unrolled inside the moved tile (the memory's own
     tile for its writes, the tile of the level below for its reads) enters instead as a fractional
-    extent of the tile's window: rows SY (OY a - 1) + DY (FY a - 1) + 1 (a = D / P), columns alike,
-    over the padded rows and columns."""
+    extent of the tile's window: rows min(SY (OY a - 1) + DY (FY a - 1) + 1, OY a x FY a) (a = D / P; SY,
+    DY divided by their gcd), columns alike, over the padded rows and columns."""
     sp = (mapping.spatial if mapping.spatial is not None else arch.spatial).fit(layer)
     scope = arch.memory(memory).private_to
     ext, inside = {}, ()
@@ -126,10 +126,15 @@ def _real_share(layer, arch, mapping, op, memory, kind="reads"):
     if frac:
         e = lambda d: ext.get(d, 1)  # noqa: E731
         a = lambda d: frac.get(d, 1.0)  # noqa: E731
-        rows = layer.SY * (e("OY") - 1) + layer.DY * (e("FY") - 1) + 1
-        cols = layer.SX * (e("OX") - 1) + layer.DX * (e("FX") - 1) + 1
-        rows_r = layer.SY * (e("OY") * a("OY") - 1) + layer.DY * (e("FY") * a("FY") - 1) + 1
-        cols_r = layer.SX * (e("OX") * a("OX") - 1) + layer.DX * (e("FX") * a("FX") - 1) + 1
+
+        def span(s, d, o, f):  # rows read: the window's span, or o x f rows when they do not meet
+            g_ = math.gcd(s, d)
+            return min(s // g_ * (o - 1) + d // g_ * (f - 1) + 1, o * f)
+
+        rows = span(layer.SY, layer.DY, e("OY"), e("FY"))
+        cols = span(layer.SX, layer.DX, e("OX"), e("FX"))
+        rows_r = span(layer.SY, layer.DY, e("OY") * a("OY"), e("FY") * a("FY"))
+        cols_r = span(layer.SX, layer.DX, e("OX") * a("OX"), e("FX") * a("FX"))
         x *= rows_r * cols_r / (rows * cols)
     return x
 
@@ -221,6 +226,31 @@ def test_hand_weight_stationary_1d_conv():
     reg = 6 + 6 + 24 + 12 + 24 + 20
     dram = 6 + 6 + 8
     assert rep.energy_pj == 24 + reg + 10 * dram
+
+
+def test_hand_strided_1x1_reads_every_other_input():
+    # Layer: K=1, C=1, OX=4, FX=1, stride SX=2 (a 1x1 downsample, 1-D): outputs 0..3 read inputs
+    # 0, 2, 4, 6 -> 4 inputs, though the window spans SX (OX - 1) + 1 = 7 columns. One PE (K 1
+    # over D1); loops innermost first OX 4, all in the registers; rI holds the whole row.
+    layer = Layer("s2", K=1, C=1, OX=4, FX=1, SX=2)
+    assert layer.IX == 7
+    sp = SpatialMapping({"D1": (("K", 1),)})
+    arch = _mini_arch(sp)
+    m = Mapping(sp, TemporalMapping((("OX", 4),)), {"W": (1, 1), "I": (1, 1), "O": (1, 1)})
+    rep = _compare(layer, arch, m)
+    by = {(c["operand"], c["memory"]): c for op in rep.breakdown["operands"].values() for c in op}
+    # rI tile: the 4 inputs read (4 x 8 bits = 4 words of rI), loaded once from DRAM: 4 DRAM reads
+    # and 4 rI writes (the span would move 7); the MAC reads rI once per cycle: 4 reads.
+    assert by[("I", "rI")]["tile_elems"] == 4
+    assert by[("I", "dram")]["reads"] == 4 and by[("I", "rI")]["writes"] == 4
+    assert by[("I", "rI")]["reads"] == 4
+    # A dilated 1-D filter: FX 2 at DX 3, OX 2 (stride 1): inputs {0, 3, 1, 4} -> 4 read of the
+    # span 1 + 3 + 1 = 5 (input 2 is skipped).
+    dil = Layer("d3", K=1, C=1, OX=2, FX=2, DX=3)
+    m = Mapping(sp, TemporalMapping((("OX", 2), ("FX", 2))), {"W": (2, 2), "I": (2, 2), "O": (2, 2)})
+    rep = _compare(dil, arch, m)
+    by = {(c["operand"], c["memory"]): c for op in rep.breakdown["operands"].values() for c in op}
+    assert by[("I", "rI")]["tile_elems"] == 4 and by[("I", "dram")]["reads"] == 4
 
 
 def test_hand_partial_sums_and_read_back():

@@ -20,6 +20,8 @@ LAYERS = [
     Layer("conv1_s2", K=64, C=3, OY=112, OX=112, FY=7, FX=7, SY=2, SX=2),
     Layer("dw", K=1, C=1, G=32, OY=28, OX=28, FY=3, FX=3),
     Layer("fc", K=1000, C=512),
+    Layer("downsample_1x1_s2", K=128, C=64, OY=28, OX=28, SY=2, SX=2),   # rows read, not the span
+    Layer("dilated", K=32, C=16, OY=12, OX=12, FY=3, FX=3, DY=2, DX=3),
 ]
 
 

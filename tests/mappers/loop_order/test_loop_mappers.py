@@ -398,15 +398,16 @@ def test_real_stochastic_mappers_are_valid_and_never_better(real_small, name):
 
 
 def test_real_sa_reaches_the_exhaustive_optimum_for_most_seeds(real_small):
-    """SALSA's claim (section V-B: 99.9 % of runs reach the optimum) on one small layer: 1000
-    iterations from 12 seeds. Under the model without a free accumulator (issue 12) the landscape
-    has near-ties (orderings within 0.1 % of the optimum): at least half of the seeds reach the
-    exhaustive optimum exactly and every seed ends within 1 % of it."""
+    """SALSA's claim (section V-B: 99.9 % of runs reach the optimum) on one small layer, 12 seeds
+    of the paper's schedule (T0 0.05, rho 0.999, 1000 iterations) in 4 chains (4,000 cost
+    evaluations per run). Under model version 3 the landscape has near-ties (orderings within
+    0.5 % of the optimum) and one 1000-iteration chain reaches the optimum in 1 seed of 12 (all
+    within 1.4 %); four chains reach it in 9 of 12: at least 8 exact, every seed within 1 %."""
     prob, ev, best = real_small
     m = SalsaMapper(_batch_factory())
-    vals = np.array([m.search(prob, _params(m, seed=s)).value for s in range(12)])
+    vals = np.array([m.search(prob, _params(m, seed=s, chains=4)).value for s in range(12)])
     assert np.all(vals >= best.value)
-    assert (vals == best.value).sum() >= 6, vals / best.value - 1
+    assert (vals == best.value).sum() >= 8, vals / best.value - 1
     assert np.all(vals <= best.value * 1.01), vals / best.value - 1
 
 
