@@ -145,7 +145,11 @@ sram_8KB feeding the full rf_16B of 168 PEs: ZigZag 2 x (56 - 8) cycles per peri
 ours 56 + 56 - 8; (b) ZigZag times per period with whole cycles (ceil) and leaves the first
 period out (its on-loading); ours totals the layer's transfers, so the first fill overlaps like
 the others, and ZigZag's data on-loading and off-loading (the first tiles before the first MAC,
-the last outputs after the last; < 0.2 % on eyeriss_like ResNet-18) are not modelled; (c) ZigZag
+the last outputs after the last; < 0.2 % on eyeriss_like ResNet-18) are not modelled: ZigZag
+waits before the first MAC for every tile a memory loads once (on tpu_like the layer's whole
+input into the SRAM: 25,088 cycles on ResNet-18 layer1), though a DMA streaming it in the order
+of use needs only the first innermost tile, and the per-link windows already charge a port
+that cannot keep up (ours the more physical; README "ZigZag side by side"); (c) ZigZag
 decides double buffering per operand (shared memories split greedily), ours per memory; (d) when
 a level's own loops are all op-irrelevant ZigZag's stationary mapping merges them down and takes
 the whole period as window, ours keeps T (the tile still dies only in the last pass).
