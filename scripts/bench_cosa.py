@@ -3,21 +3,79 @@ Face) on simba_like, one core, and print per layer: status, HiGHS seconds, MIP o
 latency (cycles) and energy (pJ); then the median and max solver time (the paper's Gurobi: 4.2 s
 average).
 
+``--compare``: per layer of ``--nets`` (default resnet50) the objective of cosa, random5, hybrid
+(threads 8, patience 500, as campaigns/cosa_simba.toml) and, on the ``--random-layers``, the loop-order
+random search (`random`, defaults); then the geomean speed-ups of cosa over random5 and hybrid, the
+geomean ratio of random's objective to cosa's on the random layers (> 1: cosa better) and the solve
+times. ``--cache FILE`` keeps the baselines' results (JSON) between runs; ``--cosa k=v,...`` passes
+cosa params (e.g. ``dram_ranks=false``).
+
 Usage: python scripts/bench_cosa.py [--objective latency] [--time-limit 60] [--gap 1e-4] [--nets a,b]
+       python scripts/bench_cosa.py --compare [--cache /tmp/cosa_baselines.json] [--cosa k=v,...]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import math
+import os
 import statistics
 import time
 
 from costmodel.loopnest.arch import load_accelerator
 from costmodel.zoo import load_network
-from mappers.base import LayerProblem
+from mappers import get_mapper
+from mappers.base import LayerProblem, objective_index
 from mappers.fullspace.cosa import COSA
 
 NETS = ("resnet50", "resnext50_32x4d", "deepbench_ocr", "deepbench_face")
+RANDOM_LAYERS = ("layer3.0.conv2", "layer1.0.conv2", "layer4.x.conv1")
+BASELINES = {"random5": {}, "hybrid": {"threads": 8, "patience": 500}, "random": {}}
+
+
+def _gm(xs) -> float:
+    return math.exp(statistics.mean(math.log(x) for x in xs)) if xs else math.nan
+
+
+def _value(kv: str):
+    return {"true": True, "false": False}.get(kv.lower(), None if kv == "none" else
+                                               (float(kv) if kv.replace(".", "", 1).isdigit() else kv))
+
+
+def compare(a, arch, params) -> None:
+    """Print the per-layer comparison and its summary (module docstring)."""
+    cache = json.load(open(a.cache)) if a.cache and os.path.exists(a.cache) else {}
+    rl = set(a.random_layers.split(","))
+    sp5, sph, rr, secs, t0 = [], [], [], [], time.perf_counter()
+    print(f"{'network':16s} {'layer':22s} {'cosa':>10s} {'random5':>10s} {'hybrid':>10s} {'random':>10s} "
+          f"{'decode':>6s} {'solver_s':>8s}")
+    for net in a.nets.split(","):
+        for layer, _ in load_network(net).unique():
+            prob = LayerProblem(layer, arch, objective=a.objective)
+            r = COSA.search(prob, params)
+            secs.append(r.extra["solver_s"])
+            vals = {}
+            for name, bp in BASELINES.items():
+                if name == "random" and layer.name not in rl:
+                    continue
+                key = f"{net}/{layer.name}/{name}/{a.objective}"
+                if key not in cache:
+                    cache[key] = get_mapper(name).search(prob, bp).value
+                vals[name] = cache[key]
+            sp5.append(vals["random5"] / r.value)
+            sph.append(vals["hybrid"] / r.value)
+            if "random" in vals:
+                rr.append(vals["random"] / r.value)
+            print(f"{net:16s} {layer.name:22s} {r.value:10.4g} {vals['random5']:10.4g} {vals['hybrid']:10.4g} "
+                  f"{vals.get('random', math.nan):10.4g} {str(r.extra.get('decode')):>6s} "
+                  f"{r.extra['solver_s']:8.2f}", flush=True)
+    if a.cache:
+        json.dump(cache, open(a.cache, "w"), indent=0)
+    print(f"\nlayers {len(secs)}  geomean speed-up of cosa over random5 {_gm(sp5):.2f}x  over hybrid {_gm(sph):.2f}x  "
+          f"random/cosa on {len(rr)} layers {_gm(rr):.3f}  (cosa/random {1 / _gm(rr):.3f})\n"
+          f"solver_s mean {statistics.mean(secs):.2f}  median {statistics.median(secs):.2f}  max {max(secs):.2f}  "
+          f"total wall {time.perf_counter() - t0:.1f} s")
 
 
 def main() -> None:
@@ -25,10 +83,20 @@ def main() -> None:
     ap.add_argument("--objective", default="latency", choices=["energy", "latency", "edp"])
     ap.add_argument("--time-limit", type=float, default=60.0)
     ap.add_argument("--gap", type=float, default=1e-4)
-    ap.add_argument("--nets", default=",".join(NETS))
+    ap.add_argument("--nets", default=None)
+    ap.add_argument("--compare", action="store_true")
+    ap.add_argument("--cache", default=None)
+    ap.add_argument("--cosa", default="", help="extra cosa params k=v,... (true/false/none/numbers)")
+    ap.add_argument("--random-layers", default=",".join(RANDOM_LAYERS))
     a = ap.parse_args()
     arch = load_accelerator("simba_like")
     params = {"time_limit_s": a.time_limit, "mip_gap": a.gap}
+    params.update({k: _value(v) for k, v in (kv.split("=") for kv in a.cosa.split(",") if kv)})
+    objective_index(a.objective)
+    if a.compare:
+        a.nets = a.nets or "resnet50"
+        return compare(a, arch, params)
+    a.nets = a.nets or ",".join(NETS)
     times, statuses = [], {}
     t0 = time.perf_counter()
     print(f"{'network':16s} {'layer':28s} {'status':10s} {'solver_s':>8s} {'mip_obj':>9s} {'latency_cyc':>12s} "

@@ -31,13 +31,14 @@ from typing import Any, Mapping as _Mapping, Sequence
 
 import numpy as np
 
+from costmodel.loopnest.allocation import allocate
 from costmodel.loopnest.reference import evaluate
 from costmodel.loopnest.mapping import (OPERANDS, SPATIAL_DIMS, Mapping, MappingError, SpatialMapping,
                                         TemporalMapping)
 from mappers.base import ExtraColumn, LayerProblem, Mapper, Param, SearchResult, WorkUnit, objective_value
 from mappers.fullspace.cosa_model import CosaModel, build_model
 
-__all__ = ["CosaMapper", "COSA", "solve_model", "decode", "DECODE_ORDER"]
+__all__ = ["CosaMapper", "COSA", "solve_model", "decode", "decode_loma", "best_decode", "DECODE_ORDER"]
 
 #: Order (innermost first) of the merged loops of one dim at a level without permutation ranks.
 DECODE_ORDER = ("FX", "FY", "OX", "OY", "C", "K", "B", "G")
@@ -103,9 +104,12 @@ def solve_model(model: CosaModel, time_limit_s: float = 60.0, mip_gap: float = 1
 
 
 def decode(model: CosaModel, choice: Sequence[int]) -> Mapping:
-    """The `Mapping` of an assignment: spatial per array dim (factors of one dim merged), temporal
-    loops innermost first by level (global buffer in rank order, other levels in `DECODE_ORDER`),
-    boundaries per operand = number of loops at levels <= the level of each of its memories."""
+    """The even-cut `Mapping` of an assignment (``choice[f]`` indexes ``model.placements[f]``):
+    spatial per array dim (factors of one dim merged), temporal loops innermost first by MIP level
+    (ranked levels - global buffer, DRAM - in rank order, the factors of one dim at one rank
+    merged; levels without ranks in `DECODE_ORDER`), boundaries per operand = number of loops at
+    levels <= the level of each of its memories (each memory's tile is cut exactly where the MIP put
+    it). Raises `MappingError` only for an inconsistent model."""
     arch = model.arch
     pls = [model.placements[f][k] for f, k in enumerate(choice)]
     sp: dict[str, dict[str, int]] = {a: {} for a in arch.array}
@@ -134,6 +138,43 @@ def decode(model: CosaModel, choice: Sequence[int]) -> Mapping:
         bnd[op] = tuple(count_at_level[gidx[arch.memories.index(m)]] for m in arch.levels(op))
         bnd[op] = bnd[op][:-1] + (len(loops),)
     return Mapping(spatial, TemporalMapping(tuple(loops)), bnd)
+
+
+def decode_loma(model: CosaModel, choice: Sequence[int]) -> Mapping:
+    """The assignment's spatial unrolling and loop order (those of `decode`) with the memory
+    boundaries chosen by LOMA's bottom-up allocation (`costmodel.loopnest.allocation.allocate`,
+    uneven) instead of the MIP's levels. Raises `MappingError` if no allocation fits."""
+    even = decode(model, choice)
+    return allocate(model.layer, model.arch, even.spatial, even.temporal.loops)
+
+
+def best_decode(model: CosaModel, choice: Sequence[int], objective: str, ways=("even", "loma")):
+    """Decode ``choice`` each of ``ways`` ("even": `decode`, "loma": `decode_loma`), fit to the real
+    layer if padded, evaluate (`costmodel.loopnest.reference.evaluate`) and keep the best under
+    ``objective`` ("energy", "latency", "edp"); ties go to the earlier way.
+
+    Returns:
+        (way, mapping, layer evaluated, CostReport); mapping None (report None) if no way decodes.
+    """
+    best = (None, None, model.real_layer, None)
+    bval = math.inf
+    for way in ways:
+        try:
+            m = decode(model, choice) if way == "even" else decode_loma(model, choice)
+        except MappingError:
+            continue
+        layer = model.real_layer
+        if model.padded:
+            fitted = _fit_padded(m, model)
+            if fitted is None:
+                layer = model.layer
+            else:
+                m = fitted
+        rep = evaluate(layer, model.arch, m)
+        val = objective_value(rep, objective)
+        if best[1] is None or val < bval:
+            best, bval = (way, m, layer, rep), val
+    return best
 
 
 def _fit_padded(mapping: Mapping, model: CosaModel) -> Mapping | None:
@@ -166,7 +207,7 @@ class CosaMapper(Mapper):
     """
 
     name = "cosa"
-    version = "1"
+    version = "2"
     kind = "loopnest"
     columns = (ExtraColumn("solver_status", "str", "HiGHS model status of the solve", key="status"),
                ExtraColumn("solver_s", "float", "HiGHS wall time, s (measured, not deterministic)"),
@@ -180,6 +221,13 @@ class CosaMapper(Mapper):
         Param("mip_gap", "float", 1e-4, "HiGHS relative MIP gap", low=0.0, high=1.0),
         Param("pad_primes_over", "int", None, "pad loop bounds' prime factors above this (p -> p+1); "
               "absent = no padding", low=2),
+        Param("decode", "str", "best", "even: the MIP's levels; loma: LOMA's allocation of the decoded "
+              "order; best: both, keep the better under the objective", choices=("best", "even", "loma")),
+        Param("port_width", "bool", True, "port-width rows (spatial factors inside the PE x precision <= "
+              "the innermost buffer's bandwidth)"),
+        Param("dram_ranks", "bool", True, "DRAM permutation ranks chained after the global buffer's "
+              "(False: every DRAM loop charged to every operand, as the paper's code)"),
+        Param("split_levels", "bool", True, "one MIP level per PE buffer (False: one merged level)"),
     )
 
     def units(self, problem: LayerProblem, params: _Mapping[str, Any]) -> list[WorkUnit]:
@@ -196,7 +244,8 @@ class CosaMapper(Mapper):
         extra: dict[str, Any] = {}
         try:
             model = build_model(problem.layer, problem.arch, p["w_util"], p["w_compute"], p["w_traffic"],
-                                p["pad_primes_over"])
+                                p["pad_primes_over"], port_width=p["port_width"], dram_ranks=p["dram_ranks"],
+                                split_levels=p["split_levels"])
             status, choice, obj, gap, secs, _ = solve_model(model, p["time_limit_s"], p["mip_gap"])
             extra.update(status=status, solver_s=secs, mip_gap=gap, mip_objective=obj,
                          n_cols=model.num_col, n_rows=model.num_row)
@@ -206,25 +255,24 @@ class CosaMapper(Mapper):
         if choice is None:
             return SearchResult(self.name, "mip", problem.objective, inf, inf, inf, None, None, 0,
                                 time.perf_counter() - t0, extra=extra)
-        mapping = decode(model, choice)
-        layer = model.real_layer
-        if model.padded:
-            fitted = _fit_padded(mapping, model)
-            if fitted is None:
-                layer = model.layer
-                extra["padded_eval"] = True
-            else:
-                mapping = fitted
+        ways = ("even", "loma") if p["decode"] == "best" else (p["decode"],)
+        way, mapping, layer, rep = best_decode(model, choice, problem.objective, ways)
         extra["padded"] = dict(model.padded)
+        extra["decode"] = way
+        if mapping is None:
+            extra["reason"] = "no decode fits"
+            return SearchResult(self.name, "mip", problem.objective, inf, inf, inf, None, None, 0,
+                                time.perf_counter() - t0, extra=extra)
+        if layer is model.layer and model.padded:
+            extra["padded_eval"] = True
         extra["mapping"] = mapping.to_dict()
-        rep = evaluate(layer, problem.arch, mapping)
         if not rep.valid:
             extra["reason"] = rep.reason
             return SearchResult(self.name, "mip", problem.objective, inf, inf, inf, None,
-                                tuple(mapping.temporal.loops), 1, time.perf_counter() - t0, extra=extra)
+                                tuple(mapping.temporal.loops), len(ways), time.perf_counter() - t0, extra=extra)
         return SearchResult(self.name, "mip", problem.objective, objective_value(rep, problem.objective),
                             float(rep.energy_pj), float(rep.latency_cycles), None, tuple(mapping.temporal.loops),
-                            1, time.perf_counter() - t0, extra=extra)
+                            len(ways), time.perf_counter() - t0, extra=extra)
 
 
 COSA = CosaMapper()

@@ -12,7 +12,7 @@ from costmodel.loopnest.reference import operand_bits
 from costmodel.loopnest.mapping import OPERANDS, RELEVANT, SPATIAL_DIMS
 from mappers.fullspace.cosa_model import _EPS, CosaModel, Placement
 
-__all__ = ["placement_objective", "placement_feasible"]
+__all__ = ["placement_objective", "placement_feasible", "port_ok"]
 
 
 def _mem_inside(model: CosaModel, mi: int, pl: Placement) -> bool:
@@ -30,7 +30,8 @@ def placement_objective(model: CosaModel, choice: Sequence[int]) -> float:
 
     Returns:
         -w_U Util + w_C Comp + w_T Traf in natural-log units (the MIP objective of that assignment,
-        with Y at its least value: Y[v, z] = 1 iff a v-relevant factor sits at rank <= z).
+        with Y at its least value: Y[v, q] = 1 iff a v-relevant factor sits at chain position
+        <= q).
     """
     w_util, w_comp, w_traf = model.weights
     arch, layer = model.arch, model.layer
@@ -54,25 +55,29 @@ def placement_objective(model: CosaModel, choice: Sequence[int]) -> float:
                 traf += lp[f]
             if rel and pl.kind == "s" and (pl.where in model.inner_arr or pl.where in model.chip_arr):
                 traf += lp[f]
-            if pl.kind == "t" and (gb is None or pl.where > gb):
+            if pl.kind == "t" and (gb is None or pl.where > gb) and pl.rank < 0:
                 traf += lp[f]
-        ranks_rel = [pl.rank for f, pl in enumerate(pls) if pl.kind == "t" and pl.where == gb
-                     and model.factors[f][0] in RELEVANT[v]]
+        pos = {f: model.chain.index((pl.where, pl.rank)) for f, pl in enumerate(pls) if pl.kind == "t" and pl.rank >= 0}
+        ranks_rel = [q for f, q in pos.items() if model.factors[f][0] in RELEVANT[v]]
         if ranks_rel:
             zmin = min(ranks_rel)
-            traf += sum(lp[f] for f, pl in enumerate(pls) if pl.kind == "t" and pl.where == gb and pl.rank >= zmin)
+            traf += sum(lp[f] for f, q in pos.items() if q >= zmin)
     return w_util * util + w_comp * comp + w_traf * traf
 
 
 def placement_feasible(model: CosaModel, choice: Sequence[int]) -> bool:
-    """Eqs. (2)-(4) of an assignment checked directly: fan-out per array dim and the (halo-bounded,
-    evenly shared) capacity of every bounded memory."""
+    """Eqs. (2)-(4) of an assignment checked directly: fan-out per array dim, the (halo-bounded,
+    evenly shared) capacity of every bounded memory and, if the model has them, the port-width
+    rows (v-relevant spatial factors inside an instance of v's innermost memory x bits_v <= its
+    bandwidth)."""
     arch, layer = model.arch, model.layer
     pls = [model.placements[f][k] for f, k in enumerate(choice)]
     for a, size in arch.array.items():
         if math.prod(p for (d, p), pl in zip(model.factors, pls) if pl.kind == "s" and pl.where == a) > size:
             return False
     bits = operand_bits(layer, arch)
+    if model.options.get("port_width") and not all(port_ok(model, pls, v, bits) for v in OPERANDS):
+        return False
     for mi, m in enumerate(arch.memories):
         if m.unbounded:
             continue
@@ -90,3 +95,15 @@ def placement_feasible(model: CosaModel, choice: Sequence[int]) -> bool:
             if math.log(n * bits[v]) > math.log(m.size_bits / len(m.operands)) + _EPS:
                 return False
     return True
+
+
+def port_ok(model: CosaModel, pls: Sequence[Placement], v: str, bits: dict[str, int]) -> bool:
+    """Whether operand ``v``'s distinct elements per cycle inside one instance of its innermost
+    memory m (product of the v-relevant spatial factors on dims not in ``m.private_to``) times
+    bits_v fit m's port (read_bw; for O min(read_bw, write_bw), bits per cycle; at least one
+    element per cycle always fits)."""
+    m = model.arch.levels(v)[0]
+    bw = m.read_bw if v != "O" else min(m.read_bw, m.write_bw)
+    n = math.prod(p for (d, p), pl in zip(model.factors, pls)
+                  if pl.kind == "s" and d in RELEVANT[v] and pl.where not in m.private_to)
+    return n <= max(1.0, bw / bits[v]) * (1 + _EPS)

@@ -75,7 +75,7 @@ of `mappers.fullspace.cosa`, which fits the decoded mapping back to the real lay
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from costmodel.loopnest.mapping import OPERANDS, RELEVANT, SPATIAL_DIMS, prime_factors
@@ -84,6 +84,8 @@ from costmodel.loopnest.reference import operand_bits
 __all__ = ["Placement", "CosaModel", "build_model"]
 
 _EPS = 1e-6
+_DRAM_Z = None
+_REUSE_EPS = 0.0
 _INF = math.inf
 
 
@@ -106,10 +108,13 @@ class CosaModel:
         factors: list of (dim, prime), the rows of X.
         placements: per factor the list of allowed `Placement` s; ``xcol[f][p]`` its column.
         groups: memory levels of the MIP (lists of memory indices into ``arch.memories``).
-        gb: index of the permutation level (global buffer) or None; ``Z`` ranks.
+        gb: index of the global buffer's level (the innermost level with permutation ranks) or
+            None; ``Z`` ranks per ranked level; ``chain`` the (level, rank) positions of the
+            stationarity chain, innermost first (the global buffer's ranks, then the DRAM's).
         c, lb, ub, integer: column costs, bounds, integrality (n,); rows as COO (rows, cols, vals)
             with ``rlo``, ``rhi`` (m,); ``offset`` the constant of the objective.
-        tcols, ycols: (v, z) -> column of s = (1 - Y) l^irr (the linearised product) / of Y.
+        tcols, ycols: (v, q) -> column of s = (1 - Y) l^irr (the linearised product) / of Y at
+            chain position q.
     """
 
     layer: Any
@@ -122,6 +127,7 @@ class CosaModel:
     groups: list
     gb: int | None
     Z: int
+    chain: list
     inner_arr: tuple
     chip_arr: tuple
     c: list
@@ -137,6 +143,7 @@ class CosaModel:
     tcols: dict
     ycols: dict
     padded: dict
+    options: dict = field(default_factory=dict)
 
     @property
     def num_col(self) -> int:
@@ -147,9 +154,11 @@ class CosaModel:
         return len(self.rlo)
 
 
-def _groups(arch) -> list[list[int]]:
-    """The MIP levels: memory indices grouped innermost first (consecutive bounded memories with
-    the same ``private_to`` and disjoint operands share a level)."""
+def _groups(arch, split: bool = True) -> list[list[int]]:
+    """The MIP levels: memory indices innermost first. Consecutive bounded memories with the same
+    ``private_to`` and disjoint operands (simba_like's PE buffers) form one run; ``split`` gives each
+    memory of a run its own level, smallest ``size_bits`` innermost (simba_like: accumulation <
+    input < weight buffer), else the run is one merged level."""
     out: list[list[int]] = []
     for i, m in enumerate(arch.memories):
         if out:
@@ -160,6 +169,8 @@ def _groups(arch) -> list[list[int]]:
                 out[-1].append(i)
                 continue
         out.append([i])
+    if split:
+        out = [[i] for g in out for i in sorted(g, key=lambda k: (arch.memories[k].size_bits, k))]
     return out
 
 
@@ -209,17 +220,22 @@ class _ModelBuilder:
     Coefficients of X are log-extents (natural log of prime factors).
     """
 
-    def __init__(self, layer, arch, pad_primes_over: int | None):
+    def __init__(self, layer, arch, pad_primes_over: int | None, split_levels: bool = True,
+                 dram_ranks: bool = True):
         self.real = layer
         self.layer, self.padded = _pad_layer(layer, pad_primes_over)
         self.arch, self.mems = arch, arch.memories
-        self.groups = _groups(arch)
+        self.groups = _groups(arch, split_levels)
         self.gidx = {mi: g for g, ms in enumerate(self.groups) for mi in ms}
         self.gb = _permutation_level(self.groups, self.mems)
         self.factors = [(d, p) for d in SPATIAL_DIMS for p in prime_factors(getattr(self.layer, d))]
         self.logp = [math.log(p) for _, p in self.factors]
         dims_used = {d for d, _ in self.factors}
         self.Z = max(1, len(dims_used)) if self.gb is not None else 0
+        gb = self.gb
+        self.rank_levels = [] if gb is None else list(range(gb, len(self.groups) if dram_ranks else gb + 1))
+        zs = {g: self.Z if g == gb or _DRAM_Z is None else min(self.Z, _DRAM_Z) for g in self.rank_levels}
+        self.chain = [(g, z) for g in self.rank_levels for z in range(zs[g])]
         self.arr = list(arch.array)
         self.inner_arr, self.chip_arr = _array_split(arch, self.groups, self.gb)
         self.c: list[float] = []
@@ -268,24 +284,23 @@ class _ModelBuilder:
         return [(self.xcol[f][k], self.logp[f]) for f, (d, _) in enumerate(self.factors) if d in dims
                 for k, pl in enumerate(self.placements[f]) if self.inside(mi, pl)]
 
-    def at_rank(self, z: int) -> list[tuple[int, int]]:
-        """[(factor, X column)] of the placements at permutation rank ``z`` of the global buffer."""
-        gb = self.gb
+    def at_rank(self, q: int) -> list[tuple[int, int]]:
+        """[(factor, X column)] of the placements at position ``q`` of the stationarity chain
+        (``chain[q]`` = (level, rank))."""
+        g, z = self.chain[q]
         return [(f, self.xcol[f][k]) for f in range(len(self.factors))
-                for k, pl in enumerate(self.placements[f]) if pl.kind == "t" and pl.where == gb and pl.rank == z]
+                for k, pl in enumerate(self.placements[f]) if pl.kind == "t" and pl.where == g and pl.rank == z]
 
     # -- variables and constraints ---------------------------------------------------------------
 
     def add_placements(self) -> None:
         """The binaries X (the paper's X[(j, n), i, k]): per factor f, one column (cost 0, [0, 1],
-        integer) per placement - temporal at every level but the global buffer, temporal at the
-        global buffer at each of the Z ranks, spatial on each array dim at least p wide. Fills
+        integer) per placement - temporal at every level without ranks, temporal at each position
+        (level, rank) of the stationarity chain, spatial on each array dim at least p wide. Fills
         ``placements[f]`` and ``xcol[f]`` (both of length |placements of f|)."""
-        gb = self.gb
         for d, p in self.factors:
-            pls = [Placement("t", g, -1) for g in range(len(self.groups)) if g != gb]
-            if gb is not None:
-                pls += [Placement("t", gb, z) for z in range(self.Z)]
+            pls = [Placement("t", g, -1) for g in range(len(self.groups)) if g not in self.rank_levels]
+            pls += [Placement("t", g, z) for g, z in self.chain]
             pls += [Placement("s", a) for a in self.arr if self.arch.array[a] >= p]
             self.placements.append(pls)
             self.xcol.append([self.col() for _ in pls])
@@ -299,25 +314,23 @@ class _ModelBuilder:
     def add_symmetry_rows(self) -> None:
         """Symmetry breaking (no optimum is lost; not in the paper): identical consecutive factors
         (same dim and prime) take placements in non-decreasing index order (one row per pair,
-        sum_k k x[f, k] - sum_k k x[f+1, k] <= 0); permutation ranks are used from the innermost
-        without gaps: per rank z a continuous e[z] in [0, 1] with e[z] >= x at z (one row per X
-        column at z), e[z] <= sum of x at z, and e[z-1] >= e[z] (rank z+1 used => rank z used)."""
+        sum_k k x[f, k] - sum_k k x[f+1, k] <= 0); per ranked level, ranks are used from the
+        innermost without gaps: per rank z a continuous e[z] in [0, 1] with e[z] >= x at z (one row
+        per X column at z), e[z] <= sum of x at z, and e[z-1] >= e[z] (rank z+1 used => z used)."""
         for f in range(len(self.factors) - 1):
             if self.factors[f] == self.factors[f + 1]:
                 self.row([(j, float(k)) for k, j in enumerate(self.xcol[f])]
                          + [(j, -float(k)) for k, j in enumerate(self.xcol[f + 1])], -_INF, 0.0)
-        if self.gb is None:
-            return
         used = []
-        for z in range(self.Z):
-            at_z = [j for _, j in self.at_rank(z)]
+        for q, (_, z) in enumerate(self.chain):
+            at_z = [j for _, j in self.at_rank(q)]
             e = self.col(0.0, 0.0, 1.0, False)
             used.append(e)
             for j in at_z:
                 self.row([(e, 1.0), (j, -1.0)], 0.0, _INF)
             self.row([(e, 1.0)] + [(j, -1.0) for j in at_z], -_INF, 0.0)
             if z > 0:
-                self.row([(used[z - 1], 1.0), (e, -1.0)], 0.0, _INF)
+                self.row([(used[q - 1], 1.0), (e, -1.0)], 0.0, _INF)
 
     def add_fanout_rows(self) -> None:
         """Eq. (4): spatial resources; one row per array dim a with spatial placements,
@@ -327,6 +340,21 @@ class _ModelBuilder:
                      for k, pl in enumerate(self.placements[f]) if pl.kind == "s" and pl.where == a]
             if terms:
                 self.row(terms, -_INF, math.log(self.arch.array[a]) + _EPS)
+
+    def add_port_rows(self, bits: dict[str, int]) -> None:
+        """Port width (not in the paper; see the module docstring): per operand v, its innermost
+        memory m delivers at most bw_m / bits_v distinct elements per cycle to the array dims inside
+        one instance of m (those not in ``m.private_to``). One row per operand with v-relevant
+        spatial placements there: sum_f log(p_f) x[f, a] <= max(0, log(bw_m / bits_v)) + eps
+        (log-elements per cycle; product form for I's halo dims, an upper bound; bw_m = read_bw,
+        for O min(read_bw, write_bw), bits per cycle)."""
+        for v in OPERANDS:
+            m = self.arch.levels(v)[0]
+            bw = m.read_bw if v != "O" else min(m.read_bw, m.write_bw)
+            terms = [(self.xcol[f][k], self.logp[f]) for f, (d, _) in enumerate(self.factors) if d in RELEVANT[v]
+                     for k, pl in enumerate(self.placements[f]) if pl.kind == "s" and pl.where not in m.private_to]
+            if terms:
+                self.row(terms, -_INF, max(0.0, math.log(bw / bits[v])) + _EPS)
 
     def add_capacity_rows(self, bits: dict[str, int]) -> None:
         """Eq. (2): buffer capacity; one row per bounded memory m and operand v it holds,
@@ -385,6 +413,18 @@ class _ModelBuilder:
                 for j, lp in self.x_inside(mi, RELEVANT[v]):
                     self.add_cost(j, w_util * lp)
 
+    def add_innermost_reuse(self, eps: float) -> None:
+        """Tie-break (not in the paper): cost -eps * log(p_f) on every temporal placement at MIP level
+        0 of a factor irrelevant to all operands of level 0's memories (log of the iterations the
+        innermost memory keeps its tile: the refill period of a register). No columns or rows."""
+        ops = {v for mi in self.groups[0] for v in self.mems[mi].operands}
+        for f, (d, _) in enumerate(self.factors):
+            if any(d in RELEVANT[v] for v in ops):
+                continue
+            for k, pl in enumerate(self.placements[f]):
+                if pl.kind == "t" and pl.where == 0:
+                    self.add_cost(self.xcol[f][k], -eps * self.logp[f])
+
     def add_compute(self, w_compute: float) -> None:
         """Eq. (6), weighted by ``w_compute``: Comp = sum_f log(p_f) over temporal placements (the log
         of the compute cycles per PE). Adds to X costs; no columns or rows."""
@@ -396,8 +436,8 @@ class _ModelBuilder:
     def traffic_weight(self, v: str, d: str, pl: Placement) -> float:
         """How many of the linear traffic terms of operand ``v`` (each 0 or 1) a factor of dim ``d`` at
         ``pl`` enters: D_v (7) (v-relevant, temporal below the global buffer or spatial inside a
-        PE), L_v (8) (v-relevant, spatial on a chip-level dim), T_v (10) (any loop above the
-        global buffer)."""
+        PE), L_v (8) (v-relevant, spatial on a chip-level dim), T_v (10) (any loop at a level
+        above the global buffer without ranks; every loop at all without a global buffer)."""
         relf, gb, w = d in RELEVANT[v], self.gb, 0.0
         if relf and pl.kind == "t" and gb is not None and pl.where < gb:
             w += 1.0                      # D_v temporal
@@ -405,7 +445,7 @@ class _ModelBuilder:
             w += 1.0                      # D_v spatial inside a PE
         if relf and pl.kind == "s" and pl.where in self.chip_arr:
             w += 1.0                      # L_v
-        if pl.kind == "t" and (gb is None or pl.where > gb):
+        if pl.kind == "t" and (gb is None or pl.where > gb) and pl.rank < 0:
             w += 1.0                      # T_v: loops above the global buffer
         return w
 
@@ -420,15 +460,16 @@ class _ModelBuilder:
                     self.add_cost(self.xcol[f][k], w_traffic * w * self.logp[f])
 
     def add_rank_traffic(self, v: str, w_traffic: float) -> None:
-        """Eqs. (9)-(10) for operand ``v`` at the global buffer's ranks, linearised (module docstring):
-        T_v = sum_z l_z - sum_z s[v, z]. Per rank z: the binary Y[v, z] (cost 0); cost w_traffic *
-        log(p_f) on every X column at z (the sum of l_z); (9) rows Y[v, z] - x[f, z] >= 0 for
-        v-relevant f and Y[v, z] - Y[v, z-1] >= 0; if v-irrelevant factors can sit at z, the
-        continuous s[v, z] in [0, M_v] (cost -w_traffic, log-transfers) with the McCormick rows
-        s <= l^irr, s + M_v Y <= M_v, s + M_v Y - l^irr >= 0. Fills ``ycols`` and ``tcols``."""
+        """Eqs. (9)-(10) for operand ``v`` along the stationarity chain (the global buffer's ranks,
+        then the DRAM's), linearised (module docstring): T_v = sum_q l_q - sum_q s[v, q]. Per chain
+        position q: the binary Y[v, q] (cost 0); cost w_traffic * log(p_f) on every X column at q
+        (the sum of l_q); (9) rows Y[v, q] - x[f, q] >= 0 for v-relevant f and Y[v, q] -
+        Y[v, q-1] >= 0; if v-irrelevant factors can sit at q, the continuous s[v, q] in [0, M_v]
+        (cost -w_traffic, log-transfers) with the McCormick rows s <= l^irr, s + M_v Y <= M_v,
+        s + M_v Y - l^irr >= 0. Fills ``ycols`` and ``tcols`` (keys (v, q))."""
         rel = RELEVANT[v]
         Mv = sum(self.logp[f] for f, (d, _) in enumerate(self.factors) if d not in rel)
-        for z in range(self.Z):
+        for z in range(len(self.chain)):
             y = self.col(0.0, 0.0, 1.0, True)
             self.ycols[v, z] = y
             at_z = self.at_rank(z)
@@ -453,14 +494,15 @@ class _ModelBuilder:
         """The finished `CosaModel` (the builder's lists, not copies)."""
         return CosaModel(layer=self.layer, real_layer=self.real, arch=self.arch, weights=weights,
                          factors=self.factors, placements=self.placements, xcol=self.xcol, groups=self.groups,
-                         gb=self.gb, Z=self.Z, inner_arr=self.inner_arr, chip_arr=self.chip_arr, c=self.c,
+                         gb=self.gb, Z=self.Z, chain=self.chain, inner_arr=self.inner_arr, chip_arr=self.chip_arr, c=self.c,
                          lb=self.lb, ub=self.ub, integer=self.integer, rows=self.rows, cols=self.cols,
                          vals=self.vals, rlo=self.rlo, rhi=self.rhi, offset=self.offset, tcols=self.tcols,
                          ycols=self.ycols, padded=self.padded)
 
 
 def build_model(layer, arch, w_util: float = -0.1, w_compute: float = 10.0, w_traffic: float = 1.0,
-                pad_primes_over: int | None = None, symmetry: bool = False) -> CosaModel:
+                pad_primes_over: int | None = None, symmetry: bool = False, port_width: bool = True,
+                dram_ranks: bool = True, split_levels: bool = True) -> CosaModel:
     """Build the MIP (eqs. 2-12) of ``layer`` on ``arch``.
 
     Args:
@@ -470,21 +512,32 @@ def build_model(layer, arch, w_util: float = -0.1, w_compute: float = 10.0, w_tr
         pad_primes_over: pad prime factors larger than this (None = never).
         symmetry: add symmetry-breaking rows (identical factors ordered, ranks packed); off by
             default: they slow HiGHS down 2-5x on ResNet-50 layers.
+        port_width: add the port-width rows (`_ModelBuilder.add_port_rows`).
+        dram_ranks: give the DRAM (every level above the global buffer) permutation ranks chained
+            after the global buffer's; False: only the global buffer has ranks and every loop above
+            it enters every operand's T_v (the paper's code).
+        split_levels: one MIP level per PE buffer (`_groups`); False: one merged level.
 
     Returns:
         `CosaModel` (natural logarithms throughout).
     """
-    b = _ModelBuilder(layer, arch, pad_primes_over)
+    b = _ModelBuilder(layer, arch, pad_primes_over, split_levels, dram_ranks)
     b.add_placements()                          # X
     b.add_assignment_rows()                     # (3)
     if symmetry:
         b.add_symmetry_rows()
     b.add_fanout_rows()                         # (4)
     bits = operand_bits(b.layer, arch)
+    if port_width:
+        b.add_port_rows(bits)                   # port width (not in the paper)
     b.add_capacity_rows(bits)                   # (2), with the input halo bound
     b.add_utilisation(bits, w_util)             # (5)
     b.add_compute(w_compute)                    # (6)
+    if _REUSE_EPS:
+        b.add_innermost_reuse(_REUSE_EPS)
     for v in OPERANDS:                          # (7)-(11)
         b.add_linear_traffic(v, w_traffic)
         b.add_rank_traffic(v, w_traffic)
-    return b.model((w_util, w_compute, w_traffic))
+    m = b.model((w_util, w_compute, w_traffic))
+    m.options.update(port_width=port_width, dram_ranks=dram_ranks, split_levels=split_levels, symmetry=symmetry)
+    return m

@@ -102,7 +102,7 @@ def test_linearisation_exact_for_random_binaries(simba):
         for (v, z), t in model.tcols.items():
             lirr = sum(math.log(p) for f, (d, p) in enumerate(model.factors)
                        if d not in RELEVANT[v] and (pl := model.placements[f][choice[f]]).kind == "t"
-                       and pl.where == model.gb and pl.rank == z)
+                       and (pl.where, pl.rank) == model.chain[z])
             prod = (1.0 - x[model.ycols[v, z]]) * lirr
             lo, hi = _t_interval(model, t, x)
             assert lo == pytest.approx(prod, abs=1e-9) and hi == pytest.approx(prod, abs=1e-9)
@@ -125,7 +125,8 @@ def test_tiny_time_limit(simba):
 def test_params_and_units(simba):
     assert COSA.name == "cosa" and len(COSA.units(LayerProblem(TINY_LAYERS[0], simba), {})) == 1
     assert {p.name for p in COSA.params} == {"w_util", "w_compute", "w_traffic", "time_limit_s", "mip_gap",
-                                              "pad_primes_over"}
+                                              "pad_primes_over", "decode", "port_width", "dram_ranks",
+                                              "split_levels"}
     with pytest.raises(ValueError):
         COSA.resolve({"nope": 1})
 
@@ -134,3 +135,79 @@ def test_padding_large_prime(simba):
     layer = Layer("prime", K=16, C=4, OX=13)
     r = COSA.search(LayerProblem(layer, simba, objective="latency"), {"pad_primes_over": 7})
     assert r.extra["padded"] == {"OX": 13} and math.isfinite(r.value)
+
+
+# -- port width, DRAM ranks, split levels, decode both ways (version 2) --------------------------------
+
+def narrow_port_arch():
+    """tiny_arch with the register file private to D1 only, so D2 lies inside one rf instance, and an
+    rf port of 8 bits per cycle: one 8-bit W or I element per cycle (O, 16-bit, at least one)."""
+    d = tiny_arch().to_dict()
+    d["memory"][0].update(private_to=["D1"], read_bw=8, write_bw=8)
+    return accelerator_from_dict(d)
+
+
+@pytest.mark.parametrize("opts", [dict(), dict(dram_ranks=False), dict(split_levels=False, port_width=False)],
+                         ids=["v2", "no_dram_ranks", "merged_no_port"])
+def test_mip_optimum_equals_brute_force_variants(opts):
+    arch = narrow_port_arch()
+    layer = TINY_LAYERS[0]
+    model = build_model(layer, arch, **opts)
+    status, choice, obj, _, _, _ = solve_model(model, 20.0, 0.0)
+    assert status == "optimal"
+    assert math.isclose(placement_objective(model, choice), obj, abs_tol=1e-6)
+    best = min(placement_objective(model, ch) for ch in itertools.product(*[range(len(p)) for p in model.placements])
+               if placement_feasible(model, ch))
+    assert math.isclose(best, obj, abs_tol=1e-6)
+
+
+def test_port_width_holds_in_decoded_mappings(simba):
+    """simba_like: the input buffer reads 64 bits (8 inputs of 8 bits) and the accumulation buffer
+    192 bits (8 partial sums of 24 bits) per cycle; the spatial loops inside a PE (D3, D4) must not
+    ask more. Without the rows the MIP does ask more on these layers."""
+    bits = {"I": 8, "O": 24}
+    over = 0
+    for layer in (Layer("a", K=64, C=64, OY=14, OX=14, FY=3, FX=3), Layer("b", K=256, C=64, OY=7, OX=7)):
+        for pw in (True, False):
+            r = COSA.search(LayerProblem(layer, simba, objective="latency"), {"port_width": pw, "mip_gap": 1e-3})
+            m = Mapping.from_dict(r.extra["mapping"])
+            per_cycle = {v: math.prod(f for a in ("D3", "D4") for d, f in m.spatial.dims.get(a, ()) if d in RELEVANT[v])
+                         for v in bits}
+            fits = all(per_cycle[v] * bits[v] <= simba.levels(v)[0].read_bw for v in bits)
+            assert fits or not pw
+            over += not fits
+    assert over >= 1
+
+
+def test_dram_decode_follows_ranks():
+    """Hand case on tiny_arch, t1 (K=4, C=2, OX=3): K2 in the rf, OX3 at the global buffer's rank 0,
+    C2 at DRAM rank 0 and K2 at DRAM rank 2 (rank 1 empty): loops innermost first K2, OX3, C2, K2,
+    the DRAM loops in rank order; every operand's global-buffer tile ends below the DRAM loops."""
+    arch = tiny_arch()
+    model = build_model(TINY_LAYERS[0], arch)
+    gb, dram = model.gb, model.gb + 1
+    want = {0: ("t", 0, -1), 1: ("t", dram, 2), 2: ("t", dram, 0), 3: ("t", gb, 0)}
+    assert [d for d, _ in model.factors] == ["K", "K", "C", "OX"]
+    choice = [next(k for k, pl in enumerate(model.placements[f]) if (pl.kind, pl.where, pl.rank) == want[f])
+              for f in range(4)]
+    m = decode(model, choice)
+    assert m.temporal.loops == (("K", 2), ("OX", 3), ("C", 2), ("K", 2))
+    assert all(b == (1, 2, 4) for b in m.boundaries.values())
+    want.update({1: ("t", dram, 0), 2: ("t", dram, 2)})   # swapping the DRAM ranks swaps the loops
+    choice = [next(k for k, pl in enumerate(model.placements[f]) if (pl.kind, pl.where, pl.rank) == want[f])
+              for f in range(4)]
+    assert decode(model, choice).temporal.loops == (("K", 2), ("OX", 3), ("K", 2), ("C", 2))
+
+
+def test_best_decode_not_worse_than_either(simba):
+    from mappers.fullspace.cosa import best_decode
+    for layer in (Layer("c", K=64, C=32, OY=14, OX=14, FY=3, FX=3), Layer("d", K=128, C=256, OY=7, OX=7)):
+        model = build_model(layer, simba)
+        _, choice, _, _, _, _ = solve_model(model, 20.0, 1e-3)
+        for obj in ("latency", "energy"):
+            vals = {w: best_decode(model, choice, obj, (w,))[3] for w in ("even", "loma")}
+            vals = {w: (math.inf if r is None or not r.valid else
+                        (r.latency_cycles if obj == "latency" else r.energy_pj)) for w, r in vals.items()}
+            way, m, _, rep = best_decode(model, choice, obj)
+            got = rep.latency_cycles if obj == "latency" else rep.energy_pj
+            assert got == min(vals.values()) and vals[way] == got
