@@ -8,7 +8,8 @@ average).
 random search (`random`, defaults); then the geomean speed-ups of cosa over random5 and hybrid, the
 geomean ratio of random's objective to cosa's on the random layers (> 1: cosa better) and the solve
 times. ``--cache FILE`` keeps the baselines' results (JSON) between runs; ``--cosa k=v,...`` passes
-cosa params (e.g. ``dram_ranks=false``).
+cosa params (e.g. ``dram_ranks=0``). One run from scratch: about 4.5 min on one core (hybrid's walks
+are most of it); with the cache filled, about 40 s.
 
 Usage: python scripts/bench_cosa.py [--objective latency] [--time-limit 60] [--gap 1e-4] [--nets a,b]
        python scripts/bench_cosa.py --compare [--cache /tmp/cosa_baselines.json] [--cosa k=v,...]
@@ -39,8 +40,16 @@ def _gm(xs) -> float:
 
 
 def _value(kv: str):
-    return {"true": True, "false": False}.get(kv.lower(), None if kv == "none" else
-                                               (float(kv) if kv.replace(".", "", 1).isdigit() else kv))
+    """A --cosa value: true / false / none, an int, a float, else the string."""
+    low = kv.lower()
+    if low in ("true", "false", "none"):
+        return {"true": True, "false": False, "none": None}[low]
+    for t in (int, float):
+        try:
+            return t(kv)
+        except ValueError:
+            pass
+    return kv
 
 
 def compare(a, arch, params) -> None:

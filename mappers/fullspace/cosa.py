@@ -10,7 +10,42 @@ sound bound on the input halo, spatial resources (3)-(4), and the weighted objec
 utilisation (5), compute (6) and traffic (7)-(11) with the quadratic term of (10) linearised
 exactly - is built by `mappers.fullspace.cosa_model.build_model`; that
 module's docstring gives the formulation. This module solves it with HiGHS (`solve_model`),
-decodes an assignment into a `Mapping` (`decode`) and runs the whole as a mapper (`CosaMapper`).
+decodes an assignment into a `Mapping` (`decode`, `decode_loma`, `best_decode`) and runs the whole
+as a mapper (`CosaMapper`).
+
+**Version 2** (issue 13; each change has a param to switch it off). Measured with
+``python scripts/bench_cosa.py --compare`` (ResNet-50's 24 unique layers on simba_like, latency;
+geomean speed-up over random5 / over hybrid; cosa's latency over the loop-order `random` mapper's on
+layer3.0.conv2, layer1.0.conv2, layer4.x.conv1): version 1 1.92x / 0.60x / 2.10; version 2 4.14x /
+1.29x / 1.067, HiGHS mean 1.4 s, max 4.8 s. Each change off alone (the others on):
+
+* port-width rows (``port_width``, cosa_model): off 2.45x / 0.77x / 1.25 - kept;
+* DRAM ranks chained after the global buffer's, DRAM loops decoded by rank, no charge of every DRAM
+  loop to every operand (``dram_ranks``, 3 ranks): off 3.41x / 1.07x / 1.067 - kept; 7 ranks: the
+  same latencies, max solve 23.7 s;
+* one MIP level per PE buffer, accumulation < input < weight (``split_levels``): off 4.08x /
+  1.28x / 1.083 - kept (small gain); ordering the PE levels as in the preset (accumulation < weight
+  < input) instead gave 2.94x / 0.92x;
+* decoding both ways (``decode``): even only 4.10x / 1.28x / 1.096, LOMA only 4.13x / 1.29x /
+  1.074 - kept;
+* innermost-reuse tie-break (``reuse_eps``; not in the issue): off 4.03x / 1.26x / 1.067 - kept.
+
+Energy objective: version 2's energy is 1.57x lower than version 1's in geomean over the same layers.
+Not kept (tried): halving the capacity of the buffers that can hold two elements (to plan for
+double buffering, which the latency model rewards; measured with 2 DRAM ranks): 3.40x / 1.06x /
+1.11.
+
+**Decoding.** `decode` cuts each memory's tile where the MIP put it (the even cut); `decode_loma`
+keeps the decoded spatial unrolling and loop order and lets LOMA's bottom-up allocation
+(`costmodel.loopnest.allocation.allocate`) choose the boundaries; with ``decode="best"`` both are
+evaluated and the better under the problem's objective is kept (``extra["decode"]`` says which).
+
+**Simba-like sizes.** `simba_like` (costmodel/presets/simba_like.toml) follows the paper's Table V:
+4 x 4 PEs of 64 8-bit MACs, 64 B registers, 3 KB accumulation buffer (24-bit partial sums), 32 KB
+weight buffer and 8 KB input buffer per PE, a 128 KB global buffer. The authors' released
+``configs/arch/simba.yaml`` (ucb-bar/cosa) differs: per PE 8 accumulation buffers of 64 x 24 bit
+(1.5 KB), 8 weight buffers of 16 KB (128 KB) and one 4 KB input buffer, and a 64 KB global buffer
+(registers: 1 B per MAC, as Table V). We follow Table V, the architecture the paper reports.
 
 **Padding.** A dimension whose bound has a prime factor p > ``pad_primes_over`` is padded to
 bound / p * (p + 1) (p + 1 is even, so it splits). The MIP and the mapping are built on the padded
@@ -202,8 +237,8 @@ def _fit_padded(mapping: Mapping, model: CosaModel) -> Mapping | None:
 class CosaMapper(Mapper):
     """CoSA's one-shot MIP scheduler (HiGHS). One work unit per problem (kind "mip").
 
-    `run` builds the MIP (`build_model`), solves it (`solve_model`), decodes (`decode`), checks
-    (`Mapping.check`) and evaluates (`costmodel.loopnest.reference.evaluate`) the mapping.
+    `run` builds the MIP (`build_model`), solves it (`solve_model`), decodes and evaluates the
+    mapping both ways and keeps the better (`best_decode`; ``evaluations`` = decodes evaluated).
     """
 
     name = "cosa"
@@ -225,9 +260,10 @@ class CosaMapper(Mapper):
               "order; best: both, keep the better under the objective", choices=("best", "even", "loma")),
         Param("port_width", "bool", True, "port-width rows (spatial factors inside the PE x precision <= "
               "the innermost buffer's bandwidth)"),
-        Param("dram_ranks", "bool", True, "DRAM permutation ranks chained after the global buffer's "
-              "(False: every DRAM loop charged to every operand, as the paper's code)"),
+        Param("dram_ranks", "int", 3, "DRAM permutation ranks chained after the global buffer's (0: none, "
+              "every DRAM loop charged to every operand, as the paper's code)", low=0),
         Param("split_levels", "bool", True, "one MIP level per PE buffer (False: one merged level)"),
+        Param("reuse_eps", "float", 0.002, "weight of the innermost-reuse tie-break (0 = off)", low=0.0),
     )
 
     def units(self, problem: LayerProblem, params: _Mapping[str, Any]) -> list[WorkUnit]:
@@ -236,8 +272,8 @@ class CosaMapper(Mapper):
 
     def run(self, problem: LayerProblem, unit: WorkUnit, params: _Mapping[str, Any]) -> SearchResult:
         """Solve and evaluate (``params`` resolved). ``problem.spatial`` and ``problem.even`` are
-        ignored (CoSA chooses the unrolling; its mapping is even per MIP level). Never raises for
-        solver outcomes."""
+        ignored (CoSA chooses the unrolling; the boundaries are the MIP's even cut or LOMA's
+        allocation, per ``params["decode"]``). Never raises for solver outcomes."""
         p = params
         t0 = time.perf_counter()
         inf = math.inf
@@ -245,7 +281,7 @@ class CosaMapper(Mapper):
         try:
             model = build_model(problem.layer, problem.arch, p["w_util"], p["w_compute"], p["w_traffic"],
                                 p["pad_primes_over"], port_width=p["port_width"], dram_ranks=p["dram_ranks"],
-                                split_levels=p["split_levels"])
+                                split_levels=p["split_levels"], reuse_eps=p["reuse_eps"])
             status, choice, obj, gap, secs, _ = solve_model(model, p["time_limit_s"], p["mip_gap"])
             extra.update(status=status, solver_s=secs, mip_gap=gap, mip_objective=obj,
                          n_cols=model.num_col, n_rows=model.num_row)

@@ -29,7 +29,8 @@ def placement_objective(model: CosaModel, choice: Sequence[int]) -> float:
         choice: per factor the index into ``model.placements[f]``.
 
     Returns:
-        -w_U Util + w_C Comp + w_T Traf in natural-log units (the MIP objective of that assignment,
+        -w_U Util + w_C Comp + w_T Traf - reuse_eps Reuse in natural-log units (Reuse: the log of the
+        level-0 loops irrelevant to level 0's operands; the MIP objective of that assignment,
         with Y at its least value: Y[v, q] = 1 iff a v-relevant factor sits at chain position
         <= q).
     """
@@ -62,7 +63,10 @@ def placement_objective(model: CosaModel, choice: Sequence[int]) -> float:
         if ranks_rel:
             zmin = min(ranks_rel)
             traf += sum(lp[f] for f, q in pos.items() if q >= zmin)
-    return w_util * util + w_comp * comp + w_traf * traf
+    ops0 = {v for mi in model.groups[0] for v in arch.memories[mi].operands}
+    reuse = sum(lp[f] for f, pl in enumerate(pls) if pl.kind == "t" and pl.where == 0
+                and not any(model.factors[f][0] in RELEVANT[v] for v in ops0))
+    return w_util * util + w_comp * comp + w_traf * traf - model.options.get("reuse_eps", 0.0) * reuse
 
 
 def placement_feasible(model: CosaModel, choice: Sequence[int]) -> bool:

@@ -9,12 +9,19 @@ natural log of a loop bound or of a tile's element count.
 split into prime factors (j, n). The binary X[(j, n), i, k] of the paper becomes one binary per
 factor and *placement*:
 
-* temporal at MIP level g: the memories are grouped, innermost first, into levels (consecutive
-  memories with the same ``private_to`` and disjoint operands form one level, e.g. simba_like:
-  weight_reg | acc, weight, input buffers | global buffer | DRAM); a temporal loop at level g lies
-  inside the tiles of every memory of level >= g;
-* temporal at the global buffer (the outermost bounded level) at permutation rank z (z = 0
-  innermost, Z = number of loop dims with factors) - only this level gets ranks;
+* temporal at MIP level g: one level per memory, innermost first; a run of consecutive memories
+  with the same ``private_to`` and disjoint operands (simba_like's PE buffers) is ordered by size,
+  smallest innermost (simba_like: weight_reg | acc | input | weight buffer | global buffer | DRAM;
+  ``split_levels=False``: the run is one merged level, as before version 2); a temporal loop at
+  level g lies inside the tiles of every memory of level >= g;
+* temporal at a *ranked* level at permutation rank z (z = 0 innermost): the global buffer (the
+  outermost bounded level, Z ranks, Z = number of loop dims with factors) and, with
+  ``dram_ranks`` = R > 0, the DRAM (every level above the global buffer, min(Z, R) ranks; the
+  paper's code ranks only the global buffer). The ranks form one *stationarity chain*, innermost
+  first: the global buffer's ranks, then the DRAM's; chain position q = (level, rank). With R < Z
+  several dims may share a DRAM rank (decoded as one position, dims in `DECODE_ORDER`): R = 3 is
+  the default because R = Z gave the same latencies on all 24 unique ResNet-50 layers with 5x the
+  worst solve time (23.7 s against 4.75 s);
 * spatial on array dim a (D1..D4): the spatial factors of the paper's levels mapped directly to the
   accelerator's array dims; a spatial loop on a is inside the tile of memory m iff a is not in
   ``m.private_to``.
@@ -25,6 +32,14 @@ log(tile elements) + log(bits_v) <= log(size_bits / |operands of m|) (the capaci
 between the operands of a shared memory: the log form cannot express a sum of tiles; this is an
 inner approximation, so every solution fits). Precisions are `costmodel.loopnest.reference.operand_bits`
 (O at partial-sum precision, an upper bound).
+
+**Port width** (not in the paper; ``port_width``). Per operand v with innermost memory m (simba_like:
+I input_buffer, O acc_buffer, W weight_reg): the v-relevant spatial factors on the array dims inside
+one instance of m (those not in ``m.private_to``: D3, D4) are the distinct elements m delivers per
+cycle, so sum log(p) x[f, a] <= max(0, log(bw_m / bits_v)) with bw_m the read bandwidth (for O the
+smaller of read and write), bits per cycle (simba_like: 64 / 8 = 8 inputs, 192 / 24 = 8 partial sums
+per cycle; weight_reg is per MAC, so W gets no row). For I the product form bounds the halo extent
+from above, so the row is sound.
 
 **Input halo.** The input tile extent IY = SY (OY_t - 1) + DY (FY_t - 1) + 1 is not a product.
 The capacity rows bound it soundly: IY <= SY*OY_t when FY_t = 1, and IY <= 2 max(SY*OY_t, DY*FY_t)
@@ -40,12 +55,25 @@ Util (5) = sum over bounded memories and their operands of log(tile) (+ log prec
 Comp (6) = sum of log(p) over temporal placements; Traf (11) = sum_v D_v + L_v + T_v where D_v (7)
 is the log of v's tile below the global buffer (temporal levels below it and spatial dims inside a
 PE), L_v (8) the v-relevant spatial factors on the chip-level array dims (multicast / unicast),
-and T_v (10) the log of transfers: sum_z Y[v, z] l_z + (all loops above the global buffer), with
-l_z = sum_f log(p_f) x[f, z] the log-extent of rank z and Y (9): Y[v, z] >= x[f, z] for f relevant
-to v, Y[v, z] >= Y[v, z-1] (Y binary).
+and T_v (10) the log of transfers: sum_q Y[v, q] l_q over the chain positions q (global buffer ranks
+then DRAM ranks), with l_q = sum_f log(p_f) x[f, q] the log-extent of position q and Y (9):
+Y[v, q] >= x[f, q] for f relevant to v, Y[v, q] >= Y[v, q-1] (Y binary): every loop outside v's
+innermost relevant chain loop multiplies v's transfers, so a DRAM loop counts for v only from v's
+innermost relevant chain loop outward (W bypasses the global buffer in simba_like, so W's reuse depends on
+the DRAM order). Without DRAM ranks (``dram_ranks=0``, the paper's code) the chain is the global
+buffer's ranks and T_v also adds every loop above the global buffer, for every operand.
+
+**Tie-break** (not in the paper; ``reuse_eps``, default 0.002): cost -reuse_eps * log(p) on every
+temporal placement at level 0 of a factor irrelevant to level 0's operands (simba_like: OY, OX, B
+in weight_reg): among schedules of (nearly) equal objective it prefers the longest refill period of
+the innermost memory, which the objective ignores (a single-buffered register stalls while it is
+refilled). It can only reorder schedules whose objectives differ by less than its total, at most
+reuse_eps * log(OY OX B) (0.019 on ResNet-50's conv1, 112 x 112 outputs; the HiGHS gap of 1e-4 on
+objectives near 150 allows 0.015 anyway); the smallest single term of the paper's objective is
+0.1 log 2 = 0.069.
 
 **Linearisation.** The quadratic term of (10), sum_z Y[v, z] l_z with Y binary and l_z = sum_f
-log(p_f) x[f, z] the log-extent of rank z, is rewritten as
+log(p_f) x[f, z] the log-extent of chain position z (written z here, q above), is rewritten as
     T_v = sum_z l_z - sum_z s[v, z],   s[v, z] = (1 - Y[v, z]) l^irr_{v, z},
 where l^irr_{v, z} sums only the v-irrelevant factors of rank z: whenever a v-relevant factor sits at
 z, (9) forces Y[v, z] = 1, so (1 - Y) l_z = (1 - Y) l^irr. s is the stationary run below the first
@@ -65,8 +93,10 @@ appends, in this order: the X columns (factor by factor in `SPATIAL_DIMS` order,
 `_ModelBuilder.add_placements`); the (3) rows; the symmetry-breaking columns and rows (only with
 ``symmetry=True``); the (4) rows; per bounded memory and operand, the halo columns u, h with their
 rows (operand I) then the (2) row; the objective costs of X for (5) and (6); then per operand v in
-`OPERANDS` the costs of (7), (8) and the loops above the global buffer, and per rank z the column
-Y[v, z], its (9) rows, and (if v-irrelevant factors can sit at z) s[v, z] and its McCormick rows.
+`OPERANDS` the costs of (7), (8) and the loops above the global buffer (only without DRAM ranks),
+and per chain position q the column Y[v, q], its (9) rows, and (if v-irrelevant factors can sit
+at q) s[v, q] and its McCormick rows. The port-width rows come right after the (4) rows, the
+tie-break costs after (6).
 
 **Padding.** The model is built on the padded layer (``pad_primes_over``; see the Padding section
 of `mappers.fullspace.cosa`, which fits the decoded mapping back to the real layer).
@@ -84,8 +114,6 @@ from costmodel.loopnest.reference import operand_bits
 __all__ = ["Placement", "CosaModel", "build_model"]
 
 _EPS = 1e-6
-_DRAM_Z = None
-_REUSE_EPS = 0.0
 _INF = math.inf
 
 
@@ -221,7 +249,7 @@ class _ModelBuilder:
     """
 
     def __init__(self, layer, arch, pad_primes_over: int | None, split_levels: bool = True,
-                 dram_ranks: bool = True):
+                 dram_ranks: int = 3):
         self.real = layer
         self.layer, self.padded = _pad_layer(layer, pad_primes_over)
         self.arch, self.mems = arch, arch.memories
@@ -233,9 +261,8 @@ class _ModelBuilder:
         dims_used = {d for d, _ in self.factors}
         self.Z = max(1, len(dims_used)) if self.gb is not None else 0
         gb = self.gb
-        self.rank_levels = [] if gb is None else list(range(gb, len(self.groups) if dram_ranks else gb + 1))
-        zs = {g: self.Z if g == gb or _DRAM_Z is None else min(self.Z, _DRAM_Z) for g in self.rank_levels}
-        self.chain = [(g, z) for g in self.rank_levels for z in range(zs[g])]
+        self.rank_levels = [] if gb is None else list(range(gb, len(self.groups) if dram_ranks > 0 else gb + 1))
+        self.chain = [(g, z) for g in self.rank_levels for z in range(self.Z if g == gb else min(self.Z, dram_ranks))]
         self.arr = list(arch.array)
         self.inner_arr, self.chip_arr = _array_split(arch, self.groups, self.gb)
         self.c: list[float] = []
@@ -502,7 +529,7 @@ class _ModelBuilder:
 
 def build_model(layer, arch, w_util: float = -0.1, w_compute: float = 10.0, w_traffic: float = 1.0,
                 pad_primes_over: int | None = None, symmetry: bool = False, port_width: bool = True,
-                dram_ranks: bool = True, split_levels: bool = True) -> CosaModel:
+                dram_ranks: int = 3, split_levels: bool = True, reuse_eps: float = 0.002) -> CosaModel:
     """Build the MIP (eqs. 2-12) of ``layer`` on ``arch``.
 
     Args:
@@ -513,10 +540,12 @@ def build_model(layer, arch, w_util: float = -0.1, w_compute: float = 10.0, w_tr
         symmetry: add symmetry-breaking rows (identical factors ordered, ranks packed); off by
             default: they slow HiGHS down 2-5x on ResNet-50 layers.
         port_width: add the port-width rows (`_ModelBuilder.add_port_rows`).
-        dram_ranks: give the DRAM (every level above the global buffer) permutation ranks chained
-            after the global buffer's; False: only the global buffer has ranks and every loop above
-            it enters every operand's T_v (the paper's code).
+        dram_ranks: number of permutation ranks (at most Z) of the DRAM (every level above the
+            global buffer), chained after the global buffer's; 0: only the global buffer has ranks
+            and every loop above it enters every operand's T_v (the paper's code).
         split_levels: one MIP level per PE buffer (`_groups`); False: one merged level.
+        reuse_eps: weight of the innermost-reuse tie-break (`_ModelBuilder.add_innermost_reuse`);
+            0 = off.
 
     Returns:
         `CosaModel` (natural logarithms throughout).
@@ -533,11 +562,12 @@ def build_model(layer, arch, w_util: float = -0.1, w_compute: float = 10.0, w_tr
     b.add_capacity_rows(bits)                   # (2), with the input halo bound
     b.add_utilisation(bits, w_util)             # (5)
     b.add_compute(w_compute)                    # (6)
-    if _REUSE_EPS:
-        b.add_innermost_reuse(_REUSE_EPS)
+    if reuse_eps:
+        b.add_innermost_reuse(reuse_eps)           # tie-break (not in the paper)
     for v in OPERANDS:                          # (7)-(11)
         b.add_linear_traffic(v, w_traffic)
         b.add_rank_traffic(v, w_traffic)
     m = b.model((w_util, w_compute, w_traffic))
-    m.options.update(port_width=port_width, dram_ranks=dram_ranks, split_levels=split_levels, symmetry=symmetry)
+    m.options.update(port_width=port_width, dram_ranks=dram_ranks, split_levels=split_levels, symmetry=symmetry,
+                     reuse_eps=reuse_eps)
     return m

@@ -126,7 +126,7 @@ def test_params_and_units(simba):
     assert COSA.name == "cosa" and len(COSA.units(LayerProblem(TINY_LAYERS[0], simba), {})) == 1
     assert {p.name for p in COSA.params} == {"w_util", "w_compute", "w_traffic", "time_limit_s", "mip_gap",
                                               "pad_primes_over", "decode", "port_width", "dram_ranks",
-                                              "split_levels"}
+                                              "split_levels", "reuse_eps"}
     with pytest.raises(ValueError):
         COSA.resolve({"nope": 1})
 
@@ -147,7 +147,7 @@ def narrow_port_arch():
     return accelerator_from_dict(d)
 
 
-@pytest.mark.parametrize("opts", [dict(), dict(dram_ranks=False), dict(split_levels=False, port_width=False)],
+@pytest.mark.parametrize("opts", [dict(), dict(dram_ranks=0), dict(split_levels=False, port_width=False)],
                          ids=["v2", "no_dram_ranks", "merged_no_port"])
 def test_mip_optimum_equals_brute_force_variants(opts):
     arch = narrow_port_arch()
@@ -211,3 +211,17 @@ def test_best_decode_not_worse_than_either(simba):
             way, m, _, rep = best_decode(model, choice, obj)
             got = rep.latency_cycles if obj == "latency" else rep.energy_pj
             assert got == min(vals.values()) and vals[way] == got
+
+
+def test_objective_matches_direct_evaluation_on_simba(simba):
+    """The HiGHS optimum on simba_like (split levels, DRAM ranks, port rows, tie-break) equals the
+    direct evaluation of its assignment, which is feasible; the tie-break moves the paper's
+    objective by less than its own total."""
+    layer = Layer("e", K=32, C=16, OY=14, OX=14, FY=3, FX=3)
+    model = build_model(layer, simba)
+    status, choice, obj, _, _, _ = solve_model(model, 30.0, 0.0)
+    assert status == "optimal" and placement_feasible(model, choice)
+    assert math.isclose(placement_objective(model, choice), obj, abs_tol=1e-6)
+    plain = build_model(layer, simba, reuse_eps=0.0)
+    _, choice0, obj0, _, _, _ = solve_model(plain, 30.0, 0.0)
+    assert placement_objective(plain, choice) - obj0 <= 0.002 * math.log(14 * 14) + 1e-6
