@@ -14,7 +14,9 @@ The annealer (one chain)
   types (rejection sampling over all pairs).
 * Acceptance, eq. (3): P = exp((V - V') / T_i) with V the normalised cost, T_i = T0 * rho^i,
   i = 0 .. I-1 (geometric cooling, section IV-C). The best state seen is kept and returned.
-* Defaults from section V-A: I = 1000, rho = 0.999, T0 = 0.05.
+* The paper's schedule (section V-A): one chain, I = 1000, rho = 0.999, T0 = 0.05, swaps
+  (`PAPER_SCHEDULE`). Our defaults (`DEFAULT_SCHEDULE`, chosen by a study, below): 8 chains x 500,
+  T0 = 0.0044, rho = 0.956, V = ln(cost), mixed moves (swap share 0.32).
 
 Normalisation (``normalise``)
 -----------------------------
@@ -95,7 +97,8 @@ from mappers.loop_order.common import make_result, problem_evaluator
 from mappers.loop_order.loma import exhaustive_range
 from mappers.loop_order.lpf import expand, iter_permutations, multiset_count, shard_range
 
-__all__ = ["AUTO_EXHAUSTIVE_FACTOR", "ChainResult", "anneal", "random_orderings", "chain_seeds",
+__all__ = ["AUTO_EXHAUSTIVE_FACTOR", "DEFAULT_SCHEDULE", "PAPER_SCHEDULE", "ChainResult", "anneal", "random_orderings",
+           "chain_seeds",
            "SalsaMapper", "SALSA"]
 
 #: ``engine="auto"`` takes the exhaustive path when the number of orderings is at most
@@ -104,7 +107,7 @@ __all__ = ["AUTO_EXHAUSTIVE_FACTOR", "ChainResult", "anneal", "random_orderings"
 #: (tau), measured with scripts/bench_mappers.py on ResNet-34 layer1.0.conv1, eyeriss_like, with
 #: the numba backend of `costmodel.loopnest.ordering`: 9.5 us / 3.6 us = 2.6, rounded up to 3 (exhaustive is
 #: exact, so ties lean to it). (NumPy-only backend: 150 us / 7.2 us = 21.) With the defaults
-#: (1 chain, 1000 iterations) layers of up to 3,000 orderings are searched exhaustively.
+#: (8 chains x 500 iterations) layers of up to 12,000 orderings are searched exhaustively.
 AUTO_EXHAUSTIVE_FACTOR = 3
 
 #: Random orderings tried at most for a valid initial state.
@@ -115,6 +118,12 @@ _NORMALISE = ("initial", "best", "log", "zigzag")
 MOVES = ("swap", "mixed")
 #: Longest run of LPFs a "mixed" block move carries.
 BLOCK_MAX = 4
+#: The paper's schedule (SALSA section V-A): one chain of 1000 swaps, T0 = 0.05, rho = 0.999.
+PAPER_SCHEDULE = {"iterations": 1000, "t0": 0.05, "rho": 0.999, "chains": 1, "normalise": "log", "moves": "swap"}
+#: SALSA's default schedule, 4,000 proposals per run (issue 13; `campaigns/tune_salsa_default.toml`,
+#: module docstring "Default schedule").
+DEFAULT_SCHEDULE = {"iterations": 500, "t0": 0.0044, "rho": 0.956, "chains": 8, "normalise": "log",
+                    "moves": "mixed", "swap_share": 0.32}
 
 
 def random_orderings(rng: np.random.Generator, counts, size: int) -> np.ndarray:
@@ -410,25 +419,31 @@ class SalsaMapper(Mapper):
     """
 
     name = "salsa"
-    version = "1"
+    version = "2"
     kind = "loopnest"
     params = (
         Param("engine", "str", "auto", "auto: exhaustive when the space is small enough, else SA (eq. 1)",
               choices=("auto", "sa", "exhaustive")),
-        Param("iterations", "int", 1000, "SA iterations I per chain", low=0, high=10**8),
-        Param("t0", "float", 0.05, "initial temperature T0 (on the normalised cost)", low=1e-12),
-        Param("rho", "float", 0.999, "geometric cooling factor, T_{i+1} = rho T_i", low=0.0, high=1.0),
-        Param("chains", "int", 1, "independent SA chains (parallel restarts), each its own work unit and seed",
+        Param("iterations", "int", DEFAULT_SCHEDULE["iterations"], "SA iterations I per chain (paper: 1000)",
+              low=0, high=10**8),
+        Param("t0", "float", DEFAULT_SCHEDULE["t0"], "initial temperature T0 on the normalised cost (paper: 0.05)",
+              low=1e-12),
+        Param("rho", "float", DEFAULT_SCHEDULE["rho"], "geometric cooling factor, T_{i+1} = rho T_i (paper: 0.999)",
+              low=0.0, high=1.0),
+        Param("chains", "int", DEFAULT_SCHEDULE["chains"],
+              "independent SA chains (parallel restarts), each its own work unit and seed (paper: 1)",
               low=1, high=10**6),
         Param("lockstep", "bool", False, "run all chains in one unit, one batched evaluator call per iteration"),
         Param("seed", "int", 0, "campaign seed; the chains' seeds are spawned from it (SeedSequence.spawn)",
               low=0),
-        Param("normalise", "str", "log",
+        Param("normalise", "str", DEFAULT_SCHEDULE["normalise"],
               "V in exp((V - V')/T): ln(cost), cost / initial cost, cost / best so far, or ZigZag's V/V' - 1",
               choices=_NORMALISE),
-        Param("moves", "str", "swap", "proposals: swap (eq. 2) or mixed (swaps, block moves and reversals)",
+        Param("moves", "str", DEFAULT_SCHEDULE["moves"],
+              "proposals: swap (eq. 2, the paper) or mixed (swaps, block moves and reversals)",
               choices=MOVES),
-        Param("swap_share", "float", 1.0 / 3.0, "share of swaps among mixed proposals", low=0.0, high=1.0),
+        Param("swap_share", "float", DEFAULT_SCHEDULE["swap_share"], "share of swaps among mixed proposals",
+              low=0.0, high=1.0),
     )
 
     def __init__(self, evaluator_factory: Callable | None = None) -> None:
@@ -445,14 +460,16 @@ class SalsaMapper(Mapper):
         if engine != "auto":
             return engine
         space = multiset_count(self.evaluator(problem).counts)
-        budget = int(params.get("chains", 1)) * int(params.get("iterations", 1000)) * AUTO_EXHAUSTIVE_FACTOR
+        d = DEFAULT_SCHEDULE
+        budget = int(params.get("chains", d["chains"])) * int(params.get("iterations", d["iterations"])) \
+            * AUTO_EXHAUSTIVE_FACTOR
         return "exhaustive" if space <= budget else "sa"
 
     def units(self, problem: LayerProblem, params: Mapping[str, Any]) -> list[WorkUnit]:
         """SA: one unit per chain (``budget={'chain': k}``) seeded by `chain_seeds` (params['seed'], chains),
         or one unit with all chains if ``lockstep`` (``budget={'chains': [...], 'seeds': [...]}``);
         exhaustive: ``chains`` shards."""
-        chains = int(params.get("chains", 1))
+        chains = int(params.get("chains", DEFAULT_SCHEDULE["chains"]))
         engine = self.choose_engine(problem, params)
         if engine == "exhaustive":
             return [WorkUnit(kind="exhaustive", shard=i, shards=chains) for i in range(chains)]
@@ -483,9 +500,9 @@ class SalsaMapper(Mapper):
         seeds = unit.budget.get("seeds", [unit.seed])
         ids = unit.budget.get("chains", [unit.budget.get("chain", 0)])
         rngs = [np.random.default_rng(s) for s in seeds]
-        res = anneal(ev, problem.objective, rngs, int(params.get("iterations", 1000)), float(params.get("t0", 0.05)),
-                     float(params.get("rho", 0.999)), str(params.get("normalise", "log")),
-                     str(params.get("moves", "swap")), float(params.get("swap_share", 1.0 / 3.0)))
+        q = {**DEFAULT_SCHEDULE, **params}
+        res = anneal(ev, problem.objective, rngs, int(q["iterations"]), float(q["t0"]), float(q["rho"]),
+                     str(q["normalise"]), str(q["moves"]), float(q["swap_share"]))
         t_sa = time.perf_counter() - t_start
         tau = _measure_tau(ev, problem.objective) if params.get("engine", "auto") == "auto" else None
         best = min(range(len(res)), key=lambda k: res[k].value)
