@@ -11,15 +11,21 @@ tCONV is ready when its chain predecessor (previous c of the same output tile) i
 ready queue is ordered by the op's position in the dataflow (loop order); that order is the
 dataflow's only role (tie-breaks and the window below). Each step:
 
-1. candidate sets: all combinations of ``min(n, ready)`` ops among the first ``window`` ready ops
-   (**our choice**: the paper enumerates all oCn sets of the whole ready queue, which is
-   intractable in Python for thousands of ready ops; ``window`` bounds it; default 6: on every
-   third unique ResNet-50 layer on arch5, window 4 / 6 / 8 took 11 / 20 / 36 s and windows 6 and 8
-   found the same best on 6 of 8 layers, each better on one; window 12 was worse than 8 on conv1:
-   the list scheduler is greedy, a wider window is not a better search). If no set of that size
-   can be placed, smaller sets are tried; if not even one op fits beside the pinned tiles, the buffer
-   is flushed (every tile evicted, live partial sums spilled, the buffer one free block once the
-   evictions are done) and the first ready op placed alone.
+1. candidate sets: all combinations of ``min(n, window)`` ops among a window of ``window`` ready
+   ops: first the ready ops of *open* accumulation chains (output tiles whose first tCONV is
+   scheduled and last is not; rank order), then ops that open a new chain (rank order) -- but only
+   while fewer than ``max_open`` chains are open, and a set may open at most ``max_open`` minus
+   the open chains (**our choices**, issue 13: the paper enumerates all oCn sets of the whole ready
+   queue, intractable in Python for thousands of ready ops; a window of the first ready ops in loop
+   order never saw the open chains' next tCONVs and opened more chains than the buffer holds, so
+   partial sums were spilled -- VGG16 conv3_2 on arch5 went from 0.64x to 1.13x the best static
+   schedule's latency x bytes). ``max_open`` defaults to `open_chain_limit`: as many of the
+   largest output tiles as fit beside the largest input and weight tile. ``window`` default 6
+   (measured before the chain-first window: on every third unique ResNet-50 layer on arch5, window
+   4 / 6 / 8 took 11 / 20 / 36 s and found the same best on 6 of 8 layers). If no set of that size
+   can be placed, smaller sets are tried; if not even one op fits beside the pinned tiles, the
+   buffer is flushed (every tile evicted, live partial sums spilled, the buffer one free block once
+   the evictions are done) and the first window op placed alone.
 2. pruning (section 4.2): sets with an identical *dataflow map* are skipped (the first in
    combination order is kept). The map is, per data type (IN, WT, OT), the sorted multiset of
    "ops sharing a tile" counts of reused (resident) tiles and of new tiles.
@@ -28,9 +34,10 @@ dataflow's only role (tie-breaks and the window below). Each step:
    fewest memory-operation cycles (loads + partial-sum spills). Reused bytes (**our reading**):
    per op, each input tile (IN, WT, the partial sum for c > 0) that is resident before the set or
    brought in by an earlier op of the same set. Remaining ties: first set in combination order.
-4. memory management (section 4.1, `mappers.npu.memory`): the set's missing tiles are placed in
-   op order (IN, WT, OT of each op) by in-place replacement, best fit, then Algorithm 2 spilling;
-   only the set's own tiles are pinned. Clean victims (IN, WT) are dropped; live partial sums are
+4. memory management (section 4.1, `mappers.npu.memory`): the set's missing tiles are placed
+   largest first (**our choice**; ties in op order, IN, WT, OT of each op: placing a small input
+   tile first split the dead block of a partial sum so that the next one no longer fit) by
+   in-place replacement, best fit, then Algorithm 2 spilling; only the set's own tiles are pinned. Clean victims (IN, WT) are dropped; live partial sums are
    written back (PS traffic) and reloaded when needed. Dead tiles are freed right after their last
    use; final outputs are written back eagerly (OT traffic).
 5. timing (`mappers.npu.graph.Engine`): transfers on the one DRAM channel in the earliest gap
@@ -93,6 +100,7 @@ class _State:
                 else:
                     need.append(t)
                     seen.add(t)
+        need.sort(key=lambda t: -g.tile_size[t])  # largest first: small tiles do not split big holes
         return need, reused
 
     def dataflow_map(self, ops) -> tuple:
@@ -171,20 +179,46 @@ class _State:
         self.segs[0] = (0, self.cap, -1, free_at)
 
 
+def open_chain_limit(g: DFG, capacity: int | None = None) -> int:
+    """How many accumulation chains (output tiles with live partial sums) may be open at once: as
+    many of the largest output tiles as fit beside the largest input and weight tile (at least
+    one), so that an open chain's next tCONV can always run without spilling a partial sum."""
+    cap = capacity or g.arch.buffer_bytes
+    big = [max((g.tile_size[t] for t in range(g.n_tiles) if g.tile_type[t] == ty), default=0)
+           for ty in (0, 1, OT)]
+    return max(1, (cap - big[0] - big[1]) // max(1, big[2]))
+
+
+def _window(ready: list[tuple[int, int]], g: DFG, width: int, fresh_ok: int) -> list[int]:
+    """The candidate ops: the ready ops of open chains first (rank order), then at most
+    ``fresh_ok`` ops that open a new chain (rank order), ``width`` ops in all."""
+    cont = [o for _, o in ready if g.op_pred[o] >= 0][:width]
+    if len(cont) < width and fresh_ok > 0:
+        cont += [o for _, o in ready if g.op_pred[o] < 0][:width - len(cont)]
+    return cont
+
+
 def flexer_schedule(g: DFG, dataflow: str = "oy-ox-c-k", window: int = 6, cores: int | None = None,
-                    capacity: int | None = None, cutoff: Cutoff | None = None) -> Engine | None:
+                    capacity: int | None = None, cutoff: Cutoff | None = None,
+                    max_open: int = 0) -> Engine | None:
     """Flexer's out-of-order list schedule of ``g`` (see module doc); returns the finished
-    `Engine` (latency, bytes, trace, residencies), or None once ``cutoff`` shows it cannot win."""
+    `Engine` (latency, bytes, trace, residencies), or None once ``cutoff`` shows it cannot win.
+    ``max_open``: bound on the open accumulation chains (0 = `open_chain_limit`)."""
     n = cores or g.arch.cores
     st = _State(g, n, capacity or g.arch.buffer_bytes)
+    limit = max_open if max_open > 0 else open_chain_limit(g, st.cap)
+    opened = 0  # chains started and not finished
     rank = {op: i for i, op in enumerate(g.order(dataflow))}
     ready = sorted((rank[o], o) for o in range(g.n_ops) if g.op_pred[o] < 0)
     while ready:
-        win = [o for _, o in ready[:window]]
+        fresh_ok = limit - opened
+        win = _window(ready, g, window, fresh_ok)
         chosen = None
         for k in range(min(n, len(win)), 0, -1):
             seen, best = set(), None
             for combo in itertools.combinations(win, k):
+                if sum(1 for o in combo if g.op_pred[o] < 0 and g.op_succ[o] >= 0) > fresh_ok:
+                    continue
                 key = st.dataflow_map(combo)
                 if key in seen:
                     continue
@@ -200,6 +234,7 @@ def flexer_schedule(g: DFG, dataflow: str = "oy-ox-c-k", window: int = 6, cores:
             chosen = (win[0],)
         for o in chosen:
             ready.remove((rank[o], o))
+            opened += (g.op_pred[o] < 0) - (g.op_succ[o] < 0)
         for o in st.commit(chosen):
             bisect.insort(ready, (rank[o], o))
         if cutoff is not None and cutoff.exceeded(st.eng):
@@ -211,19 +246,22 @@ class FlexerMapper(TiledNPUMapper):
     """Flexer's OoO list scheduler over every viable tiling x dataflow (module doc)."""
 
     name = "flexer"
-    version = "2"  # 2: flush leaves one free block
+    version = "3"  # 2: flush leaves one free block; 3: open-chain bound, chain-first window, largest first
     params = TiledNPUMapper.common_params + (
         Param("dataflows", "list[str]", DEFAULT_DATAFLOWS,
               "loop orders (outermost first) that order the ready queue; one schedule per tiling each",
               choices=DATAFLOWS),
         Param("window", "int", 6, "candidate sets are combinations of the first `window` ready ops", low=1,
               high=64),
+        Param("max_open", "int", 0, "most accumulation chains open at once (0: as many output tiles as "
+              "fit beside the largest input and weight tile)", low=0),
     )
 
     def schedules(self, g: DFG, params: Mapping[str, Any], cutoff: Cutoff | None = None
                   ) -> Iterator[tuple[str, Engine | None]]:
         for df in params["dataflows"]:
-            yield df, flexer_schedule(g, df, int(params["window"]), cutoff=cutoff)
+            yield df, flexer_schedule(g, df, int(params["window"]), cutoff=cutoff,
+                                      max_open=int(params["max_open"]))
 
 
 FLEXER = FlexerMapper()
