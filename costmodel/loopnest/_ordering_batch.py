@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from .mapping import OPERANDS
-from .reference import window_rows, window_share, window_steps
+from .window import window_rows, window_share, window_steps
 
 __all__ = ["evaluate_numpy"]
 

@@ -22,7 +22,8 @@ import math
 
 import numpy as np
 
-from .reference import port_stall, window_rows, window_share, window_steps
+from .reference import port_stall
+from .window import window_rows, window_share, window_steps
 
 __all__ = ["evaluate_one_py"]
 

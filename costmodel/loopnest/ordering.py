@@ -47,7 +47,8 @@ import numpy as np
 from ._ordering_batch import evaluate_numpy
 from ._ordering_scalar import evaluate_one_py
 from .allocation import allocate
-from .reference import WINDOW, _Nest, mac_energy, operand_bits, window_steps
+from .reference import _Nest, mac_energy, operand_bits
+from .window import WINDOW, window_steps
 from .mapping import OPERANDS, RELEVANT, Mapping, MappingError, SpatialMapping, prime_factors
 from costmodel.workload import LOOP_DIMS
 
