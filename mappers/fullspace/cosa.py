@@ -35,6 +35,36 @@ Not kept (tried): halving the capacity of the buffers that can hold two elements
 double buffering, which the latency model rewards; measured with 2 DRAM ranks): 3.40x / 1.06x /
 1.11.
 
+**Version 3** (issue 13; ``solves``). Our latency model stalls what CoSA's objective (12) cannot
+see: the one-weight register of a MAC (simba_like ``weight_reg``) is single-buffered, so every refill
+(64 distinct weights of a PE x 8 bit over the weight buffer's 64 bit/cycle port = 8 cycles) stalls
+all but one cycle unless the register keeps its weight for many cycles (version 2: stall = the whole
+compute time on layer2.0.downsample, half of it on layer3.x.conv1); and a buffer more than half full
+cannot be double-buffered, so its refills overlap compute only in the last pass. Two MIP changes model
+this (`build_model`): the refill-stall term z >= log(1 + t / T) in log-cycles, weight w x w_compute
+(`mappers.fullspace.cosa_stall`: t refill cycles, T the register's period, both linear in the logs,
+softplus by 29 tangents), and ``halve``: the capacity rows (2) of the named memories count half their
+size. Neither is right for every layer (the stall term can push partial sums out of the global buffer
+into DRAM, halving can squeeze reuse), so the mapper solves a few variants - one work unit each,
+entry ``"w"`` or ``"w:mem+mem"`` of ``solves`` - decodes each both ways and keeps the best under the
+problem's objective (`reduce`; ties to the earlier unit; from the CLI, e.g.
+``--param 'solves=["0"]'`` for version 2's single solve). The default, `DEFAULT_SOLVES`, is version 2's
+objective first (so version 3 is never worse than version 2, on any objective), then w = 1 with the
+weight buffer halved, then w = 1 with all four buffers above the registers halved. Measured with
+``python scripts/bench_cosa.py --compare`` (the figures of Version 2 above; longest solve = the longest single HiGHS solve):
+version 3 4.54x / 1.42x / 1.000, longest solve 4.1 s, per layer about 4 s of wall time for 3 solves
+(version 2: 4.14x / 1.29x / 1.067, 3.5 s). Single solves, each alone: w = 1: 3.99x / 1.25x / 1.256;
+w = 0.3: 4.33x / 1.36x / 1.043; w = 3: 3.32x; w = 1 with the weight buffer halved: 4.13x / 1.29x /
+1.071; w = 0 with it halved: 4.00x; w = 0 / 1 with all four halved: 3.38x / 3.92x. Sets: {0, 1:wb}
+4.52x / 1.42x / 1.043 (2 solves); the default 4.54x / 1.42x / 1.000; adding 0.3 as a fourth solve
+4.58x / 1.43x / 1.000 (longest solve 5.6 s; not kept: a third more time for 0.8 %). The stall weight
+0.3 alone is the best single solve but loses layer2.x.conv2 and layer3.x.conv2 to w = 1. Remaining
+gaps to the bound max(MACs / 1024, compulsory DRAM traffic x 8 bit / 64 bit per cycle) (13 of the 24
+layers are within 1 % of it): layer2.0.conv2 1.50x, layer3.0.conv2 1.40x (stalls of the accumulation
+buffer and DRAM), layer4.0.downsample 1.27x (hybrid is 21 % faster: a full, single-buffered weight
+buffer fed from DRAM), layer4.0.conv1 1.24x, layer3.0.downsample 1.22x; the log-traffic objective
+still weighs all operands alike (24-bit partial sums spilled to DRAM count as 8-bit inputs).
+
 **Decoding.** `decode` cuts each memory's tile where the MIP put it (the even cut); `decode_loma`
 keeps the decoded spatial unrolling and loop order and lets LOMA's bottom-up allocation
 (`costmodel.loopnest.allocation.allocate`) choose the boundaries; with ``decode="best"`` both are
@@ -62,6 +92,7 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import replace
 from typing import Any, Mapping as _Mapping, Sequence
 
 import numpy as np
@@ -70,13 +101,34 @@ from costmodel.loopnest.allocation import allocate
 from costmodel.loopnest.reference import evaluate
 from costmodel.loopnest.mapping import (OPERANDS, SPATIAL_DIMS, Mapping, MappingError, SpatialMapping,
                                         TemporalMapping)
-from mappers.base import ExtraColumn, LayerProblem, Mapper, Param, SearchResult, WorkUnit, objective_value
+from mappers.base import (ExtraColumn, LayerProblem, Mapper, Param, SearchResult, WorkUnit, best_of,
+                          objective_value)
 from mappers.fullspace.cosa_model import CosaModel, build_model
 
-__all__ = ["CosaMapper", "COSA", "solve_model", "decode", "decode_loma", "best_decode", "DECODE_ORDER"]
+__all__ = ["CosaMapper", "COSA", "solve_model", "decode", "decode_loma", "best_decode", "DECODE_ORDER",
+           "DEFAULT_SOLVES", "parse_solve"]
+
+#: The default solves (work units) of version 3, in tie-break order: version 2's objective; with the
+#: refill-stall term and room for a double-buffered weight buffer; with the stall term and every
+#: bounded buffer above the registers halved (module docstring, Version 3).
+DEFAULT_SOLVES = ("0", "1:weight_buffer", "1:acc_buffer+weight_buffer+input_buffer+global_buffer")
 
 #: Order (innermost first) of the merged loops of one dim at a level without permutation ranks.
 DECODE_ORDER = ("FX", "FY", "OX", "OY", "C", "K", "B", "G")
+
+
+def parse_solve(spec: str) -> tuple[float, tuple[str, ...]]:
+    """Parse one entry of the ``solves`` param, ``"w"`` or ``"w:mem+mem"``, into (refill-stall
+    weight w >= 0, relative to w_compute; names of the memories whose capacity is halved). Names
+    the accelerator lacks are ignored by `build_model`. Raises ValueError for a malformed entry."""
+    w, _, mems = str(spec).partition(":")
+    try:
+        wf = float(w)
+    except ValueError:
+        raise ValueError(f"cosa solve {spec!r}: expected 'w' or 'w:mem+mem' with w a number >= 0") from None
+    if not math.isfinite(wf) or wf < 0:
+        raise ValueError(f"cosa solve {spec!r}: the stall weight must be a finite number >= 0")
+    return wf, tuple(m for m in mems.split("+") if m)
 
 
 def solve_model(model: CosaModel, time_limit_s: float = 60.0, mip_gap: float = 1e-4):
@@ -235,14 +287,16 @@ def _fit_padded(mapping: Mapping, model: CosaModel) -> Mapping | None:
 
 
 class CosaMapper(Mapper):
-    """CoSA's one-shot MIP scheduler (HiGHS). One work unit per problem (kind "mip").
+    """CoSA's MIP scheduler (HiGHS), a few MIP variants per problem (module docstring, Version 3).
 
-    `run` builds the MIP (`build_model`), solves it (`solve_model`), decodes and evaluates the
-    mapping both ways and keeps the better (`best_decode`; ``evaluations`` = decodes evaluated).
+    One work unit per entry of ``solves`` (kind "mip", ``budget["solve"]`` the entry): `run` builds
+    that MIP (`build_model`), solves it (`solve_model`), decodes and evaluates the mapping both ways
+    and keeps the better (`best_decode`; ``evaluations`` = decodes evaluated); `reduce` keeps the
+    best unit.
     """
 
     name = "cosa"
-    version = "2"
+    version = "3"
     kind = "loopnest"
     columns = (ExtraColumn("solver_status", "str", "HiGHS model status of the solve", key="status"),
                ExtraColumn("solver_s", "float", "HiGHS wall time, s (measured, not deterministic)"),
@@ -264,11 +318,26 @@ class CosaMapper(Mapper):
               "every DRAM loop charged to every operand, as the paper's code)", low=0),
         Param("split_levels", "bool", True, "one MIP level per PE buffer (False: one merged level)"),
         Param("reuse_eps", "float", 0.002, "weight of the innermost-reuse tie-break (0 = off)", low=0.0),
+        Param("solves", "list[str]", list(DEFAULT_SOLVES), "one MIP solve (work unit) per entry 'w' or "
+              "'w:mem+mem': refill-stall weight w (x w_compute; 0 = off) and the memories whose capacity row "
+              "counts half their size; the best decoded result under the objective is kept (ties: earlier)"),
     )
 
     def units(self, problem: LayerProblem, params: _Mapping[str, Any]) -> list[WorkUnit]:
-        """One MIP solve."""
-        return [WorkUnit(kind="mip")]
+        """One MIP solve per entry of ``params["solves"]`` (in order; each parsed by `parse_solve`,
+        which raises ValueError for a malformed entry)."""
+        for spec in params["solves"]:
+            parse_solve(spec)
+        return [WorkUnit(kind="mip", budget={"solve": spec}) for spec in params["solves"]]
+
+    def reduce(self, results: Sequence[SearchResult]) -> SearchResult:
+        """The best solve's result (ties: the earlier unit; `mappers.base.best_of`), with
+        ``extra["solver_s_max"]`` / ``["solver_s_total"]`` the longest / summed HiGHS time of all
+        solves and ``extra["solve_values"]`` every solve's objective value, in unit order."""
+        best = best_of(results)
+        secs = [r.extra.get("solver_s", 0.0) for r in results]
+        return replace(best, extra=dict(best.extra, solver_s_max=max(secs), solver_s_total=sum(secs),
+                                        solve_values=[r.value for r in results]))
 
     def run(self, problem: LayerProblem, unit: WorkUnit, params: _Mapping[str, Any]) -> SearchResult:
         """Solve and evaluate (``params`` resolved). ``problem.spatial`` and ``problem.even`` are
@@ -277,11 +346,14 @@ class CosaMapper(Mapper):
         p = params
         t0 = time.perf_counter()
         inf = math.inf
-        extra: dict[str, Any] = {}
+        spec = unit.budget.get("solve", p["solves"][0])
+        stall_w, halve = parse_solve(spec)
+        extra: dict[str, Any] = {"solve": spec}
         try:
             model = build_model(problem.layer, problem.arch, p["w_util"], p["w_compute"], p["w_traffic"],
                                 p["pad_primes_over"], port_width=p["port_width"], dram_ranks=p["dram_ranks"],
-                                split_levels=p["split_levels"], reuse_eps=p["reuse_eps"])
+                                split_levels=p["split_levels"], reuse_eps=p["reuse_eps"],
+                                stall_w=stall_w, halve=halve)
             status, choice, obj, gap, secs, _ = solve_model(model, p["time_limit_s"], p["mip_gap"])
             extra.update(status=status, solver_s=secs, mip_gap=gap, mip_objective=obj,
                          n_cols=model.num_col, n_rows=model.num_row)

@@ -11,6 +11,7 @@ from typing import Sequence
 from costmodel.loopnest.reference import operand_bits
 from costmodel.loopnest.mapping import OPERANDS, RELEVANT, SPATIAL_DIMS
 from mappers.fullspace.cosa_model import _EPS, CosaModel, Placement
+from mappers.fullspace.cosa_stall import stall_term
 
 __all__ = ["placement_objective", "placement_feasible", "port_ok"]
 
@@ -29,7 +30,8 @@ def placement_objective(model: CosaModel, choice: Sequence[int]) -> float:
         choice: per factor the index into ``model.placements[f]``.
 
     Returns:
-        -w_U Util + w_C Comp + w_T Traf - reuse_eps Reuse in natural-log units (Reuse: the log of the
+        -w_U Util + w_C Comp + w_T Traf - reuse_eps Reuse + stall_w w_C z in natural-log units (z: the
+        refill stall of `mappers.fullspace.cosa_stall.stall_term`; Reuse: the log of the
         level-0 loops irrelevant to level 0's operands; the MIP objective of that assignment,
         with Y at its least value: Y[v, q] = 1 iff a v-relevant factor sits at chain position
         <= q).
@@ -66,7 +68,9 @@ def placement_objective(model: CosaModel, choice: Sequence[int]) -> float:
     ops0 = {v for mi in model.groups[0] for v in arch.memories[mi].operands}
     reuse = sum(lp[f] for f, pl in enumerate(pls) if pl.kind == "t" and pl.where == 0
                 and not any(model.factors[f][0] in RELEVANT[v] for v in ops0))
-    return w_util * util + w_comp * comp + w_traf * traf - model.options.get("reuse_eps", 0.0) * reuse
+    chosen = {model.xcol[f][k] for f, k in enumerate(choice)}
+    stall = model.options.get("stall_w", 0.0) * w_comp * stall_term(model.options.get("stall_sides", []), chosen)
+    return w_util * util + w_comp * comp + w_traf * traf - model.options.get("reuse_eps", 0.0) * reuse + stall
 
 
 def placement_feasible(model: CosaModel, choice: Sequence[int]) -> bool:
@@ -96,7 +100,8 @@ def placement_feasible(model: CosaModel, choice: Sequence[int]) -> bool:
                     n *= max(s * ext[od], dl * ext[fd]) * (2 if ext[fd] > 1 else 1)
             else:
                 n = math.prod(ext[d] for d in RELEVANT[v])
-            if math.log(n * bits[v]) > math.log(m.size_bits / len(m.operands)) + _EPS:
+            size = m.size_bits / (2 if m.name in model.options.get("halve", ()) else 1)
+            if math.log(n * bits[v]) > math.log(size / len(m.operands)) + _EPS:
                 return False
     return True
 

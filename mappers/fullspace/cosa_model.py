@@ -72,6 +72,11 @@ reuse_eps * log(OY OX B) (0.019 on ResNet-50's conv1, 112 x 112 outputs; the HiG
 objectives near 150 allows 0.015 anyway); the smallest single term of the paper's objective is
 0.1 log 2 = 0.069.
 
+**Version 3 options** (not in the paper; off by default here, chosen per solve by
+`mappers.fullspace.cosa`): ``stall_w`` adds the refill stall of a single-buffered innermost memory
+(`mappers.fullspace.cosa_stall`: one column, 29 tangent rows per side, after the tie-break costs);
+``halve`` makes the capacity rows (2) of the named memories count half their size.
+
 **Linearisation.** The quadratic term of (10), sum_z Y[v, z] l_z with Y binary and l_z = sum_f
 log(p_f) x[f, z] the log-extent of chain position z (written z here, q above), is rewritten as
     T_v = sum_z l_z - sum_z s[v, z],   s[v, z] = (1 - Y[v, z]) l^irr_{v, z},
@@ -110,6 +115,7 @@ from typing import Any
 
 from costmodel.loopnest.mapping import OPERANDS, RELEVANT, SPATIAL_DIMS, prime_factors
 from costmodel.loopnest.reference import operand_bits
+from mappers.fullspace.cosa_stall import add_refill_stall
 
 __all__ = ["Placement", "CosaModel", "build_model"]
 
@@ -279,6 +285,7 @@ class _ModelBuilder:
         self.xcol: list[list[int]] = []
         self.tcols: dict = {}
         self.ycols: dict = {}
+        self.halve: frozenset = frozenset()
 
     # -- primitives ------------------------------------------------------------------------------
 
@@ -386,13 +393,14 @@ class _ModelBuilder:
     def add_capacity_rows(self, bits: dict[str, int]) -> None:
         """Eq. (2): buffer capacity; one row per bounded memory m and operand v it holds,
         log(tile elements of v in m) <= log(size_bits(m) / |operands of m|) + eps - log(bits_v)
-        (log-elements; ``bits`` the precision per operand, bits/element). The tile counts the
+        (log-elements; ``bits`` the precision per operand, bits/element; the memories named in
+        ``halve`` count half their size, to leave room for double buffering). The tile counts the
         v-relevant factors inside m (matrices A and B); for I the OY/OX/FY/FX part is the halo
         bound of `input_halo_terms`, whose columns and rows precede the row."""
         for mi, m in enumerate(self.mems):
             if m.unbounded:
                 continue
-            share = math.log(m.size_bits / len(m.operands)) + _EPS
+            share = math.log(m.size_bits / len(m.operands) / (2 if m.name in self.halve else 1)) + _EPS
             for v in m.operands:
                 rel = RELEVANT[v] - ({"OY", "OX", "FY", "FX"} if v == "I" else set())
                 terms = self.x_inside(mi, rel)
@@ -529,7 +537,8 @@ class _ModelBuilder:
 
 def build_model(layer, arch, w_util: float = -0.1, w_compute: float = 10.0, w_traffic: float = 1.0,
                 pad_primes_over: int | None = None, symmetry: bool = False, port_width: bool = True,
-                dram_ranks: int = 3, split_levels: bool = True, reuse_eps: float = 0.002) -> CosaModel:
+                dram_ranks: int = 3, split_levels: bool = True, reuse_eps: float = 0.002,
+                stall_w: float = 0.0, halve: tuple = ()) -> CosaModel:
     """Build the MIP (eqs. 2-12) of ``layer`` on ``arch``.
 
     Args:
@@ -546,11 +555,16 @@ def build_model(layer, arch, w_util: float = -0.1, w_compute: float = 10.0, w_tr
         split_levels: one MIP level per PE buffer (`_groups`); False: one merged level.
         reuse_eps: weight of the innermost-reuse tie-break (`_ModelBuilder.add_innermost_reuse`);
             0 = off.
+        stall_w: weight, relative to ``w_compute``, of the refill stall of a single-buffered
+            innermost memory (`mappers.fullspace.cosa_stall`); 0 = off.
+        halve: names of memories whose capacity row (2) counts half their size (room for a double
+            buffer, which the latency model rewards); unknown names are ignored.
 
     Returns:
         `CosaModel` (natural logarithms throughout).
     """
     b = _ModelBuilder(layer, arch, pad_primes_over, split_levels, dram_ranks)
+    b.halve = frozenset(halve)
     b.add_placements()                          # X
     b.add_assignment_rows()                     # (3)
     if symmetry:
@@ -564,10 +578,12 @@ def build_model(layer, arch, w_util: float = -0.1, w_compute: float = 10.0, w_tr
     b.add_compute(w_compute)                    # (6)
     if reuse_eps:
         b.add_innermost_reuse(reuse_eps)           # tie-break (not in the paper)
+    stall_sides = add_refill_stall(b, bits, stall_w * w_compute) if stall_w else []  # not in the paper
     for v in OPERANDS:                          # (7)-(11)
         b.add_linear_traffic(v, w_traffic)
         b.add_rank_traffic(v, w_traffic)
     m = b.model((w_util, w_compute, w_traffic))
     m.options.update(port_width=port_width, dram_ranks=dram_ranks, split_levels=split_levels, symmetry=symmetry,
-                     reuse_eps=reuse_eps)
+                     reuse_eps=reuse_eps, stall_w=stall_w, halve=tuple(halve),
+                     stall_sides=stall_sides)
     return m

@@ -12,7 +12,7 @@ from costmodel.loopnest.reference import evaluate
 from costmodel.loopnest.mapping import RELEVANT, SPATIAL_DIMS, Mapping
 from costmodel.workload import Layer
 from mappers.base import LayerProblem
-from mappers.fullspace.cosa import COSA, decode, solve_model
+from mappers.fullspace.cosa import COSA, DEFAULT_SOLVES, decode, solve_model
 from mappers.fullspace.cosa_model import build_model
 from mappers.fullspace.cosa_check import placement_feasible, placement_objective
 
@@ -123,10 +123,12 @@ def test_tiny_time_limit(simba):
 
 
 def test_params_and_units(simba):
-    assert COSA.name == "cosa" and len(COSA.units(LayerProblem(TINY_LAYERS[0], simba), {})) == 1
+    units = COSA.units(LayerProblem(TINY_LAYERS[0], simba), COSA.resolve({}))
+    assert COSA.name == "cosa" and [u.budget["solve"] for u in units] == list(DEFAULT_SOLVES)
+    assert len(COSA.units(LayerProblem(TINY_LAYERS[0], simba), COSA.resolve({"solves": ["0"]}))) == 1
     assert {p.name for p in COSA.params} == {"w_util", "w_compute", "w_traffic", "time_limit_s", "mip_gap",
                                               "pad_primes_over", "decode", "port_width", "dram_ranks",
-                                              "split_levels", "reuse_eps"}
+                                              "split_levels", "reuse_eps", "solves"}
     with pytest.raises(ValueError):
         COSA.resolve({"nope": 1})
 
