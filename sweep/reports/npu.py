@@ -33,7 +33,14 @@ from sweep.reports.common import print_plots, print_summary
 from sweep.reports.loopnest import assemble, print_layer_report, read
 from sweep.reports.plots import category_ticks, figure, rotate_xticklabels, save
 
-__all__ = ["build", "npu_report", "print_npu_report", "show", "write_npu_plots"]
+__all__ = ["PAPER_FIGURES", "build", "npu_report", "paper_comparison", "print_npu_report", "show", "write_npu_plots"]
+
+#: The figures Flexer's paper states for Figs. 8-9 (Min, Kwon, Egger, "Flexer: Out-of-Order
+#: Scheduling for Multi-NPUs", section 5; the figures' bars themselves are not in the text): the
+#: largest end-to-end (whole network) speed-up and data reduction over the best static loop order
+#: on arch1..arch8 (Fig. 8), and the largest per-layer ones, VGG16 on arch5 (Fig. 9(a)).
+PAPER_FIGURES = {"network_speedup": 1.67, "network_data_reduction": 1.26,
+                 "layer_speedup_vgg16_arch5": 2.17, "layer_data_reduction_vgg16_arch5": 1.53}
 
 
 def build(directory: Path, manifest: dict, plots_dir: str | Path | None = None) -> dict[str, Any]:
@@ -101,7 +108,26 @@ def npu_report(rows: pd.DataFrame, problems: pd.DataFrame, mapper: str = "flexer
                      "max_layer_data_reduction": float(g["data_reduction"].max()),
                      "layers_faster": int((g["speedup"] > 1.0).sum()),
                      "layers_slower": int((g["speedup"] < 1.0).sum())})
-    return {"npu_mapper": mapper, "npu_baseline": baseline, "npu_layers": layers, "npu_networks": nets}, m
+    out = {"npu_mapper": mapper, "npu_baseline": baseline, "npu_layers": layers, "npu_networks": nets}
+    out["npu_paper"] = paper_comparison(out)
+    return out, m
+
+
+def paper_comparison(rep: dict[str, Any]) -> list[dict[str, Any]]:
+    """Ours against `PAPER_FIGURES`: per figure the paper's value, ours (the same maximum over the
+    report's rows; None when the rows needed are missing) and where ours is reached (network, arch
+    and, per layer, the layer)."""
+    nets, layers = rep.get("npu_networks", []), rep.get("npu_layers", [])
+    v5 = [r for r in layers if r["network"] == "vgg16" and r["arch"] == "arch5"]
+    rows = []
+    for key, src, col in (("network_speedup", nets, "speedup"), ("network_data_reduction", nets, "data_reduction"),
+                          ("layer_speedup_vgg16_arch5", v5, "speedup"),
+                          ("layer_data_reduction_vgg16_arch5", v5, "data_reduction")):
+        best = max(src, key=lambda r: r[col]) if src else None
+        rows.append({"figure": key, "paper": PAPER_FIGURES[key], "ours": None if best is None else float(best[col]),
+                     "where": None if best is None else
+                     " ".join(str(best[k]) for k in ("network", "arch", "layer") if k in best)})
+    return rows
 
 
 def print_npu_report(rep: dict[str, Any], console) -> None:
@@ -121,6 +147,13 @@ def print_npu_report(rep: dict[str, Any], console) -> None:
                   f"{r['latency_cycles_base'] / 1e6:.3f}", f"{r['speedup']:.3f}x", f"{r['bytes'] / 1e6:.2f}",
                   f"{r['bytes_base'] / 1e6:.2f}", f"{r['data_reduction']:.3f}x", f"{r['metric_gain']:.3f}x",
                   f"{r['max_layer_speedup']:.3f}x", f"{r['layers_faster']}/{r['layers_slower']}")
+    console.print(t)
+    t = Table(title=f"{f} against the figures Flexer's paper states (Figs. 8-9, section 5)")
+    for c in ("largest", "paper", "ours", "where"):
+        t.add_column(c, justify="left" if c in ("largest", "where") else "right")
+    for r in rep.get("npu_paper", []):
+        t.add_row(r["figure"].replace("_", " "), f"{r['paper']:.2f}x",
+                  "-" if r["ours"] is None else f"{r['ours']:.2f}x", r["where"] or "-")
     console.print(t)
 
 

@@ -99,8 +99,13 @@ def test_npu_report_ratios_plots_and_gantt(out, tmp_path):
                for m in ("flexer", "static")}
         assert n["speedup"] == pytest.approx(tot["static"] / tot["flexer"])
         assert n["max_layer_speedup"] == pytest.approx(max(r["speedup"] for (a, _), r in lay.items() if a == n["arch"]))
+    paper = {r["figure"]: r for r in rep["npu_paper"]}   # the paper's stated maxima, Flexer section 5
+    assert paper["network_speedup"]["paper"] == 1.67 and paper["layer_speedup_vgg16_arch5"]["paper"] == 2.17
+    assert paper["network_speedup"]["ours"] == pytest.approx(max(n["speedup"] for n in rep["npu_networks"]))
+    assert paper["network_data_reduction"]["ours"] == pytest.approx(
+        max(n["data_reduction"] for n in rep["npu_networks"]))
     names = {p.rsplit("/", 1)[-1] for p in rep["plots"]}
     assert {"npu_networks.png", "npu_reloads.png", "npu_gantt.png"} <= names
     assert all((tmp_path / "plots" / n).stat().st_size > 1000 for n in names)
     res = runner.invoke(app, ["report", str(out)])
-    assert res.exit_code == 0 and "speed-up" in res.output
+    assert res.exit_code == 0 and "speed-up" in res.output and "paper" in res.output
