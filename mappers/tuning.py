@@ -14,7 +14,9 @@ iterations per chain; the paper's defaults T0 = 0.05, rho = 0.999, I = 1000 are 
 if it tunes ``iterations``, ``chains = budget // iterations``; the campaign validator requires
 the tuned values to divide the budget, so chains x iterations == budget exactly (`derive_params`
 raises otherwise). ``salsa`` runs with ``engine = "sa"``: its dual engine would otherwise answer
-small spaces exhaustively. `LayerOutcome.proposals` counts the proposals from the chains'
+small spaces exhaustively, and without its final descent unless the campaign fixes ``descent``
+(the descent's evaluations are not proposals of the schedule being tuned). `LayerOutcome.proposals`
+counts the proposals from the chains'
 histories (what the mapper actually did); ``evaluations`` is the mapper's own count of cost-model
 calls, which is at most the proposals plus the random draws for the initial states (a chain
 looks up a state it has already evaluated instead of re-evaluating it; `mappers.loop_order.salsa`).
@@ -70,7 +72,8 @@ def derive_params(mapper_name: str, tuned: Mapping[str, Any], fixed: Mapping[str
     """The full, resolved parameters of one trial at ``budget`` proposals per (layer, seed).
 
     ``fixed`` is applied first, then ``tuned``; ``chains`` / ``iterations`` are derived so that
-    chains x iterations == budget (see the module docstring); ``salsa`` gets ``engine = "sa"``.
+    chains x iterations == budget (see the module docstring); ``salsa`` gets ``engine = "sa"`` and,
+    unless ``fixed`` or ``tuned`` sets it, ``descent = False``.
 
     Raises:
         ValueError: reserved or unknown parameters, values out of range, or a budget that the
@@ -94,6 +97,7 @@ def derive_params(mapper_name: str, tuned: Mapping[str, Any], fixed: Mapping[str
         p["chains"], p["iterations"] = ch, budget // ch
     if mapper_name == "salsa":
         p["engine"] = "sa"
+        p.setdefault("descent", False)
     return resolve_params(get_mapper(mapper_name), p)
 
 
@@ -239,7 +243,7 @@ def reference_plan(mapper_name: str, problem: LayerProblem, max_orderings: int, 
         if space <= max_orderings:
             return "loma", space, [("loma", p, u) for u in loma.units(problem, p)]
     m = get_mapper(mapper_name)
-    extra = {"engine": "sa"} if mapper_name == "salsa" else {}
+    extra = {"engine": "sa", "descent": False} if mapper_name == "salsa" else {}   # one unit per chain
     p = m.resolve({**extra, "chains": fallback_chains, "iterations": fallback_iterations, "seed": fallback_seed})
     return "sa_long", space, [(mapper_name, p, u) for u in m.units(problem, p)]
 

@@ -16,9 +16,9 @@ optimum with <= 4,000 cost evaluations per run, on four layers):
     python scripts/salsa_vs_exhaustive.py --defaults --no-speedup \
         --layers layer3.0.conv1,layer3.0.conv2,layer2.0.downsample,layer4.0.conv1
 
-``--defaults`` runs SALSA with its own defaults (every chain, its schedule and moves) instead of
-one chain of ``--iterations`` at ``--rho`` / ``--normalise``; ``evals max`` is the most cost
-evaluations any run made.
+``--defaults`` runs SALSA with its own defaults (every chain, its schedule and moves, the final
+descent) instead of one chain of ``--iterations`` at ``--rho`` / ``--normalise``; ``evals max`` is
+the most cost evaluations any run made. ``--first-seed 100 --runs 400``: seeds 100-499 instead.
 """
 
 from __future__ import annotations
@@ -67,6 +67,7 @@ def _sa_runs(problem, seeds, extra):
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=100)
+    ap.add_argument("--first-seed", type=int, default=0, help="seeds first-seed .. first-seed + runs - 1")
     ap.add_argument("--iterations", type=int, default=1000)
     ap.add_argument("--max-space", type=float, default=1.3e7)
     ap.add_argument("--num-cpus", type=int, default=2)
@@ -107,7 +108,7 @@ def main() -> None:
             rows.append({"layer": layer.name, "lpfs": n, "space": space, "feasible": False})
             continue
         best, t_exh = _exhaustive(prob, args.num_cpus)
-        runs = _sa_runs(prob, list(range(args.runs)), extra)
+        runs = _sa_runs(prob, list(range(args.first_seed, args.first_seed + args.runs)), extra)
         vals = np.array([v for _, v, _, _ in runs])
         gap = (vals - best.value) / best.value
         reach = float(np.mean(gap <= 1e-9))

@@ -4,6 +4,7 @@ and costed by `costmodel.loopnest.ordering.OrderingEvaluator`.
 
 * `lpf`: multiset permutations of LPFs (count, rank/unrank, shards, batched enumeration, merging).
 * `common`: the cached evaluator of a problem and the result of a best ordering.
+* `moves`: swaps, block moves and reversals, their proposal streams, the neighbourhood and a descent.
 * `loma` (LOMA, sharded exhaustive), `salsa` (SALSA's simulated annealing), `random` (Timeloop-like).
 """
 

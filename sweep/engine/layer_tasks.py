@@ -26,6 +26,7 @@ import traceback
 from dataclasses import dataclass
 from typing import Any, Iterator
 
+import numpy as np
 import pyarrow as pa
 
 from costmodel.loopnest.reference import MODEL_VERSION
@@ -156,6 +157,15 @@ _HEAD = ("problem_id", "unit_index", "mapper", "params", "arch", "layer_shape", 
 _TAIL = ("extra", "error", "history")
 
 
+def _flat_history(history) -> list[float] | None:
+    """A unit's ``history`` as the row's flat list of floats: one chain's (I + 1,) as is; several
+    chains in one unit ((chains, I + 1) or a list of per-chain arrays) chain after chain."""
+    if history is None:
+        return None
+    parts = history if isinstance(history, list) else [history]
+    return [float(x) for h in parts for x in np.ravel(np.asarray(h, dtype=float))]
+
+
 #: Keys of `SearchResult.extra` stored in their own columns or too large for every row.
 _BULKY = frozenset({"mapping", "trace", "initial_mapping", "valid_values"})
 
@@ -184,7 +194,7 @@ def _unit_row(u: LayerUnit, r, err: str, wall_s: float, columns) -> dict[str, An
         # the rest of the mapper's extra (e.g. flexer's bytes_by_type, reloads, tiling), as JSON
         # (timings, keys ending in "_s", are measurements and stay out of it: rows are deterministic)
         extra=canonical_json({k: v for k, v in r.extra.items() if k not in _BULKY and not k.endswith("_s")}),
-        history=[float(x) for x in r.history] if r.history is not None else None)
+        history=_flat_history(r.history))
     for c in columns:
         vals[c.name] = c.value(r.extra)
     return vals

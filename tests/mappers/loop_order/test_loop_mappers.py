@@ -17,8 +17,9 @@ from mappers.loop_order.common import problem_evaluator
 from mappers.loop_order.loma import LomaMapper, exhaustive_range
 from mappers.loop_order.lpf import lpf_types, multiset_count, prime_factors
 from mappers.loop_order.random import RandomMapper, stop_index
-from mappers.loop_order.salsa import (AUTO_EXHAUSTIVE_FACTOR, DEFAULT_SCHEDULE, PAPER_SCHEDULE, SalsaMapper,
-                                      _MoveStream, anneal, chain_seeds)
+from mappers.loop_order.moves import MoveStream
+from mappers.loop_order.salsa import (AUTO_EXHAUSTIVE_FACTOR, DEFAULT_SCHEDULE, PAPER_SCHEDULE, SalsaMapper, anneal,
+                                      chain_seeds)
 
 
 @dataclass
@@ -226,25 +227,25 @@ class _FixedUniforms:
 
 
 def test_mixed_moves_by_hand():
-    """`_MoveStream` (moves = "mixed", swap_share 1/3): four uniforms per draw (kind, a, b, c)."""
+    """`MoveStream` (moves = "mixed", swap_share 1/3): four uniforms per draw (kind, a, b, c)."""
     o = [0, 1, 2, 3, 4, 5]
     share = 1 / 3
     # kind 0.1 < 1/3: swap positions int(0.5 * 6) = 3 and int(0.0 * 6) = 0
-    assert _MoveStream(_FixedUniforms([0.1, 0.5, 0.0, 0.7]), 6, 1, share).propose(o) == [3, 1, 2, 0, 4, 5]
+    assert MoveStream(_FixedUniforms([0.1, 0.5, 0.0, 0.7]), 6, 1, share).propose(o) == [3, 1, 2, 0, 4, 5]
     # kind 0.5 in [1/3, 2/3): block move, L = 1 + int(0.5 * 4) = 3, i = int(0.25 * 4) = 1: block
     # [1, 2, 3] out of [0, 4, 5], put back at j = int(0.9 * 4) = 3 -> [0, 4, 5, 1, 2, 3]
-    assert _MoveStream(_FixedUniforms([0.5, 0.5, 0.25, 0.9]), 6, 1, share).propose(o) == [0, 4, 5, 1, 2, 3]
+    assert MoveStream(_FixedUniforms([0.5, 0.5, 0.25, 0.9]), 6, 1, share).propose(o) == [0, 4, 5, 1, 2, 3]
     # kind 0.9: reversal of o[i:j], i, j = sorted(int(0.6 * 7), int(0.1 * 7)) = (0, 4)
-    assert _MoveStream(_FixedUniforms([0.9, 0.6, 0.1, 0.0]), 6, 1, share).propose(o) == [3, 2, 1, 0, 4, 5]
+    assert MoveStream(_FixedUniforms([0.9, 0.6, 0.1, 0.0]), 6, 1, share).propose(o) == [3, 2, 1, 0, 4, 5]
     # a draw that changes nothing (swap of equal types) is redrawn with the next four uniforms
     same = [7, 7, 1, 2, 3, 4]
     u = [0.1, 0.0, 0.1, 0.0, 0.9, 0.6, 0.1, 0.0]
-    assert _MoveStream(_FixedUniforms(u), 6, 2, share).propose(same) == [2, 1, 7, 7, 3, 4]
+    assert MoveStream(_FixedUniforms(u), 6, 2, share).propose(same) == [2, 1, 7, 7, 3, 4]
 
 
 def test_mixed_moves_keep_the_multiset_and_cover_every_kind():
     rng = np.random.default_rng(0)
-    st_ = _MoveStream(rng, 9, 64, 0.2)
+    st_ = MoveStream(rng, 9, 64, 0.2)
     o = [0, 0, 1, 1, 1, 2, 3, 3, 4]
     kinds = set()
     for _ in range(2000):
@@ -481,14 +482,32 @@ def test_real_mixed_moves_reach_the_exhaustive_optimum(real_small):
 
 
 def test_real_default_schedule_reaches_the_exhaustive_optimum(real_small):
-    """SALSA's defaults (8 chains x 500, mixed moves; issue 13) with engine "sa", 12 seeds: every
-    run at the exhaustive optimum, within 4,000 cost evaluations (measured 12 of 12)."""
+    """SALSA's defaults (16 chains x 180, mixed moves, final descent; issue 13) with engine "sa",
+    12 seeds: every run at the exhaustive optimum, within 4,000 cost evaluations (measured 12 of 12)."""
     prob, ev, best = real_small
     m = SalsaMapper(_batch_factory())
-    assert resolve_params(m, {})["chains"] == DEFAULT_SCHEDULE["chains"] == 8
+    assert resolve_params(m, {})["chains"] == DEFAULT_SCHEDULE["chains"] == 16
     runs = [m.search(prob, resolve_params(m, {"engine": "sa", "seed": s})) for s in range(12)]
     assert all(r.value == best.value for r in runs), [r.value / best.value - 1 for r in runs]
     assert max(r.evaluations for r in runs) <= 4000
+
+
+def test_real_descent_adds_to_the_chains_within_the_budget(real_small):
+    """With ``descent`` the run is one unit; its chains are those of the run without descent (same
+    seeds, same histories); the descent never loses what they found, is counted in
+    ``evaluations`` and stops at ``max_evaluations``."""
+    prob, ev, best = real_small
+    m = SalsaMapper(_batch_factory())
+    for seed in range(3):
+        p = _params(m, chains=6, iterations=120, seed=seed, moves="mixed", descent=True, max_evaluations=1000)
+        (unit,) = m.units(prob, p)
+        with_d = m.run(prob, unit, p)
+        q = {**p, "descent": False}
+        without = m.reduce([m.run(prob, u, q) for u in m.units(prob, q)])
+        assert np.array_equal(with_d.history, without.history)
+        assert with_d.value <= without.value
+        assert with_d.evaluations == without.evaluations + with_d.extra["descent_evaluations"] <= 1000
+        assert with_d.value == with_d.energy_pj   # the returned ordering, costed again by make_result
 
 
 @pytest.mark.parametrize("moves", ["swap", "mixed"])

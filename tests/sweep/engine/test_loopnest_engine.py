@@ -28,7 +28,7 @@ presets = ["eyeriss_like"]
 
 [[mappers]]
 name = "salsa"
-params = {{ engine = "sa", iterations = 200, chains = 2 }}
+params = {{ engine = "sa", iterations = 200, chains = 2, descent = false }}   # one unit per chain
 
 [[mappers]]
 name = "loma"
@@ -75,6 +75,17 @@ def test_units_and_problems(ref):
     assert set(probs["layer"]) == {"conv_a", "conv_b"}
     assert set(probs["problem_id"]) == set(rows["problem_id"])
     assert probs.loc[probs["layer"] == "conv_b", "repeat"].eq(2).all()
+
+
+def test_multi_chain_unit_history_is_stored_chain_after_chain():
+    """A unit running several chains (salsa's lockstep / descent) stores its (chains, I + 1)
+    history as one flat row list, chain after chain; ragged per-chain lists likewise."""
+    import numpy as np
+    from sweep.engine.layer_tasks import _flat_history
+
+    assert _flat_history(np.array([[3.0, 2.0, 1.0], [6.0, 5.0, 4.0]])) == [3.0, 2.0, 1.0, 6.0, 5.0, 4.0]
+    assert _flat_history([np.array([1.0, 0.5]), np.array([2.0])]) == [1.0, 0.5, 2.0]
+    assert _flat_history(np.array([4.0, 3.0])) == [4.0, 3.0] and _flat_history(None) is None
 
 
 def test_heuristics_never_beat_the_exhaustive_optimum(ref):
