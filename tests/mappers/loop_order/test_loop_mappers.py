@@ -492,24 +492,6 @@ def test_real_default_schedule_reaches_the_exhaustive_optimum(real_small):
     assert max(r.evaluations for r in runs) <= 4000
 
 
-def test_real_descent_adds_to_the_chains_within_the_budget(real_small):
-    """With ``descent`` the run is one unit; its chains are those of the run without descent (same
-    seeds, same histories); the descent never loses what they found, is counted in
-    ``evaluations`` and stops at ``max_evaluations``."""
-    prob, ev, best = real_small
-    m = SalsaMapper(_batch_factory())
-    for seed in range(3):
-        p = _params(m, chains=6, iterations=120, seed=seed, moves="mixed", descent=True, max_evaluations=1000)
-        (unit,) = m.units(prob, p)
-        with_d = m.run(prob, unit, p)
-        q = {**p, "descent": False}
-        without = m.reduce([m.run(prob, u, q) for u in m.units(prob, q)])
-        assert np.array_equal(with_d.history, without.history)
-        assert with_d.value <= without.value
-        assert with_d.evaluations == without.evaluations + with_d.extra["descent_evaluations"] <= 1000
-        assert with_d.value == with_d.energy_pj   # the returned ordering, costed again by make_result
-
-
 @pytest.mark.parametrize("moves", ["swap", "mixed"])
 def test_real_lockstep_equals_single_chains(real_small, moves):
     prob, ev, best = real_small

@@ -8,7 +8,9 @@ import math
 import numpy as np
 import pytest
 
+from mappers.base import resolve_params
 from mappers.loop_order.moves import BLOCK_MAX, MoveStream, block_move, descend, neighbourhood, reverse, swap
+from mappers.loop_order.salsa import PAPER_SCHEDULE, SalsaMapper
 
 
 def test_primitive_moves_by_hand():
@@ -110,3 +112,34 @@ def test_descend_rescues_a_stuck_salsa_end_on_the_real_model():
     # found within one scan of the stuck state's neighbours, then one scan proves the optimum local
     assert math.isclose(v, v_opt, rel_tol=1e-12)
     assert used <= len(neighbourhood(list(stuck))) + len(neighbourhood(optimum))
+
+
+@pytest.fixture(scope="module")
+def downsample():
+    """ResNet-34 layer4.0.downsample on eyeriss_like, energy (16 LPFs, 102,960 orderings)."""
+    pytest.importorskip("costmodel.loopnest.ordering")
+    from costmodel.loopnest.arch import load_accelerator
+    from costmodel.zoo import load_network
+    from mappers.base import LayerProblem
+
+    layer = next(l for l in load_network("resnet34").layers if l.name == "layer4.0.downsample")
+    return LayerProblem(layer, load_accelerator("eyeriss_like"), None, "energy")
+
+
+def test_real_descent_adds_to_the_chains_within_the_budget(downsample):
+    """With ``descent`` the run is one unit; its chains are those of the run without descent (same
+    seeds, same histories); the descent never loses what they found, is counted in
+    ``evaluations`` and stops at ``max_evaluations``."""
+    prob = downsample
+    m = SalsaMapper()
+    for seed in range(3):
+        p = resolve_params(m, {**PAPER_SCHEDULE, "engine": "sa", "chains": 6, "iterations": 120, "seed": seed,
+                               "moves": "mixed", "descent": True, "max_evaluations": 1000})
+        (unit,) = m.units(prob, p)
+        with_d = m.run(prob, unit, p)
+        q = {**p, "descent": False}
+        without = m.reduce([m.run(prob, u, q) for u in m.units(prob, q)])
+        assert np.array_equal(with_d.history, without.history)
+        assert with_d.value <= without.value
+        assert with_d.evaluations == without.evaluations + with_d.extra["descent_evaluations"] <= 1000
+        assert with_d.value == with_d.energy_pj   # the returned ordering, costed again by make_result
