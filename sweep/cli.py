@@ -50,7 +50,21 @@ def _guard(fn):
 
 def _arch_count(c) -> str:
     n = len(c.architectures)
+    if c.kind == "archsearch":
+        return f"{n:,} design(s) of {c.architectures.template.base.name}"
     return f"{n:,} hardware point(s)" if c.kind == "systolic" else f"{n} accelerator(s)"
+
+
+def _describe_search(c) -> str:
+    """What an architecture search would run: grid points, valid designs, what was dropped and why."""
+    sp, s = c.architectures, c.search
+    lines = [f"  template {sp.template_ref!r}, parameters {list(sp.names)}",
+             f"  {sp.total:,} grid point(s), {len(sp):,} valid design(s); dropped: "
+             + (", ".join(f"{k}: {v:,}" for k, v in sp.dropped.items()) or "none"),
+             f"  area of the valid designs {sp.area_mm2.min():.2f}..{sp.area_mm2.max():.2f} mm^2",
+             f"  search: {s.sampler}" + (f", {s.trials} trial(s), seed {s.seed}" if s.trials else "")
+             + f", objectives {list(s.objectives)}"]
+    return "\n".join(lines)
 
 
 class ExecutorKind(str, Enum):
@@ -142,6 +156,12 @@ def validate(campaign: Annotated[Path, typer.Argument(help="Campaign TOML file."
                   f"{len(t.heldout[1])}, {t.trials} trial(s) -> {t.output}; run it with `sweep tune {campaign}`")
         return
     c = load_campaign(campaign)
+    if c.kind == "archsearch":
+        from sweep.engine.tasks import count_tasks
+        out.print(f"{campaign}: valid architecture search. {len(c.networks)} network(s), mapper "
+                  f"{c.mappers[0].name}, objective {c.objectives[0]}, {count_tasks(c):,} task(s) -> {c.output}")
+        out.print(_describe_search(c), highlight=False)
+        return
     n_tasks = sum(1 for _ in expand(c))
     out.print(f"{campaign}: valid. {len(c.networks)} network(s), {_arch_count(c)}, mappers {[m.name for m in c.mappers]}, objectives {list(c.objectives)}, "
               f"{n_tasks} task(s) -> {c.output}")

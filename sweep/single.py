@@ -16,6 +16,7 @@ from costmodel.workload import LOOP_DIMS, Layer, Network
 from sweep.errors import CampaignError, Finding
 
 __all__ = ["resolve_layer", "resolve_network", "parse_dims", "parse_param", "map_layer", "map_network",
+           "network_totals",
            "eval_mapping", "load_arch"]
 
 
@@ -218,22 +219,34 @@ def map_network(network: Network, arch, mapper_name: str, objective: str | None 
     if progress:
         progress(n, n, "")
 
-    def total(key: str):
-        vals = [r[key] for r in rows]
-        return None if any(v is None for v in vals) else sum(v * r["repeat"] for v, r in zip(vals, rows))
-
-    energy, latency = total("energy_pj"), total("latency_cycles")
-    tot: dict[str, Any] = {"energy_pj": energy, "latency_cycles": latency,
-                           "edp": None if energy is None or latency is None else energy * latency,
+    tot: dict[str, Any] = {**network_totals(rows),
                            "macs": network.macs, "layers": n, "executed_layers": network.layer_count,
                            "evaluations": sum(r["evaluations"] for r in rows),
                            "wall_s": sum(r["wall_s"] for r in rows)}
     if all("transferred_bytes" in r for r in rows):
-        tot["transferred_bytes"] = total("transferred_bytes")
+        tot["transferred_bytes"] = _total(rows, "transferred_bytes")
     from costmodel.npu import NPUArch
     return {"network": network.name, "arch_kind": "npu" if isinstance(arch, NPUArch) else "loopnest",
             "mapper": mapper_name, "objective": used,
             "layers": rows, "total": tot}
+
+
+def _total(rows: list[dict[str, Any]], key: str):
+    """sum over ``rows`` of ``row[key] * row["repeat"]`` in row order; None if any is None."""
+    vals = [r[key] for r in rows]
+    return None if any(v is None for v in vals) else sum(v * r["repeat"] for v, r in zip(vals, rows))
+
+
+def network_totals(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """A network's totals from its unique layers' rows (in network order, each with ``repeat``,
+    ``energy_pj`` in pJ and ``latency_cycles``): energy and latency summed over the layers times
+    their repeats (layers run one after another, as ZigZag sums them) and ``edp`` = total energy x
+    total latency (pJ x cycles); None where a layer has none. The one place both `map_network` and
+    architecture-search tasks (`sweep.engine.design_tasks`) total a network, so their floats agree
+    to the bit."""
+    energy, latency = _total(rows, "energy_pj"), _total(rows, "latency_cycles")
+    return {"energy_pj": energy, "latency_cycles": latency,
+            "edp": None if energy is None or latency is None else energy * latency}
 
 
 def eval_mapping(layer: Layer, arch, mapping_file: str | Path) -> dict[str, Any]:

@@ -53,6 +53,7 @@ from mappers import MAPPER_NAMES, get_mapper, mapper_kind
 from mappers.base import check_params
 from mappers.systolic.deepopt import PMS
 from sweep.campaigns.archspace import ArchSet, parse_architectures
+from sweep.campaigns.designspace import is_design_space, parse_design_space, parse_search
 from sweep.campaigns.common import (NOT_FINITE, Bad, Findings, check_table, is_finite, is_number,
                                     is_tune_campaign, read_params_file, read_toml)
 from sweep.campaigns.networks import parse_networks
@@ -73,9 +74,10 @@ NPU_OBJECTIVES = ("latency_bytes", "latency", "bytes")
 Architectures = Union[SystolicPoints, ArchSet]
 
 _TOP_KEYS = {"name", "description", "output", "networks", "objectives", "seeds", "architectures",
-             "mappers", "run", "systolic", "report"}
+             "mappers", "run", "systolic", "report", "search"}
 _MAPPER_KEYS = ("name", "params", "params_file")
 _RUN_KEYS = {"chunk_points": (int, 1, 10**7), "units_per_task": (int, 1, 10**5),
+             "designs_per_task": (int, 1, 10**4),
              "max_in_flight": (int, 1, 10**5),
              "num_cpus": (int, 1, 4096), "flush_rows": (int, 1, 10**9),
              "max_retries": (int, 0, 100)}
@@ -99,6 +101,7 @@ class RunOptions:
 
     chunk_points: int = 4096          # systolic campaigns: hardware points per task
     units_per_task: int = 8           # loop-nest campaigns: mapper work units per task
+    designs_per_task: int = 2         # architecture search: designs per task (all their layers)
     max_in_flight: int | None = None   # default: 2 x Ray CPUs
     num_cpus: int | None = None        # local Ray only; default: all cores
     flush_rows: int = 500_000          # rows buffered before a Parquet fragment is written
@@ -121,8 +124,10 @@ class Campaign:
     systolic: dict[str, Any]
     run: RunOptions
     report: dict[str, Any]
-    kind: str = "systolic"             # "systolic" (DeepOpt allocation), "loopnest" or "npu" (layer mapping)
+    kind: str = "systolic"             # "systolic" (DeepOpt allocation), "loopnest" or "npu" (layer mapping),
+                                       # "archsearch" (a loop-nest template grid, `sweep.campaigns.designspace`)
     description: str = ""
+    search: Any = None                 # archsearch: the [search] table (`SearchSpec`)
     raw: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def resolved_config(self) -> dict[str, Any]:
@@ -138,7 +143,9 @@ class Campaign:
             "chunk_points": self.run.chunk_points,
             "units_per_task": self.run.units_per_task,
             "kind": self.kind,
-            **({"loopnest_model": MODEL_VERSION} if self.kind == "loopnest" else {}),
+            **({"loopnest_model": MODEL_VERSION} if self.kind in ("loopnest", "archsearch") else {}),
+            **({"search": self.search.describe(), "designs_per_task": self.run.designs_per_task}
+               if self.kind == "archsearch" else {}),
         }
 
     def config_hash(self) -> str:
@@ -185,7 +192,16 @@ def parse_campaign(data: dict[str, Any], source: str = "<campaign>", base_dir: P
     objectives = _parse_objectives(data, kind, bad)
     seeds = _parse_seeds(data.get("seeds", [0]), bad)
     systolic = _check_systolic(data.get("systolic", {}), bad)
-    archs = parse_architectures(data.get("architectures"), base_dir, bad)
+    search = None
+    if kind == "archsearch":
+        archs = parse_design_space(data["architectures"], base_dir, bad)
+        search = parse_search(data.get("search"), len(archs) if archs is not None else None, bad)
+        _check_archsearch(data, objectives, seeds, bad)
+    else:
+        archs = parse_architectures(data.get("architectures"), base_dir, bad)
+        if "search" in data:
+            bad("search", data["search"], "only for architecture search ([architectures] kind = \"loopnest\" "
+                "with a template and a grid)")
     mappers = _parse_mappers(data.get("mappers"), kind, base_dir, bad)
     run = _check_run(data.get("run", {}), bad)
     report = parse_report(data.get("report", {}), kind, _network_names(data.get("networks"), networks),
@@ -194,7 +210,7 @@ def parse_campaign(data: dict[str, Any], source: str = "<campaign>", base_dir: P
     return Campaign(name=name, source=source, output=Path(out), networks=tuple(networks), kind=kind,
                     objectives=tuple(objectives), seeds=tuple(seeds), architectures=archs,
                     mappers=tuple(mappers), systolic=systolic, run=run, report=report,
-                    description=str(data.get("description", "")), raw=data)
+                    description=str(data.get("description", "")), raw=data, search=search)
 
 
 def _parse_name_output(data: dict[str, Any], output: str | Path | None, bad: Bad) -> tuple[Any, Any]:
@@ -211,14 +227,31 @@ def _parse_name_output(data: dict[str, Any], output: str | Path | None, bad: Bad
 
 
 def _arch_kind(arch_raw: Any) -> str:
-    """``architectures.kind`` as given (default "systolic"); `parse_architectures` checks it."""
+    """``architectures.kind`` as given (default "systolic"; `parse_architectures` checks it), or
+    "archsearch" for a loop-nest template with a grid (`sweep.campaigns.designspace`)."""
+    if is_design_space(arch_raw):
+        return "archsearch"
     return arch_raw.get("kind", "systolic") if isinstance(arch_raw, dict) else "systolic"
+
+
+def _check_archsearch(data: dict[str, Any], objectives: list, seeds: list, bad: Bad) -> None:
+    """Architecture search maps with one mapper, one objective and one seed: a design's totals
+    are one number each (several are several campaigns)."""
+    if len(objectives) != 1:
+        bad("objectives", objectives, "architecture search maps every layer for one objective: give one")
+    if len(seeds) != 1:
+        bad("seeds", seeds, "architecture search maps with one seed: give one")
+    if isinstance(data.get("mappers"), list) and len(data["mappers"]) != 1:
+        bad("mappers", [m.get("name") if isinstance(m, dict) else m for m in data["mappers"]],
+            "architecture search maps every design's layers with one mapper: give one [[mappers]] entry")
 
 
 def _parse_objectives(data: dict[str, Any], kind: str, bad: Bad) -> list:
     """``objectives``: DeepOpt's PMs (systolic, default all), or one of the loop-nest / multi-NPU
     objectives (default the first)."""
     allowed = {"systolic": list(PMS), "npu": list(NPU_OBJECTIVES)}.get(kind, list(LOOPNEST_OBJECTIVES))
+    if kind == "archsearch" and "objectives" not in data:
+        return ["edp"]
     objectives = data.get("objectives", allowed if kind == "systolic" else [allowed[0]])
     if not isinstance(objectives, list) or not objectives:
         bad("objectives", objectives, f"expected a non-empty list of {allowed}")
@@ -262,7 +295,7 @@ def _parse_mapper(m: Any, key: str, kind: str, base_dir: Path, bad: Bad) -> Mapp
     if mname not in MAPPER_NAMES:
         bad(f"{key}.name", mname, f"unknown mapper; known: {list(MAPPER_NAMES)}")
         return None
-    if mapper_kind(mname) != kind:
+    if mapper_kind(mname) != ("loopnest" if kind == "archsearch" else kind):
         bad(f"{key}.name", mname, f"maps {mapper_kind(mname)} architectures, but the campaign's "
             f"architectures.kind is {kind!r}")
         return None

@@ -10,7 +10,9 @@ import them). The keys they read depend on the architecture kind:
 * loopnest: ``baseline`` (the mapper the others are compared with, default ``random``) and
   ``network`` (the network of the per-layer plots, default the first);
 * npu: ``baseline`` (default ``static``), ``mapper`` (the mapper compared with it, default
-  ``flexer``) and ``network``.
+  ``flexer``) and ``network``;
+* archsearch: ``area_budgets`` (mm^2, the best design under each), ``top_k`` (rows of the top
+  table, default 10) and ``network``.
 
 None of it is part of the configuration hash: the report table changes no result row.
 """
@@ -27,7 +29,8 @@ __all__ = ["REPORT_KEYS", "parse_report"]
 #: The keys of ``[report]`` that `sweep report` reads, per architecture kind.
 REPORT_KEYS = {"systolic": ("fs_point", "worst_case_window"),
                "loopnest": ("baseline", "network"),
-               "npu": ("baseline", "mapper", "network")}
+               "npu": ("baseline", "mapper", "network"),
+               "archsearch": ("area_budgets", "top_k", "network")}
 
 
 def parse_report(value: Any, kind: str, networks: list[str], mappers: list[str], bad: Bad) -> dict[str, Any]:
@@ -52,6 +55,12 @@ def parse_report(value: Any, kind: str, networks: list[str], mappers: list[str],
         elif k in ("baseline", "mapper"):
             if not isinstance(v, str) or (mappers and v not in mappers):
                 bad(key, v, f"expected the name of one of the campaign's mappers {mappers}")
+        elif k == "area_budgets":
+            if not isinstance(v, list) or not v or not all(is_finite(x) and x > 0 for x in v):
+                bad(key, v, "expected a non-empty list of positive areas in mm^2")
+        elif k == "top_k":
+            if not is_int(v, 1, 10_000):
+                bad(key, v, "expected a positive integer")
         elif k == "network":
             if not isinstance(v, str) or (networks and v not in networks):
                 bad(key, v, f"expected the name of one of the campaign's networks {networks}")

@@ -100,8 +100,8 @@ def run_campaign(campaign: Campaign, *, resume: bool = False, executor: str = "r
             timings["expand_s"] += time.perf_counter() - t1
             if task is None:
                 return
-            if first and campaign.kind == "loopnest":  # before the first task reaches a worker
-                _warm_up(task)  # (npu mappers have no compiled kernel)
+            if first and campaign.kind in ("loopnest", "archsearch"):  # before the first task reaches
+                _warm_up(task)  # a worker (npu mappers have no compiled kernel)
             first = False
             if task.task_id in done_ids:
                 summary.tasks_skipped += 1
@@ -124,6 +124,8 @@ def run_campaign(campaign: Campaign, *, resume: bool = False, executor: str = "r
         buf, buf_rows, last_flush = [], 0, time.monotonic()
         timings["write_s"] += time.perf_counter() - t1
 
+    if campaign.kind == "archsearch" and campaign.search.sampler in ("tpe", "nsga2"):
+        return _optuna_search(campaign, store, stamp, summary, resume, executor, address, progress, t0)
     ex = Executor(executor, address, campaign.run.num_cpus, campaign.run.max_in_flight,
                   campaign.run.max_retries)
     try:
@@ -153,6 +155,28 @@ def run_campaign(campaign: Campaign, *, resume: bool = False, executor: str = "r
         _finish(summary, ex, t0)
         raise Interrupted(summary) from None
     return _finish(summary, ex, t0)
+
+
+def _optuna_search(campaign: Campaign, store: Store, stamp: dict, summary: RunSummary, resume: bool,
+                   executor: str, address: str | None, progress, t0: float) -> RunSummary:
+    """An architecture search by an Optuna study (`sweep.search.driver.run_search`), each round's
+    tasks stored as one batch."""
+    from sweep.search.driver import run_search
+
+    def store_batch(batch):
+        t1 = time.perf_counter()
+        summary.rows_written += store.write_batch(batch, stamp=stamp)
+        summary.fragments += bool(batch)
+        summary.timings["write_s"] += time.perf_counter() - t1
+    try:
+        with _sigterm_as_interrupt():
+            run_search(campaign, summary, resume=resume, executor=executor, address=address,
+                       progress=progress, flush=store_batch)
+    except KeyboardInterrupt:
+        summary.seconds = time.perf_counter() - t0
+        raise Interrupted(summary) from None
+    summary.seconds = time.perf_counter() - t0
+    return summary
 
 
 def _finish(summary: RunSummary, ex, t0: float) -> RunSummary:
@@ -210,8 +234,13 @@ def _warm_up(task) -> None:
     driver, so that Ray workers starting together load it instead of each compiling it."""
     try:
         from costmodel.loopnest.ordering import OrderingEvaluator
-        u = task.units[0]
-        ev = OrderingEvaluator(u.problem.layer, u.problem.arch, u.problem.spatial)
+        if hasattr(task, "designs"):  # an architecture-search task: its first design, first layer
+            did, values = task.designs[0]
+            layer, arch, spatial = task.networks[0].layers[0], task.template.design(values), None
+        else:
+            u = task.units[0]
+            layer, arch, spatial = u.problem.layer, u.problem.arch, u.problem.spatial
+        ev = OrderingEvaluator(layer, arch, spatial)
         import numpy as np
         ev.evaluate(np.repeat(np.arange(len(ev.counts)), ev.counts)[None, :])
     except Exception:  # noqa: BLE001 - a warm-up only; the task itself reports real errors

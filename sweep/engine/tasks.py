@@ -24,13 +24,14 @@ from mappers import get_mapper
 from mappers.base import WorkUnit
 from mappers.systolic.deepopt import AllocationProblem
 from sweep.campaigns.campaign import Campaign, _network_json
+from sweep.engine.design_tasks import DesignTask, count_design_tasks, design_tasks
 from sweep.engine.layer_tasks import LayerTask, count_layer_tasks, expand_layers
 from sweep.ids import stable_hash
 
 __all__ = ["Task", "expand", "count_tasks", "execute", "TABLES"]
 
 #: Tables a task writes; ``rows`` is written last and marks a task as stored.
-TABLES = ("layers", "problems", "rows")
+TABLES = ("layers", "problems", "archs", "totals", "rows")
 
 
 @dataclass(frozen=True)
@@ -81,11 +82,15 @@ def _systolic_tasks(campaign: Campaign) -> Iterator[Task]:
             yield Task(tid, spec.name, dict(spec.params), replace(whole, points=chunk, point_offset=start), unit)
 
 
-def expand(campaign: Campaign) -> Iterator[Task | LayerTask]:
+def expand(campaign: Campaign) -> Iterator[Task | LayerTask | DesignTask]:
     """The campaign's tasks in a deterministic order: systolic campaigns by mapper, then point
-    chunk; loop-nest and npu campaigns by `sweep.engine.layer_tasks.expand_layers`."""
+    chunk; loop-nest and npu campaigns by `sweep.engine.layer_tasks.expand_layers`; architecture
+    searches by design (`sweep.engine.design_tasks.design_tasks`; an Optuna search asks its
+    designs as it goes, `sweep.search`)."""
     if campaign.kind == "systolic":
         return _systolic_tasks(campaign)
+    if campaign.kind == "archsearch":
+        return design_tasks(campaign)
     return expand_layers(campaign)
 
 
@@ -95,6 +100,8 @@ def count_tasks(campaign: Campaign) -> int:
     if campaign.kind == "systolic":
         n, step = len(campaign.architectures), campaign.run.chunk_points
         return len(campaign.mappers) * max(1, -(-n // step))
+    if campaign.kind == "archsearch":
+        return count_design_tasks(campaign)
     return count_layer_tasks(campaign)
 
 

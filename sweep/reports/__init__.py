@@ -21,12 +21,13 @@ from typing import Any
 
 from sweep.engine.store import Store
 from sweep.errors import StoreError
-from sweep.reports import loopnest, npu, systolic, tune
+from sweep.reports import archsearch, loopnest, npu, systolic, tune
 
 __all__ = ["KINDS", "build_report", "print_report"]
 
 #: The report module of each ``config.kind`` of a manifest.
-KINDS: dict[str, ModuleType] = {"systolic": systolic, "loopnest": loopnest, "npu": npu, "tune": tune}
+KINDS: dict[str, ModuleType] = {"systolic": systolic, "loopnest": loopnest, "npu": npu, "tune": tune,
+                                "archsearch": archsearch}
 
 
 def _kind(directory: Path, manifest: dict) -> str:

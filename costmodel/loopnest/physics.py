@@ -1,0 +1,227 @@
+"""Memory energy and area as functions of memory size and word width; the area of a design.
+
+Used by architecture search (`costmodel.loopnest.template`): a memory of a template accelerator
+is *scaled* to a new capacity and/or word width, its per-access energies following a physical
+model **anchored at the template's own values** (the template's energies come back exactly at
+its own size and width).
+
+Memory classes (`memory_class`), decided by the **template** memory (the one being scaled):
+
+* ``"dram"``: ``size_bits is None`` (unbounded, off chip). Energy does not depend on a size;
+  area 0.
+* ``"sram"``: 4 KiB <= template size <= 1024 KiB (the CACTI table, extended to 1 MiB below). A
+  template SRAM above 1 MiB is also ``"sram"`` but its size may not change (PhysicsRangeError);
+  it may still be used unchanged, or with another word width (same energy per bit).
+* ``"regfile"``: template size < 4 KiB.
+
+Energy model of one access of one word (``word_bits`` wide), relative to the template:
+
+* SRAM: ``e_bit(S) * word_bits`` pJ with ``e_bit`` the CACTI-projected 65 nm energy per bit at S
+  KiB (`costmodel.systolic.params.sram_energy_table`, file
+  ``costmodel/data/sram_energy_pj_per_bit.csv``, DeepOpt authors' data, integer sizes 4..512
+  KiB), linearly interpolated between tabulated sizes (`sram_pj_per_bit`). Above the table, up
+  to 1 MiB (eyeriss_like's global buffer is 1 MiB), the energy per bit continues from the 512 KiB
+  value with the square root of capacity, as in Horowitz's data below (20 pJ at 32 KB to 100 pJ
+  at 1 MB per 64-bit read). Valid for 4 <= S <= 1024 KiB.
+* Register file: proportional to ``word_bits * sqrt(size_bits)``. Source: M. Horowitz,
+  "Computing's energy problem (and what we can do about it)", ISSCC 2014: 64-bit SRAM reads cost
+  about 10 pJ at 8 KB, 20 pJ at 32 KB and 100 pJ at 1 MB, i.e. energy grows with the square root
+  of capacity. Valid from one word (``size_bits >= word_bits``) up to, excluding, 4 KiB (32768
+  bits).
+* DRAM: proportional to ``word_bits`` (a constant energy per bit, as the presets' DRAM energies
+  are written: pJ/bit x word_bits); never depends on a size.
+
+Scaling rule: ``new_pj = template_pj * model(S_new, w_new) / model(S_tmpl, w_tmpl)`` for both
+read_pj and write_pj, computed as (size ratio) x (width ratio) so that an unchanged size or width
+contributes a factor of exactly 1.0. Port bandwidths (read_bw, write_bw, bits per cycle) are
+multiplied by ``w_new / w_tmpl``.
+
+Area (mm^2): every on-chip memory costs ``A_SRAM_UM2_PER_BYTE`` = 32.5457 um^2 per byte of
+capacity per instance (DeepOpt's TSMC 65 nm memory-compiler density,
+`costmodel.systolic.area`). Register files built from flip-flops are larger per bit than a
+compiled SRAM, so the register-file area is a lower bound. Instances = product of the array dims
+the memory is ``private_to``; DRAM is off chip (0). Each MAC/PE costs ``A_PE_UM2`` = 7405.95 um^2
+(DeepOpt: 8-bit multiplier + 32-bit adder + registers).
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from bisect import bisect_left
+from dataclasses import replace
+from functools import lru_cache
+
+from costmodel.systolic.area import A_PE_UM2, A_SRAM_UM2_PER_BYTE
+from costmodel.systolic.params import sram_energy_table
+
+from .arch import Accelerator, MemoryLevel
+
+__all__ = ["PhysicsRangeError", "TooSmallForWord", "SRAM_MIN_KIB", "SRAM_TABLE_MAX_KIB", "SRAM_MAX_KIB",
+           "REGFILE_MAX_BITS",
+           "memory_class", "sram_pj_per_bit", "check_size", "energy_ratio", "scale_memory",
+           "memory_instances", "memory_area_mm2", "design_area_mm2"]
+
+#: Smallest SRAM of the CACTI table, KiB; largest SRAM of the model (the table ends at
+#: `SRAM_TABLE_MAX_KIB`; above it the square-root continuation), KiB.
+SRAM_MIN_KIB: int = 4
+SRAM_TABLE_MAX_KIB: int = 512
+SRAM_MAX_KIB: int = 1024
+#: Register files are smaller than this many bits (4 KiB); the SRAM model starts here.
+REGFILE_MAX_BITS: int = SRAM_MIN_KIB * 8192
+_SRAM_MAX_BITS: int = SRAM_MAX_KIB * 8192
+
+
+class PhysicsRangeError(ValueError):
+    """A memory size or word width outside the range of the physics model."""
+
+
+class TooSmallForWord(ValueError):
+    """A memory smaller than one word (size_bits < word_bits): an invalid design point."""
+
+
+@lru_cache(maxsize=1)
+def _table() -> tuple[tuple[float, ...], tuple[float, ...]]:
+    sizes, energy = sram_energy_table()
+    return tuple(float(s) for s in sizes), tuple(float(e) for e in energy)
+
+
+def sram_pj_per_bit(kib: float) -> float:
+    """CACTI 65 nm SRAM access energy per bit (pJ/bit) of an SRAM of ``kib`` KiB.
+
+    Linear interpolation between the tabulated integer sizes (exact table value at a tabulated
+    size). Source: ``costmodel/data/sram_energy_pj_per_bit.csv`` (DeepOpt authors' data). Between
+    512 KiB and 1 MiB: the 512 KiB value times sqrt(kib / 512) (Horowitz, ISSCC 2014).
+
+    Raises:
+        PhysicsRangeError: ``kib`` outside 4..1024 KiB.
+    """
+    sizes, energy = _table()
+    if sizes[-1] < kib <= SRAM_MAX_KIB:
+        return energy[-1] * math.sqrt(kib / sizes[-1])
+    if not (sizes[0] <= kib <= sizes[-1]):   # also rejects NaN
+        raise PhysicsRangeError(f"SRAM size {kib:g} KiB is outside the SRAM model's range "
+                                f"{sizes[0]:g}..{SRAM_MAX_KIB} KiB (CACTI table to {sizes[-1]:g} KiB, "
+                                f"square-root continuation above)")
+    j = bisect_left(sizes, kib)
+    if sizes[j] == kib:
+        return energy[j]
+    s0, s1, e0, e1 = sizes[j - 1], sizes[j], energy[j - 1], energy[j]
+    return e0 + (e1 - e0) * (kib - s0) / (s1 - s0)
+
+
+def memory_class(mem: MemoryLevel) -> str:
+    """"dram" (unbounded), "sram" (template size >= 4 KiB) or "regfile" (< 4 KiB)."""
+    if mem.size_bits is None:
+        return "dram"
+    return "sram" if mem.size_bits >= REGFILE_MAX_BITS else "regfile"
+
+
+def _pos_int(what: str, v) -> int:
+    if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1:
+        raise ValueError(f"{what} = {v!r}: expected a positive integer")
+    return int(v)
+
+
+def check_size(mem: MemoryLevel, size_bits: int) -> None:
+    """Check that template memory ``mem`` may be given capacity ``size_bits`` (bits), word aside.
+
+    Raises:
+        ValueError: ``mem`` is unbounded (DRAM has no size) or size_bits not a positive integer.
+        PhysicsRangeError: SRAM outside 4..1024 KiB, size change of an SRAM template above
+            1024 KiB, or register file of 4 KiB (32768 bits) or more. The message names the size.
+    """
+    size_bits = _pos_int(f"memory {mem.name!r}: size_bits", size_bits)
+    cls = memory_class(mem)
+    if cls == "dram":
+        raise ValueError(f"memory {mem.name!r} is unbounded (DRAM): it has no size to change")
+    kib = size_bits / 8192
+    if cls == "regfile":
+        if size_bits >= REGFILE_MAX_BITS:
+            raise PhysicsRangeError(
+                f"memory {mem.name!r}: register-file size {size_bits} bits ({kib:g} KiB) is outside "
+                f"the register-file model range (one word up to, excluding, {REGFILE_MAX_BITS} bits "
+                f"= {SRAM_MIN_KIB} KiB)")
+    elif mem.size_bits > _SRAM_MAX_BITS:
+        if size_bits != mem.size_bits:
+            raise PhysicsRangeError(
+                f"memory {mem.name!r}: template SRAM of {mem.size_bits / 8192:g} KiB is above the "
+                f"SRAM model ({SRAM_MIN_KIB}..{SRAM_MAX_KIB} KiB): its size cannot change (asked "
+                f"{kib:g} KiB)")
+    elif not (REGFILE_MAX_BITS <= size_bits <= _SRAM_MAX_BITS):
+        raise PhysicsRangeError(f"memory {mem.name!r}: SRAM size {kib:g} KiB is outside the SRAM "
+                                f"model's range {SRAM_MIN_KIB}..{SRAM_MAX_KIB} KiB")
+
+
+def energy_ratio(mem: MemoryLevel, size_bits: int | None = None, word_bits: int | None = None) -> float:
+    """model(size_bits, word_bits) / model(template size, template word) for template ``mem``.
+
+    None = unchanged. An unchanged size and width give exactly 1.0. No range checks: call
+    `check_size` first (`scale_memory` does).
+    """
+    size_r = 1.0
+    if size_bits is not None and size_bits != mem.size_bits:
+        if memory_class(mem) == "sram":
+            size_r = sram_pj_per_bit(size_bits / 8192) / sram_pj_per_bit(mem.size_bits / 8192)
+        else:
+            size_r = math.sqrt(size_bits / mem.size_bits)
+    word_r = 1.0 if word_bits is None or word_bits == mem.word_bits else word_bits / mem.word_bits
+    return size_r * word_r
+
+
+def scale_memory(mem: MemoryLevel, size_bits: int | None = None, word_bits: int | None = None) -> MemoryLevel:
+    """Template memory ``mem`` with capacity ``size_bits`` and word ``word_bits`` (bits; None = unchanged).
+
+    read_pj / write_pj (pJ per access of one word) scale by `energy_ratio`; read_bw / write_bw
+    (bits per cycle) by ``word_bits / mem.word_bits``. Returns ``mem`` itself when nothing
+    changes.
+
+    Raises:
+        TooSmallForWord: new size < new word (checked before the range).
+        PhysicsRangeError: size outside the model (see `check_size`).
+        ValueError: a size or width that is not a positive integer; a size for DRAM.
+    """
+    if word_bits is not None:
+        word_bits = _pos_int(f"memory {mem.name!r}: word_bits", word_bits)
+    if size_bits is not None:
+        size_bits = _pos_int(f"memory {mem.name!r}: size_bits", size_bits)
+        if mem.size_bits is None:
+            raise ValueError(f"memory {mem.name!r} is unbounded (DRAM): it has no size to change")
+    new_size = mem.size_bits if size_bits is None else size_bits
+    new_word = mem.word_bits if word_bits is None else word_bits
+    if new_size == mem.size_bits and new_word == mem.word_bits:
+        return mem
+    if new_size is not None and new_size < new_word:
+        raise TooSmallForWord(f"memory {mem.name!r}: {new_size} bits is too small for one word of "
+                              f"{new_word} bits")
+    if new_size is not None:
+        check_size(mem, new_size)
+    r = energy_ratio(mem, new_size, new_word)
+    changes: dict = {"size_bits": new_size, "word_bits": new_word}
+    if r != 1.0:
+        changes.update(read_pj=mem.read_pj * r, write_pj=mem.write_pj * r)
+    if new_word != mem.word_bits:
+        w = new_word / mem.word_bits
+        changes.update(read_bw=mem.read_bw * w, write_bw=mem.write_bw * w)
+    return replace(mem, **changes)
+
+
+def memory_instances(mem: MemoryLevel, acc: Accelerator) -> int:
+    """Number of instances of ``mem`` in ``acc``: product of the array dims it is private to."""
+    return math.prod(acc.array[a] for a in mem.private_to)
+
+
+def memory_area_mm2(mem: MemoryLevel, acc: Accelerator) -> float:
+    """Area of all instances of ``mem`` in ``acc``, mm^2.
+
+    ``size_bits / 8 * A_SRAM_UM2_PER_BYTE * instances * 1e-6``; DRAM (unbounded) 0. Source:
+    DeepOpt's TSMC 65 nm memory-compiler density (a lower bound for flip-flop register files).
+    """
+    if mem.size_bits is None:
+        return 0.0
+    return mem.size_bits / 8 * A_SRAM_UM2_PER_BYTE * memory_instances(mem, acc) * 1e-6
+
+
+def design_area_mm2(acc: Accelerator) -> float:
+    """Chip area of ``acc``, mm^2: ``pe_count * A_PE_UM2 * 1e-6`` plus every memory's area."""
+    return acc.pe_count * A_PE_UM2 * 1e-6 + sum(memory_area_mm2(m, acc) for m in acc.memories)

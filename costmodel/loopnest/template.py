@@ -1,0 +1,198 @@
+"""An accelerator template: named parameters whose values make new designs (architecture search).
+
+`ArchTemplate` wraps a base `Accelerator` and exposes its sizes as named parameters:
+
+* ``"array.<dim>"``: size of an array dim (positive int);
+* ``"memory.<name>.size_bits"`` / ``"memory.<name>.size_kib"``: capacity of one instance of a
+  bounded memory in bits (positive int) or KiB (positive number, ``size_kib * 8192`` a whole
+  number of bits); at most one of the two per memory in one design;
+* ``"memory.<name>.word_bits"``: word (port) width in bits (positive int), every memory incl. DRAM.
+
+`ArchTemplate.design` applies any subset of them: memories are scaled with
+`costmodel.loopnest.physics.scale_memory` (energies anchored at the template's own values,
+bandwidth following the word width) and the default spatial unrolling follows the array: for each
+array dim of the template's unrolling every factor but the last is kept and the last becomes
+``floor(new size / product of the others)``. ``design({})`` returns the base's memories, spatial
+unrolling and array unchanged (under the name ``<base>_design``). Designs are deterministic and
+their ``repr`` is stable (plain Python ints and floats).
+
+Errors (all ValueError subclasses):
+
+* `UnknownParameter`: a name that is not a parameter (the message lists the known names);
+* ValueError: a value of the wrong type or sign, or size_kib and size_bits of one memory together;
+* `costmodel.loopnest.physics.PhysicsRangeError`: a value outside the physics model;
+* `InvalidDesign` (attribute ``reason``): a combination that makes no accelerator: "too small for
+  one word", "spatial does not fit", "hierarchy order" (an upper level replicated over more array
+  dims than a lower one), "invalid accelerator" (any other constructor error).
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass, field, replace
+from typing import Any, Mapping
+
+from .arch import Accelerator
+from .mapping import SpatialMapping
+from .physics import TooSmallForWord, check_size, design_area_mm2, scale_memory
+
+__all__ = ["ArchTemplate", "InvalidDesign", "UnknownParameter"]
+
+
+class UnknownParameter(ValueError):
+    """A parameter name the template does not have; the message lists the known names."""
+
+
+class InvalidDesign(ValueError):
+    """A combination of parameter values that makes no valid accelerator.
+
+    Attributes:
+        reason: short category, e.g. "too small for one word", "spatial does not fit",
+            "hierarchy order", "invalid accelerator".
+    """
+
+    def __init__(self, reason: str, detail: str = "") -> None:
+        self.reason = reason
+        super().__init__(f"{reason}: {detail}" if detail else reason)
+
+
+def _pos_int(name: str, v: Any) -> int:
+    if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1:
+        raise ValueError(f"{name} = {v!r}: expected a positive integer")
+    return int(v)
+
+
+def _kib_to_bits(name: str, v: Any) -> int:
+    if (isinstance(v, bool) or not isinstance(v, numbers.Real) or not math.isfinite(v) or v <= 0):
+        raise ValueError(f"{name} = {v!r}: expected a positive number of KiB")
+    bits = float(v) * 8192
+    if not bits.is_integer():
+        raise ValueError(f"{name} = {v!r}: {v!r} KiB = {bits!r} bits is not a whole number of bits")
+    return int(bits)
+
+
+@dataclass(frozen=True)
+class ArchTemplate:
+    """Named parameters of the base accelerator ``base`` (see the module docstring)."""
+
+    base: Accelerator
+    # parameter name -> (kind, key, attribute); kind "array" (key = dim) or "memory" (key = memory index)
+    _params: dict = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.base, Accelerator):
+            raise TypeError(f"ArchTemplate.base must be an Accelerator, got {type(self.base).__name__}")
+        p: dict[str, tuple[str, Any, str]] = {f"array.{a}": ("array", a, "") for a in self.base.array}
+        for i, m in enumerate(self.base.memories):
+            if m.size_bits is not None:
+                p[f"memory.{m.name}.size_bits"] = ("memory", i, "size_bits")
+                p[f"memory.{m.name}.size_kib"] = ("memory", i, "size_kib")
+            p[f"memory.{m.name}.word_bits"] = ("memory", i, "word_bits")
+        object.__setattr__(self, "_params", p)
+
+    def parameter_names(self) -> list[str]:
+        """``array.<dim>`` per array dim, then per memory (innermost first) ``memory.<name>.size_bits``,
+        ``.size_kib`` (bounded memories only) and ``.word_bits``."""
+        return list(self._params)
+
+    def _lookup(self, name: str) -> tuple[str, Any, str]:
+        try:
+            return self._params[name]
+        except (KeyError, TypeError):
+            raise UnknownParameter(f"unknown parameter {name!r} of template {self.base.name!r}; known "
+                                   f"parameters: {list(self._params)}") from None
+
+    def template_value(self, name: str) -> int | float:
+        """The base accelerator's value of parameter ``name`` (size_kib = size_bits / 8192).
+
+        Raises:
+            UnknownParameter: ``name`` is not a parameter.
+        """
+        kind, key, attr = self._lookup(name)
+        if kind == "array":
+            return self.base.array[key]
+        m = self.base.memories[key]
+        return m.size_bits / 8192 if attr == "size_kib" else getattr(m, attr)
+
+    def check_value(self, name: str, value: Any) -> int:
+        """Check one value on its own; returns it normalised (array size, word or size in bits).
+
+        Raises:
+            UnknownParameter: ``name`` is not a parameter.
+            ValueError: wrong type or sign (array dims, size_bits, word_bits: positive ints;
+                size_kib: a positive number, ``size_kib * 8192`` a whole number of bits).
+            PhysicsRangeError: a size outside the physics model of that memory
+                (`costmodel.loopnest.physics.check_size`).
+        """
+        kind, key, attr = self._lookup(name)
+        if kind == "array" or attr == "word_bits":
+            return _pos_int(name, value)
+        bits = _kib_to_bits(name, value) if attr == "size_kib" else _pos_int(name, value)
+        check_size(self.base.memories[key], bits)
+        return bits
+
+    def _spatial(self, array: dict[str, int]) -> SpatialMapping:
+        sp = self.base.spatial
+        dims = {}
+        changed = False
+        for a, loops in sp.dims.items():
+            if a not in array or array[a] == self.base.array.get(a) or not loops:
+                dims[a] = loops
+                continue
+            others = math.prod(f for _, f in loops[:-1])
+            last = array[a] // others
+            if last < 1:
+                raise InvalidDesign("spatial does not fit", f"array dim {a} of size {array[a]} cannot hold "
+                                    f"the template's unrolling {[list(x) for x in loops[:-1]]} "
+                                    f"(product {others}) and at least 1 of {loops[-1][0]}")
+            dims[a] = loops[:-1] + ((loops[-1][0], last),)
+            changed = True
+        return SpatialMapping(dims) if changed else sp
+
+    def design(self, values: Mapping[str, Any], name: str | None = None) -> Accelerator:
+        """A new accelerator: the base with the parameter ``values`` applied (any subset of names).
+
+        ``name`` defaults to ``<base name>_design``.
+
+        Raises:
+            UnknownParameter, ValueError, PhysicsRangeError: as `check_value`; ValueError also for
+                size_kib and size_bits of the same memory given together.
+            InvalidDesign: "too small for one word" (a memory smaller than its word), "spatial does
+                not fit" (see the module docstring), "hierarchy order" or "invalid accelerator"
+                (the Accelerator constructor refused the design; the message is kept).
+        """
+        base = self.base
+        array = dict(base.array)
+        sizes: dict[int, int] = {}
+        words: dict[int, int] = {}
+        for pname, value in values.items():
+            v = self.check_value(pname, value)
+            kind, key, attr = self._params[pname]
+            if kind == "array":
+                array[key] = v
+            elif attr == "word_bits":
+                words[key] = v
+            else:
+                if key in sizes:
+                    raise ValueError(f"memory {base.memories[key].name!r}: give size_bits or size_kib, "
+                                     f"not both")
+                sizes[key] = v
+        mems = list(base.memories)
+        for i in sorted(set(sizes) | set(words)):
+            try:
+                mems[i] = scale_memory(mems[i], sizes.get(i), words.get(i))
+            except TooSmallForWord as e:
+                raise InvalidDesign("too small for one word", str(e)) from None
+        spatial = self._spatial(array)
+        try:
+            return replace(base, name=name if name is not None else f"{base.name}_design", array=array,
+                           memories=tuple(mems), spatial=spatial)
+        except ValueError as e:
+            reason = "hierarchy order" if "sits above" in str(e) else (
+                "spatial does not fit" if "spatial" in str(e) else "invalid accelerator")
+            raise InvalidDesign(reason, str(e)) from None
+
+    def area_mm2(self, values: Mapping[str, Any]) -> float:
+        """Chip area of ``design(values)``, mm^2 (`costmodel.loopnest.physics.design_area_mm2`)."""
+        return design_area_mm2(self.design(values))

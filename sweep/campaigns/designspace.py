@@ -1,0 +1,373 @@
+"""Architecture search on the loop-nest model: a template accelerator, a grid over its named
+parameters, and the ``[search]`` table.
+
+Campaign form (``campaigns/archsearch_eyeriss.toml``)::
+
+    [architectures]
+    kind = "loopnest"
+    template = "eyeriss_like"             # a preset, or an accelerator TOML file (also one
+                                          # written by `sweep import zigzag`)
+    [architectures.grid]                  # dotted names of the template's parameters
+    array.D1 = [7, 14, 28]                # value lists, {start, stop, step}, {pow2 = [lo, hi]}
+    array.D2 = [6, 12, 24]
+    memory.sram_1M.size_kib = {pow2 = [32, 512]}
+    memory.rf_64B_W.size_bits = [128, 256, 512, 1024]
+    constraints = ["array.D1 * array.D2 <= 512"]   # over the names above and area_mm2
+    area_budget_mm2 = 12.0                # keep area <= budget (and >= min_area_fraction * budget)
+
+    [search]
+    sampler = "grid"                      # "grid" | "random" | "tpe" | "nsga2"
+    trials = 200                          # designs to evaluate (random, tpe, nsga2)
+    seed = 0
+    objectives = ["edp"]                  # or two, e.g. ["edp", "area_mm2"]
+
+The parameters are those of `costmodel.loopnest.template.ArchTemplate`: ``array.<dim>``,
+``memory.<name>.size_bits`` / ``size_kib`` / ``word_bits``. Each axis value is checked alone
+against the physics model (`costmodel.loopnest.physics`): a value outside it (an SRAM below 4 KiB
+or above 512 KiB, a register file of 4 KiB or more) is a campaign error naming the key. Then every
+point of the cross product is built (`ArchTemplate.design`, whose default spatial unrolling
+follows the array): an *invalid* point (a memory smaller than one word, a spatial unrolling larger
+than the array) is dropped and counted by reason; so are points failing a constraint or the area
+window. `sweep validate` prints the counts. No valid point left is a campaign error.
+
+Search objectives are per-design figures: ``edp``, ``energy_pj``, ``latency_cycles`` (each the
+geometric mean over the campaign's networks of that network's total) and ``area_mm2``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from sweep.campaigns.common import Bad, NOT_FINITE, check_table, is_finite, is_int, is_number, resolve_path
+from sweep.campaigns.expr import ExprError, evaluate, parse
+from sweep.ids import stable_hash
+
+__all__ = ["DesignSpace", "SearchSpec", "parse_design_space", "parse_search", "is_design_space",
+           "SAMPLERS", "SEARCH_OBJECTIVES"]
+
+#: Samplers of ``[search]``: every valid design, a seeded uniform sample, or an Optuna study.
+SAMPLERS = ("grid", "random", "tpe", "nsga2")
+#: Per-design figures a search can minimise (energy, latency and EDP: geometric mean over networks).
+SEARCH_OBJECTIVES = ("edp", "energy_pj", "latency_cycles", "area_mm2")
+_ARCH_KEYS = {"kind", "template", "grid"}
+_WINDOW_KEYS = {"constraints", "area_budget_mm2", "min_area_fraction"}
+_SEARCH_KEYS = {"sampler", "trials", "seed", "objectives", "batch"}
+_NAME = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_0-9]\w*)+")
+
+
+def is_design_space(arch_raw: Any) -> bool:
+    """``[architectures]`` is an architecture-search space (a loop-nest ``template`` with a grid)."""
+    return isinstance(arch_raw, dict) and arch_raw.get("kind") == "loopnest" and "template" in arch_raw
+
+
+@dataclass(frozen=True)
+class SearchSpec:
+    """The ``[search]`` table: ``sampler`` (`SAMPLERS`), ``trials`` (None = every valid design,
+    grid only), ``seed``, ``objectives`` (`SEARCH_OBJECTIVES`, one or two) and ``batch`` (tpe and
+    nsga2: trials asked per round and mapped in parallel; part of the result, as the sampler
+    sees the values of a round only after it)."""
+
+    sampler: str = "grid"
+    trials: int | None = None
+    seed: int = 0
+    objectives: tuple[str, ...] = ("edp",)
+    batch: int = 4
+
+    def describe(self) -> dict[str, Any]:
+        return {"sampler": self.sampler, "trials": self.trials, "seed": self.seed,
+                "objectives": list(self.objectives), "batch": self.batch}
+
+
+@dataclass(frozen=True)
+class DesignSpace:
+    """The valid designs of a template grid.
+
+    Attributes:
+        template: the `costmodel.loopnest.template.ArchTemplate`.
+        template_ref: the preset name or file path as the campaign gives it.
+        names: the grid's parameter names, in file order.
+        axes: name -> the axis values (ascending).
+        values: (n, len(names)) the valid designs' parameter values, in grid order (the cross
+            product of the axes, last name fastest).
+        area_mm2: (n,) each valid design's area, mm^2 (`costmodel.loopnest.physics`).
+        dropped: reason -> number of grid points dropped for it.
+        total: grid points before dropping.
+    """
+
+    template: Any
+    template_ref: str
+    names: tuple[str, ...]
+    axes: dict[str, tuple]
+    values: np.ndarray
+    area_mm2: np.ndarray
+    dropped: dict[str, int] = field(default_factory=dict)
+    total: int = 0
+    spec: Any = None
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    @property
+    def archs(self) -> tuple:
+        """No fixed accelerators: designs are built per task (`design`)."""
+        return ()
+
+    spatial = None
+
+    def point(self, i: int) -> dict[str, Any]:
+        """The parameter values of valid design ``i`` (Python ints where the axis is integral)."""
+        return {n: _py(self.axes[n], v) for n, v in zip(self.names, self.values[i])}
+
+    def design_id(self, values: dict[str, Any]) -> str:
+        """16 hex digits naming a design: sha256 of the template and the parameter values."""
+        return stable_hash({"template": repr(self.template.base), "values": values}, 16)
+
+    def describe(self) -> dict[str, Any]:
+        """JSON-able: template (in full), parameters, axes, counts (part of the config hash)."""
+        return {"spec": self.spec, "template": self.template_ref, "template_arch": repr(self.template.base),
+                "params": list(self.names), "axes": {n: list(map(_num, a)) for n, a in self.axes.items()},
+                "template_values": {n: _num(self.template.template_value(n)) for n in self.names},
+                "designs": len(self), "grid_points": self.total, "dropped": dict(self.dropped)}
+
+
+def _num(v):
+    f = float(v)
+    return int(f) if f.is_integer() and not isinstance(v, float) else f
+
+
+def _py(axis: tuple, v):
+    return int(v) if all(isinstance(a, int) for a in axis) else float(v)
+
+
+def _load_template(value: Any, base_dir: Path, bad: Bad):
+    from costmodel.loopnest.arch import list_accelerators, load_accelerator
+    from costmodel.loopnest.template import ArchTemplate
+    if not isinstance(value, str) or not value:
+        bad("architectures.template", value, f"expected a preset name {list_accelerators()} or a TOML file path")
+        return None
+    ref = value if value in list_accelerators() else str(resolve_path(value, base_dir))
+    try:
+        return ArchTemplate(load_accelerator(ref))
+    except (OSError, ValueError) as e:
+        bad("architectures.template", value, str(e))
+        return None
+
+
+def _flatten(grid: dict, prefix: str = "") -> dict[str, Any]:
+    """Nested TOML tables (``array.D1 = [...]`` is ``{"array": {"D1": [...]}}``) -> dotted names;
+    a table that is a range or ``pow2`` stays a leaf."""
+    out = {}
+    for k, v in grid.items():
+        name = f"{prefix}{k}"
+        if isinstance(v, dict) and v and not (set(v) <= {"start", "stop", "step"} or set(v) == {"pow2"}):
+            out.update(_flatten(v, name + "."))
+        else:
+            out[name] = v
+    return out
+
+
+def _axis(value: Any, key: str, bad: Bad) -> tuple | None:
+    """A list of positive numbers, ``{start, stop, step}`` (integers, stop included) or
+    ``{pow2 = [lo, hi]}``, as an ascending tuple of distinct values."""
+    vals = None
+    if isinstance(value, list) and value:
+        vals = value
+    elif isinstance(value, dict) and set(value) == {"start", "stop", "step"}:
+        s, e, st = value["start"], value["stop"], value["step"]
+        if all(is_int(x, 0) for x in (s, e)) and is_int(st, 1) and e >= s:
+            vals = list(range(s, e + 1, st))
+    elif isinstance(value, dict) and set(value) == {"pow2"}:
+        lh = value["pow2"]
+        if isinstance(lh, list) and len(lh) == 2 and all(is_int(x, 1) for x in lh) and lh[0] <= lh[1]:
+            vals = [2 ** k for k in range(64) if lh[0] <= 2 ** k <= lh[1]]
+    if not vals:
+        bad(key, value, "expected a non-empty list of values, {start, stop, step} (integers, stop included) "
+            "or {pow2 = [lo, hi]}")
+        return None
+    for v in vals:
+        if is_number(v) and not is_finite(v):
+            bad(key, value, NOT_FINITE)
+            return None
+        if not is_number(v) or v <= 0:
+            bad(key, value, f"values must be positive numbers, got {v!r}")
+            return None
+    return tuple(sorted(set(vals)))
+
+
+def _mangle(name: str) -> str:
+    return name.replace(".", "__")
+
+
+def _constraints(cons: Any, names: tuple[str, ...], bad: Bad) -> list:
+    """Parsed ``constraints`` (dotted names are mangled to identifiers before parsing)."""
+    if not isinstance(cons, list) or not all(isinstance(c, str) for c in cons):
+        bad("architectures.grid.constraints", cons, "expected a list of expression strings")
+        return []
+    known = {_mangle(n) for n in names} | {"area_mm2"}
+    trees = []
+    for i, text in enumerate(cons):
+        bad_names = [m for m in _NAME.findall(text) if m not in names]
+        if bad_names:
+            bad(f"architectures.grid.constraints[{i}]", text,
+                f"unknown name {bad_names[0]!r}; known: {sorted(names) + ['area_mm2']}")
+            continue
+        try:
+            trees.append((i, text, parse(_NAME.sub(lambda m: _mangle(m.group(0)), text), known)))
+        except ExprError as e:
+            bad(f"architectures.grid.constraints[{i}]", text, str(e))
+    return trees
+
+
+def _window(grid: dict, bad: Bad) -> tuple[float | None, float]:
+    budget, frac = grid.get("area_budget_mm2"), grid.get("min_area_fraction", 0.0)
+    if budget is not None and not (is_finite(budget) and budget > 0):
+        bad("architectures.grid.area_budget_mm2", budget, "expected a positive finite number (mm^2)")
+        budget = None
+    if not (is_finite(frac) and 0 <= frac <= 1):
+        bad("architectures.grid.min_area_fraction", frac, "expected a number in [0, 1]")
+        frac = 0.0
+    elif frac and budget is None:
+        bad("architectures.grid.min_area_fraction", frac, "needs area_budget_mm2")
+    return budget, frac
+
+
+def _check_values(template, name: str, axis: tuple, key: str, bad: Bad) -> bool:
+    from costmodel.loopnest.physics import PhysicsRangeError
+    for v in axis:
+        try:
+            template.check_value(name, v)
+        except PhysicsRangeError as e:
+            bad(key, v, f"outside the physics model: {e}")
+            return False
+        except ValueError as e:
+            bad(key, v, str(e))
+            return False
+    return True
+
+
+#: Grid points beyond which the expansion refuses (build each design: ~10^5 per second).
+MAX_GRID_POINTS = 2_000_000
+
+
+def parse_design_space(value: dict, base_dir: Path, bad: Bad) -> DesignSpace | None:
+    """Resolve an architecture-search ``[architectures]`` table (module docstring); findings go
+    to ``bad``; None if unusable."""
+    from costmodel.loopnest.template import InvalidDesign, UnknownParameter
+
+    check_table(value, "architectures", _ARCH_KEYS, bad)
+    template = _load_template(value.get("template"), base_dir, bad)
+    grid = value.get("grid")
+    if not isinstance(grid, dict) or not grid:
+        bad("architectures.grid", grid, "required with a template: a table of parameter -> values, "
+            "e.g. array.D1 = [7, 14, 28]")
+        return None
+    flat = _flatten({k: v for k, v in grid.items() if k not in _WINDOW_KEYS})
+    if template is None:
+        return None
+    known = template.parameter_names()
+    names, axes = [], {}
+    for name, raw in flat.items():
+        key = f"architectures.grid.{name}"
+        if name not in known:
+            bad(key, raw, f"unknown parameter of template {template.base.name!r}; known: {known}")
+            continue
+        axis = _axis(raw, key, bad)
+        if axis is not None and _check_values(template, name, axis, key, bad):
+            names.append(name)
+            axes[name] = axis
+    if not flat:
+        bad("architectures.grid", grid, "no parameter to vary")
+    trees = _constraints(grid.get("constraints", []), tuple(flat), bad)
+    budget, frac = _window(grid, bad)
+    if len(names) != len(flat) or not names:
+        return None
+    total = int(np.prod([len(axes[n]) for n in names], dtype=np.int64))
+    if total > MAX_GRID_POINTS:
+        bad("architectures.grid", {n: flat[n] for n in names},
+            f"{total:,} grid points: more than {MAX_GRID_POINTS:,}; use [search] sampler = \"tpe\" or "
+            f"\"nsga2\" on a coarser grid, or split the campaign")
+        return None
+    dropped: dict[str, int] = {}
+    pts, areas = [], []
+    for combo in itertools.product(*(axes[n] for n in names)):
+        vals = dict(zip(names, combo))
+        try:
+            areas.append(template.area_mm2(vals))
+        except InvalidDesign as e:
+            dropped[e.reason] = dropped.get(e.reason, 0) + 1
+            continue
+        except UnknownParameter as e:  # pragma: no cover - names were checked above
+            bad("architectures.grid", vals, str(e))
+            return None
+        except ValueError as e:        # e.g. size_kib and size_bits of one memory together
+            bad("architectures.grid", vals, str(e))
+            return None
+        pts.append(combo)
+    values = np.asarray(pts, dtype=np.float64).reshape(len(pts), len(names))
+    area = np.asarray(areas, dtype=np.float64)
+    keep = np.ones(len(area), dtype=bool)
+    env = {_mangle(n): values[:, j] for j, n in enumerate(names)} | {"area_mm2": area}
+    for i, text, tree in trees:
+        try:
+            ok = np.broadcast_to(np.asarray(evaluate(tree, env), dtype=bool), keep.shape)
+        except (ArithmeticError, ValueError, TypeError) as e:
+            bad(f"architectures.grid.constraints[{i}]", text, f"cannot be evaluated: {e}")
+            return None
+        n_fail = int((keep & ~ok).sum())
+        if n_fail:
+            dropped[f"constraints[{i}]: {text}"] = n_fail
+        keep &= ok
+    if budget is not None:
+        ok = (area <= budget) & (area >= frac * budget)
+        if int((keep & ~ok).sum()):
+            dropped["area window"] = int((keep & ~ok).sum())
+        keep &= ok
+    if not keep.any():
+        bad("architectures.grid", {n: flat[n] for n in names} | {"constraints": grid.get("constraints", []),
+                                                                    "area_budget_mm2": budget},
+            f"no valid design: {total:,} grid points, dropped {dropped}")
+        return None
+    return DesignSpace(template, str(value.get("template")), tuple(names), axes, values[keep], area[keep],
+                       dropped, total, spec={k: value[k] for k in value})
+
+
+def parse_search(value: Any, n_designs: int | None, bad: Bad) -> SearchSpec:
+    """The ``[search]`` table (`SearchSpec`); defaults: grid over every valid design, objective EDP."""
+    if value is None:
+        return SearchSpec()
+    v = check_table(value, "search", _SEARCH_KEYS, bad)
+    sampler = v.get("sampler", "grid")
+    if sampler not in SAMPLERS:
+        bad("search.sampler", sampler, f"expected one of {list(SAMPLERS)}")
+        sampler = "grid"
+    trials = v.get("trials")
+    if trials is not None and not is_int(trials, 1, 10 ** 7):
+        bad("search.trials", trials, "expected a positive integer")
+        trials = None
+    if sampler != "grid" and trials is None:
+        bad("search.trials", trials, f"required with sampler {sampler!r}: how many designs to evaluate")
+    if sampler == "grid" and trials is not None:
+        bad("search.trials", trials, "sampler \"grid\" evaluates every valid design; use sampler \"random\" "
+            "for a sample")
+    if sampler == "random" and trials is not None and n_designs is not None and trials > n_designs:
+        bad("search.trials", trials, f"more than the {n_designs} valid designs")
+    seed = v.get("seed", 0)
+    if not is_int(seed, 0):
+        bad("search.seed", seed, "expected an integer >= 0")
+        seed = 0
+    objs = v.get("objectives", ["edp"])
+    if (not isinstance(objs, list) or not 1 <= len(objs) <= 2 or any(o not in SEARCH_OBJECTIVES for o in objs)
+            or len(set(objs)) != len(objs)):
+        bad("search.objectives", objs, f"expected one or two distinct names of {list(SEARCH_OBJECTIVES)}")
+        objs = ["edp"]
+    batch = v.get("batch", 4)
+    if not is_int(batch, 1, 4096):
+        bad("search.batch", batch, "expected an integer in [1, 4096]")
+        batch = 4
+    return SearchSpec(sampler, trials, seed, tuple(objs), batch)

@@ -1,0 +1,208 @@
+"""Architecture-search campaigns: designs batched into tasks, and how a task maps them.
+
+A task holds ``run.designs_per_task`` designs of a `sweep.campaigns.designspace.DesignSpace`. For
+each design it builds the accelerator (`costmodel.loopnest.template.ArchTemplate.design`), maps
+every unique layer of every network once (a layer shape shared by two networks is mapped once)
+with the campaign's mapper, objective and seed, running all the mapper's work units in-process
+and reducing them (exactly what `sweep map` does, so `sweep map --network N --arch DESIGN.toml`
+reproduces a design's totals), and totals each network as `sweep.single.network_totals` does.
+
+Tables of a task (every row carries ``task_id`` and ``status``):
+
+* ``rows``: one per (design, network, unique layer): ``design_id``, ``network``, ``layer_index``,
+  ``layer``, ``repeat``, ``mapper``, ``objective``, ``seed``, ``energy_pj``, ``latency_cycles``,
+  ``edp``, ``value``, ``evaluations``, ``wall_s``, ``engine``, ``loops`` (JSON), ``error``, and the
+  design's parameter values (one column per grid parameter, named as in the grid);
+* ``totals``: one per (design, network): ``design_id``, ``network``, ``area_mm2``, ``energy_pj``,
+  ``latency_cycles``, ``edp`` (= energy x latency of the network), ``layers``, ``macs``,
+  ``evaluations``, ``wall_s``, ``seed``, ``mapper``, ``objective``, ``error`` and the parameters;
+* ``archs``: one per design: ``design_id`` and ``arch``, the design's accelerator as canonical JSON
+  of `Accelerator.to_dict` (what `sweep report` writes to ``DIR/designs/*.toml``).
+
+Determinism: every column but ``wall_s`` is a function of the campaign and the design.
+"""
+
+from __future__ import annotations
+
+import time
+import traceback
+from dataclasses import dataclass
+from typing import Any, Iterator, Sequence
+
+import numpy as np
+import pyarrow as pa
+
+from costmodel.loopnest.reference import MODEL_VERSION
+from mappers import get_mapper
+from mappers.base import LayerProblem
+from sweep.ids import canonical_json, stable_hash
+
+__all__ = ["DesignTask", "design_tasks", "count_design_tasks", "evaluate_design", "design_name"]
+
+
+def design_name(design_id: str) -> str:
+    """The accelerator name of a design (also its TOML's ``name``)."""
+    return f"design_{design_id}"
+
+
+@dataclass(frozen=True)
+class DesignTask:
+    """A batch of designs (``designs``: (design_id, parameter values) pairs) to map on every
+    network of the campaign; ``task_id`` = sha256 of the designs and what determines their rows."""
+
+    task_id: str
+    designs: tuple[tuple[str, dict], ...]
+    template: Any                      # costmodel.loopnest.template.ArchTemplate
+    networks: tuple                    # costmodel.workload.Network
+    mapper: str
+    params: dict
+    objective: str
+    seed: int
+    param_names: tuple[str, ...]
+
+    def run(self) -> dict[str, pa.Table]:
+        """The task's ``rows``, ``totals`` and ``archs`` tables (module docstring)."""
+        rows: list[dict] = []
+        totals: list[dict] = []
+        archs: list[dict] = []
+        for did, values in self.designs:
+            r, t, a = evaluate_design(self.template, did, values, self.networks, self.mapper, self.params,
+                                      self.objective, self.seed)
+            rows += r
+            totals += t
+            archs += a
+        return {"archs": _table(archs, self.task_id, self.param_names, params=False),
+                "totals": _table(totals, self.task_id, self.param_names),
+                "rows": _table(rows, self.task_id, self.param_names)}
+
+
+def evaluate_design(template, design_id: str, values: dict, networks: Sequence, mapper_name: str,
+                    params: dict, objective: str, seed: int) -> tuple[list[dict], list[dict], list[dict]]:
+    """Map every unique layer of ``networks`` on one design; returns (layer rows, network totals,
+    [the design's arch row]) as lists of dicts (module docstring). A failure (a layer no mapping
+    fits, a mapper error) gives rows with status "error" and NaN totals for that network."""
+    from costmodel.loopnest.physics import design_area_mm2
+    from sweep.single import network_totals
+
+    mapper = get_mapper(mapper_name)
+    p = dict(params)
+    if any(x.name == "seed" for x in mapper.params):
+        p["seed"] = seed
+    common = {"design_id": design_id, **values}
+    try:
+        acc = template.design(values, name=design_name(design_id))
+        area = design_area_mm2(acc)
+        arch_row = [{"design_id": design_id, "arch": canonical_json(acc.to_dict())}]
+    except Exception as e:  # noqa: BLE001 - an unbuildable design is an error row, the campaign goes on
+        err = f"{type(e).__name__}: {e}"
+        return ([], [dict(common, network=n.name, status="error", error=err, area_mm2=np.nan,
+                          **_nan_totals(), mapper=mapper_name, objective=objective, seed=seed) for n in networks],
+                [])
+    cache: dict[str, dict] = {}
+    rows, totals = [], []
+    for net in networks:
+        net_rows = []
+        for li, (layer, rep) in enumerate(net.unique()):
+            key = canonical_json({k: v for k, v in layer.__dict__.items() if k != "name"})
+            if key not in cache:
+                cache[key] = _map_layer(mapper, LayerProblem(layer, acc, None, objective), p)
+            res = cache[key]
+            net_rows.append(dict(common, network=net.name, layer_index=li, layer=layer.name, repeat=rep,
+                                 mapper=mapper_name, objective=objective, seed=seed, **res))
+        rows += net_rows
+        failed = [r for r in net_rows if r["status"] != "ok"]
+        tot = dict(common, network=net.name, area_mm2=area, mapper=mapper_name, objective=objective, seed=seed,
+                   layers=len(net_rows), macs=int(net.macs),
+                   evaluations=int(sum(r["evaluations"] or 0 for r in net_rows)),
+                   wall_s=float(sum(r["wall_s"] for r in net_rows)))
+        if failed:
+            tot.update(status="error", error=f"layer {failed[0]['layer']}: {failed[0]['error']}", **_nan_totals())
+        else:
+            t = network_totals(net_rows)
+            tot.update(status="ok", error="", energy_pj=t["energy_pj"], latency_cycles=t["latency_cycles"],
+                       edp=t["edp"])
+        totals.append(tot)
+    return rows, totals, arch_row
+
+
+def _nan_totals() -> dict:
+    return {"energy_pj": np.nan, "latency_cycles": np.nan, "edp": np.nan, "layers": 0, "macs": 0,
+            "evaluations": 0, "wall_s": 0.0}
+
+
+def _map_layer(mapper, prob: LayerProblem, params: dict) -> dict:
+    """Every work unit of the problem, reduced (as `sweep.single.map_layer`): the row's figures."""
+    t0 = time.perf_counter()
+    try:
+        best = mapper.reduce([mapper.run(prob, u, params) for u in mapper.units(prob, params)])
+    except Exception as e:  # noqa: BLE001 - a failing layer is an error row
+        return {"status": "error", "error": f"{type(e).__name__}: {e}\n{traceback.format_exc()[-1500:]}",
+                "energy_pj": np.nan, "latency_cycles": np.nan, "edp": np.nan, "value": np.nan,
+                "evaluations": 0, "wall_s": time.perf_counter() - t0, "engine": None, "loops": None}
+    return {"status": "ok", "error": "", "energy_pj": best.energy_pj, "latency_cycles": best.latency_cycles,
+            "edp": best.edp, "value": best.value, "evaluations": best.evaluations,
+            "wall_s": time.perf_counter() - t0, "engine": best.engine,
+            "loops": canonical_json(best.loops) if best.loops is not None else None}
+
+
+def _table(items: list[dict], task_id: str, param_names: Sequence[str], params: bool = True) -> pa.Table:
+    """Rows (dicts) -> an Arrow table with ``task_id`` and ``status`` first; parameter columns last."""
+    if not items:
+        return pa.table({"task_id": pa.array([], pa.string()), "status": pa.array([], pa.string())})
+    keys = [k for k in items[0] if k not in param_names and k != "status"]
+    cols: dict[str, Any] = {"task_id": [task_id] * len(items),
+                            "status": [it.get("status", "ok") for it in items]}
+    for k in keys:
+        cols[k] = [it.get(k) for it in items]
+    if params:
+        for k in param_names:
+            cols[k] = [it[k] for it in items]
+    return pa.table(cols)
+
+
+def _task_id(campaign, designs: Sequence[tuple[str, dict]]) -> str:
+    spec = campaign.mappers[0]
+    doc = {"designs": [d for d, _ in designs], "template": repr(campaign.architectures.template.base),
+           "mapper": spec.name, "version": get_mapper(spec.name).version, "params": spec.params,
+           "objective": campaign.objectives[0], "seed": campaign.seeds[0], "model": MODEL_VERSION,
+           "networks": [[n.name, [canonical_json({k: v for k, v in l.__dict__.items()}) for l in n.layers],
+                         list(n.repeats)] for n in campaign.networks]}
+    return stable_hash(doc, 24)
+
+
+def make_task(campaign, indices: Sequence[int]) -> DesignTask:
+    """The task of the valid designs ``indices`` of the campaign's `DesignSpace`."""
+    space = campaign.architectures
+    designs = []
+    for i in indices:
+        vals = space.point(int(i))
+        designs.append((space.design_id(vals), vals))
+    spec = campaign.mappers[0]
+    return DesignTask(_task_id(campaign, designs), tuple(designs), space.template, tuple(campaign.networks),
+                      spec.name, dict(spec.params), campaign.objectives[0], campaign.seeds[0], space.names)
+
+
+def selected(campaign) -> np.ndarray:
+    """The valid-design indices a grid or random search evaluates, in order: every design
+    (``grid``), or ``trials`` of them drawn without replacement with ``search.seed`` (``random``)."""
+    n = len(campaign.architectures)
+    s = campaign.search
+    if s.sampler == "random":
+        return np.random.default_rng(s.seed).choice(n, size=s.trials, replace=False)
+    return np.arange(n)
+
+
+def design_tasks(campaign) -> Iterator[DesignTask]:
+    """The tasks of a grid or random architecture search, ``run.designs_per_task`` designs each."""
+    idx = selected(campaign)
+    step = campaign.run.designs_per_task
+    for start in range(0, len(idx), step):
+        yield make_task(campaign, idx[start:start + step])
+
+
+def count_design_tasks(campaign) -> int:
+    """How many tasks `design_tasks` yields (for an Optuna search: one per trial at most)."""
+    s = campaign.search
+    n = s.trials if s.sampler in ("tpe", "nsga2") else len(selected(campaign))
+    step = 1 if s.sampler in ("tpe", "nsga2") else campaign.run.designs_per_task
+    return -(-n // step)

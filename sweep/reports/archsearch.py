@@ -1,0 +1,501 @@
+"""`sweep report` of an architecture-search (``kind = "archsearch"``) result directory.
+
+An architecture search maps every unique layer of several networks on many *designs* (a template
+accelerator with named parameters changed, e.g. ``array.D1``); its ``totals`` table holds one
+row per (design, network) with the network totals: energy (pJ), latency (cycles), EDP
+(pJ x cycles, total energy x total latency) and the design's area (mm^2). Per network, lower is
+better in every column:
+
+* ``pareto_area_edp`` / ``pareto_energy_latency``: the non-dominated designs of (area, EDP) and
+  of (energy, latency), sorted by area (`sweep.reports.pareto.pareto_front`);
+* ``best_per_budget``: per area budget (``report.area_budgets``, default 6 budgets evenly spaced
+  from the smallest to the largest area), the design of lowest EDP within the budget;
+* ``parameter_effects``: per parameter and value, the designs, the best and median EDP, each
+  also over the network's best EDP;
+* ``top``: the ``report.top_k`` (default 10) best designs by the search's first objective.
+
+Every design on the (area, EDP) front of a network is written to ``DIR/designs/<design_id>.toml``
+(an accelerator file `costmodel.loopnest.arch.load_accelerator` reads), and ``"designs"`` lists,
+per network and front design, the file and the `sweep map` command that maps the network on it
+with the campaign's mapper, objective, seed and parameters. Rows of a failed design (status not
+"ok") and repeated (design, network) rows (the first kept) are left out.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from sweep.reports.common import print_plots, print_summary, read_rows, summary
+from sweep.reports.pareto import even_budgets, pareto_front
+from sweep.reports.plots import category_ticks, figure, log_axis, save
+
+__all__ = [
+    "DESIGN_DIR",
+    "VALUES",
+    "best_per_budget",
+    "build",
+    "design_table",
+    "map_command",
+    "network_arguments",
+    "network_report",
+    "parameter_effects",
+    "pareto_designs",
+    "show",
+    "toml_literal",
+    "top_designs",
+    "write_design_files",
+    "write_plots",
+]
+
+#: The per-network totals of a design: energy (pJ), latency (cycles), EDP (pJ x cycles), area (mm^2).
+VALUES = ("energy_pj", "latency_cycles", "edp", "area_mm2")
+_ALIASES = {"energy": "energy_pj", "latency": "latency_cycles", "area": "area_mm2"}
+_SHOWN_ROWS = 15
+#: Folder of the result directory the design files go to (the per-design totals are the
+#: ``totals`` table, so this folder holds design files only).
+DESIGN_DIR = "designs"
+
+
+def _py(v: Any) -> Any:
+    """A numpy scalar as the Python scalar JSON writes (ints stay ints)."""
+    if isinstance(v, np.generic):
+        return v.item()
+    return v
+
+
+def _report_cfg(manifest: dict) -> dict:
+    """The report options: ``config.report`` of the manifest, else its top-level ``report``."""
+    cfg = manifest.get("config") or {}
+    return cfg.get("report") or manifest.get("report") or {}
+
+
+# -- tables ------------------------------------------------------------------------------------
+
+def design_table(designs: pd.DataFrame) -> pd.DataFrame:
+    """The usable rows of a ``totals`` table: one per (design_id, network), the first stored;
+    status "ok" and finite energy (pJ), latency (cycles), EDP and area (mm^2) only; ``network``
+    as plain strings."""
+    if designs.empty:
+        return designs
+    d = designs.drop_duplicates(["design_id", "network"], keep="first")
+    d = d[d["status"].astype(str) == "ok"].copy()
+    for c in VALUES:
+        d[c] = pd.to_numeric(d[c], errors="coerce").astype(float)
+    d = d[np.isfinite(d[list(VALUES)].to_numpy()).all(axis=1)]
+    d["network"] = d["network"].astype(str)
+    d["design_id"] = d["design_id"].astype(str)
+    return d.reset_index(drop=True)
+
+
+def _record(row: pd.Series, params: list[str]) -> dict[str, Any]:
+    """A design's totals and parameter values as JSON-able data."""
+    return {"design_id": str(row["design_id"]), "area_mm2": float(row["area_mm2"]),
+            "energy_pj": float(row["energy_pj"]), "latency_cycles": float(row["latency_cycles"]),
+            "edp": float(row["edp"]), "params": {p: _py(row[p]) for p in params if p in row.index}}
+
+
+def pareto_designs(df: pd.DataFrame, columns: tuple[str, str] = ("area_mm2", "edp")) -> pd.DataFrame:
+    """The rows of ``df`` (one network's designs) not dominated in ``columns`` (all minimised),
+    sorted by area (mm^2), then by ``columns``, then design_id."""
+    if df.empty:
+        return df
+    idx = pareto_front(df[list(columns)].to_numpy(dtype=float))
+    keys = list(dict.fromkeys(["area_mm2", *columns, "design_id"]))
+    return df.iloc[idx].sort_values(keys, kind="stable")
+
+
+def best_per_budget(df: pd.DataFrame, params: list[str], budgets: list[float] | None = None) -> list[dict]:
+    """Per area budget (mm^2; default `even_budgets` of the designs' areas, 6 of them), the design
+    of lowest EDP among those of area <= budget (ties: smaller area, then design_id), with the
+    number of designs within the budget; ``design_id`` None when none fits."""
+    budgets = even_budgets(df["area_mm2"], 6) if budgets is None else [float(b) for b in budgets]
+    out = []
+    for b in budgets:
+        fit = df[df["area_mm2"] <= b]
+        rec: dict[str, Any] = {"budget_mm2": float(b), "feasible": int(len(fit))}
+        if fit.empty:
+            rec["design_id"] = None
+        else:
+            best = fit.sort_values(["edp", "area_mm2", "design_id"], kind="stable").iloc[0]
+            rec.update(_record(best, params))
+        out.append(rec)
+    return out
+
+
+def parameter_effects(df: pd.DataFrame, params: list[str]) -> dict[str, list[dict]]:
+    """Per parameter and value (ascending): ``designs`` with that value, ``best_edp`` and
+    ``median_edp`` (pJ x cycles), ``best_vs_best`` and ``median_vs_best`` (over the best EDP of
+    all of ``df``) and the ``best_design_id``."""
+    if df.empty:
+        return {}
+    overall = float(df["edp"].min())
+    out: dict[str, list[dict]] = {}
+    for p in params:
+        if p not in df:
+            continue
+        recs = []
+        for value, g in df.groupby(p, sort=True):
+            best = g.sort_values(["edp", "area_mm2", "design_id"], kind="stable").iloc[0]
+            med = float(g["edp"].median())
+            recs.append({"value": _py(value), "designs": int(len(g)), "best_edp": float(best["edp"]),
+                         "median_edp": med, "best_vs_best": float(best["edp"]) / overall,
+                         "median_vs_best": med / overall, "best_design_id": str(best["design_id"])})
+        out[p] = recs
+    return out
+
+
+def top_designs(df: pd.DataFrame, params: list[str], objective: str = "edp", k: int = 10) -> list[dict]:
+    """The ``k`` designs of lowest ``objective`` (a column of `VALUES`; ties: EDP, area, design_id)."""
+    keys = list(dict.fromkeys([objective, "edp", "area_mm2", "design_id"]))
+    return [_record(r, params) for _, r in df.sort_values(keys, kind="stable").head(k).iterrows()]
+
+
+def network_report(df: pd.DataFrame, params: list[str], budgets: list[float] | None = None,
+                   objective: str = "edp", top_k: int = 10) -> dict[str, Any]:
+    """The report of one network's designs (see the module docstring), as JSON-able data."""
+    if df.empty:
+        return {"designs": 0, "pareto_area_edp": [], "pareto_energy_latency": [], "best_per_budget": [],
+                "parameter_effects": {}, "top": []}
+    return {
+        "designs": int(len(df)), "best_edp": float(df["edp"].min()),
+        "pareto_area_edp": [_record(r, params) for _, r in pareto_designs(df, ("area_mm2", "edp")).iterrows()],
+        "pareto_energy_latency": [_record(r, params) for _, r in
+                                  pareto_designs(df, ("energy_pj", "latency_cycles")).iterrows()],
+        "best_per_budget": best_per_budget(df, params, budgets),
+        "parameter_effects": parameter_effects(df, params),
+        "top": top_designs(df, params, objective, top_k),
+    }
+
+
+# -- commands ----------------------------------------------------------------------------------
+
+def toml_literal(v: Any) -> str:
+    """``v`` as a TOML value, the way `sweep map --param KEY=VALUE` reads it: true/false, ints,
+    ``repr`` of floats, strings in double quotes, arrays and inline tables."""
+    v = _py(v)
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, float):
+        return repr(v)
+    if isinstance(v, str):
+        return json.dumps(v)
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(toml_literal(x) for x in v) + "]"
+    if isinstance(v, dict):
+        key = lambda k: k if re.fullmatch(r"[A-Za-z0-9_-]+", str(k)) else json.dumps(str(k))
+        return "{" + ", ".join(f"{key(k)} = {toml_literal(x)}" for k, x in v.items() if x is not None) + "}"
+    raise TypeError(f"cannot write {v!r} as a TOML value")
+
+
+def map_command(network: str, arch_file: str | Path, mapper: str, objective: str, seed: int,
+                params: dict[str, Any]) -> str:
+    """The shell command mapping ``network`` (zoo name or file path) on ``arch_file``:
+    ``sweep map --network N --arch F --mapper M --objective O --seed S --param k=v ...``, one
+    ``--param`` per entry of ``params`` sorted by key (``seed`` and None values left out), every
+    argument quoted with `shlex.quote`."""
+    args = ["sweep", "map", "--network", str(network), "--arch", str(arch_file), "--mapper", str(mapper),
+            "--objective", str(objective), "--seed", str(int(seed))]
+    for k in sorted(params):
+        if k != "seed" and params[k] is not None:
+            args += ["--param", f"{k}={toml_literal(params[k])}"]
+    return shlex.join(args)
+
+
+def network_arguments(manifest: dict) -> dict[str, str]:
+    """Network name -> what `sweep map --network` takes: the zoo name, or the absolute path of the
+    campaign's network file (``{file = ...}`` resolved against ``base_dir``)."""
+    raw = (manifest.get("campaign") or {}).get("networks") or []
+    names = [n.get("name") if isinstance(n, dict) else n for n in (manifest.get("config") or {}).get("networks", [])]
+    base = Path(manifest.get("base_dir") or ".")
+    out: dict[str, str] = {}
+    for i, item in enumerate(raw):
+        if isinstance(item, str):
+            out[item] = item
+        elif isinstance(item, dict) and isinstance(item.get("file"), str):
+            path = Path(item["file"])
+            path = (path if path.is_absolute() else base / path).resolve()
+            out[names[i] if len(names) == len(raw) else _file_network_name(path)] = str(path)
+    return out
+
+
+def _file_network_name(path: Path) -> str:
+    from costmodel.zoo import load_network_file
+    try:
+        return load_network_file(path).name
+    except (OSError, ValueError):
+        return path.stem
+
+
+def _mapper_params(manifest: dict, mapper: str) -> dict[str, Any]:
+    specs = (manifest.get("config") or {}).get("mappers") or [{}]
+    spec = next((m for m in specs if m.get("name") == mapper), specs[0])
+    return {k: v for k, v in (spec.get("params") or {}).items() if k != "seed" and v is not None}
+
+
+# -- design files ------------------------------------------------------------------------------
+
+def _arch_dict(arch_json: str, design_id: str, template: str) -> dict[str, Any]:
+    d = json.loads(arch_json)
+    d["name"] = f"design_{design_id}"
+    if d.get("description") is None:
+        d["description"] = f"architecture-search design {design_id} of {template}"
+    d = {k: v for k, v in d.items() if v is not None}
+    d["memory"] = [{k: v for k, v in m.items() if v is not None} for m in d.get("memory", [])]
+    return d
+
+
+def write_design_files(directory: Path, manifest: dict, archs: pd.DataFrame, fronts: dict[str, list[str]],
+                       values: dict[str, dict[str, Any]]) -> tuple[dict[str, str], list[str]]:
+    """Write ``DIR/designs/<design_id>.toml`` for every design of ``fronts`` (network -> design
+    ids) from its ``arch`` JSON in ``archs``, with a header naming the campaign, the networks on
+    whose front it is and its parameter ``values``; each checked by loading it and then renamed
+    into place (atomic). Returns (design_id -> file, problems: designs without a stored or with
+    an unloadable accelerator)."""
+    from costmodel.loopnest.arch import load_accelerator
+    from sweep.zigzag_import import dict_to_toml
+
+    nets_of: dict[str, list[str]] = {}
+    for net, ids in fronts.items():
+        for i in ids:
+            nets_of.setdefault(i, []).append(net)
+    if not nets_of:
+        return {}, []
+    arch_of = {} if archs.empty else archs.drop_duplicates("design_id").set_index("design_id")["arch"].to_dict()
+    template = str(((manifest.get("config") or {}).get("architectures") or {}).get("template", "?"))
+    out_dir = directory / DESIGN_DIR
+    out_dir.mkdir(parents=True, exist_ok=True)
+    files, problems = {}, []
+    for did, nets in nets_of.items():
+        if did not in arch_of:
+            problems.append(f"design {did}: no accelerator in the archs table")
+            continue
+        header = (f"Design {did} of the architecture search {manifest.get('name')!r} (template {template}),\n"
+                  f"on the area-EDP Pareto front of: {', '.join(nets)}.\n"
+                  + "".join(f"{k} = {toml_literal(v)}\n" for k, v in values.get(did, {}).items())
+                  + "Written by `sweep report`; map a network on it with `sweep map --arch <this file>`.")
+        path = out_dir / f"{did}.toml"
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=out_dir)
+        try:
+            with os.fdopen(fd, "w") as f:
+                f.write(dict_to_toml(_arch_dict(arch_of[did], did, template), header))
+            load_accelerator(tmp)
+            os.replace(tmp, path)
+            files[did] = str(path)
+        except (ValueError, TypeError, KeyError) as e:
+            problems.append(f"design {did}: {e}")
+        finally:
+            Path(tmp).unlink(missing_ok=True)
+    return files, problems
+
+
+# -- build -------------------------------------------------------------------------------------
+
+def build(directory: Path, manifest: dict, plots_dir: str | Path | None = None) -> dict[str, Any]:
+    """The report of an architecture-search result directory as JSON-able data (module doc);
+    writes the design files of the (area, EDP) fronts to ``DIR/designs`` and, with
+    ``plots_dir``, the PNG plots (their paths under ``"plots"``).
+
+    Raises:
+        StoreError: unreadable, or no result row stored yet.
+    """
+    directory = Path(directory)
+    rows, designs, archs = read_rows(directory, "totals", "archs")
+    if "error" not in rows:
+        rows = rows.assign(error=None)
+    rep = summary(directory, manifest, rows)
+    cfg = manifest.get("config") or {}
+    space = cfg.get("architectures") or {}
+    params = list(space.get("params") or [])
+    search = cfg.get("search") or {}
+    objective = (search.get("objectives") or ["edp"])[0]
+    objective = _ALIASES.get(objective, objective if objective in VALUES else "edp")
+    rcfg = _report_cfg(manifest)
+    budgets = rcfg.get("area_budgets")
+    top_k = int(rcfg.get("top_k", 10))
+    rep.update(template=space.get("template"), params=params, search=search, top_objective=objective)
+    df = design_table(designs)
+    if not designs.empty:
+        d = designs.drop_duplicates(["design_id", "network"], keep="first")
+        rep["design_rows"] = {str(k): int(v) for k, v in d["status"].astype(str).value_counts().items()}
+        rep["designs_evaluated"] = int(d["design_id"].nunique())
+    order = [n.get("name") for n in cfg.get("networks", []) if isinstance(n, dict)]
+    nets = [n for n in order if n in set(df.get("network", []))]
+    nets += [n for n in dict.fromkeys(df.get("network", [])) if n not in nets]
+    per = {n: df[df["network"] == n] for n in nets}
+    rep["networks"] = {n: network_report(per[n], params, budgets, objective, top_k) for n in nets}
+    rep["designs"], rep["design_file_problems"] = _design_entries(directory, manifest, archs, rep["networks"], per)
+    if plots_dir is not None:
+        rep["plots"] = write_plots(rep, per, plots_dir)
+    return rep
+
+
+def _design_entries(directory: Path, manifest: dict, archs: pd.DataFrame, reports: dict[str, dict],
+                    per: dict[str, pd.DataFrame]) -> tuple[list[dict], list[str]]:
+    """Write the design files of the (area, EDP) fronts; one entry per (network, front design)
+    with its file and `map_command`."""
+    fronts = {n: [r["design_id"] for r in rep["pareto_area_edp"]] for n, rep in reports.items()}
+    values = {r["design_id"]: r["params"] for rep in reports.values() for r in rep["pareto_area_edp"]}
+    if archs.empty or "arch" not in archs:
+        archs = pd.DataFrame(columns=["design_id", "arch"])
+    archs = archs.assign(design_id=archs["design_id"].astype(str))
+    files, problems = write_design_files(directory.resolve(), manifest, archs, fronts, values)
+    cfg = manifest.get("config") or {}
+    net_args = network_arguments(manifest)
+    default_mapper = ((cfg.get("mappers") or [{}])[0]).get("name", "?")
+    default_obj = (cfg.get("objectives") or ["edp"])[0]
+    default_seed = (cfg.get("seeds") or [0])[0]
+    out = []
+    for net, ids in fronts.items():
+        rows = per[net].drop_duplicates("design_id").set_index("design_id")
+        for did in ids:
+            r = rows.loc[did]
+            mapper = str(r["mapper"]) if "mapper" in r.index and pd.notna(r["mapper"]) else default_mapper
+            obj = str(r["objective"]) if "objective" in r.index and pd.notna(r["objective"]) else default_obj
+            seed = int(r["seed"]) if "seed" in r.index and pd.notna(r["seed"]) else int(default_seed)
+            file = files.get(did)
+            out.append({"file": file, "network": net, "design_id": did, "energy_pj": float(r["energy_pj"]),
+                        "latency_cycles": float(r["latency_cycles"]), "edp": float(r["edp"]),
+                        "area_mm2": float(r["area_mm2"]),
+                        "command": None if file is None else map_command(
+                            net_args.get(net, net), file, mapper, obj, seed, _mapper_params(manifest, mapper))})
+    return out, problems
+
+
+# -- plots -------------------------------------------------------------------------------------
+
+def _safe(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name)
+
+
+def write_plots(rep: dict[str, Any], per: dict[str, pd.DataFrame], plots_dir: str | Path) -> list[str]:
+    """Per network: area (mm^2) vs EDP of every design (grey) with the (area, EDP) Pareto front
+    (red), and per parameter the best and median EDP over its values. Returns the paths written."""
+    plots_dir = Path(plots_dir)
+    plots_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    for net, nrep in rep.get("networks", {}).items():
+        df = per[net]
+        if df.empty:
+            continue
+        fig, ax = figure(figsize=(6.5, 4.2))
+        ax.scatter(df["area_mm2"], df["edp"], s=10, color="0.6", alpha=0.6, label=f"designs ({len(df)})")
+        front = pd.DataFrame(nrep["pareto_area_edp"])
+        ax.plot(front["area_mm2"], front["edp"], color="red", marker="o", ms=4, lw=1.2, drawstyle="steps-post",
+                label=f"Pareto front ({len(front)})")
+        log_axis(ax, "y")
+        ax.set_xlabel("area (mm$^2$)")
+        ax.set_ylabel("EDP (pJ x cycles)")
+        ax.legend(fontsize=8)
+        written.append(save(fig, plots_dir / f"archsearch_{_safe(net)}_area_edp.png",
+                            f"{net}: EDP over area of every design"))
+        effects = nrep["parameter_effects"]
+        if effects:
+            written.append(_effects_plot(net, effects, plots_dir / f"archsearch_{_safe(net)}_parameters.png"))
+    return written
+
+
+def _effects_plot(net: str, effects: dict[str, list[dict]], path: Path) -> str:
+    n = len(effects)
+    cols = min(n, 3)
+    rows = -(-n // cols)
+    fig, axes = figure(rows, cols, figsize=(4.2 * cols, 3.2 * rows), squeeze=False)
+    for ax, (p, recs) in zip(axes.flat, effects.items()):
+        x = range(len(recs))
+        ax.plot(x, [r["best_edp"] for r in recs], marker="o", label="best")
+        ax.plot(x, [r["median_edp"] for r in recs], marker=".", ls="--", label="median")
+        log_axis(ax, "y")
+        category_ticks(ax, [f"{r['value']:g}" if isinstance(r["value"], float) else str(r["value"]) for r in recs])
+        ax.set_xlabel(p)
+        ax.set_ylabel("EDP (pJ x cycles)")
+        ax.legend(fontsize=7)
+    for ax in list(axes.flat)[n:]:
+        ax.set_visible(False)
+    return save(fig, path, f"{net}: EDP per parameter value")
+
+
+# -- show --------------------------------------------------------------------------------------
+
+def _fmt_value(v: Any) -> str:
+    return f"{v:g}" if isinstance(v, float) else str(v)
+
+
+def _design_table(title: str, recs: list[dict], params: list[str], extra: list[tuple[str, str]] = (),
+                  limit: int | None = None):
+    from rich.table import Table
+
+    t = Table(title=title)
+    for c, _ in extra:
+        t.add_column(c, justify="right")
+    for c in ("design", "area mm2", "energy pJ", "latency cycles", "EDP", *params):
+        t.add_column(c, justify="left" if c == "design" else "right")
+    shown = recs if limit is None else recs[:limit]
+    for r in shown:
+        lead = [str(r.get(k, "")) if not isinstance(r.get(k), float) else f"{r[k]:.4g}" for _, k in extra]
+        if r.get("design_id") is None:
+            t.add_row(*lead, "(none fits)", *[""] * (4 + len(params)))
+            continue
+        t.add_row(*lead, r["design_id"], f"{r['area_mm2']:.3f}", f"{r['energy_pj']:.4g}",
+                  f"{r['latency_cycles']:,.0f}", f"{r['edp']:.4g}",
+                  *[_fmt_value(r["params"].get(p, "")) for p in params])
+    if limit is not None and len(recs) > limit:
+        t.caption = f"{len(recs) - limit} more design(s) in `sweep report --json`"
+    return t
+
+
+def _effects_table(net: str, effects: dict[str, list[dict]]):
+    from rich.table import Table
+
+    t = Table(title=f"{net}: effect of each parameter (EDP; x: over the network's best design)")
+    for c in ("parameter", "value", "designs", "best EDP", "x best", "median EDP", "x median", "best design"):
+        t.add_column(c, justify="left" if c in ("parameter", "best design") else "right")
+    for p, recs in effects.items():
+        for i, r in enumerate(recs):
+            t.add_row(p if i == 0 else "", _fmt_value(r["value"]), str(r["designs"]), f"{r['best_edp']:.4g}",
+                      f"{r['best_vs_best']:.2f}", f"{r['median_edp']:.4g}", f"{r['median_vs_best']:.2f}",
+                      r["best_design_id"])
+    return t
+
+
+def show(rep: dict[str, Any], console) -> None:
+    """Print ``rep`` (from `build`) as Rich tables: the summary, then per network the Pareto
+    fronts (at most 15 rows each), the best design per area budget, the parameter effects and
+    the top designs, then the design files with their `sweep map` commands."""
+    print_summary(rep, console)
+    s = rep.get("search") or {}
+    console.print(f"architecture search on {rep.get('template')}: parameters {', '.join(rep.get('params', []))}; "
+                  f"sampler {s.get('sampler')}, objectives {s.get('objectives')}; "
+                  f"{rep.get('designs_evaluated', 0)} design(s) evaluated, (design, network) rows "
+                  f"{rep.get('design_rows', {})}", highlight=False)
+    params = rep.get("params", [])
+    for net, n in rep.get("networks", {}).items():
+        console.print(_design_table(f"{net}: Pareto front of area and EDP ({len(n['pareto_area_edp'])} designs "
+                                    f"of {n['designs']})", n["pareto_area_edp"], params, limit=_SHOWN_ROWS))
+        console.print(_design_table(f"{net}: Pareto front of energy and latency", n["pareto_energy_latency"],
+                                    params, limit=_SHOWN_ROWS))
+        console.print(_design_table(f"{net}: best EDP within each area budget", n["best_per_budget"], params,
+                                    extra=[("budget mm2", "budget_mm2"), ("fit", "feasible")]))
+        if n["parameter_effects"]:
+            console.print(_effects_table(net, n["parameter_effects"]))
+        console.print(_design_table(f"{net}: top {len(n['top'])} designs by {rep.get('top_objective')}",
+                                    n["top"], params))
+    if rep.get("designs"):
+        console.print("[bold]Design files of the area-EDP fronts[/] (the command maps the network on the design):")
+    for d in rep.get("designs", []):
+        console.print(f"{d['network']} / {d['design_id']}: area {d['area_mm2']:.3f} mm2, EDP {d['edp']:.4g} -> "
+                      f"{d['file']}", highlight=False, markup=False, soft_wrap=True)
+        if d.get("command"):
+            console.print(f"  {d['command']}", highlight=False, markup=False, soft_wrap=True)
+    for p in rep.get("design_file_problems", []):
+        console.print(f"design file not written: {p}", style="red", highlight=False, markup=False)
+    print_plots(rep, console)

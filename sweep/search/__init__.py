@@ -1,0 +1,1 @@
+"""Architecture search driven by an Optuna study (`sweep.search.driver`)."""
