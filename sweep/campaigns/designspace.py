@@ -91,10 +91,11 @@ class DesignSpace:
     Attributes:
         template: the `costmodel.loopnest.template.ArchTemplate`.
         template_ref: the preset name or file path as the campaign gives it.
-        names: the grid's parameter names, in file order.
+        names: the grid's parameter names, sorted (so that the campaign stored in a manifest,
+            whose JSON keys are sorted, gives the same designs in the same order: `sweep rerun`).
         axes: name -> the axis values (ascending).
         values: (n, len(names)) the valid designs' parameter values, in grid order (the cross
-            product of the axes, last name fastest).
+            product of the axes in ``names`` order, last name fastest).
         area_mm2: (n,) each valid design's area, mm^2 (`costmodel.loopnest.physics`).
         dropped: reason -> number of grid points dropped for it.
         total: grid points before dropping.
@@ -272,7 +273,7 @@ def parse_design_space(value: dict, base_dir: Path, bad: Bad) -> DesignSpace | N
         return None
     known = template.parameter_names()
     names, axes = [], {}
-    for name, raw in flat.items():
+    for name, raw in sorted(flat.items()):   # sorted: the order survives a manifest's sort_keys
         key = f"architectures.grid.{name}"
         if name not in known:
             bad(key, raw, f"unknown parameter of template {template.base.name!r}; known: {known}")

@@ -37,7 +37,7 @@ from sweep.engine.executor import Executor
 from sweep.engine.store import Store, code_version
 from sweep.engine.tasks import error_table, execute
 
-__all__ = ["run_search", "design_value", "JOURNAL"]
+__all__ = ["run_search", "design_value", "make_sampler", "suggest", "tell", "JOURNAL"]
 
 JOURNAL = "study.journal"
 
@@ -60,6 +60,22 @@ def _quiet_optuna():
     return optuna
 
 
+def make_sampler(search, seed: int):
+    """The Optuna sampler of a `SearchSpec` (``tpe``: multivariate TPE; ``nsga2``: NSGA-II with a
+    population of max(8, 2 x batch)), seeded with ``seed``; infeasible trials carry a constraint."""
+    optuna = _quiet_optuna()
+    legacy = not hasattr(optuna.trial.Trial, "set_constraint")
+    kw = {"constraints_func": _constraint_attr} if legacy else {}
+    if search.sampler == "tpe":
+        return optuna.samplers.TPESampler(seed=seed, multivariate=True, **kw)
+    return optuna.samplers.NSGAIISampler(seed=seed, population_size=max(8, search.batch * 2), **kw)
+
+
+def suggest(trial, space) -> list:
+    """The grid point a trial asks: every parameter of ``space`` as a categorical over its axis."""
+    return [trial.suggest_categorical(n, list(space.axes[n])) for n in space.names]
+
+
 def _open_study(campaign, out: Path):
     optuna = _quiet_optuna()
     from optuna.storages import JournalStorage
@@ -69,13 +85,7 @@ def _open_study(campaign, out: Path):
     directions = ["minimize"] * len(s.objectives)
     probe = optuna.create_study(storage=storage, study_name=campaign.name, load_if_exists=True,
                                 directions=directions)
-    seed = s.seed + len(probe.trials)
-    legacy = not hasattr(optuna.trial.Trial, "set_constraint")
-    kw = {"constraints_func": _constraint_attr} if legacy else {}
-    if s.sampler == "tpe":
-        sampler = optuna.samplers.TPESampler(seed=seed, multivariate=True, **kw)
-    else:
-        sampler = optuna.samplers.NSGAIISampler(seed=seed, population_size=max(8, s.batch * 2), **kw)
+    sampler = make_sampler(s, s.seed + len(probe.trials))
     return optuna.load_study(study_name=campaign.name, storage=storage, sampler=sampler)
 
 
@@ -141,7 +151,7 @@ def run_search(campaign, summary, *, resume: bool, executor: str, address: str |
         summary.executor_start_s = 0.0
         while finished < s.trials:
             trials = [study.ask() for _ in range(min(s.batch, s.trials - finished))]
-            points = [[t.suggest_categorical(n, list(space.axes[n])) for n in space.names] for t in trials]
+            points = [suggest(t, space) for t in trials]
             idx = [index.get(tuple(map(float, p))) for p in points]
             new = sorted({i for i in idx if i is not None and space.design_id(space.point(i)) not in known})
             tasks = [make_task(campaign, [i]) for i in new]
@@ -157,13 +167,15 @@ def run_search(campaign, summary, *, resume: bool, executor: str, address: str |
             flush(batch)
             summary.tasks_skipped += sum(1 for i in idx if i is not None) - len(new)
             for t, i in zip(trials, idx):
-                _tell(study, t, space, known, i, s.objectives)
+                tell(study, t, space, known, i, s.objectives)
             finished += len(trials)
             if progress:
                 progress(finished, s.trials)
 
 
-def _tell(study, trial, space, known: dict, i: int | None, objectives) -> None:
+def tell(study, trial, space, known: dict, i: int | None, objectives) -> None:
+    """Tell ``trial`` the values of valid design ``i`` from its per-network totals in ``known``
+    (design_id -> list of dicts), infeasible if ``i`` is None, FAIL if a network failed."""
     import optuna
     if i is None:
         _set_feasible(trial, False)

@@ -34,9 +34,9 @@ seeds = [3]
 kind = "loopnest"
 template = "eyeriss_like"
 [architectures.grid]
+memory.sram_1M.size_kib = [256, 1024]    # not in sorted order: a manifest's JSON sorts the keys
 array.D1 = [7, 14]
 array.D2 = [6, 12]
-memory.sram_1M.size_kib = [256, 1024]
 constraints = ["array.D1 * array.D2 <= 84 or memory.sram_1M.size_kib == 1024"]
 [[mappers]]
 name = "salsa"
@@ -109,8 +109,10 @@ def test_report_commands_reproduce_the_totals(grid_run):
             want["energy_pj"], want["latency_cycles"], want["edp"]) == (d["energy_pj"], d["latency_cycles"], d["edp"])
 
 
-def test_resume_of_a_complete_run_runs_nothing(grid_run):
+def test_resume_of_a_complete_run_runs_nothing(grid_run, tmp_path):
     c, store = grid_run
+    from sweep.engine.runner import campaign_from_manifest
+    assert campaign_from_manifest(store.root, tmp_path / "again").config_hash() == c.config_hash()
     before = store.read("totals").sort_values("design_id").reset_index(drop=True)
     s = run_campaign(c, executor="local", resume=True)
     assert s.tasks_run == 0 and s.tasks_skipped == 4
