@@ -17,7 +17,7 @@ Campaign form (``campaigns/archsearch_eyeriss.toml``)::
 
     [search]
     sampler = "grid"                      # "grid" | "random" | "tpe" | "nsga2"
-    trials = 200                          # designs to evaluate (random, tpe, nsga2)
+    trials = 200                          # distinct designs to evaluate (random, tpe, nsga2)
     seed = 0
     objectives = ["edp"]                  # or two, e.g. ["edp", "area_mm2"]
 
@@ -68,8 +68,8 @@ def is_design_space(arch_raw: Any) -> bool:
 
 @dataclass(frozen=True)
 class SearchSpec:
-    """The ``[search]`` table: ``sampler`` (`SAMPLERS`), ``trials`` (None = every valid design,
-    grid only), ``seed``, ``objectives`` (`SEARCH_OBJECTIVES`, one or two) and ``batch`` (tpe and
+    """The ``[search]`` table: ``sampler`` (`SAMPLERS`), ``trials`` (distinct valid designs to
+    evaluate; None = every valid design, grid only), ``seed``, ``objectives`` (`SEARCH_OBJECTIVES`, one or two) and ``batch`` (tpe and
     nsga2: trials asked per round and mapped in parallel; part of the result, as the sampler
     sees the values of a round only after it)."""
 
@@ -356,7 +356,7 @@ def parse_search(value: Any, n_designs: int | None, bad: Bad) -> SearchSpec:
     if sampler == "grid" and trials is not None:
         bad("search.trials", trials, "sampler \"grid\" evaluates every valid design; use sampler \"random\" "
             "for a sample")
-    if sampler == "random" and trials is not None and n_designs is not None and trials > n_designs:
+    if sampler != "grid" and trials is not None and n_designs is not None and trials > n_designs:
         bad("search.trials", trials, f"more than the {n_designs} valid designs")
     seed = v.get("seed", 0)
     if not is_int(seed, 0):

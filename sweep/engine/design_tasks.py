@@ -201,7 +201,7 @@ def design_tasks(campaign) -> Iterator[DesignTask]:
 
 
 def count_design_tasks(campaign) -> int:
-    """How many tasks `design_tasks` yields (for an Optuna search: one per trial at most)."""
+    """How many tasks `design_tasks` yields (for an Optuna search: one per design evaluated)."""
     s = campaign.search
     n = s.trials if s.sampler in ("tpe", "nsga2") else len(selected(campaign))
     step = 1 if s.sampler in ("tpe", "nsga2") else campaign.run.designs_per_task

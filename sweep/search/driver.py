@@ -9,12 +9,16 @@ its stored figures; a new design is mapped as one `sweep.engine.design_tasks.Des
 task, or in-process) and its rows stored exactly as a grid search stores them. So the result
 directory has the same tables as a grid search, over the designs the study visited.
 
+Budget: ``search.trials`` is the number of distinct valid designs to evaluate (what costs: each
+is a design's layer mappings). A point outside the space or a design seen before costs nothing
+and does not count; the search also stops after ``MAX_ASKED x trials`` asked points.
+
 Rounds: ``search.batch`` trials are asked, their new designs run in parallel, then all are told
 in trial order. Given the seed and the batch, the study (its trials and values) is the same with
 the Ray and the in-process executor and whatever order tasks finish in.
 
 Persistence and resume: the study lives in ``OUT/study.journal`` (Optuna's `JournalStorage`).
-``--resume`` loads it and asks trials until it holds ``search.trials`` finished ones; the sampler
+``--resume`` loads it and asks trials until ``search.trials`` distinct designs are evaluated; the sampler
 is then seeded with ``search.seed + trials already in the study`` (so a resumed study does not
 repeat its first random trials, and is not bit-identical to an uninterrupted one). A killed run
 loses at most its round in flight; trials left RUNNING are marked FAIL on resume and do not count.
@@ -37,9 +41,12 @@ from sweep.engine.executor import Executor
 from sweep.engine.store import Store, code_version
 from sweep.engine.tasks import error_table, execute
 
-__all__ = ["run_search", "design_value", "make_sampler", "suggest", "tell", "JOURNAL"]
+__all__ = ["run_search", "design_value", "make_sampler", "suggest", "tell", "JOURNAL", "MAX_ASKED"]
 
 JOURNAL = "study.journal"
+#: A search stops after asking this many times ``search.trials`` points, even if fewer distinct
+#: designs were evaluated (a sampler stuck on invalid points or on designs it has seen).
+MAX_ASKED = 10
 
 
 def design_value(totals: list[dict], objective: str) -> float:
@@ -142,15 +149,18 @@ def run_search(campaign, summary, *, resume: bool, executor: str, address: str |
         _fail_running(study)
     index = {tuple(map(float, row)): i for i, row in enumerate(space.values)}
     known = _stored_totals(store)
-    told = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.FAIL)
-    finished = sum(1 for t in study.get_trials(deepcopy=False, states=told) if "design_id" in t.user_attrs)
+    told = [t for t in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,
+                                                                 optuna.trial.TrialState.FAIL))
+            if "design_id" in t.user_attrs]
+    asked = len(told)
+    designs = {t.user_attrs["design_id"] for t in told if t.user_attrs["design_id"]}
     if progress:
-        progress(finished, s.trials)
+        progress(len(designs), s.trials)
     with Executor(executor, address, campaign.run.num_cpus, campaign.run.max_in_flight,
                   campaign.run.max_retries) as ex:
         summary.executor_start_s = 0.0
-        while finished < s.trials:
-            trials = [study.ask() for _ in range(min(s.batch, s.trials - finished))]
+        while len(designs) < s.trials and asked < MAX_ASKED * s.trials:
+            trials = [study.ask() for _ in range(min(s.batch, s.trials - len(designs)))]
             points = [suggest(t, space) for t in trials]
             idx = [index.get(tuple(map(float, p))) for p in points]
             new = sorted({i for i in idx if i is not None and space.design_id(space.point(i)) not in known})
@@ -168,9 +178,11 @@ def run_search(campaign, summary, *, resume: bool, executor: str, address: str |
             summary.tasks_skipped += sum(1 for i in idx if i is not None) - len(new)
             for t, i in zip(trials, idx):
                 tell(study, t, space, known, i, s.objectives)
-            finished += len(trials)
+                if i is not None:
+                    designs.add(space.design_id(space.point(i)))
+            asked += len(trials)
             if progress:
-                progress(finished, s.trials)
+                progress(len(designs), s.trials)
 
 
 def tell(study, trial, space, known: dict, i: int | None, objectives) -> None:

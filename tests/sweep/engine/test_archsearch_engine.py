@@ -150,16 +150,18 @@ def _study(out: Path):
 @pytest.mark.parametrize("sampler, objectives", [("tpe", '["edp"]'), ("nsga2", '["edp", "area_mm2"]')])
 def test_optuna_search_trials_and_infeasible_points(tmp_path, sampler, objectives):
     import optuna
-    extra = f'[search]\nsampler = "{sampler}"\ntrials = 10\nseed = 1\nbatch = 3\nobjectives = {objectives}'
+    extra = f'[search]\nsampler = "{sampler}"\ntrials = 5\nseed = 1\nbatch = 3\nobjectives = {objectives}'
     c = load_campaign(campaign(tmp_path, extra), output=tmp_path / "o")
     run_campaign(c, executor="local")
     study = _study(tmp_path / "o")
     trials = study.get_trials(deepcopy=False)
-    assert len(trials) == 10 and all(t.state == optuna.trial.TrialState.COMPLETE for t in trials)
+    assert len(trials) >= 5 and all(t.state == optuna.trial.TrialState.COMPLETE for t in trials)
     totals = Store(tmp_path / "o").read("totals")
     valid = {c.architectures.design_id(c.architectures.point(i)) for i in range(len(c.architectures))}
     seen = {t.user_attrs["design_id"] for t in trials if t.user_attrs["design_id"]}
-    assert set(totals["design_id"]) == seen <= valid            # each design mapped once
+    assert set(totals["design_id"]) == seen <= valid and len(seen) == 5     # the budget: 5 designs
+    # the last round was asked only because fewer than 5 distinct designs had been evaluated
+    assert len({t.user_attrs["design_id"] for t in trials[:-1] if t.user_attrs["design_id"]}) < 5
     assert totals["design_id"].is_unique
     by_id = totals.set_index("design_id")
     for t in trials:
@@ -174,20 +176,18 @@ def test_optuna_search_trials_and_infeasible_points(tmp_path, sampler, objective
 
 
 def test_optuna_search_resumes_after_an_interruption(tmp_path):
-    extra = '[search]\nsampler = "tpe"\ntrials = 8\nseed = 2\nbatch = 2'
+    extra = '[search]\nsampler = "tpe"\ntrials = 6\nseed = 2\nbatch = 2'
     c = load_campaign(campaign(tmp_path, extra), output=tmp_path / "o")
-    calls = []
 
-    def stop_after_two_rounds(done, total):
-        calls.append(done)
-        if done >= 4:
+    def stop_at_three_designs(done, total):
+        if done >= 3:
             raise KeyboardInterrupt
     with pytest.raises(Interrupted):
-        run_campaign(c, executor="local", progress=stop_after_two_rounds)
-    assert len(_study(tmp_path / "o").trials) == 4
+        run_campaign(c, executor="local", progress=stop_at_three_designs)
     first = set(Store(tmp_path / "o").read("totals")["design_id"])
+    assert 3 <= len(first) < 6
     run_campaign(c, executor="local", resume=True)
     trials = _study(tmp_path / "o").trials
-    assert len(trials) == 8
     totals = Store(tmp_path / "o").read("totals")
-    assert first <= set(totals["design_id"]) and totals["design_id"].is_unique
+    assert first <= set(totals["design_id"]) and totals["design_id"].is_unique and len(totals) == 6
+    assert {t.user_attrs["design_id"] for t in trials if t.user_attrs.get("design_id")} == set(totals["design_id"])
