@@ -22,9 +22,10 @@ grid's best, how many runs came within 2 %, and the distinct designs evaluated.
 ``--projection [--designs 100000]``: a synthetic architecture search of about 100,000 designs
 (an eyeriss_like grid of array shapes and global-buffer sizes, one tiny layer, the Timeloop-like
 ``random`` mapper with 8 samples) run on a local Ray with 2 CPUs: the driver's own cost per
-design (expansion, task ids, Parquet writes) and the designs/s it sustains, from which a cluster
-run of the real campaign is projected as max(designs x mapping CPU-s per design / workers,
-designs / driver rate).
+design (validation and expansion, task ids, Ray submission and result fetching, Parquet writes:
+the driver's busy seconds) and the designs/s it can feed, from which a cluster run of the real
+campaign (``--real DIR``: its stored CPU-s per design) is projected as max(designs x CPU-s per
+design / workers, designs / driver rate).
 
     python scripts/bench_archsearch.py --timing results/archsearch_eyeriss --wall 612
     python scripts/bench_archsearch.py --scaling campaigns/archsearch_eyeriss.toml --designs 96
@@ -198,8 +199,11 @@ def projection(designs: int, real: dict | None) -> dict:
         n = len(c.architectures)
         run_s = s.seconds - s.executor_start_s
         compute = s.timings.get("compute_s", 0.0)
-    out = {"designs": n, "expand_s": expand_s, "run_s": run_s, "ray_start_s": s.executor_start_s,
-           "compute_s": compute, "driver_designs_per_s": n / run_s, "timings": s.timings}
+    t = s.timings
+    driver_s = expand_s + sum(t.get(k, 0.0) for k in ("expand_s", "submit_s", "get_s", "write_s", "compact_s"))
+    out = {"designs": n, "validate_s": expand_s, "run_s": run_s, "ray_start_s": s.executor_start_s,
+           "compute_s": compute, "driver_busy_s": driver_s, "driver_designs_per_s": n / driver_s,
+           "timings": t}
     if real:
         per = real["compute_s_per_design"]
         for workers in (64, 256, 1024):
