@@ -130,7 +130,9 @@ def _execute(c, resume: bool, executor: ExecutorKind, address: str | None, resum
             err.print(f"interrupted: {i.summary.tasks_run} task(s) stored in {c.output}; "
                       f"complete it with: {resume_hint}")
             raise typer.Exit(130)
-    err.print(f"done: {s.tasks_run} task(s) run, {s.tasks_skipped} already stored, "
+    optuna_search = c.kind == "archsearch" and c.search.sampler in ("tpe", "nsga2")
+    skipped = "suggested design(s) told their stored figures" if optuna_search else "already stored"
+    err.print(f"done: {s.tasks_run} task(s) run, {s.tasks_skipped} {skipped}, "
               f"{s.tasks_failed} failed, {s.rows_written:,} rows in {s.seconds:.1f} s "
               f"(executor start {s.executor_start_s:.1f} s) -> {s.output}")
     if s.tasks_failed:
