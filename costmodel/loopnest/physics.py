@@ -31,6 +31,13 @@ Energy model of one access of one word (``word_bits`` wide), relative to the tem
 * DRAM: proportional to ``word_bits`` (a constant energy per bit, as the presets' DRAM energies
   are written: pJ/bit x word_bits); never depends on a size.
 
+Side by side with a peer: ZigZag 3.9.1's HardwareOptimizerStage (``zigzag/stages/
+hardware_opt_stages.py``) prices its L1 at 95, 104, 118, 132, 147 pJ per 64-byte read for 32, 64,
+128, 256, 512 KiB: x1.55 over 16x the capacity. The CACTI table here grows x5.84 per bit over the
+same sizes (x1.64, 2.45, 4.31, 5.84; the square-root law gives x4). The table models one unbanked
+SRAM (DeepOpt's data), ZigZag's figures a banked one with a fixed 64-byte port; with ZigZag's
+numbers large buffers cost relatively less, and an architecture search favours them more.
+
 Scaling rule: ``new_pj = template_pj * model(S_new, w_new) / model(S_tmpl, w_tmpl)`` for both
 read_pj and write_pj, computed as (size ratio) x (width ratio) so that an unchanged size or width
 contributes a factor of exactly 1.0. Port bandwidths (read_bw, write_bw, bits per cycle) are
