@@ -64,12 +64,16 @@ def catalog(what: str) -> list[dict]:
             from costmodel.loopnest.arch import list_accelerators, load_accelerator
         except ImportError:  # pragma: no cover - loop-nest model not installed
             return rows
+        from costmodel.loopnest.physics import design_area_mm2
+        from costmodel.loopnest.template import ArchTemplate
         for name in list_accelerators():
             acc = load_accelerator(name)
             dims = " x ".join(f"{d}={n}" for d, n in acc.array.items())
             mems = ", ".join(m.name for m in acc.memories)
             rows.append({"name": name, "kind": "loopnest", "size": dims,
-                         "description": f"memories: {mems}"})
+                         "description": f"memories: {mems}; {design_area_mm2(acc):.2f} mm^2",
+                         # the names an architecture search's [architectures.grid] can vary
+                         "grid_parameters": ArchTemplate(acc).parameter_names()})
         from costmodel.npu import list_npus, load_npu
         for name in list_npus():
             a = load_npu(name)

@@ -142,3 +142,13 @@ def test_bundled_campaigns_validate():
         assert len(sp) >= 1000 and sp.area_mm2.max() <= 16.0
     r = CliRunner().invoke(app, ["validate", str(REPO / "campaigns" / "archsearch_eyeriss.toml")])
     assert r.exit_code == 0 and "valid design(s)" in r.output and "area window" in r.output
+
+
+def test_list_archs_names_each_template_parameter():
+    import json
+    r = CliRunner().invoke(app, ["list", "archs", "--json"])
+    rows = {x["name"]: x for x in json.loads(r.output)}
+    params = rows["eyeriss_like"]["grid_parameters"]
+    # 2 array dims; 6 bounded memories x (size_bits, size_kib, word_bits); DRAM's word only
+    assert len(params) == 2 + 6 * 3 + 1 and "memory.sram_1M.size_kib" in params and "memory.dram.word_bits" in params
+    assert "memory.dram.size_bits" not in params
