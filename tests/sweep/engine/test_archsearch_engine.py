@@ -191,3 +191,22 @@ def test_optuna_search_resumes_after_an_interruption(tmp_path):
     totals = Store(tmp_path / "o").read("totals")
     assert first <= set(totals["design_id"]) and totals["design_id"].is_unique and len(totals) == 6
     assert {t.user_attrs["design_id"] for t in trials if t.user_attrs.get("design_id")} == set(totals["design_id"])
+
+
+def test_grid_run_killed_halfway_resumes_to_the_same_rows(grid_run, tmp_path):
+    c, store = grid_run
+    ci = load_campaign(c.source, output=tmp_path / "k")
+
+    def stop_after_two_tasks(done, total):
+        if done >= 2:
+            raise KeyboardInterrupt
+    with pytest.raises(Interrupted):
+        run_campaign(ci, executor="local", progress=stop_after_two_tasks)
+    assert 0 < len(Store(tmp_path / "k").read("totals")) < 7
+    s = run_campaign(ci, executor="local", resume=True)
+    assert s.tasks_skipped >= 1
+    drop = ["wall_s", "code_version", "config_hash"]
+    for table, keys in (("totals", ["design_id", "network"]), ("rows", ["design_id", "network", "layer_index"])):
+        a, b = (st.read(table).drop(columns=drop, errors="ignore").sort_values(keys).reset_index(drop=True)
+                for st in (store, Store(tmp_path / "k")))
+        pd.testing.assert_frame_equal(a, b)
