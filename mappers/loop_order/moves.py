@@ -10,6 +10,8 @@ An ordering is a list of LPF type ids, innermost first (`mappers.loop_order.lpf`
 `PairStream` draws swaps (eq. 2), `MoveStream` the "mixed" proposals of `mappers.loop_order.salsa`.
 `neighbourhood` lists every distinct ordering one move away, and `descend` walks it down to a local
 optimum (SALSA's final descent, not in the paper; `mappers.loop_order.salsa`, "Final descent").
+`descend_ends` runs the descents of version 4 from several starting orderings, stopping those that
+join an earlier one; `fit_surrogate` fits the scan order they use.
 """
 
 from __future__ import annotations
@@ -18,7 +20,11 @@ from typing import Callable
 
 import numpy as np
 
-__all__ = ["BLOCK_MAX", "swap", "block_move", "reverse", "PairStream", "MoveStream", "neighbourhood", "descend"]
+__all__ = ["BLOCK_MAX", "swap", "block_move", "reverse", "PairStream", "MoveStream", "neighbourhood", "descend",
+           "descend_ends", "fit_surrogate", "SURROGATE_RIDGE"]
+
+#: Ridge penalty of `fit_surrogate` (on indicator features; only keeps the normal equations regular).
+SURROGATE_RIDGE = 1e-3
 
 #: Longest run of LPFs a block move carries.
 BLOCK_MAX = 4
@@ -118,13 +124,73 @@ def neighbourhood(o: list, block_max: int = BLOCK_MAX) -> list[tuple]:
     return list(out)
 
 
+def _same(a: float, b: float) -> bool:
+    """Equal costs to a relative 1e-12 (the plateau test of `descend_ends`)."""
+    return abs(a - b) <= 1e-12 * abs(b)
+
+
+def fit_surrogate(seen: dict[tuple, float], ntypes: int, ridge: float = SURROGATE_RIDGE) -> np.ndarray | None:
+    """Weights W (n, ntypes) of a linear surrogate of ln(cost): ln cost(o) ~ c + sum_i W[i, o[i]].
+
+    Ridge regression (penalty ``ridge`` on every coefficient, intercept included) of the log of the
+    finite, positive objectives in ``seen`` (ordering -> objective) on position x type indicators.
+    No evaluations; None when ``seen`` holds no such ordering. The normal equations are accumulated
+    with ``np.bincount`` (exact counts, sums in a fixed order) and solved once, (n * ntypes + 1)^2.
+    """
+    keys = [k for k, v in seen.items() if 0.0 < v < np.inf]
+    if not keys:
+        return None
+    o = np.array(keys, dtype=np.int64)
+    y = np.log(np.array([seen[k] for k in keys]))
+    m, n = o.shape
+    d = n * ntypes + 1
+    idx = np.hstack([np.arange(n) * ntypes + o, np.full((m, 1), n * ntypes)])
+    a = np.bincount((idx[:, :, None] * d + idx[:, None, :]).ravel(), minlength=d * d).reshape(d, d)
+    b = np.bincount(idx.ravel(), weights=np.repeat(y, n + 1), minlength=d)
+    w = np.linalg.solve(a + ridge * np.eye(d), b)
+    return w[:-1].reshape(n, ntypes)
+
+
+def _scan_order(nb: list[tuple], rng: np.random.Generator, weights: np.ndarray | None) -> list[int]:
+    """Indices of ``nb`` in scan order: a random permutation, stably sorted by the surrogate if any."""
+    perm = rng.permutation(len(nb))
+    if weights is not None and len(nb):
+        o = np.array(nb, dtype=np.int64)
+        score = weights[np.arange(o.shape[1]), o].sum(axis=1)
+        perm = perm[np.argsort(score[perm], kind="stable")]
+    return perm.tolist()
+
+
+def _descend(f, start, value, budget, rng, seen, weights=None, stop=None):
+    """`descend` with the reason it ended: "local", "budget" or "joined" (``stop`` said so)."""
+    cur, v, used = start, value, 0
+    while True:
+        nb = neighbourhood(list(cur))
+        if stop is not None and stop(cur, v, nb):
+            return v, cur, used, "joined"
+        for k in _scan_order(nb, rng, weights):
+            q = nb[k]
+            vn = seen.get(q)
+            if vn is None:
+                if used >= budget:
+                    return v, cur, used, "budget"
+                vn = seen[q] = f(list(q))
+                used += 1
+            if vn < v * (1.0 - 1e-12):
+                cur, v = q, vn
+                break
+        else:
+            return v, cur, used, "local"
+
+
 def descend(f: Callable[[list], float], start: tuple, value: float, budget: int, rng: np.random.Generator,
-            seen: dict[tuple, float]) -> tuple[float, tuple, int]:
+            seen: dict[tuple, float], weights: np.ndarray | None = None) -> tuple[float, tuple, int]:
     """First-improvement descent over `neighbourhood` from ``start`` (objective ``value``).
 
-    The neighbours of the current ordering are visited in a random order (``rng.permutation``); the
-    first strictly better one (by a relative 1e-12, so that floating-point noise is no move) becomes
-    current, and the scan restarts there. It stops at a local optimum (no neighbour better) or when
+    The neighbours of the current ordering are visited in a random order (``rng.permutation``),
+    stably sorted by the surrogate ``weights`` (`fit_surrogate`, lowest predicted cost first) if
+    given; the first strictly better one (by a relative 1e-12, so that floating-point noise is no
+    move) becomes current, and the scan restarts there. It stops at a local optimum (no neighbour better) or when
     ``budget`` evaluations are spent. Orderings in ``seen`` (ordering -> objective) are looked up, not
     evaluated; every evaluation is added to it.
 
@@ -134,23 +200,77 @@ def descend(f: Callable[[list], float], start: tuple, value: float, budget: int,
         budget: evaluations allowed (>= 0).
         rng: the Generator of the visiting order.
         seen: the evaluations known so far (updated in place).
+        weights: surrogate weights (n, types) ordering the scan, or None (random order).
 
     Returns:
         (best objective, its ordering, evaluations made).
     """
-    cur, v, used = start, value, 0
-    while True:
-        nb = neighbourhood(list(cur))
-        for k in rng.permutation(len(nb)).tolist():
-            q = nb[k]
-            vn = seen.get(q)
-            if vn is None:
-                if used >= budget:
-                    return v, cur, used
-                vn = seen[q] = f(list(q))
-                used += 1
-            if vn < v * (1.0 - 1e-12):
-                cur, v = q, vn
-                break
-        else:
-            return v, cur, used
+    v, cur, used, _ = _descend(f, start, value, budget, rng, seen, weights)
+    return v, cur, used
+
+
+def descend_ends(f: Callable[[list], float], ends: list[tuple[tuple, float]], budget: int, rng: np.random.Generator,
+                 seen: dict[tuple, float], weights: np.ndarray | None = None,
+                 log: list | None = None) -> tuple[float, tuple | None, int]:
+    """Descents (`descend`) from several orderings in turn, each stopped once it joins an earlier one.
+
+    ``ends`` (ordering, objective) are taken best first (ties: in the order given); an end whose
+    objective equals (to a relative 1e-12) that of a better-ranked end is skipped: equal costs of
+    distinct orderings come from orderings the cost model does not tell apart (a plateau), whose
+    descents lead to the same place. A descent stops ("joined") when its current ordering
+
+    * lies on the path of an earlier descent (every ordering it went through), or has a neighbour on
+      such a path with a lower objective (the earlier descent's basin: from there the move is
+      downhill), or
+    * costs the same as a local optimum an earlier descent ended in (its plateau).
+
+    So only the first descent into a basin pays for the full scan that proves its local optimum
+    (~500 evaluations); later ones stop on arrival. All descents share ``seen`` (looked up, not
+    re-evaluated) and the budget; the loop stops when it is spent.
+
+    Args:
+        f, rng, seen, weights: as for `descend` (one Generator for all the descents, in turn).
+        ends: starting orderings (tuples of type ids) and their objectives.
+        budget: evaluations allowed, all descents together.
+        log: if a list, one (start objective, end objective, evaluations, reason) per descent, with
+            reason "local", "budget" or "joined".
+
+    Returns:
+        (best objective, its ordering, evaluations made); the best of ``ends`` if nothing improves it
+        ((+inf, None, 0) without ends).
+    """
+    ends = sorted(ends, key=lambda e: e[1])
+    best_v, best_o = (ends[0][1], ends[0][0]) if ends else (float("inf"), None)
+    path: dict[tuple, float] = {}
+    local: list[float] = []
+
+    def joined(cur, v, nb):
+        return (cur in path or any(_same(v, x) for x in local)
+                or any(q in path and path[q] < v for q in nb))
+
+    used, last = 0, None
+    for o, v in ends:
+        if last is not None and _same(v, last):
+            continue
+        last = v
+        if used >= budget:
+            break
+        trail = [o]
+
+        def stop(cur, x, nb, trail=trail):
+            if cur != trail[-1]:
+                trail.append(cur)
+            return joined(cur, x, nb)
+
+        vd, od, k, why = _descend(f, o, v, budget - used, rng, seen, weights, stop)
+        used += k
+        if log is not None:
+            log.append((v, vd, k, why))
+        if why == "local":
+            local.append(vd)
+        for q in trail:
+            path.setdefault(q, seen.get(q, v))
+        if vd < best_v:
+            best_v, best_o = vd, od
+    return best_v, best_o, used
+

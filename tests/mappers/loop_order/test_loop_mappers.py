@@ -482,7 +482,7 @@ def test_real_mixed_moves_reach_the_exhaustive_optimum(real_small):
 
 
 def test_real_default_schedule_reaches_the_exhaustive_optimum(real_small):
-    """SALSA's defaults (16 chains x 180, mixed moves, final descent; issue 13) with engine "sa",
+    """SALSA's defaults (16 chains x 150, mixed moves, final descent; issue 13) with engine "sa",
     12 seeds: every run at the exhaustive optimum, within 4,000 cost evaluations (measured 12 of 12)."""
     prob, ev, best = real_small
     m = SalsaMapper(_batch_factory())

@@ -1,6 +1,7 @@
 """Moves on LPF orderings (`mappers.loop_order.moves`): the neighbourhood against hand-listed and
-brute-force sets, and the first-improvement descent against a brute-force local-optimum check and
-a state found stuck on the real cost model."""
+brute-force sets, the first-improvement descent against a brute-force local-optimum check and
+a state found stuck on the real cost model, the surrogate scan order on an exactly log-linear cost,
+and the descents from several ends (version 4) joining earlier basins on the real cost model."""
 
 import itertools
 import math
@@ -9,7 +10,8 @@ import numpy as np
 import pytest
 
 from mappers.base import resolve_params
-from mappers.loop_order.moves import BLOCK_MAX, MoveStream, block_move, descend, neighbourhood, reverse, swap
+from mappers.loop_order.moves import (BLOCK_MAX, MoveStream, block_move, descend, descend_ends, fit_surrogate,
+                                     neighbourhood, reverse, swap)
 from mappers.loop_order.salsa import PAPER_SCHEDULE, SalsaMapper
 
 
@@ -112,6 +114,97 @@ def test_descend_rescues_a_stuck_salsa_end_on_the_real_model():
     # found within one scan of the stuck state's neighbours, then one scan proves the optimum local
     assert math.isclose(v, v_opt, rel_tol=1e-12)
     assert used <= len(neighbourhood(list(stuck))) + len(neighbourhood(optimum))
+
+
+def test_surrogate_recovers_a_log_linear_cost_and_guides_the_descent():
+    """On a cost that is exactly exp(sum_i W[i, o[i]]) over permutations of 7 LPFs, the surrogate fitted
+    to 300 random orderings ranks 200 others exactly as the cost does; a descent scanning in its order
+    takes the steepest neighbour first, so moves cost about one evaluation each and the whole descent
+    (moves + the final scan) costs fewer evaluations than in random order, to a local optimum."""
+    rng = np.random.default_rng(5)
+    w = rng.normal(size=(7, 7))
+
+    def f(o):
+        return float(np.exp(w[np.arange(7), o].sum()))
+
+    train = {tuple(rng.permutation(7).tolist()): 0.0 for _ in range(300)}
+    train = {o: f(list(o)) for o in train}
+    train[tuple(range(7))] = float("inf")                 # invalid orderings are left out of the fit
+    weights = fit_surrogate(train, 7)
+    assert weights.shape == (7, 7)
+    test = [rng.permutation(7) for _ in range(200)]
+    true = np.array([f(o) for o in test])
+    score = np.array([weights[np.arange(7), o].sum() for o in test])
+    assert np.array_equal(np.argsort(true), np.argsort(score))
+    assert fit_surrogate({(0, 1): float("inf")}, 2) is None
+
+    start = (6, 5, 4, 3, 2, 1, 0)
+    runs = {}
+    for name, wts in (("surrogate", weights), ("random", None)):
+        seen = {}
+        v, o, used = descend(f, start, f(list(start)), 10**9, np.random.default_rng(0), seen, wts)
+        assert all(f(list(q)) >= v for q in neighbourhood(list(o)))
+        runs[name] = used
+    assert runs["surrogate"] < runs["random"]
+
+
+def test_descend_ends_skips_plateaus_and_budget():
+    """Ends of equal cost (a plateau: positions 0 and 1 weigh the same, so swapping them costs
+    nothing) are descended once; the descents' evaluations are those added to ``seen``, they share
+    the budget, and a spent budget stops the loop."""
+    c = np.random.default_rng(3).random((7, 7))
+    c[1] = c[0]
+
+    def f(o):
+        return float(sum(c[i, t] for i, t in enumerate(o)) + 10.0)
+
+    a, twin, other = (0, 1, 2, 3, 4, 5, 6), (1, 0, 2, 3, 4, 5, 6), (6, 5, 4, 3, 2, 1, 0)
+    assert f(list(a)) == f(list(twin)) != f(list(other))
+    ends = [(other, f(list(other))), (twin, f(list(twin))), (a, f(list(a)))]
+    log, seen = [], {}
+    v, o, used = descend_ends(f, ends, 10**9, np.random.default_rng(0), seen, None, log)
+    assert len(log) == 2                                  # a and its twin: one descent
+    assert used == len(seen) == sum(k for _, _, k, _ in log)
+    assert v == f(list(o)) <= min(f(list(q)) for q in neighbourhood(list(o)))
+    log2 = []
+    v2, _, used2 = descend_ends(f, ends, 30, np.random.default_rng(0), {}, None, log2)
+    assert used2 == 30 and len(log2) == 1 and log2[0][3] == "budget" and v2 >= v
+
+
+def test_descend_ends_joins_an_earlier_basin_on_the_real_model():
+    """ResNet-34 layer3.0.conv2 on eyeriss_like, energy: three ends of the chains of SALSA version 3,
+    seed 3, a run that missed the optimum (K = K2, C = C2, y = OY2, Y = OY7, x = FX3): the local optimum
+    KKyCCCCYCxCCCKKKK, 0.43 % above the optimum (none of its 521 neighbours is better), a neighbour of
+    it 0.51 % above, and KKCCCKYxCCCCyKKCK, 1.83 % above, from which the descent reaches the optimum.
+    Version 3 spent that run's descent budget (1,233 evaluations) on ends in the first one's basin;
+    `descend_ends` proves the first a local optimum, stops the second at once (a better neighbour lies on the first's path: 0 evaluations),
+    and reaches the optimum from the third within about 1,500 evaluations in all."""
+    pytest.importorskip("costmodel.loopnest.ordering")
+    from costmodel.loopnest.arch import load_accelerator
+    from costmodel.zoo import load_network
+    from mappers.base import LayerProblem
+    from mappers.loop_order.salsa import SALSA
+
+    layer = next(l for l in load_network("resnet34").layers if l.name == "layer3.0.conv2")
+    ev = SALSA.evaluator(LayerProblem(layer, load_accelerator("eyeriss_like"), None, "energy"))
+    code = {"K": 0, "C": 1, "y": 2, "Y": 3, "x": 4}
+    assert [tuple(t) for t in ev.types] == [("K", 2), ("C", 2), ("OY", 2), ("OY", 7), ("FX", 3)]
+
+    def f(o):
+        return float(ev.objective(np.array([o], dtype=np.int64), "energy")[0])
+
+    local, near, far, optimum = (tuple(code[c] for c in s) for s in
+                                 ("KKyCCCCYCxCCCKKKK", "KKyCCCCYCxCCKKCKK", "KKCCCKYxCCCCyKKCK", "KKKCCCYxCCCCyCKKK"))
+    v_opt = f(list(optimum))
+    assert f(list(local)) / v_opt - 1 == pytest.approx(4.297e-3, abs=1e-6)
+    assert near in neighbourhood(list(local))
+    ends = [(o, f(list(o))) for o in (far, near, local)]
+    log, seen = [], {}
+    v, o, used = descend_ends(f, ends, 4000, np.random.default_rng(0), seen, None, log)
+    assert [r for *_, r in log] == ["local", "joined", "local"]
+    assert log[0][1] == ends[2][1] and log[1][2] == 0
+    assert math.isclose(v, v_opt, rel_tol=1e-12) and math.isclose(f(list(o)), v_opt, rel_tol=1e-12)
+    assert used == len(seen) <= 1600
 
 
 @pytest.fixture(scope="module")
