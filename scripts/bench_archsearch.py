@@ -107,6 +107,15 @@ def _search(c, known, sampler: str, seed: int, trials: int, batch: int, target: 
     space = c.architectures
     index = {tuple(map(float, row)): i for i, row in enumerate(space.values)}
     best, seen, reached = math.inf, set(), None
+
+    def record(i: int) -> None:
+        """Design ``i`` evaluated: count it, keep the best EDP and when it first reached ``target``."""
+        nonlocal best, reached
+        did = space.design_id(space.point(i))
+        seen.add(did)
+        best = min(best, design_value(known[did], "edp"))
+        if reached is None and best <= target:
+            reached = len(seen)
     if sampler == "random":
         rng = np.random.default_rng(seed)
         for _ in range(10 * trials):
@@ -115,11 +124,7 @@ def _search(c, known, sampler: str, seed: int, trials: int, batch: int, target: 
             p = [axis[rng.integers(len(axis))] for axis in (space.axes[n] for n in space.names)]
             i = index.get(tuple(map(float, p)))
             if i is not None:
-                did = space.design_id(space.point(i))
-                seen.add(did)
-                best = min(best, design_value(known[did], "edp"))
-                if reached is None and best <= target:
-                    reached = len(seen)
+                record(i)
         return best, len(seen), reached
     objectives = ("edp",) if sampler == "tpe" else ("edp", "area_mm2")
     spec = replace(c.search, sampler=sampler, seed=seed, batch=batch, objectives=objectives)
@@ -131,11 +136,7 @@ def _search(c, known, sampler: str, seed: int, trials: int, batch: int, target: 
         for t, i in zip(ts, idx):
             tell(study, t, space, known, i, objectives)
             if i is not None:
-                did = space.design_id(space.point(i))
-                seen.add(did)
-                best = min(best, design_value(known[did], "edp"))
-                if reached is None and best <= target:
-                    reached = len(seen)
+                record(i)
         done += len(ts)
     return best, len(seen), reached
 

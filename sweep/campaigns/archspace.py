@@ -30,7 +30,7 @@ from costmodel.systolic.points import HW_COLUMNS, SystolicPoints
 from sweep.campaigns.common import NOT_FINITE, is_finite, is_number, read_toml_file, resolve_path
 from sweep.campaigns.expr import ExprError, evaluate, parse
 
-__all__ = ["parse_architectures", "ArchSet", "ARCH_KINDS"]
+__all__ = ["parse_architectures", "ArchSet", "ARCH_KINDS", "axis_values", "area_window"]
 
 _ARCH_KEYS = {"kind", "preset", "file", "points", "grid"}
 _ARCHSET_KEYS = {"kind", "presets", "files", "spatial"}  # kinds "loopnest" and "npu" ("spatial": loopnest only)
@@ -61,7 +61,10 @@ def _from_points(points: Any, key: str, bad) -> dict[str, np.ndarray] | None:
     return {c: np.asarray(v, dtype=np.int64) for c, v in cols.items()} if ok else None
 
 
-def _axis(value: Any, key: str, bad) -> np.ndarray | None:
+def axis_values(value: Any, key: str, bad, integer: bool = True) -> list | None:
+    """The values of one grid axis: a list, ``{start, stop, step}`` (integers, stop included) or
+    ``{pow2 = [lo, hi]}``; positive integers (``integer``) or positive finite numbers. None (and a
+    finding at ``key``) if unusable. Shared by the systolic grid and architecture-search grids."""
     vals = None
     if isinstance(value, list) and value:
         vals = value
@@ -84,15 +87,25 @@ def _axis(value: Any, key: str, bad) -> np.ndarray | None:
     else:
         bad(key, value, "expected a list of values, {start, stop, step} or {pow2 = [lo, hi]}")
         return None
-    if not vals or not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in vals):
-        bad(key, value, "values must be positive integers")
+    kind = int if integer else (int, float)
+    if not vals or not all(isinstance(v, kind) and not isinstance(v, bool) and v > 0 for v in vals):
+        bad(key, value, "values must be positive integers" if integer else "values must be positive numbers")
         return None
-    return np.unique(np.asarray(vals, dtype=np.int64))
+    if not integer and not all(is_finite(v) for v in vals):
+        bad(key, value, NOT_FINITE)
+        return None
+    return vals
 
 
-def _area_window(grid: dict, bad) -> tuple[float | None, float]:
-    """``area_budget_mm2`` (None: no budget) and ``min_area_fraction`` of a grid: points keep
-    ``fraction * budget <= area <= budget``. NaN and infinities are refused."""
+def _axis(value: Any, key: str, bad) -> np.ndarray | None:
+    vals = axis_values(value, key, bad)
+    return None if vals is None else np.unique(np.asarray(vals, dtype=np.int64))
+
+
+def area_window(grid: dict, bad) -> tuple[float | None, float]:
+    """``area_budget_mm2`` (None: no budget) and ``min_area_fraction`` of a grid (the systolic or
+    an architecture-search one): points keep ``fraction * budget <= area <= budget``. NaN and
+    infinities are refused."""
     budget = grid.get("area_budget_mm2")
     frac = grid.get("min_area_fraction", 0.0)
     if is_number(budget) and not is_finite(budget):
@@ -138,7 +151,7 @@ def _grid(grid: Any, bad) -> tuple[dict[str, np.ndarray] | None, dict]:
             trees.append((i, c, parse(c, set(HW_COLUMNS) | {"area_mm2"})))
         except ExprError as e:
             bad(f"architectures.grid.constraints[{i}]", c, str(e))
-    budget, frac = _area_window(grid, bad)
+    budget, frac = area_window(grid, bad)
     if len(axes) != len(HW_COLUMNS):
         return None, {}
     mesh = np.meshgrid(*(axes[c] for c in HW_COLUMNS), indexing="ij")

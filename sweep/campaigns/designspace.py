@@ -44,7 +44,8 @@ from typing import Any
 
 import numpy as np
 
-from sweep.campaigns.common import Bad, NOT_FINITE, check_table, is_finite, is_int, is_number, resolve_path
+from sweep.campaigns.archspace import area_window, axis_values
+from sweep.campaigns.common import Bad, check_table, is_int, resolve_path
 from sweep.campaigns.expr import ExprError, evaluate, parse
 from sweep.ids import stable_hash
 
@@ -114,13 +115,6 @@ class DesignSpace:
     def __len__(self) -> int:
         return len(self.values)
 
-    @property
-    def archs(self) -> tuple:
-        """No fixed accelerators: designs are built per task (`design`)."""
-        return ()
-
-    spatial = None
-
     def point(self, i: int) -> dict[str, Any]:
         """The parameter values of valid design ``i`` (Python ints where the axis is integral)."""
         return {n: _py(self.axes[n], v) for n, v in zip(self.names, self.values[i])}
@@ -174,31 +168,10 @@ def _flatten(grid: dict, prefix: str = "") -> dict[str, Any]:
 
 
 def _axis(value: Any, key: str, bad: Bad) -> tuple | None:
-    """A list of positive numbers, ``{start, stop, step}`` (integers, stop included) or
-    ``{pow2 = [lo, hi]}``, as an ascending tuple of distinct values."""
-    vals = None
-    if isinstance(value, list) and value:
-        vals = value
-    elif isinstance(value, dict) and set(value) == {"start", "stop", "step"}:
-        s, e, st = value["start"], value["stop"], value["step"]
-        if all(is_int(x, 0) for x in (s, e)) and is_int(st, 1) and e >= s:
-            vals = list(range(s, e + 1, st))
-    elif isinstance(value, dict) and set(value) == {"pow2"}:
-        lh = value["pow2"]
-        if isinstance(lh, list) and len(lh) == 2 and all(is_int(x, 1) for x in lh) and lh[0] <= lh[1]:
-            vals = [2 ** k for k in range(64) if lh[0] <= 2 ** k <= lh[1]]
-    if not vals:
-        bad(key, value, "expected a non-empty list of values, {start, stop, step} (integers, stop included) "
-            "or {pow2 = [lo, hi]}")
-        return None
-    for v in vals:
-        if is_number(v) and not is_finite(v):
-            bad(key, value, NOT_FINITE)
-            return None
-        if not is_number(v) or v <= 0:
-            bad(key, value, f"values must be positive numbers, got {v!r}")
-            return None
-    return tuple(sorted(set(vals)))
+    """One axis (`sweep.campaigns.archspace.axis_values`, positive numbers) as an ascending tuple
+    of distinct values."""
+    vals = axis_values(value, key, bad, integer=False)
+    return None if vals is None else tuple(sorted(set(vals)))
 
 
 def _mangle(name: str) -> str:
@@ -223,19 +196,6 @@ def _constraints(cons: Any, names: tuple[str, ...], bad: Bad) -> list:
         except ExprError as e:
             bad(f"architectures.grid.constraints[{i}]", text, str(e))
     return trees
-
-
-def _window(grid: dict, bad: Bad) -> tuple[float | None, float]:
-    budget, frac = grid.get("area_budget_mm2"), grid.get("min_area_fraction", 0.0)
-    if budget is not None and not (is_finite(budget) and budget > 0):
-        bad("architectures.grid.area_budget_mm2", budget, "expected a positive finite number (mm^2)")
-        budget = None
-    if not (is_finite(frac) and 0 <= frac <= 1):
-        bad("architectures.grid.min_area_fraction", frac, "expected a number in [0, 1]")
-        frac = 0.0
-    elif frac and budget is None:
-        bad("architectures.grid.min_area_fraction", frac, "needs area_budget_mm2")
-    return budget, frac
 
 
 def _check_values(template, name: str, axis: tuple, key: str, bad: Bad) -> bool:
@@ -285,7 +245,7 @@ def parse_design_space(value: dict, base_dir: Path, bad: Bad) -> DesignSpace | N
     if not flat:
         bad("architectures.grid", grid, "no parameter to vary")
     trees = _constraints(grid.get("constraints", []), tuple(flat), bad)
-    budget, frac = _window(grid, bad)
+    budget, frac = area_window(grid, bad)
     if len(names) != len(flat) or not names:
         return None
     total = int(np.prod([len(axes[n]) for n in names], dtype=np.int64))
