@@ -3,6 +3,7 @@
     python scripts/compare_zigzag.py --zigzag-python /root/venvs/zigzag/bin/python            # eyeriss_like, 5 layers
     python scripts/compare_zigzag.py --zigzag-python ... --case tpu_like --explain --json out.json  # resnet18.onnx
     python scripts/compare_zigzag.py --zigzag-python ... --zigzag-cache /tmp/zz   # rerun: ZigZag's results reused
+    python scripts/compare_zigzag.py --zigzag-python ... --no-search --pin tests/data/zigzag  # store for the tests
 
 About 4 minutes for eyeriss_like (ZigZag LOMA + SALSA, ours loma + salsa), 2-4 for tpu_like on 2 cores.
 
@@ -84,9 +85,11 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import datetime
 import hashlib
 import json
 import math
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -125,12 +128,18 @@ def _zigzag_inputs(py: str) -> Path:
     return Path(out.stdout.strip())
 
 
+def _zigzag_version(py: str) -> str:
+    out = subprocess.run([py, "-c", "import importlib.metadata as m; print(m.version('zigzag-dse'))"],
+                         capture_output=True, text=True, check=False)
+    return out.stdout.strip() or "unknown"
+
+
 def _git_state() -> str:
     """The commit and whether costmodel/loopnest differs from it (read-only git calls)."""
     def git(*args):
         p = subprocess.run(["git", "--no-optional-locks", *args], cwd=ROOT, capture_output=True, text=True, check=False)
         return p.stdout.strip() if p.returncode == 0 else "?"
-    dirty = git("status", "--porcelain", "--", "costmodel/loopnest")
+    dirty = git("status", "--porcelain", "--untracked-files=no", "--", "costmodel/loopnest")  # tracked files
     return (f"commit {git('rev-parse', '--short', 'HEAD')}, costmodel/loopnest "
             + ("clean" if not dirty else "with uncommitted changes" if dirty != "?" else "state unknown"))
 
@@ -332,6 +341,41 @@ def _print_searched(rows, engines: list[str], w: int) -> None:
         f"{_ratio(t[f'ours_{e}']['latency_cycles'], t[f'zigzag_{e}']['latency_cycles']):7.4f}" for e in engines))
 
 
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _pin(a, argv, layers, arch_ref: str, zz: dict, inputs: dict[str, Path], toml_text: str | None) -> None:
+    """--pin DIR: ZigZag's LOMA best per layer (its energy, latency and latency terms, spatial and
+    per-operand temporal mapping), the layer and the translated mapping our evaluator reads, as
+    ``DIR/<case>.json``; for tpu_like also the imported accelerator ``DIR/tpu_like.toml``
+    (tests/costmodel/loopnest/test_zigzag_pinned.py reads them, without ZigZag)."""
+    out = Path(a.pin)
+    out.mkdir(parents=True, exist_ok=True)
+    arch = load_accelerator(arch_ref) if toml_text is None else None
+    if toml_text is not None:
+        head = ("# ZigZag's inputs/hardware/tpu_like.yaml + inputs/mapping/tpu_like.yaml (zigzag-dse "
+                f"{_zigzag_version(a.zigzag_python)}) as `sweep import zigzag` writes them\n"
+                "# (see sweep/zigzag_import.py and README.md in this folder).\n")
+        body = "".join(l for l in toml_text.splitlines(keepends=True) if not l.startswith("# "))
+        (out / "tpu_like.toml").write_text(head + body)
+        arch = load_accelerator(out / "tpu_like.toml")
+    keep = ("energy_pj", "latency_cycles", "ideal_temporal_cycle", "stall_slack_comb", "data_onloading_cycle",
+            "data_offloading_cycle", "spatial", "temporal")
+    rows = [{"name": n, "layer": dataclasses.asdict(l), "zigzag": {k: zz["loma"][n][k] for k in keep},
+             "mapping": translate(zz["loma"][n], arch).to_dict()} for n, l in layers]
+    about = {"zigzag": f"zigzag-dse {_zigzag_version(a.zigzag_python)}", "engine": "loma",
+             "lpf_limit": a.lpf_limit, "opt": "energy",
+             "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
+             "command": "python scripts/compare_zigzag.py " + " ".join(shlex.quote(x) for x in argv),
+             "dse_sweep": _git_state(),
+             "zigzag_inputs_sha256": {k: _sha256(v) for k, v in inputs.items()}}
+    head = {"about": about, "case": a.case, "accelerator": "tpu_like.toml" if toml_text is not None else arch_ref}
+    text = json.dumps(head, indent=1)[:-2] + ',\n "layers": [\n  ' + ",\n  ".join(map(json.dumps, rows)) + "\n ]\n}\n"
+    (out / f"{a.case}.json").write_text(text)
+    print(f"pinned {len(rows)} layers to {out / (a.case + '.json')}", file=sys.stderr)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--zigzag-python", required=True, help="a Python with zigzag-dse 3.9.1 (+ six) installed")
@@ -349,6 +393,9 @@ def main(argv=None) -> int:
     ap.add_argument("--explain", action="store_true", help="print both tools' latency terms per layer")
     ap.add_argument("--zigzag-cache", default=None, metavar="DIR", help="reuse ZigZag's results of an identical "
                     "request from DIR (written there on a miss): reruns after a change of ours skip ZigZag")
+    ap.add_argument("--pin", default=None, metavar="DIR", help="write ZigZag's LOMA best per layer with its "
+                    "mapping and our inputs to DIR/<case>.json (+ DIR/tpu_like.toml) for the tests")
+    argv = sys.argv[1:] if argv is None else argv
     a = ap.parse_args(argv)
     engines = (a.engines or ("loma,salsa" if a.case == "eyeriss_like" else "loma")).split(",")
     if not set(engines) <= {"loma", "salsa"} or "loma" not in engines:
@@ -360,6 +407,10 @@ def main(argv=None) -> int:
         hw, mp, arch, layers, onnx = _setup(a, inputs, Path(td))
         zz = {e: _run_zigzag(a.zigzag_python, hw, mp, layers, onnx, e, a.lpf_limit, Path(td), a.zigzag_cache)
               for e in (["loma"] if a.no_search else engines)}
+        if a.pin:
+            toml = Path(td) / "tpu_like.toml"
+            ins = {"hardware": hw} if onnx is None else {"hardware": hw, "mapping": mp, "onnx": onnx}
+            _pin(a, argv, layers, a.case, zz, ins, toml.read_text() if onnx is not None else None)
     rows = _rows(layers, arch, zz, engines, a)
 
     w = max(10, *(len(r["layer"]) for r in rows))
