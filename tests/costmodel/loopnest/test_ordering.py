@@ -191,15 +191,15 @@ def test_tight_accelerator_three_operand_buffer_equals_reference():
 
 
 @pytest.mark.parametrize("arch", ["eyeriss_like", "simba_like", "tpu_like", "tight"])
-def test_numba_and_numpy_backends_identical(arch):
+def test_numba_and_python_backends_identical(arch):
     pytest.importorskip("numba")
     acc = _tight_accelerator() if arch == "tight" else load_accelerator(arch)
     layers = [Layer("small", K=16, C=8, OY=6, OX=6, FY=3, FX=3)] if arch == "tight" else LAYERS
     for even in (False, True):
         for k, layer in enumerate(layers):
             a = OrderingEvaluator(layer, acc, even=even, backend="numba")
-            b = OrderingEvaluator(layer, acc, even=even, backend="numpy")
-            assert (a.backend, b.backend) == ("numba", "numpy")
+            b = OrderingEvaluator(layer, acc, even=even, backend="python")
+            assert (a.backend, b.backend) == ("numba", "python")
             ords = _random_orderings(a, 300, 100 + k)
             x, y = a.evaluate(ords), b.evaluate(ords)
             for f in ("energy_pj", "latency_cycles", "edp", "valid"):
@@ -213,13 +213,13 @@ def test_backend_selection_and_bad_ids(monkeypatch):
     from costmodel.loopnest import ordering as batch
     layer, acc = LAYERS[0], load_accelerator("eyeriss_like")
     monkeypatch.setenv("DSE_SWEEP_NO_NUMBA", "1")
-    assert batch.default_backend() == "numpy"
-    assert OrderingEvaluator(layer, acc).backend == "numpy"
+    assert batch.default_backend() == "python"
+    assert OrderingEvaluator(layer, acc).backend == "python"
     monkeypatch.delenv("DSE_SWEEP_NO_NUMBA")
     try:
         import numba  # noqa: F401
     except ImportError:
-        assert batch.default_backend() == "numpy"
+        assert batch.default_backend() == "python"
         return
     ev = OrderingEvaluator(layer, acc)
     assert ev.backend == "numba"

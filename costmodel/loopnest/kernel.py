@@ -1,0 +1,601 @@
+"""The one fast path of the loop-nest model: LOMA allocation + cost of loop orderings, compiled.
+
+`costmodel.loopnest.reference` states every physics rule; this module computes the same numbers
+for many orderings of one evaluator's loop multiset (`costmodel.loopnest.ordering`), reading the
+evaluator's state from `costmodel.loopnest.tables` (column names there). Per ordering, four steps,
+each a function of its own:
+
+* `_prefix`: cumulative products of the loop factors along the ordering (every prefix's tile
+  extents) and suffix products (the loops left above a boundary);
+* `_allocate`: LOMA's bottom-up memory allocation (`allocation.allocate`, Symons et al., AICAS
+  2021), the same candidates, cost and tie-breaking;
+* `_traffic`: fills, multicast reads, partial-sum read-backs and write-ups per transfer link and
+  the energy (the reference's "Transfers", "Outputs" and "Energy"), with the window of the input
+  tile (`_window_share`, the reference's fractional unrolling);
+* `_latency`: the stall model per port (`reference.port_stall`).
+
+Counts are exact int64 before the real / padded share (a float) is applied; floats are added in the
+reference's order, so results equal ``reference.evaluate(layer, arch, allocate(...))`` bit for bit
+(``tests/costmodel/loopnest/test_kernel_fuzz.py`` fuzzes it over random accelerators and layers).
+
+Incremental evaluation: rows of a batch are evaluated in order, and a row that shares its first
+``k`` loops with the previous row reuses the cumulative products of that prefix and each memory's
+allocation decision whose inputs lie within it (LOMA's lexicographic enumeration changes the
+outermost loops fastest, so the inner memories' decisions rarely change).
+
+The functions are plain Python decorated with `_jit`: compiled by Numba (``cache=True``: machine
+code cached in ``__pycache__``) when the module is loaded as `costmodel.loopnest.kernel` and numba
+is importable and not disabled (``DSE_SWEEP_NO_NUMBA=1``); `python_kernel` loads this same file a
+second time with `_jit` the identity, the interpreted twin used by ``backend="python"``.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from .tables import (LV_EVERY, LV_EXT, LV_FINOK, LV_G, LV_MEM, LV_NLO, LV_NUP, LV_TOP, LV_UNRED, LV_WIN,
+                     LV_WORD, LVF_A, LVF_SLO, LVF_SUP, M_LI, M_NI, M_NOPS, M_OP, M_SHARED, M_SIZE, M_WORD,
+                     MF_RBW, MF_RPJ, MF_WBW, MF_WPJ, N_CUM, P_BI, P_BO, P_BOF, P_BW, P_DX, P_DY, P_EVEN, P_NL,
+                     P_SX, P_SY, P_TOTAL, T_F, T_FX, T_FY, T_IBCG, T_O, T_OIRR, T_OX, T_OY, T_REL, T_W)
+
+__all__ = ["evaluate_batch", "python_kernel", "JIT"]
+
+
+def _numba_jit(**kw):
+    """numba's ``njit(cache=True, error_model="numpy", **kw)``, or None when this copy is the
+    interpreted twin, numba is disabled (``DSE_SWEEP_NO_NUMBA``) or not installed."""
+    if globals().get("__interpreted__") or os.environ.get("DSE_SWEEP_NO_NUMBA", "").strip().lower() in (
+            "1", "true", "yes", "on"):
+        return None
+    try:
+        from numba import njit
+    except ImportError:
+        return None
+    return njit(cache=True, error_model="numpy", **kw)
+
+
+_nj = _numba_jit()
+_nj_inline = _numba_jit(inline="always")
+#: True if this module's functions are compiled
+JIT = _nj is not None
+
+
+def _jit(fn):
+    return fn if _nj is None else _nj(fn)
+
+
+def _inline(fn):
+    """`_jit`, inlined into its callers (Numba IR inlining: no call, no reference counting of the
+    array arguments; measured 1.4x on the whole kernel)."""
+    return fn if _nj_inline is None else _nj_inline(fn)
+
+
+# ---- work arrays (`_scratch`): rows of C after the N_CUM cumulative products, of SM, of TR and TF
+R_REM, R_REMO = N_CUM, N_CUM + 1     # C: products of all / of the O-relevant factors of o[e:]
+S_START, S_LO, S_HI, S_CHOICE, S_DEP = range(5)   # SM: per operand / slot / memory
+TR_MEM, TR_W, TR_LO, TR_WIN, TR_WQ, TR_GI = range(6)   # TR (per transfer): memory, is a write, lower
+#                 level's memory (-1: the MAC), window if single-buffered, window in force, sorted index
+TF_WORDS, TF_CYC = 0, 1              # TF (per transfer): words, cycles
+
+
+@_inline
+def _rows(s, d, o, f):
+    """`window.window_rows`: min(s (o - 1) + d (f - 1) + 1, o f) at reduced stride and dilation."""
+    span = s * (o - 1) + d * (f - 1) + 1
+    read = o * f
+    return span if span <= read else read
+
+
+@_inline
+def _tile_bits(op, li, e, L, C, lv, par):
+    """(elements, bits) of operand op's tile at level li holding the loops [0, e) (reference
+    "Tile"): O at partial-sum precision while an O-irrelevant loop lies above e or is unreduced."""
+    if op == 0:
+        te = C[T_W, e] * lv[0, li, LV_EXT]
+        return te, te * par[P_BW]
+    if op == 2:
+        te = C[T_O, e] * lv[2, li, LV_EXT]
+        if lv[2, li, LV_UNRED] != 0 or C[T_OIRR, e] < C[T_OIRR, L]:
+            return te, te * par[P_BO]
+        return te, te * par[P_BOF]
+    iy = _rows(par[P_SY], par[P_DY], C[T_OY, e] * lv[1, li, LV_EXT + 1], C[T_FY, e] * lv[1, li, LV_EXT + 2])
+    ix = _rows(par[P_SX], par[P_DX], C[T_OX, e] * lv[1, li, LV_EXT + 3], C[T_FX, e] * lv[1, li, LV_EXT + 4])
+    te = C[T_IBCG, e] * lv[1, li, LV_EXT] * iy * ix
+    return te, te * par[P_BI]
+
+
+@_inline
+def _window_share(li, e, C, lv, lvf, op, up, par):
+    """`reference._Nest.window_share` of I's tile at level li (-1: the MAC's one element) holding
+    the loops [0, e), window dims scaled by the fractions lvf[op, up, LVF_A .. LVF_A + 3] of the
+    link below level up."""
+    oy = C[T_OY, e] * (1 if li < 0 else lv[1, li, LV_EXT + 1])
+    fy = C[T_FY, e] * (1 if li < 0 else lv[1, li, LV_EXT + 2])
+    ox = C[T_OX, e] * (1 if li < 0 else lv[1, li, LV_EXT + 3])
+    fx = C[T_FX, e] * (1 if li < 0 else lv[1, li, LV_EXT + 4])
+    iy = _rows(par[P_SY], par[P_DY], oy, fy)
+    ix = _rows(par[P_SX], par[P_DX], ox, fx)
+    iyr = _rows(par[P_SY], par[P_DY], oy * lvf[op, up, LVF_A], fy * lvf[op, up, LVF_A + 1])
+    ixr = _rows(par[P_SX], par[P_DX], ox * lvf[op, up, LVF_A + 2], fx * lvf[op, up, LVF_A + 3])
+    return (iyr * ixr) / (iy * ix)
+
+
+@_inline
+def _prefix(O, i, k0, ft, C):
+    """C[r, e] = product of factor row r over O[i, :e] (rows < N_CUM), recomputed from e = k0 + 1
+    (the columns up to k0 are the previous row's); C[R_REM, e] / C[R_REMO, e] = product of all / of
+    the O-relevant factors of O[i, e:]. Returns False if a type id is out of range."""
+    L = O.shape[1]
+    m = ft.shape[1]
+    for e in range(k0, L):
+        t = O[i, e]
+        if t < 0 or t >= m:
+            return False
+        for r in range(N_CUM):
+            C[r, e + 1] = C[r, e] * ft[r, t]
+    C[R_REM, L] = 1
+    C[R_REMO, L] = 1
+    for e in range(L - 1, -1, -1):
+        t = O[i, e]
+        C[R_REM, e] = C[R_REM, e + 1] * ft[T_F, t]
+        C[R_REMO, e] = C[R_REMO, e + 1] * ft[T_O, t]
+    return True
+
+
+@_inline
+def _scan(op, li, e0, L, size, C, lv, par, CT, CC, mi, j):
+    """Tile bits CT[mi, j, e] and LOMA cost CC[mi, j, e] = (loops left above) x bits of operand op at
+    level li for the prefixes e = e0, e0 + 1, ... up to the first whose tile overflows ``size``
+    (-1: unbounded). Returns that first overflowing e, or L + 1. The tile formula of `_tile_bits`
+    with the level's constants held in registers."""
+    cap = size if size >= 0 else 1 << 62
+    k0 = lv[op, li, LV_EXT]
+    if op == 0:
+        b = par[P_BW]
+        for e in range(e0, L + 1):
+            tb = C[T_W, e] * k0 * b
+            if tb > cap:
+                return e
+            CT[mi, j, e] = tb
+            CC[mi, j, e] = C[R_REM, e] * tb
+        return L + 1
+    if op == 2:
+        pb = par[P_BO]
+        fb = par[P_BOF]
+        unred = lv[2, li, LV_UNRED] != 0
+        irr = C[T_OIRR, L]
+        for e in range(e0, L + 1):
+            te = C[T_O, e] * k0
+            tb = te * pb if unred or C[T_OIRR, e] < irr else te * fb
+            if tb > cap:
+                return e
+            CT[mi, j, e] = tb
+            CC[mi, j, e] = C[R_REM, e] * tb
+        return L + 1
+    k1, k2, k3, k4 = lv[1, li, LV_EXT + 1], lv[1, li, LV_EXT + 2], lv[1, li, LV_EXT + 3], lv[1, li, LV_EXT + 4]
+    sy, dy, sx, dx, b = par[P_SY], par[P_DY], par[P_SX], par[P_DX], par[P_BI]
+    for e in range(e0, L + 1):
+        iy = _rows(sy, dy, C[T_OY, e] * k1, C[T_FY, e] * k2)
+        ix = _rows(sx, dx, C[T_OX, e] * k3, C[T_FX, e] * k4)
+        tb = C[T_IBCG, e] * k0 * iy * ix * b
+        if tb > cap:
+            return e
+        CT[mi, j, e] = tb
+        CC[mi, j, e] = C[R_REM, e] * tb
+    return L + 1
+
+
+@_inline
+def _candidates(mi, L, C, lv, mem, par, SM, RG, CT, CC):
+    """LOMA's candidates at memory mi (`allocation.allocate`): per operand slot j, the prefixes of
+    its unallocated loops, shortest first up to the first whose tile overflows mi on its own, in
+    the range SM[S_LO, j] .. SM[S_HI, j]; a top level takes all loops (one candidate, cost 0), and
+    every prefix up to all loops must fit; slots past the memory's operands get one empty
+    candidate. A scan resumes where the last scan of the same slot and start is still valid: RG[mi,
+    0/1, j] its range, RG[mi, 2, j] how many leading loops the current ordering still shares with
+    the ordering it was made for (a tile of the prefix e depends on those e loops only). Returns the deepest
+    loop index the candidates read (+1, at most L), or -1 if some operand has no candidate."""
+    size = mem[mi, M_SIZE]
+    dep = 0
+    for j in range(3):
+        if j >= mem[mi, M_NOPS]:
+            SM[S_LO, j], SM[S_HI, j], CT[mi, j, 0], CC[mi, j, 0] = 0, 1, 0, 0
+            continue
+        op = mem[mi, M_OP + j]
+        li = mem[mi, M_LI + j]
+        s = SM[S_START, op]
+        top = lv[op, li, LV_TOP] != 0
+        if top and op != 2:   # W and I tiles grow with the prefix: all loops fit iff the largest does
+            tb = _tile_bits(op, li, L, L, C, lv, par)[1]
+            if size >= 0 and tb > size:
+                return -1
+            SM[S_LO, j], SM[S_HI, j], CT[mi, j, L], CC[mi, j, L] = L, L + 1, tb, 0
+            dep = L
+            continue
+        e0 = max(s, min(RG[mi, 1, j], RG[mi, 2, j] + 1)) if RG[mi, 0, j] == s else s
+        hi = _scan(op, li, e0, L, size, C, lv, par, CT, CC, mi, j)
+        RG[mi, 0, j], RG[mi, 1, j], RG[mi, 2, j] = s, hi, L
+        if top:
+            if hi <= L:
+                return -1
+            SM[S_LO, j], SM[S_HI, j], CC[mi, j, L] = L, L + 1, 0
+            dep = L
+            continue
+        if hi == s:
+            return -1
+        SM[S_LO, j], SM[S_HI, j] = s, hi
+        dep = max(dep, min(hi, L))
+    return dep
+
+
+@_inline
+def _choose(mi, mem, par, SM, CT, CC, PM):
+    """The combination of candidates (one per operand slot) of least total cost whose tiles fit mi
+    jointly; ties to the last in the order where the first operand varies slowest (ZigZag's
+    ``<=``); even mappings: all operands end at the same loop. Writes SM[S_CHOICE, j]; False if
+    none. When the last operand's tile bits grow with the prefix (always for W and I), its feasible
+    candidates for the capacity left are a prefix of its range: their best is read from PM (the
+    running best, ties to the last) after a binary search, instead of a scan."""
+    size = mem[mi, M_SIZE]
+    z = mem[mi, M_NOPS] - 1
+    if par[P_EVEN] != 0:
+        return _choose_all(mi, mem, par, SM, CT, CC)
+    z0, z1 = SM[S_LO, z], SM[S_HI, z]
+    for e in range(z0, z1):
+        if e > z0 and CT[mi, z, e] < CT[mi, z, e - 1]:
+            return _choose_all(mi, mem, par, SM, CT, CC)
+        PM[e] = e if e == z0 or CC[mi, z, e] <= CC[mi, z, PM[e - 1]] else PM[e - 1]
+    found = False
+    bc = 0
+    for e1 in range(SM[S_LO, 0], SM[S_HI, 0] if z > 0 else SM[S_LO, 0] + 1):
+        for e2 in range(SM[S_LO, 1], SM[S_HI, 1] if z > 1 else SM[S_LO, 1] + 1):
+            fixed = (CT[mi, 0, e1] if z > 0 else 0) + (CT[mi, 1, e2] if z > 1 else 0)
+            lo = z0
+            hi = z1
+            if size >= 0:
+                if CT[mi, z, lo] + fixed > size:
+                    continue
+                while hi - lo > 1:   # the last candidate that fits
+                    mid = (lo + hi) // 2
+                    if CT[mi, z, mid] + fixed <= size:
+                        lo = mid
+                    else:
+                        hi = mid
+            else:
+                lo = hi - 1
+            e = PM[lo]
+            c = (CC[mi, 0, e1] if z > 0 else 0) + (CC[mi, 1, e2] if z > 1 else 0) + CC[mi, z, e]
+            if not found or c <= bc:
+                found = True
+                bc = c
+                SM[S_CHOICE, 0], SM[S_CHOICE, 1], SM[S_CHOICE, 2] = e1, e2, e
+                SM[S_CHOICE, z] = e
+    return found
+
+
+@_inline
+def _choose_all(mi, mem, par, SM, CT, CC):
+    """`_choose` by scanning every combination (tile bits not monotone, or even mappings)."""
+    size = mem[mi, M_SIZE]
+    nops = mem[mi, M_NOPS]
+    even = par[P_EVEN] != 0
+    found = False
+    bc = 0
+    for e1 in range(SM[S_LO, 0], SM[S_HI, 0]):
+        for e2 in range(SM[S_LO, 1], SM[S_HI, 1]):
+            for e3 in range(SM[S_LO, 2], SM[S_HI, 2]):
+                if size >= 0 and CT[mi, 0, e1] + CT[mi, 1, e2] + CT[mi, 2, e3] > size:
+                    continue
+                if even and ((nops > 1 and e2 != e1) or (nops > 2 and e3 != e1)):
+                    continue
+                c = CC[mi, 0, e1] + CC[mi, 1, e2] + CC[mi, 2, e3]
+                if not found or c <= bc:
+                    found = True
+                    bc = c
+                    SM[S_CHOICE, 0], SM[S_CHOICE, 1], SM[S_CHOICE, 2] = e1, e2, e3
+    return found
+
+
+@_inline
+def _allocate(k, L, C, lv, mem, par, SM, RG, CT, CC, PM, bnd):
+    """LOMA's bottom-up allocation of the ordering (memories innermost first) into bnd[op, li].
+
+    SM[S_DEP, mi] is the number of leading loops memory mi's decision read for the previous row;
+    with the first k loops unchanged and every memory below reused, a memory whose decision read
+    no further than k keeps it. Returns False if no allocation fits (a memory cannot hold even the
+    tiles below it, or no combination of tiles fits it)."""
+    for op in range(3):
+        SM[S_START, op] = 0
+    reuse = True
+    for mi in range(mem.shape[0]):
+        nops = mem[mi, M_NOPS]
+        if reuse and 0 <= SM[S_DEP, mi] <= k:
+            for j in range(nops):
+                SM[S_START, mem[mi, M_OP + j]] = bnd[mem[mi, M_OP + j], mem[mi, M_LI + j]]
+            continue
+        reuse = False
+        SM[S_DEP, mi] = _candidates(mi, L, C, lv, mem, par, SM, RG, CT, CC)
+        if SM[S_DEP, mi] < 0 or not _choose(mi, mem, par, SM, CT, CC, PM):
+            SM[S_DEP, mi] = -1
+            return False
+        for j in range(nops):
+            op = mem[mi, M_OP + j]
+            bnd[op, mem[mi, M_LI + j]] = SM[S_CHOICE, j]
+            SM[S_START, op] = SM[S_CHOICE, j]
+    return True
+
+
+@_inline
+def _put(TR, TF, q, mi, w, ml, win, words):
+    """Record transfer q: memory mi, a write (1) or a read (0), the link's lower memory ml (-1:
+    the MAC), its window if ml is single-buffered (compute cycles // T of the link), its words."""
+    TR[TR_MEM, q] = mi
+    TR[TR_W, q] = w
+    TR[TR_LO, q] = ml
+    TR[TR_WIN, q] = win
+    TF[TF_WORDS, q] = words
+
+
+@_inline
+def _link(op, up, O, i, L, C, ft, lv, lvf, par, bnd, TE, RW, TR, TF, ne):
+    """The transfers across the link below operand op's level ``up`` (from level up - 1, or the
+    MAC for up = 0): F = P / R tile loads (stationarity; every MAC for O without an accumulator);
+    W, I: multicast reads above, fills below; O: write-ups (final on a tile's last visit once the
+    spatial reduction is complete), partial-sum read-backs. Adds the counts to RW[op, li, 0 reads /
+    1 writes] and records the transfers from index ne in the reference's order. Returns (the new
+    ne, how many leading loops of the ordering the link's figures depend on)."""
+    lo = up - 1
+    w_up = lv[op, up, LV_WORD]
+    g = lv[op, up, LV_G]
+    s_up = lvf[op, up, LVF_SUP]
+    s_lo = lvf[op, up, LVF_SLO]
+    bl = 0 if lo < 0 else bnd[op, lo]
+    if lv[op, up, LV_WIN] != 0:  # I's padded window dims unrolled inside the moved tile: a fractional window
+        w = _window_share(lo, bl, C, lv, lvf, op, up, par)
+        s_up = s_up * w
+        s_lo = s_lo * w
+    j = bl
+    dep = bl
+    if lv[op, up, LV_EVERY] == 0:
+        while j < L and ft[T_REL + op, O[i, j]] == 0:
+            j += 1
+        dep = min(j + 1, L)
+    F = C[R_REM, j]
+    te = 1 if lo < 0 else TE[op, lo]
+    mu = lv[op, up, LV_MEM]
+    ml = -1
+    T = 1
+    if lo >= 0:
+        ml = lv[op, lo, LV_MEM]
+        k = bl
+        k0 = 0 if lo == 0 else bnd[op, lo - 1]
+        while k > k0 and ft[T_REL + op, O[i, k - 1]] == 0:
+            k -= 1
+        for q in range(k, j):
+            T *= ft[T_F, O[i, q]]
+    win = C[T_F, L] // T
+    if op != 2:
+        bb = par[P_BW] if op == 0 else par[P_BI]
+        rd = F * lv[op, up, LV_NUP] * ((te * g * bb + w_up - 1) // w_up) * s_up
+        RW[op, up, 0] += rd
+        _put(TR, TF, ne, mu, 0, ml, win, rd)
+        if lo < 0:
+            return ne + 1, dep
+        wl = lv[op, lo, LV_WORD]
+        wr = F * lv[op, up, LV_NLO] * ((te * bb + wl - 1) // wl) * s_lo
+        RW[op, lo, 1] += wr
+        _put(TR, TF, ne + 1, ml, 1, ml, win, wr)
+        return ne + 2, dep
+    pb = par[P_BO]
+    fb = par[P_BOF]
+    D = C[R_REMO, bl]
+    fin = D if lv[op, up, LV_FINOK] != 0 else 0
+    part = F - fin
+    rb = F - D
+    n_up = lv[op, up, LV_NUP]
+    wu = n_up * (fin * ((te * g * fb + w_up - 1) // w_up) + part * ((te * g * pb + w_up - 1) // w_up)) * s_up
+    ru = rb * n_up * ((te * g * pb + w_up - 1) // w_up) * s_up
+    RW[op, up, 1] += wu
+    RW[op, up, 0] += ru
+    _put(TR, TF, ne, mu, 1, ml, win, wu)
+    _put(TR, TF, ne + 1, mu, 0, ml, win, ru)
+    if lo < 0:
+        return ne + 2, dep
+    wl = lv[op, lo, LV_WORD]
+    n_lo = lv[op, up, LV_NLO]
+    rl = n_lo * (fin * ((te * fb + wl - 1) // wl) + part * ((te * pb + wl - 1) // wl)) * s_lo
+    wr = rb * n_lo * ((te * pb + wl - 1) // wl) * s_lo
+    RW[op, lo, 0] += rl
+    RW[op, lo, 1] += wr
+    _put(TR, TF, ne + 2, ml, 0, ml, win, rl)
+    _put(TR, TF, ne + 3, ml, 1, ml, win, wr)
+    return ne + 4, dep
+
+
+@_inline
+def _relink(op, up, RW, TF, ne):
+    """Add the recorded words of the link below op's level ``up`` (unchanged since they were
+    computed) to RW in `_link`'s order. Returns the new ne."""
+    if op != 2:
+        RW[op, up, 0] += TF[TF_WORDS, ne]
+        if up == 0:
+            return ne + 1
+        RW[op, up - 1, 1] += TF[TF_WORDS, ne + 1]
+        return ne + 2
+    RW[op, up, 1] += TF[TF_WORDS, ne]
+    RW[op, up, 0] += TF[TF_WORDS, ne + 1]
+    if up == 0:
+        return ne + 2
+    RW[op, up - 1, 0] += TF[TF_WORDS, ne + 2]
+    RW[op, up - 1, 1] += TF[TF_WORDS, ne + 3]
+    return ne + 4
+
+
+@_inline
+def _traffic(O, i, L, C, ft, lv, lvf, mem, memf, par, bnd, TE, RW, TB, TR, TF, LK):
+    """Tiles, access counts and energy of the allocated ordering (reference `_level_tiles`,
+    `_boundary_accesses`, "Energy"): TB[mi] = tile bits memory mi holds per instance; RW per
+    (operand, level); the transfers in TR / TF in the reference's order. A link whose figures
+    depend on no more leading loops than the current ordering shares with the one they were
+    computed for (LK[op, up]: that dependence, the boundaries below, the loops still shared), and
+    whose boundaries are unchanged, keeps its recorded transfers. Returns (energy of the memories
+    in pJ, summed as the reference sums it, number of transfers)."""
+    for mi in range(mem.shape[0]):
+        TB[mi] = 0
+    ne = 0
+    acc = 0.0
+    for op in range(3):
+        nl = par[P_NL + op]
+        for li in range(nl):
+            RW[op, li, 0] = 0.0
+            RW[op, li, 1] = 0.0
+            te, tb = _tile_bits(op, li, bnd[op, li], L, C, lv, par)
+            TE[op, li] = te
+            TB[lv[op, li, LV_MEM]] += tb
+        for up in range(nl):
+            b1 = 0 if up < 1 else bnd[op, up - 1]
+            b2 = 0 if up < 2 else bnd[op, up - 2]
+            if 0 <= LK[op, up, 0] <= LK[op, up, 3] and LK[op, up, 1] == b1 and LK[op, up, 2] == b2:
+                ne = _relink(op, up, RW, TF, ne)
+                continue
+            ne, dep = _link(op, up, O, i, L, C, ft, lv, lvf, par, bnd, TE, RW, TR, TF, ne)
+            LK[op, up, 0], LK[op, up, 1], LK[op, up, 2], LK[op, up, 3] = dep, b1, b2, L
+        for li in range(nl):
+            mi = lv[op, li, LV_MEM]
+            acc = acc + (RW[op, li, 0] * memf[mi, MF_RPJ] + RW[op, li, 1] * memf[mi, MF_WPJ])
+    return acc, ne
+
+
+@_inline
+def _port_of(TR, q, mem):
+    """The port of transfer q: 2 mi for memory mi's shared or read port, 2 mi + 1 for its write port."""
+    mi = TR[TR_MEM, q]
+    return 2 * mi + 1 if TR[TR_W, q] != 0 and mem[mi, M_SHARED] == 0 else 2 * mi
+
+
+@_inline
+def _latency(ne, TR, TF, GO, mem, memf, TB, total, ST):
+    """Stall cycles of the allocated ordering (reference `_stalls` / `port_stall`): each transfer
+    takes words x word bits / bandwidth / instances cycles at its memory's port within its link's
+    window (all compute cycles if the lower level is the MAC or double-buffered, else total // T);
+    per port the largest excess of the transfers whose windows lie within one window; a memory
+    stalls as its worst port (ST[mi]). A stable counting sort (GO: offsets, positions) gathers each
+    port's transfers in the reference's order, so the same floats add in the same order; each
+    distinct window is summed once. Returns the largest stall (cycles)."""
+    nm = mem.shape[0]
+    for g in range(2 * nm + 1):
+        GO[0, g] = 0
+    for q in range(ne):
+        mi = TR[TR_MEM, q]
+        ml = TR[TR_LO, q]
+        db = ml < 0 or mem[ml, M_SIZE] < 0 or 2 * TB[ml] <= mem[ml, M_SIZE]
+        wq = total if db else TR[TR_WIN, q]
+        bw = memf[mi, MF_WBW] if TR[TR_W, q] != 0 else memf[mi, MF_RBW]
+        TF[TF_CYC, q] = TF[TF_WORDS, q] * mem[mi, M_WORD] / bw / mem[mi, M_NI]
+        GO[0, _port_of(TR, q, mem) + 1] += 1
+        TR[TR_WQ, q] = wq
+    for g in range(2 * nm):
+        GO[0, g + 1] += GO[0, g]
+        GO[1, g] = GO[0, g]
+    for q in range(ne):
+        g = _port_of(TR, q, mem)
+        TR[TR_GI, GO[1, g]] = q
+        GO[1, g] += 1
+    stall = 0.0
+    for mi in range(nm):
+        s = 0.0
+        for g in range(2 * mi, 2 * mi + 2):
+            for k in range(GO[0, g], GO[0, g + 1]):
+                wk = TR[TR_WQ, TR[TR_GI, k]]
+                dup = False
+                for q in range(GO[0, g], k):
+                    if TR[TR_WQ, TR[TR_GI, q]] == wk:
+                        dup = True
+                        break
+                if dup:
+                    continue
+                a = 0.0
+                for q in range(GO[0, g], GO[0, g + 1]):
+                    if TR[TR_WQ, TR[TR_GI, q]] <= wk:
+                        a += TF[TF_CYC, TR[TR_GI, q]]
+                if a - wk > s:
+                    s = a - wk
+        ST[mi] = s
+        stall = s if mi == 0 else max(stall, s)
+    return stall
+
+
+@_inline
+def _shared(k, RG, LK):
+    """A new ordering shares its first k loops with the previous one: the cached scans (RG[:, 2])
+    and links (LK[:, :, 3]) share no more with it than they shared with the previous one."""
+    for mi in range(RG.shape[0]):
+        for j in range(3):
+            RG[mi, 2, j] = min(RG[mi, 2, j], k)
+    for op in range(3):
+        for up in range(LK.shape[1]):
+            LK[op, up, 3] = min(LK[op, up, 3], k)
+
+
+@_jit
+def evaluate_batch(O, ft, lv, lvf, mem, memf, par, mac_e, out, RW, bnd, ST):
+    """Costs of the orderings O (n, L) of loop-type ids, innermost loop first, into out (4, n):
+    energy (pJ), latency (cycles), EDP, valid (1.0 / 0.0); invalid orderings (no allocation fits)
+    get inf costs. RW (3, levels, 2) float, bnd (3, levels) int and ST (memories,) float receive the
+    access counts, boundaries and stalls of the last row evaluated. Returns the index of the first
+    row with a type id out of range (rows from there on are not evaluated), else -1."""
+    n, L = O.shape
+    nm = mem.shape[0]
+    nl = lv.shape[1]
+    C = np.ones((N_CUM + 2, L + 1), dtype=np.int64)
+    SM = np.zeros((5, max(nm, 3)), dtype=np.int64)
+    SM[S_DEP, :] = -1
+    RG = np.full((nm, 3, 3), -1, dtype=np.int64)
+    CT = np.zeros((nm, 3, L + 1), dtype=np.int64)
+    CC = np.zeros((nm, 3, L + 1), dtype=np.int64)
+    PM = np.zeros(L + 1, dtype=np.int64)
+    TE = np.zeros((3, nl), dtype=np.int64)
+    TB = np.zeros(nm, dtype=np.int64)
+    TR = np.zeros((6, 12 * nl), dtype=np.int64)
+    TF = np.zeros((2, 12 * nl), dtype=np.float64)
+    GO = np.zeros((2, 2 * nm + 1), dtype=np.int64)
+    LK = np.full((3, nl, 4), -1, dtype=np.int64)
+    total = par[P_TOTAL]
+    for i in range(n):
+        k = 0
+        if i > 0:
+            while k < L and O[i, k] == O[i - 1, k]:
+                k += 1
+        _shared(k, RG, LK)
+        if not _prefix(O, i, k, ft, C):
+            return i
+        if not _allocate(k, L, C, lv, mem, par, SM, RG, CT, CC, PM, bnd):
+            out[0, i], out[1, i], out[2, i], out[3, i] = np.inf, np.inf, np.inf, 0.0
+            continue
+        e, ne = _traffic(O, i, L, C, ft, lv, lvf, mem, memf, par, bnd, TE, RW, TB, TR, TF, LK)
+        energy = mac_e + e
+        latency = float(total) + _latency(ne, TR, TF, GO, mem, memf, TB, total, ST)
+        out[0, i], out[1, i], out[2, i], out[3, i] = energy, latency, energy * latency, 1.0
+    return -1
+
+
+def python_kernel():
+    """This module loaded a second time, interpreted (its `_jit` the identity): the kernel that
+    ``backend="python"`` runs, the same source as the compiled one. Cached after the first call."""
+    global _PY
+    if not JIT:
+        import sys
+        return sys.modules[__name__]
+    if _PY is None:
+        import importlib.util
+        spec = importlib.util.spec_from_file_location(__name__ + "_py", __file__)
+        mod = importlib.util.module_from_spec(spec)
+        mod.__interpreted__ = True
+        spec.loader.exec_module(mod)
+        _PY = mod
+    return _PY
+
+
+_PY = None
