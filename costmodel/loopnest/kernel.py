@@ -328,18 +328,20 @@ def _allocate(k, L, C, lv, mem, par, SM, RG, CT, CC, PM, bnd):
 
 
 @_inline
-def _put(TR, TF, q, mi, w, ml, win, words):
+def _put(TR, TF, q, mi, w, ml, win, words, mem, memf):
     """Record transfer q: memory mi, a write (1) or a read (0), the link's lower memory ml (-1:
-    the MAC), its window if ml is single-buffered (compute cycles // T of the link), its words."""
+    the MAC), its window if ml is single-buffered (compute cycles // T of the link), its words and
+    its cycles at mi's port: words x word bits / bandwidth / instances (reference `_stalls`)."""
     TR[TR_MEM, q] = mi
     TR[TR_W, q] = w
     TR[TR_LO, q] = ml
     TR[TR_WIN, q] = win
     TF[TF_WORDS, q] = words
+    TF[TF_CYC, q] = words * mem[mi, M_WORD] / (memf[mi, MF_WBW] if w != 0 else memf[mi, MF_RBW]) / mem[mi, M_NI]
 
 
 @_inline
-def _link(op, up, O, i, L, C, ft, lv, lvf, par, bnd, TE, RW, TR, TF, ne):
+def _link(op, up, O, i, L, C, ft, lv, lvf, mem, memf, par, bnd, TE, RW, TR, TF, ne):
     """The transfers across the link below operand op's level ``up`` (from level up - 1, or the
     MAC for up = 0): F = P / R tile loads (stationarity; every MAC for O without an accumulator);
     W, I: multicast reads above, fills below; O: write-ups (final on a tile's last visit once the
@@ -380,13 +382,13 @@ def _link(op, up, O, i, L, C, ft, lv, lvf, par, bnd, TE, RW, TR, TF, ne):
         bb = par[P_BW] if op == 0 else par[P_BI]
         rd = F * lv[op, up, LV_NUP] * ((te * g * bb + w_up - 1) // w_up) * s_up
         RW[op, up, 0] += rd
-        _put(TR, TF, ne, mu, 0, ml, win, rd)
+        _put(TR, TF, ne, mu, 0, ml, win, rd, mem, memf)
         if lo < 0:
             return ne + 1, dep
         wl = lv[op, lo, LV_WORD]
         wr = F * lv[op, up, LV_NLO] * ((te * bb + wl - 1) // wl) * s_lo
         RW[op, lo, 1] += wr
-        _put(TR, TF, ne + 1, ml, 1, ml, win, wr)
+        _put(TR, TF, ne + 1, ml, 1, ml, win, wr, mem, memf)
         return ne + 2, dep
     pb = par[P_BO]
     fb = par[P_BOF]
@@ -399,8 +401,8 @@ def _link(op, up, O, i, L, C, ft, lv, lvf, par, bnd, TE, RW, TR, TF, ne):
     ru = rb * n_up * ((te * g * pb + w_up - 1) // w_up) * s_up
     RW[op, up, 1] += wu
     RW[op, up, 0] += ru
-    _put(TR, TF, ne, mu, 1, ml, win, wu)
-    _put(TR, TF, ne + 1, mu, 0, ml, win, ru)
+    _put(TR, TF, ne, mu, 1, ml, win, wu, mem, memf)
+    _put(TR, TF, ne + 1, mu, 0, ml, win, ru, mem, memf)
     if lo < 0:
         return ne + 2, dep
     wl = lv[op, lo, LV_WORD]
@@ -409,8 +411,8 @@ def _link(op, up, O, i, L, C, ft, lv, lvf, par, bnd, TE, RW, TR, TF, ne):
     wr = rb * n_lo * ((te * pb + wl - 1) // wl) * s_lo
     RW[op, lo, 0] += rl
     RW[op, lo, 1] += wr
-    _put(TR, TF, ne + 2, ml, 0, ml, win, rl)
-    _put(TR, TF, ne + 3, ml, 1, ml, win, wr)
+    _put(TR, TF, ne + 2, ml, 0, ml, win, rl, mem, memf)
+    _put(TR, TF, ne + 3, ml, 1, ml, win, wr, mem, memf)
     return ne + 4, dep
 
 
@@ -460,7 +462,7 @@ def _traffic(O, i, L, C, ft, lv, lvf, mem, memf, par, bnd, TE, RW, TB, TR, TF, L
             if 0 <= LK[op, up, 0] <= LK[op, up, 3] and LK[op, up, 1] == b1 and LK[op, up, 2] == b2:
                 ne = _relink(op, up, RW, TF, ne)
                 continue
-            ne, dep = _link(op, up, O, i, L, C, ft, lv, lvf, par, bnd, TE, RW, TR, TF, ne)
+            ne, dep = _link(op, up, O, i, L, C, ft, lv, lvf, mem, memf, par, bnd, TE, RW, TR, TF, ne)
             LK[op, up, 0], LK[op, up, 1], LK[op, up, 2], LK[op, up, 3] = dep, b1, b2, L
         for li in range(nl):
             mi = lv[op, li, LV_MEM]
@@ -476,26 +478,15 @@ def _port_of(TR, q, mem):
 
 
 @_inline
-def _latency(ne, TR, TF, GO, mem, memf, TB, total, ST):
-    """Stall cycles of the allocated ordering (reference `_stalls` / `port_stall`): each transfer
-    takes words x word bits / bandwidth / instances cycles at its memory's port within its link's
-    window (all compute cycles if the lower level is the MAC or double-buffered, else total // T);
-    per port the largest excess of the transfers whose windows lie within one window; a memory
-    stalls as its worst port (ST[mi]). A stable counting sort (GO: offsets, positions) gathers each
-    port's transfers in the reference's order, so the same floats add in the same order; each
-    distinct window is summed once. Returns the largest stall (cycles)."""
+def _ports(ne, TR, GO, mem):
+    """Gather the transfers by port, each port's in the reference's order (a stable counting sort):
+    TR[TR_GI, GO[0, g] .. GO[0, g + 1]] are port g's. The ports of the transfers are the same for
+    every ordering of an evaluator (each link records the same transfers), so this runs once."""
     nm = mem.shape[0]
     for g in range(2 * nm + 1):
         GO[0, g] = 0
     for q in range(ne):
-        mi = TR[TR_MEM, q]
-        ml = TR[TR_LO, q]
-        db = ml < 0 or mem[ml, M_SIZE] < 0 or 2 * TB[ml] <= mem[ml, M_SIZE]
-        wq = total if db else TR[TR_WIN, q]
-        bw = memf[mi, MF_WBW] if TR[TR_W, q] != 0 else memf[mi, MF_RBW]
-        TF[TF_CYC, q] = TF[TF_WORDS, q] * mem[mi, M_WORD] / bw / mem[mi, M_NI]
         GO[0, _port_of(TR, q, mem) + 1] += 1
-        TR[TR_WQ, q] = wq
     for g in range(2 * nm):
         GO[0, g + 1] += GO[0, g]
         GO[1, g] = GO[0, g]
@@ -503,8 +494,22 @@ def _latency(ne, TR, TF, GO, mem, memf, TB, total, ST):
         g = _port_of(TR, q, mem)
         TR[TR_GI, GO[1, g]] = q
         GO[1, g] += 1
+
+
+@_inline
+def _latency(ne, TR, TF, GO, mem, TB, total, ST):
+    """Stall cycles of the allocated ordering (reference `_stalls` / `port_stall`): each transfer
+    takes TF[TF_CYC] cycles at its memory's port within its link's window (all compute cycles if
+    the lower level is the MAC or double-buffered, else total // T); per port the largest excess
+    of the transfers whose windows lie within one window (ports gathered by `_ports`, so the same
+    floats add in the same order; each distinct window summed once); a memory stalls as its worst
+    port (ST[mi]). Returns the largest stall (cycles)."""
+    for q in range(ne):
+        ml = TR[TR_LO, q]
+        db = ml < 0 or mem[ml, M_SIZE] < 0 or 2 * TB[ml] <= mem[ml, M_SIZE]
+        TR[TR_WQ, q] = total if db else TR[TR_WIN, q]
     stall = 0.0
-    for mi in range(nm):
+    for mi in range(mem.shape[0]):
         s = 0.0
         for g in range(2 * mi, 2 * mi + 2):
             for k in range(GO[0, g], GO[0, g + 1]):
@@ -563,6 +568,7 @@ def evaluate_batch(O, ft, lv, lvf, mem, memf, par, mac_e, out, RW, bnd, ST):
     GO = np.zeros((2, 2 * nm + 1), dtype=np.int64)
     LK = np.full((3, nl, 4), -1, dtype=np.int64)
     total = par[P_TOTAL]
+    sorted_ = False
     for i in range(n):
         k = 0
         if i > 0:
@@ -575,8 +581,11 @@ def evaluate_batch(O, ft, lv, lvf, mem, memf, par, mac_e, out, RW, bnd, ST):
             out[0, i], out[1, i], out[2, i], out[3, i] = np.inf, np.inf, np.inf, 0.0
             continue
         e, ne = _traffic(O, i, L, C, ft, lv, lvf, mem, memf, par, bnd, TE, RW, TB, TR, TF, LK)
+        if not sorted_:
+            _ports(ne, TR, GO, mem)
+            sorted_ = True
         energy = mac_e + e
-        latency = float(total) + _latency(ne, TR, TF, GO, mem, memf, TB, total, ST)
+        latency = float(total) + _latency(ne, TR, TF, GO, mem, TB, total, ST)
         out[0, i], out[1, i], out[2, i], out[3, i] = energy, latency, energy * latency, 1.0
     return -1
 
