@@ -13,6 +13,10 @@ For each mapper in `mappers.MAPPER_NAMES`, on a small problem of its kind:
   point by brute force over the per-point rows;
 * loop-ordering mappers are never better than the brute-force optimum of their space
   (itertools over every ordering of the LPFs, each evaluated alone), and reach it on this layer.
+
+Each check is parametrised over the mappers it applies to (lists built from the registry and each
+mapper's ``kind`` or package family), so none is skipped inside a test; each mapper runs once for
+the module (the ``cases`` fixture).
 """
 
 from __future__ import annotations
@@ -58,17 +62,60 @@ def _problem(mapper):
     return AllocationProblem(nets, pts, pms=("ED", "E"), chunk_points=3)
 
 
-@pytest.fixture(scope="module", params=MAPPER_NAMES)
-def case(request):
-    """(mapper, problem, resolved params, unit results, reduced result), computed once per mapper."""
-    m = get_mapper(request.param)
-    prob = _problem(m)
-    p = m.resolve(FAST.get(m.name, {}))
-    units = m.units(prob, p)
-    results = [m.run(prob, u, p) for u in units]
-    return m, prob, p, units, results, m.reduce(results)
+def _family(mapper) -> str:
+    """The package family of a mapper (`mappers` docstring: one package per family), e.g.
+    "loop_order" for ``mappers.loop_order.salsa``."""
+    return type(mapper).__module__.split(".")[1]
 
 
+def _names(pred) -> list:
+    """pytest params: the registered mappers (registry order) for which ``pred(mapper)`` holds."""
+    return [pytest.param(n, id=n) for n in MAPPER_NAMES if pred(get_mapper(n))]
+
+
+#: Every registered mapper; those of each kind; the loop-ordering family (`mappers.loop_order`:
+#: LPF orderings of a fixed unrolling, whose whole space the brute force below can enumerate).
+ALL = _names(lambda m: True)
+LOOPNEST = _names(lambda m: m.kind == "loopnest")
+NPU = _names(lambda m: m.kind == "npu")
+SYSTOLIC = _names(lambda m: m.kind == "systolic")
+LOOP_ORDER = _names(lambda m: _family(m) == "loop_order")
+
+
+@pytest.fixture(scope="module")
+def cases():
+    """name -> (mapper, problem, resolved params, units, unit results, reduced result), each mapper
+    run once for the module (on first use)."""
+    memo = {}
+
+    def get(name):
+        if name not in memo:
+            m = get_mapper(name)
+            prob = _problem(m)
+            p = m.resolve(FAST.get(m.name, {}))
+            units = m.units(prob, p)
+            results = [m.run(prob, u, p) for u in units]
+            memo[name] = (m, prob, p, units, results, m.reduce(results))
+        return memo[name]
+    return get
+
+
+@pytest.fixture
+def case(cases, name):
+    return cases(name)
+
+
+def test_parametrisation_covers_the_registry():
+    """Every registered mapper is in ALL and in exactly one kind's list; the loop-ordering family
+    is loma, salsa and random (all loop-nest mappers)."""
+    def ids(params):
+        return [p.values[0] for p in params]
+    assert ids(ALL) == list(MAPPER_NAMES)
+    assert sorted(ids(LOOPNEST) + ids(NPU) + ids(SYSTOLIC)) == sorted(MAPPER_NAMES)
+    assert ids(LOOP_ORDER) == ["loma", "salsa", "random"] and set(ids(LOOP_ORDER)) <= set(ids(LOOPNEST))
+
+
+@pytest.mark.parametrize("name", ALL)
 def test_declaration(case):
     m = case[0]
     assert get_mapper(m.name) is m
@@ -87,6 +134,7 @@ def test_declared_columns_do_not_clash_with_engine_columns():
     assert len(names) == len(set(names)) and not set(names) & set(_HEAD + _TAIL)
 
 
+@pytest.mark.parametrize("name", ALL)
 def test_units_are_deterministic(case):
     m, prob, p, units = case[:4]
     assert units and all(isinstance(u, WorkUnit) for u in units)
@@ -102,11 +150,13 @@ def _same(a: SearchResult, b: SearchResult) -> bool:
     return repr(va) == repr(vb) and repr(ea) == repr(eb)
 
 
+@pytest.mark.parametrize("name", ALL)
 def test_run_is_deterministic(case):
     m, prob, p, units, results, _ = case
     assert _same(m.run(prob, units[0], p), results[0])
 
 
+@pytest.mark.parametrize("name", ALL)
 def test_reduce_keeps_the_first_best(case):
     m, _, _, _, results, best = case
     values = [r.value for r in results]
@@ -124,32 +174,47 @@ def _mapping_of(m, prob, r) -> Mapping:
     return problem_evaluator(prob, lpf_limit=None).mapping(np.asarray(r.ordering))
 
 
-def test_cost_is_the_physics_cost(case):
+@pytest.mark.parametrize("name", LOOPNEST)
+def test_loopnest_cost_is_the_reference_cost(case):
+    """Loop-nest mappers: the decoded mapping of the best result, costed again by the reference
+    evaluator, is valid and gives the reported energy, latency and value (objective "energy")."""
     m, prob, p, units, results, best = case
     assert np.isfinite(best.value)
-    if m.kind == "loopnest":
-        rep = evaluate(prob.layer, prob.arch, _mapping_of(m, prob, best))
-        assert rep.valid
-        assert rep.energy_pj == pytest.approx(best.energy_pj, rel=1e-9)
-        assert rep.latency_cycles == pytest.approx(best.latency_cycles, rel=1e-9)
-        assert best.value == pytest.approx(rep.energy_pj, rel=1e-9)   # objective "energy"
-    elif m.kind == "npu":
-        assert best.value == best.latency_cycles * best.extra["transferred_bytes"]
-        floor = min(lower_bound(build_dfg(prob.layer, prob.arch, t), "latency_bytes")
-                    for t in tilings(prob.layer, prob.arch, p["min_spatial"], p["min_channels"], p["max_ops"]))
-        assert best.value >= floor
-    else:  # DeepOpt: the reduced value is the best point of the first network and first PM
-        rows = {k: np.concatenate([r.tables["rows"][k] for r in results]) for k in results[0].tables["rows"]}
-        sel = (rows["network"] == "a") & (rows["pm"] == "ED")
-        assert sorted(rows["point"][sel].tolist()) == list(range(7))
-        assert best.value == rows["pm_value"][sel].min()
-        assert best.extra["point"] == int(rows["point"][sel][np.argmin(rows["pm_value"][sel])])
+    rep = evaluate(prob.layer, prob.arch, _mapping_of(m, prob, best))
+    assert rep.valid
+    assert rep.energy_pj == pytest.approx(best.energy_pj, rel=1e-9)
+    assert rep.latency_cycles == pytest.approx(best.latency_cycles, rel=1e-9)
+    assert best.value == pytest.approx(rep.energy_pj, rel=1e-9)   # objective "energy"
 
 
+@pytest.mark.parametrize("name", NPU)
+def test_npu_cost_is_latency_times_bytes_above_the_lower_bound(case):
+    """NPU mappers: the value is latency x transferred bytes of the schedule and never below the
+    lower bound of the best tiling."""
+    m, prob, p, units, results, best = case
+    assert np.isfinite(best.value)
+    assert best.value == best.latency_cycles * best.extra["transferred_bytes"]
+    floor = min(lower_bound(build_dfg(prob.layer, prob.arch, t), "latency_bytes")
+                for t in tilings(prob.layer, prob.arch, p["min_spatial"], p["min_channels"], p["max_ops"]))
+    assert best.value >= floor
+
+
+@pytest.mark.parametrize("name", SYSTOLIC)
+def test_systolic_best_point_is_the_brute_force_best_row(case):
+    """DeepOpt: the reduced value is the best point of the first network and first PM, found again
+    by brute force over the per-point rows of every unit."""
+    m, prob, p, units, results, best = case
+    assert np.isfinite(best.value)
+    rows = {k: np.concatenate([r.tables["rows"][k] for r in results]) for k in results[0].tables["rows"]}
+    sel = (rows["network"] == "a") & (rows["pm"] == "ED")
+    assert sorted(rows["point"][sel].tolist()) == list(range(7))
+    assert best.value == rows["pm_value"][sel].min()
+    assert best.extra["point"] == int(rows["point"][sel][np.argmin(rows["pm_value"][sel])])
+
+
+@pytest.mark.parametrize("name", LOOP_ORDER)
 def test_loop_order_mappers_reach_the_brute_force_optimum(case):
     m, prob, p, _, _, best = case
-    if m.name not in ("loma", "salsa", "random"):
-        pytest.skip("not a loop-ordering mapper")
     ev = problem_evaluator(prob)
     lpfs = [t for t, k in zip(range(len(ev.counts)), np.asarray(ev.counts)) for _ in range(int(k))]
     values = [float(ev.objective(np.array([o], dtype=np.int64), "energy")[0])
