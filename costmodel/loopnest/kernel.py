@@ -40,14 +40,20 @@ from .tables import (LV_EVERY, LV_EXT, LV_FINOK, LV_G, LV_MEM, LV_NLO, LV_NUP, L
                      MF_RBW, MF_RPJ, MF_WBW, MF_WPJ, N_CUM, P_BI, P_BO, P_BOF, P_BW, P_DX, P_DY, P_EVEN, P_NL,
                      P_SX, P_SY, P_TOTAL, T_F, T_FX, T_FY, T_IBCG, T_O, T_OIRR, T_OX, T_OY, T_REL, T_W)
 
-__all__ = ["evaluate_batch", "python_kernel", "JIT"]
+from .window import window_rows
+
+__all__ = ["evaluate_batch", "python_kernel", "numba_disabled", "JIT"]
+
+
+def numba_disabled() -> bool:
+    """True if the environment variable ``DSE_SWEEP_NO_NUMBA`` is 1, true, yes or on."""
+    return os.environ.get("DSE_SWEEP_NO_NUMBA", "").strip().lower() in ("1", "true", "yes", "on")
 
 
 def _numba_jit(**kw):
     """numba's ``njit(cache=True, error_model="numpy", **kw)``, or None when this copy is the
-    interpreted twin, numba is disabled (``DSE_SWEEP_NO_NUMBA``) or not installed."""
-    if globals().get("__interpreted__") or os.environ.get("DSE_SWEEP_NO_NUMBA", "").strip().lower() in (
-            "1", "true", "yes", "on"):
+    interpreted twin, numba is disabled (`numba_disabled`) or not installed."""
+    if globals().get("__interpreted__") or numba_disabled():
         return None
     try:
         from numba import njit
@@ -67,8 +73,8 @@ def _jit(fn):
 
 
 def _inline(fn):
-    """`_jit`, inlined into its callers (Numba IR inlining: no call, no reference counting of the
-    array arguments; measured 1.4x on the whole kernel)."""
+    """`_jit`, inlined into its callers at Numba IR level (no call with a dozen array arguments;
+    measured faster than plain calls on the whole kernel)."""
     return fn if _nj_inline is None else _nj_inline(fn)
 
 
@@ -80,12 +86,7 @@ TR_MEM, TR_W, TR_LO, TR_WIN, TR_WQ, TR_GI = range(6)   # TR (per transfer): memo
 TF_WORDS, TF_CYC = 0, 1              # TF (per transfer): words, cycles
 
 
-@_inline
-def _rows(s, d, o, f):
-    """`window.window_rows`: min(s (o - 1) + d (f - 1) + 1, o f) at reduced stride and dilation."""
-    span = s * (o - 1) + d * (f - 1) + 1
-    read = o * f
-    return span if span <= read else read
+_rows = _inline(window_rows)   # the model's own rule, compiled
 
 
 @_inline
@@ -108,9 +109,9 @@ def _tile_bits(op, li, e, L, C, lv, par):
 
 @_inline
 def _window_share(li, e, C, lv, lvf, op, up, par):
-    """`reference._Nest.window_share` of I's tile at level li (-1: the MAC's one element) holding
-    the loops [0, e), window dims scaled by the fractions lvf[op, up, LVF_A .. LVF_A + 3] of the
-    link below level up."""
+    """`window.window_share` of I's tile at level li (-1: the MAC's one element) holding the loops
+    [0, e), window dims scaled by the fractions lvf[op, up, LVF_A ..] of the link below level up
+    (the same operations; `window_share` itself calls an uncompiled `window_rows`)."""
     oy = C[T_OY, e] * (1 if li < 0 else lv[1, li, LV_EXT + 1])
     fy = C[T_FY, e] * (1 if li < 0 else lv[1, li, LV_EXT + 2])
     ox = C[T_OX, e] * (1 if li < 0 else lv[1, li, LV_EXT + 3])
@@ -231,53 +232,12 @@ def _candidates(mi, L, C, lv, mem, par, SM, RG, CT, CC):
 
 
 @_inline
-def _choose(mi, mem, par, SM, CT, CC, PM):
+def _choose(mi, mem, par, SM, CT, CC):
     """The combination of candidates (one per operand slot) of least total cost whose tiles fit mi
     jointly; ties to the last in the order where the first operand varies slowest (ZigZag's
     ``<=``); even mappings: all operands end at the same loop. Writes SM[S_CHOICE, j]; False if
-    none. When the last operand's tile bits grow with the prefix (always for W and I), its feasible
-    candidates for the capacity left are a prefix of its range: their best is read from PM (the
-    running best, ties to the last) after a binary search, instead of a scan."""
-    size = mem[mi, M_SIZE]
-    z = mem[mi, M_NOPS] - 1
-    if par[P_EVEN] != 0:
-        return _choose_all(mi, mem, par, SM, CT, CC)
-    z0, z1 = SM[S_LO, z], SM[S_HI, z]
-    for e in range(z0, z1):
-        if e > z0 and CT[mi, z, e] < CT[mi, z, e - 1]:
-            return _choose_all(mi, mem, par, SM, CT, CC)
-        PM[e] = e if e == z0 or CC[mi, z, e] <= CC[mi, z, PM[e - 1]] else PM[e - 1]
-    found = False
-    bc = 0
-    for e1 in range(SM[S_LO, 0], SM[S_HI, 0] if z > 0 else SM[S_LO, 0] + 1):
-        for e2 in range(SM[S_LO, 1], SM[S_HI, 1] if z > 1 else SM[S_LO, 1] + 1):
-            fixed = (CT[mi, 0, e1] if z > 0 else 0) + (CT[mi, 1, e2] if z > 1 else 0)
-            lo = z0
-            hi = z1
-            if size >= 0:
-                if CT[mi, z, lo] + fixed > size:
-                    continue
-                while hi - lo > 1:   # the last candidate that fits
-                    mid = (lo + hi) // 2
-                    if CT[mi, z, mid] + fixed <= size:
-                        lo = mid
-                    else:
-                        hi = mid
-            else:
-                lo = hi - 1
-            e = PM[lo]
-            c = (CC[mi, 0, e1] if z > 0 else 0) + (CC[mi, 1, e2] if z > 1 else 0) + CC[mi, z, e]
-            if not found or c <= bc:
-                found = True
-                bc = c
-                SM[S_CHOICE, 0], SM[S_CHOICE, 1], SM[S_CHOICE, 2] = e1, e2, e
-                SM[S_CHOICE, z] = e
-    return found
-
-
-@_inline
-def _choose_all(mi, mem, par, SM, CT, CC):
-    """`_choose` by scanning every combination (tile bits not monotone, or even mappings)."""
+    none. (A binary search over the last operand's candidates, whose tile bits mostly grow with the
+    prefix, measured no faster: a memory has few candidates.)"""
     size = mem[mi, M_SIZE]
     nops = mem[mi, M_NOPS]
     even = par[P_EVEN] != 0
@@ -299,7 +259,7 @@ def _choose_all(mi, mem, par, SM, CT, CC):
 
 
 @_inline
-def _allocate(k, L, C, lv, mem, par, SM, RG, CT, CC, PM, bnd):
+def _allocate(k, L, C, lv, mem, par, SM, RG, CT, CC, bnd):
     """LOMA's bottom-up allocation of the ordering (memories innermost first) into bnd[op, li].
 
     SM[S_DEP, mi] is the number of leading loops memory mi's decision read for the previous row;
@@ -317,7 +277,7 @@ def _allocate(k, L, C, lv, mem, par, SM, RG, CT, CC, PM, bnd):
             continue
         reuse = False
         SM[S_DEP, mi] = _candidates(mi, L, C, lv, mem, par, SM, RG, CT, CC)
-        if SM[S_DEP, mi] < 0 or not _choose(mi, mem, par, SM, CT, CC, PM):
+        if SM[S_DEP, mi] < 0 or not _choose(mi, mem, par, SM, CT, CC):
             SM[S_DEP, mi] = -1
             return False
         for j in range(nops):
@@ -560,7 +520,6 @@ def evaluate_batch(O, ft, lv, lvf, mem, memf, par, mac_e, out, RW, bnd, ST):
     RG = np.full((nm, 3, 3), -1, dtype=np.int64)
     CT = np.zeros((nm, 3, L + 1), dtype=np.int64)
     CC = np.zeros((nm, 3, L + 1), dtype=np.int64)
-    PM = np.zeros(L + 1, dtype=np.int64)
     TE = np.zeros((3, nl), dtype=np.int64)
     TB = np.zeros(nm, dtype=np.int64)
     TR = np.zeros((6, 12 * nl), dtype=np.int64)
@@ -577,7 +536,7 @@ def evaluate_batch(O, ft, lv, lvf, mem, memf, par, mac_e, out, RW, bnd, ST):
         _shared(k, RG, LK)
         if not _prefix(O, i, k, ft, C):
             return i
-        if not _allocate(k, L, C, lv, mem, par, SM, RG, CT, CC, PM, bnd):
+        if not _allocate(k, L, C, lv, mem, par, SM, RG, CT, CC, bnd):
             out[0, i], out[1, i], out[2, i], out[3, i] = np.inf, np.inf, np.inf, 0.0
             continue
         e, ne = _traffic(O, i, L, C, ft, lv, lvf, mem, memf, par, bnd, TE, RW, TB, TR, TF, LK)

@@ -318,7 +318,8 @@ class _Nest:
         1.0 if ``a`` is empty. The fast paths do the same float operations in the same order."""
         if not a:
             return 1.0
-        return window_share(self.layer, ext.get("OY", 1), ext.get("FY", 1), ext.get("OX", 1), ext.get("FX", 1),
+        return window_share(*window_steps(self.layer), ext.get("OY", 1), ext.get("FY", 1), ext.get("OX", 1),
+                            ext.get("FX", 1),
                             a.get("OY", 1.0), a.get("FY", 1.0), a.get("OX", 1.0), a.get("FX", 1.0))
 
     def unreduced(self, scope) -> bool:
@@ -570,8 +571,8 @@ def _stalls(nest: _Nest, arch, transfers: list, mem_tile_bits: dict[str, int], c
 def port_stall(ts, ws, s: float = 0.0) -> float:
     """max(s, max_k (sum of ts[j] over j with ws[j] <= ws[k], in order) - ws[k]): the stall of one
     port whose transfers take ts[j] cycles within windows of ws[j] cycles (all windows open as the
-    period turns over, so the transfers due within the k-th window must fit in it). Shared by the
-    reference and the scalar path (same float operations in the same order). Each distinct window
+    period turns over, so the transfers due within the k-th window must fit in it); the kernel
+    (`kernel._latency`) adds the same floats in the same order. Each distinct window
     is summed once: equal windows give equal sums, and the running maximum, which only a strictly
     larger excess replaces, does not depend on the order of the windows."""
     for wk in dict.fromkeys(ws):

@@ -1,7 +1,7 @@
 """The input window of the loop-nest model: how many input rows, columns and elements a tile reads.
 
-Shared by `costmodel.loopnest.reference` and every fast path (`_ordering_batch`, `_ordering_scalar`;
-`_ordering_numba` repeats `window_rows` in compiled form). An input row read by output row oy and
+Shared by `costmodel.loopnest.reference` and the kernel (`costmodel.loopnest.kernel` compiles
+`window_rows` and `window_share` as they are). An input row read by output row oy and
 filter row fy is SY*oy + DY*fy; a tile spanning OY_t output rows and FY_t filter rows reads
 `window_rows` of them (model version 3: the rows read, not the window's span). A padded window dim
 (unrolling that does not divide the layer) enters as a fractional extent (`window_share`).
@@ -10,8 +10,6 @@ filter row fy is SY*oy + DY*fy; a tile spanning OY_t output rows and FY_t filter
 from __future__ import annotations
 
 import math
-
-import numpy as np
 
 __all__ = ["WINDOW", "window_steps", "window_rows", "window_share", "footprint"]
 
@@ -32,11 +30,9 @@ def window_rows(s, d, o, f):
     1x1 convolution at stride 2: o rows of 2o - 1), the rows actually read. Exact when s = 1 or
     d = 1 (every layer with stride and dilation dividing one another, all of the bundled
     networks); an upper bound otherwise. Integers give integers; floats (fractional extents of
-    `window_share`) and NumPy arrays work alike (the same operations in every path)."""
+    `window_share`) work alike (the same operations in every path)."""
     span = s * (o - 1) + d * (f - 1) + 1
     read = o * f
-    if isinstance(span, np.ndarray) or isinstance(read, np.ndarray):
-        return np.minimum(span, read)
     return span if span <= read else read
 
 
@@ -58,11 +54,10 @@ def footprint(op: str, ext: dict[str, int], layer) -> int:
 WINDOW = ("OY", "FY", "OX", "FX")
 
 
-def window_share(layer, oy, fy, ox, fx, aoy: float, afy: float, aox: float, afx: float):
+def window_share(sy, sx, dy, dx, oy, fy, ox, fx, aoy, afy, aox, afx):
     """(rows x columns of the fractional window) / (rows x columns of the padded window) of an I
     tile with extents oy, fy, ox, fx, the extents of padded window dims scaled by their real share
-    a (1.0 for the others): `_Nest.window_share`. Scalars or NumPy arrays alike (same operations)."""
-    sy, sx, dy, dx = window_steps(layer)
+    a (1.0 for the others), at the reduced steps `window_steps` (sy, sx, dy, dx): `_Nest.window_share`."""
     iy = window_rows(sy, dy, oy, fy)
     ix = window_rows(sx, dx, ox, fx)
     iyr = window_rows(sy, dy, oy * aoy, fy * afy)
