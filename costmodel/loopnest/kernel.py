@@ -42,7 +42,7 @@ from .tables import (LV_EVERY, LV_EXT, LV_FINOK, LV_G, LV_MEM, LV_NLO, LV_NUP, L
 
 from .window import window_rows
 
-__all__ = ["evaluate_batch", "python_kernel", "numba_disabled", "JIT"]
+__all__ = ["evaluate_batch", "workspace", "views", "python_kernel", "numba_disabled", "JIT"]
 
 
 def numba_disabled() -> bool:
@@ -84,6 +84,7 @@ S_START, S_LO, S_HI, S_CHOICE, S_DEP = range(5)   # SM: per operand / slot / mem
 TR_MEM, TR_W, TR_LO, TR_WIN, TR_WQ, TR_GI = range(6)   # TR (per transfer): memory, is a write, lower
 #                 level's memory (-1: the MAC), window if single-buffered, window in force, sorted index
 TF_WORDS, TF_CYC = 0, 1              # TF (per transfer): words, cycles
+F_PREV, F_PORTS = 0, 1               # FL: PREV holds the previous call's last row; the ports are gathered
 
 
 _rows = _inline(window_rows)   # the model's own rule, compiled
@@ -504,35 +505,71 @@ def _shared(k, RG, LK):
             LK[op, up, 3] = min(LK[op, up, 3], k)
 
 
+@_inline
+def _sizes(L, nm, nl):
+    """Element counts of the int work arrays in `_carve`'s order, and of the float workspace."""
+    return (((N_CUM + 2) * (L + 1), 5 * max(nm, 3), 9 * nm, 3 * nm * (L + 1), 3 * nm * (L + 1), 3 * nl, nm,
+             72 * nl, 4 * nm + 2, 12 * nl, 3 * nl, L, 2), 30 * nl + nm)
+
+
+@_inline
+def _carve(wi, wf, L, nm, nl):
+    """The work arrays as views of the evaluator's int workspace wi and float workspace wf
+    (`workspace`): C, SM, RG, CT, CC, TE, TB, TR, GO, LK, bnd, PREV, FL (int); TF, RW, ST (float).
+    Plain slicing and reshaping: the same code gives NumPy views in Python."""
+    z = _sizes(L, nm, nl)[0]
+    o = [0]
+    for x in z:
+        o.append(o[-1] + x)
+    return (wi[o[0]:o[1]].reshape((N_CUM + 2, L + 1)), wi[o[1]:o[2]].reshape((5, max(nm, 3))),
+            wi[o[2]:o[3]].reshape((nm, 3, 3)), wi[o[3]:o[4]].reshape((nm, 3, L + 1)),
+            wi[o[4]:o[5]].reshape((nm, 3, L + 1)), wi[o[5]:o[6]].reshape((3, nl)), wi[o[6]:o[7]],
+            wi[o[7]:o[8]].reshape((6, 12 * nl)), wi[o[8]:o[9]].reshape((2, 2 * nm + 1)),
+            wi[o[9]:o[10]].reshape((3, nl, 4)), wi[o[10]:o[11]].reshape((3, nl)), wi[o[11]:o[12]],
+            wi[o[12]:o[13]], wf[0:24 * nl].reshape((2, 12 * nl)), wf[24 * nl:30 * nl].reshape((3, nl, 2)),
+            wf[30 * nl:30 * nl + nm])
+
+
+def workspace(L: int, nm: int, nl: int) -> tuple[np.ndarray, np.ndarray]:
+    """A new (int64, float64) workspace for orderings of L loops on nm memories with at most nl
+    levels per operand, kept by the evaluator across calls (its caches stay valid from one call to
+    the next: an SA chain's next ordering shares the loops below its move)."""
+    ni, nf = getattr(_sizes, "py_func", _sizes)(L, nm, nl)
+    wi, wf = np.zeros(sum(ni), dtype=np.int64), np.zeros(nf)
+    C, SM, RG, _, _, _, _, _, _, LK, _, _, _, _, _, _ = views(wi, wf, L, nm, nl)
+    C[:, 0] = 1
+    SM[S_DEP, :] = -1
+    RG[:] = -1
+    LK[:] = -1
+    return wi, wf
+
+
+def views(wi, wf, L: int, nm: int, nl: int) -> tuple:
+    """`_carve` in Python: NumPy views of a workspace (RW = [-2], bnd = [10], ST = [-1])."""
+    return getattr(_carve, "py_func", _carve)(wi, wf, L, nm, nl)
+
+
 @_jit
-def evaluate_batch(O, ft, lv, lvf, mem, memf, par, mac_e, out, RW, bnd, ST):
+def evaluate_batch(O, ft, lv, lvf, mem, memf, par, mac_e, out, wi, wf):
     """Costs of the orderings O (n, L) of loop-type ids, innermost loop first, into out (4, n):
     energy (pJ), latency (cycles), EDP, valid (1.0 / 0.0); invalid orderings (no allocation fits)
-    get inf costs. RW (3, levels, 2) float, bnd (3, levels) int and ST (memories,) float receive the
-    access counts, boundaries and stalls of the last row evaluated. Returns the index of the first
-    row with a type id out of range (rows from there on are not evaluated), else -1."""
+    get inf costs. wi / wf: the evaluator's workspace (`workspace`); after the call its RW, bnd and
+    ST (`_carve`) hold the access counts, boundaries and stalls of the last row evaluated. Returns
+    the index of the first row with a type id out of range (rows from there on are not
+    evaluated), else -1."""
     n, L = O.shape
     nm = mem.shape[0]
-    nl = lv.shape[1]
-    C = np.ones((N_CUM + 2, L + 1), dtype=np.int64)
-    SM = np.zeros((5, max(nm, 3)), dtype=np.int64)
-    SM[S_DEP, :] = -1
-    RG = np.full((nm, 3, 3), -1, dtype=np.int64)
-    CT = np.zeros((nm, 3, L + 1), dtype=np.int64)
-    CC = np.zeros((nm, 3, L + 1), dtype=np.int64)
-    TE = np.zeros((3, nl), dtype=np.int64)
-    TB = np.zeros(nm, dtype=np.int64)
-    TR = np.zeros((6, 12 * nl), dtype=np.int64)
-    TF = np.zeros((2, 12 * nl), dtype=np.float64)
-    GO = np.zeros((2, 2 * nm + 1), dtype=np.int64)
-    LK = np.full((3, nl, 4), -1, dtype=np.int64)
+    C, SM, RG, CT, CC, TE, TB, TR, GO, LK, bnd, PREV, FL, TF, RW, ST = _carve(wi, wf, L, nm, lv.shape[1])
     total = par[P_TOTAL]
-    sorted_ = False
     for i in range(n):
         k = 0
         if i > 0:
             while k < L and O[i, k] == O[i - 1, k]:
                 k += 1
+        elif FL[F_PREV] != 0:
+            while k < L and O[0, k] == PREV[k]:
+                k += 1
+        FL[F_PREV] = 0
         _shared(k, RG, LK)
         if not _prefix(O, i, k, ft, C):
             return i
@@ -540,12 +577,15 @@ def evaluate_batch(O, ft, lv, lvf, mem, memf, par, mac_e, out, RW, bnd, ST):
             out[0, i], out[1, i], out[2, i], out[3, i] = np.inf, np.inf, np.inf, 0.0
             continue
         e, ne = _traffic(O, i, L, C, ft, lv, lvf, mem, memf, par, bnd, TE, RW, TB, TR, TF, LK)
-        if not sorted_:
+        if FL[F_PORTS] == 0:
             _ports(ne, TR, GO, mem)
-            sorted_ = True
+            FL[F_PORTS] = 1
         energy = mac_e + e
         latency = float(total) + _latency(ne, TR, TF, GO, mem, TB, total, ST)
         out[0, i], out[1, i], out[2, i], out[3, i] = energy, latency, energy * latency, 1.0
+    for e in range(L):
+        PREV[e] = O[n - 1, e]
+    FL[F_PREV] = 1 if n > 0 else 0
     return -1
 
 

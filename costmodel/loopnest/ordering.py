@@ -142,10 +142,8 @@ class OrderingEvaluator:
         self.tables = build_tables(layer, arch, fit, self.types, counts, even)
         self.compute_cycles = int(self.tables.par[0])
         self._args = self.tables.args()
-        nl = self.tables.lv.shape[1]
-        self._rw = np.zeros((3, nl, 2))
-        self._bnd = np.zeros((3, nl), dtype=np.int64)
-        self._st = np.zeros(len(arch.memories))
+        self._ws = (self.n_loops, len(arch.memories), self.tables.lv.shape[1])
+        self._wi, self._wf = self._k.workspace(*self._ws)
         self._one = np.empty((4, 1))
 
     # ------------------------------------------------------------------ helpers
@@ -166,7 +164,7 @@ class OrderingEvaluator:
         return self.evaluate(orderings).objective(objective)
 
     def _run(self, O_: np.ndarray, out: np.ndarray) -> None:
-        bad = self._k.evaluate_batch(O_, *self._args, out, self._rw, self._bnd, self._st)
+        bad = self._k.evaluate_batch(O_, *self._args, out, self._wi, self._wf)
         if bad >= 0:
             raise ValueError(f"ordering {bad} has a type id outside [0, {len(self.types)}): {O_[bad].tolist()}")
 
@@ -193,14 +191,16 @@ class OrderingEvaluator:
         {(op, memory name): word accesses (real data)}, "stall_cycles": {memory name: cycles}}."""
         if not self.evaluate_one(ordering)[3]:
             return None
+        v = self._k.views(self._wi, self._wf, *self._ws)
+        bnd, rw, st = v[10], v[-2], v[-1]
         res: dict = {"boundaries": {}, "reads": {}, "writes": {}}
         for k, op in enumerate(OPERANDS):
             levels = self.arch.levels(op)
-            res["boundaries"][op] = tuple(int(x) for x in self._bnd[k, :len(levels)])
+            res["boundaries"][op] = tuple(int(x) for x in bnd[k, :len(levels)])
             for li, m in enumerate(levels):
-                res["reads"][(op, m.name)] = float(self._rw[k, li, 0])
-                res["writes"][(op, m.name)] = float(self._rw[k, li, 1])
-        res["stall_cycles"] = {m.name: float(s) for m, s in zip(self.arch.memories, self._st)}
+                res["reads"][(op, m.name)] = float(rw[k, li, 0])
+                res["writes"][(op, m.name)] = float(rw[k, li, 1])
+        res["stall_cycles"] = {m.name: float(s) for m, s in zip(self.arch.memories, st)}
         return res
 
     def evaluate(self, orderings) -> BatchCost:

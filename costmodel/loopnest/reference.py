@@ -1,15 +1,19 @@
 """The reference loop-nest cost model: energy (pJ), latency (cycles) and EDP of one mapping.
 
 Readable, scalar and exact (Python integers for all counts). `costmodel.loopnest.ordering` computes the same
-numbers vectorised over many loop orderings; `tests/loopnest_oracle.py` walks the loop nest
-iteration by iteration and must count the same fills, reads and writes.
+numbers vectorised over many loop orderings; `tests/loopnest_oracle.py` walks the hardware
+literally (what each PE touches, real data only) and
+`tests/costmodel/loopnest/test_loopnest_oracle.py` holds every count equal to the walk's, or,
+where the model follows a convention (marked *Convention* below, with its source), in the
+relation stated there.
 
 The model (after ZigZag, Mei et al., IEEE TC 2021, and LOMA, Symons et al., AICAS 2021), with
 every assumption:
 
 **Loop nest.** Temporal loops innermost first, ``loops[0..n)``; spatial loops (the fitted
-unrolling, `SpatialMapping.fit`) sit below all temporal loops. Temporal loops of factor 1 are
-ignored everywhere.
+unrolling, `SpatialMapping.fit`) sit below all temporal loops: the spatial index of a dim is its
+lowest digit (OY 2 over two PEs, OY 2 temporal: PE p computes output rows p and p + 2). Temporal
+loops of factor 1 are ignored everywhere.
 
 **Unrolling that does not divide the layer (real data, active PEs).** A spatial factor s_d (the
 product of d's fitted spatial factors) with s_d x ceil(D_d / s_d) = P_d > D_d pads dimension d:
@@ -37,7 +41,12 @@ writes at the lowest O level add up to the real MACs) and for the data volume of
 inside the tile, its blocks hold on average D_d / P_d of their indices real and the window is
 affine in them, before the rounding of a transfer to whole words); a load or read-back whose idle
 slice falls at one end of a reuse run is counted in the same average share (as ZigZag's fractional
-unrolling), not per PE. Scaled counts are floats; MAC energy counts the layer's real MACs.
+unrolling), not per PE. *Convention* (ZigZag's fractional unrolling), against the per-PE count in
+elements: equal where every padded dim is relevant to the operand (for I, padded window dims at
+stride = dilation, where the rows are affine in the extents); at most the per-PE count for W, and
+for I without a padded window dim (an idle slice inside a reuse run still costs its PE the whole
+load); either side otherwise (an O read-back skipped by an idle last visit is still counted).
+Scaled counts are floats; MAC energy counts the layer's real MACs.
 Differences from ZigZag that remain (ours the more physical): ZigZag rounds the active PEs up to a
 whole number per operand and level (``unit_count``: 131 on conv1 for 168 x 7/9 = 130.67 active on
 average), so its MAC-side register accesses exceed the real MACs (conv1: 131 x 903168 =
@@ -78,11 +87,24 @@ rows the tile reads, IY = min(SY*(OY_t-1) + DY*(FY_t-1) + 1, OY_t*FY_t) (`window
 divided by their gcd), IX alike, OY_t etc. the products of all factors of that dim inside the tile:
 the window's span, or, where the filter rows of successive outputs do not meet, only the rows read
 (a 1x1 convolution at stride 2 over OY_t = 28 reads 28 rows, not the 55 of its span, as ZigZag
-counts; before model version 3 the span was counted). Overlap between successive tiles is not
-reused. Tile bits =
+counts; before model version 3 the span was counted). Exact when SY or DY (divided by their gcd) is
+1, or OY_t <= DY or FY_t <= SY (no row is read twice); otherwise an upper bound (SY=2, DY=3,
+OY_t=4, FY_t=3: rows 2 oy + 3 fy take 11 values, counted 12). *Convention* (ZigZag's tile size
+from its loop sizes): the rows are those of the extents, as if the tile's output and filter
+indices were consecutive; a per-PE tile of a window dim unrolled over the PEs whose temporal loops
+are also in the tile holds indices s apart (OY 2 over 2 PEs, OY 2 and FY 3 in the register: a PE
+reads rows {0, 2} + {0, 1, 2}, 5, counted 4; at DY=2 with FY 2 it reads 3, counted 4): both lie
+between OY_t + FY_t - 1 and OY_t x FY_t. *Convention* (ZigZag's): overlap between successive tiles
+is not reused, a new tile is loaded whole. Tile bits =
 elements x precision; O tiles are at partial-sum precision if an O-irrelevant (C, FY, FX) temporal
 loop lies above the level or an O-irrelevant spatial loop is on an array dim the level is private
-to (not yet reduced), else at final precision (ZigZag's rule). Precisions: the accelerator's
+to (not yet reduced), else at final precision (ZigZag's rule): what the memory holds between
+passes of its own loops is partial while it still lacks the iterations of a loop above or the MACs
+of PEs outside the instance (their sum completes above it). *Convention* (ZigZag's psum_flag looks
+at the loops above the level only): partial values that exist only while the level's own loops run
+count at final precision, though without an accumulator every MAC's partial sum is written into
+the lowest O level (C 4 in rO: 3 partial sums before the final one; held, they need the partial
+precision). Precisions: the accelerator's
 ``precisions`` (W, I, O, O_final) where given, else the layer's (w_bits, i_bits, o_partial_bits,
 o_bits).
 
@@ -99,8 +121,11 @@ level: each upper instance reads the distinct data of its lower instances once; 
 differ only along array dims carrying op-irrelevant loops get the same data (multicast), those along
 op-relevant dims different data: reads = F x instances_upper x ceil(tile_elems x g x bits /
 word_upper), g = product of the op-relevant spatial factors on the array dims the lower level is
-private to and the upper is not. Rounding: one transfer of a tile (or of a multicast group's
-distinct data) costs ceil(bits / word_bits) accesses. The MAC side has no memory: loads into the MAC
+private to and the upper is not. *Convention* (ours; ZigZag's ``unit_unique`` differs, see above):
+the g tiles are sent whole, though I tiles of lower instances that differ along OY and FY (or OX
+and FX) overlap, so fewer distinct inputs move (model >= the walk's distinct elements). Rounding:
+one transfer of a tile (or of a multicast group's distinct data) costs ceil(bits / word_bits)
+accesses. The MAC side has no memory: loads into the MAC
 cost only the reads of the innermost level (one element per MAC), and a partial sum leaving the
 MAC only the write (and read-back) at the innermost O level.
 
@@ -109,9 +134,17 @@ along O-irrelevant array dims are reduced before the write, so the write carries
 outputs, the same g as above). Of the F visits, D = product of the O-relevant loop factors above the
 boundary are first visits (zero-initialised, no read); the other F - D are preceded by a partial-sum
 read-back from the level above (read at the upper, written at the lower level, partial precision).
+*Convention* (the per-instance count of every transfer): the read-back is written into each lower
+instance, also into each of a group reduced together on the way up (O-irrelevant spatial loops on
+array dims the lower level is private to and the upper not), though the partial sum enters one of
+them (the others start from zero), and each is read back from below (model >= the walk).
 The last visit of each tile writes final values (final precision) unless an O-irrelevant spatial
 loop is still unreduced above the upper level (then every write is partial); all other writes are
 partial. Accesses at the lower level for write-ups are reads, at the upper level writes.
+*Convention* (ours): the lower level's reads carry the write's precision, also where the
+reduction on the way up makes the value final while each lower instance holds a partial sum of
+its own PEs (C 2 over 2 PEs with a per-PE rO: 2 outputs read out at 8 bits, held at 16; model <=
+the walk).
 
 **Energy** = sum over (operand, level) of reads x read_pj + writes x write_pj, plus MACs x mac_pj
 (+ MACs x accumulator_pj with an accumulator).
