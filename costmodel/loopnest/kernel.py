@@ -209,12 +209,13 @@ def _candidates(mi, L, C, lv, mem, par, SM, RG, CT, CC):
         li = mem[mi, M_LI + j]
         s = SM[S_START, op]
         top = lv[op, li, LV_TOP] != 0
-        if top and op != 2:   # W and I tiles grow with the prefix: all loops fit iff the largest does
-            tb = _tile_bits(op, li, L, L, C, lv, par)[1]
+        if top and (op != 2 or size < 0):
+            # W and I tiles grow with the prefix, so all loops fit iff the tile of all loops does, and
+            # that tile is the same for every ordering (no loop read); an unbounded memory checks none
+            tb = 0 if size < 0 else _tile_bits(op, li, L, L, C, lv, par)[1]
             if size >= 0 and tb > size:
                 return -1
             SM[S_LO, j], SM[S_HI, j], CT[mi, j, L], CC[mi, j, L] = L, L + 1, tb, 0
-            dep = L
             continue
         e0 = max(s, min(RG[mi, 1, j], RG[mi, 2, j] + 1)) if RG[mi, 0, j] == s else s
         hi = _scan(op, li, e0, L, size, C, lv, par, CT, CC, mi, j)
@@ -397,10 +398,11 @@ def _relink(op, up, RW, TF, ne):
 
 
 @_inline
-def _traffic(O, i, L, C, ft, lv, lvf, mem, memf, par, bnd, TE, RW, TB, TR, TF, LK):
+def _traffic(O, i, L, C, ft, lv, lvf, mem, memf, par, bnd, TE, TK, RW, TB, TR, TF, LK):
     """Tiles, access counts and energy of the allocated ordering (reference `_level_tiles`,
     `_boundary_accesses`, "Energy"): TB[mi] = tile bits memory mi holds per instance; RW per
-    (operand, level); the transfers in TR / TF in the reference's order. A link whose figures
+    (operand, level); the transfers in TR / TF in the reference's order. A level's tile is kept
+    (TE, TK[op, li]: its boundary, loops still shared, bits) while its loops are unchanged; a link whose figures
     depend on no more leading loops than the current ordering shares with the one they were
     computed for (LK[op, up]: that dependence, the boundaries below, the loops still shared), and
     whose boundaries are unchanged, keeps its recorded transfers. Returns (energy of the memories
@@ -414,9 +416,11 @@ def _traffic(O, i, L, C, ft, lv, lvf, mem, memf, par, bnd, TE, RW, TB, TR, TF, L
         for li in range(nl):
             RW[op, li, 0] = 0.0
             RW[op, li, 1] = 0.0
-            te, tb = _tile_bits(op, li, bnd[op, li], L, C, lv, par)
-            TE[op, li] = te
-            TB[lv[op, li, LV_MEM]] += tb
+            b = bnd[op, li]
+            if TK[op, li, 0] != b or b > TK[op, li, 1]:   # the tile of loops [0, b) changed
+                te, tb = _tile_bits(op, li, b, L, C, lv, par)
+                TE[op, li], TK[op, li, 0], TK[op, li, 1], TK[op, li, 2] = te, b, L, tb
+            TB[lv[op, li, LV_MEM]] += TK[op, li, 2]
         for up in range(nl):
             b1 = 0 if up < 1 else bnd[op, up - 1]
             b2 = 0 if up < 2 else bnd[op, up - 2]
@@ -494,28 +498,29 @@ def _latency(ne, TR, TF, GO, mem, TB, total, ST):
 
 
 @_inline
-def _shared(k, RG, LK):
-    """A new ordering shares its first k loops with the previous one: the cached scans (RG[:, 2])
-    and links (LK[:, :, 3]) share no more with it than they shared with the previous one."""
+def _shared(k, RG, LK, TK):
+    """A new ordering shares its first k loops with the previous one: the cached scans (RG[:, 2]),
+    links (LK[:, :, 3]) and tiles (TK[:, :, 1]) share no more with it than with the previous one."""
     for mi in range(RG.shape[0]):
         for j in range(3):
             RG[mi, 2, j] = min(RG[mi, 2, j], k)
     for op in range(3):
         for up in range(LK.shape[1]):
             LK[op, up, 3] = min(LK[op, up, 3], k)
+            TK[op, up, 1] = min(TK[op, up, 1], k)
 
 
 @_inline
 def _sizes(L, nm, nl):
     """Element counts of the int work arrays in `_carve`'s order, and of the float workspace."""
     return (((N_CUM + 2) * (L + 1), 5 * max(nm, 3), 9 * nm, 3 * nm * (L + 1), 3 * nm * (L + 1), 3 * nl, nm,
-             72 * nl, 4 * nm + 2, 12 * nl, 3 * nl, L, 2), 30 * nl + nm)
+             72 * nl, 4 * nm + 2, 12 * nl, 3 * nl, L, 2, 9 * nl), 30 * nl + nm)
 
 
 @_inline
 def _carve(wi, wf, L, nm, nl):
     """The work arrays as views of the evaluator's int workspace wi and float workspace wf
-    (`workspace`): C, SM, RG, CT, CC, TE, TB, TR, GO, LK, bnd, PREV, FL (int); TF, RW, ST (float).
+    (`workspace`): C, SM, RG, CT, CC, TE, TB, TR, GO, LK, bnd, PREV, FL, TK (int); TF, RW, ST (float).
     Plain slicing and reshaping: the same code gives NumPy views in Python."""
     z = _sizes(L, nm, nl)[0]
     o = [0]
@@ -526,7 +531,7 @@ def _carve(wi, wf, L, nm, nl):
             wi[o[4]:o[5]].reshape((nm, 3, L + 1)), wi[o[5]:o[6]].reshape((3, nl)), wi[o[6]:o[7]],
             wi[o[7]:o[8]].reshape((6, 12 * nl)), wi[o[8]:o[9]].reshape((2, 2 * nm + 1)),
             wi[o[9]:o[10]].reshape((3, nl, 4)), wi[o[10]:o[11]].reshape((3, nl)), wi[o[11]:o[12]],
-            wi[o[12]:o[13]], wf[0:24 * nl].reshape((2, 12 * nl)), wf[24 * nl:30 * nl].reshape((3, nl, 2)),
+            wi[o[12]:o[13]], wi[o[13]:o[14]].reshape((3, nl, 3)), wf[0:24 * nl].reshape((2, 12 * nl)), wf[24 * nl:30 * nl].reshape((3, nl, 2)),
             wf[30 * nl:30 * nl + nm])
 
 
@@ -536,11 +541,12 @@ def workspace(L: int, nm: int, nl: int) -> tuple[np.ndarray, np.ndarray]:
     the next: an SA chain's next ordering shares the loops below its move)."""
     ni, nf = getattr(_sizes, "py_func", _sizes)(L, nm, nl)
     wi, wf = np.zeros(sum(ni), dtype=np.int64), np.zeros(nf)
-    C, SM, RG, _, _, _, _, _, _, LK, _, _, _, _, _, _ = views(wi, wf, L, nm, nl)
+    C, SM, RG, _, _, _, _, _, _, LK, _, _, _, TK, _, _, _ = views(wi, wf, L, nm, nl)
     C[:, 0] = 1
     SM[S_DEP, :] = -1
     RG[:] = -1
     LK[:] = -1
+    TK[:] = -1
     return wi, wf
 
 
@@ -559,7 +565,7 @@ def evaluate_batch(O, ft, lv, lvf, mem, memf, par, mac_e, out, wi, wf):
     evaluated), else -1."""
     n, L = O.shape
     nm = mem.shape[0]
-    C, SM, RG, CT, CC, TE, TB, TR, GO, LK, bnd, PREV, FL, TF, RW, ST = _carve(wi, wf, L, nm, lv.shape[1])
+    C, SM, RG, CT, CC, TE, TB, TR, GO, LK, bnd, PREV, FL, TK, TF, RW, ST = _carve(wi, wf, L, nm, lv.shape[1])
     total = par[P_TOTAL]
     for i in range(n):
         k = 0
@@ -570,13 +576,13 @@ def evaluate_batch(O, ft, lv, lvf, mem, memf, par, mac_e, out, wi, wf):
             while k < L and O[0, k] == PREV[k]:
                 k += 1
         FL[F_PREV] = 0
-        _shared(k, RG, LK)
+        _shared(k, RG, LK, TK)
         if not _prefix(O, i, k, ft, C):
             return i
         if not _allocate(k, L, C, lv, mem, par, SM, RG, CT, CC, bnd):
             out[0, i], out[1, i], out[2, i], out[3, i] = np.inf, np.inf, np.inf, 0.0
             continue
-        e, ne = _traffic(O, i, L, C, ft, lv, lvf, mem, memf, par, bnd, TE, RW, TB, TR, TF, LK)
+        e, ne = _traffic(O, i, L, C, ft, lv, lvf, mem, memf, par, bnd, TE, TK, RW, TB, TR, TF, LK)
         if FL[F_PORTS] == 0:
             _ports(ne, TR, GO, mem)
             FL[F_PORTS] = 1
