@@ -185,7 +185,8 @@ __all__ = ["AUTO_EXHAUSTIVE_FACTOR", "DEFAULT_SCHEDULE", "PAPER_SCHEDULE", "Chai
 #: call + move + acceptance) over the time per ordering of batched exhaustive evaluation
 #: (tau), measured with scripts/bench_mappers.py on ResNet-34 layer1.0.conv1, eyeriss_like, with
 #: the numba backend of `costmodel.loopnest.ordering`: 9.5 us / 3.6 us = 2.6, rounded up to 3 (exhaustive is
-#: exact, so ties lean to it). (NumPy-only backend: 150 us / 7.2 us = 21.) With the defaults
+#: exact, so ties lean to it). Kept at 3 with the one kernel of issue 20 (6.7 us / 1.9 us = 3.5 on
+#: layer2.0.conv2, LOMA's lexicographic order now evaluated incrementally): it decides rows. With the defaults
 #: (16 chains x 150 iterations) layers of up to 7,200 orderings are searched exhaustively.
 AUTO_EXHAUSTIVE_FACTOR = 3
 
