@@ -120,6 +120,10 @@ class OrderingEvaluator:
     Raises:
         MappingError: if ``factors`` do not multiply to the temporal bounds.
         ValueError: an unknown backend, or "numba" without numba.
+
+    An evaluator keeps one workspace (`kernel.workspace`) across calls, so its calls must not
+    overlap: the compiled kernel holds the GIL for a whole call; with backend "python" give each
+    thread its own evaluator.
     """
 
     def __init__(self, layer, arch, spatial: SpatialMapping | None = None, factors=None, even: bool = False,

@@ -253,3 +253,27 @@ def test_batch_equals_reference_with_an_accumulator(even):
             assert bc.energy_pj[i] == pytest.approx(r.energy_pj, rel=1e-12)
             assert bc.latency_cycles[i] == pytest.approx(r.latency_cycles, rel=1e-12)
             assert ev.evaluate_one(o)[0] == pytest.approx(r.energy_pj, rel=1e-12)
+
+
+def test_a_bounded_top_memory_of_o_is_checked_again_for_every_ordering():
+    """The kernel keeps a memory's LOMA decision while the loops it read are shared (`kernel._kept`);
+    O's top level, when bounded, reads every prefix: each must fit at its own precision. By hand,
+    K = C = 4 as loops K 2, K 2, C 2, C 2, one PE, O held only in a 40-bit memory (16-bit partial
+    sums, 8-bit final outputs):
+      A = C C K K (innermost first): tiles of the prefixes 0..4 hold 1, 1, 1, 2, 4 outputs; partial
+      while a C loop is above: 16, 16, 16 bits, then final 16, 32 bits: all fit 40;
+      B = K K C C: 1, 2, 4, 4 outputs partial = 16, 32, 64, 64 bits: 64 > 40, no allocation.
+    Evaluated after A (no shared loop), B must still be invalid, in one batch or call after call."""
+    from costmodel.loopnest.arch import Accelerator, MemoryLevel
+    mems = (MemoryLevel("o_buf", 40, ("O",), 1.0, 1.0, 8, 64, 64, False, ()),
+            MemoryLevel("dram", None, ("W", "I"), 10.0, 10.0, 8, 64, 64, True, ()))
+    acc = Accelerator("o_top", {"D1": 1}, 1.0, mems, SpatialMapping({}),
+                      {"W": 8, "I": 8, "O": 16, "O_final": 8})
+    layer = Layer("k4c4", K=4, C=4)
+    for backend in ("numba", "python"):
+        ev = OrderingEvaluator(layer, acc, factors=[("K", 2), ("K", 2), ("C", 2), ("C", 2)], backend=backend)
+        k, c = ev.types.index(("K", 2)), ev.types.index(("C", 2))
+        a, b = [c, c, k, k], [k, k, c, c]
+        assert _reference(layer, acc, ev, a, False).valid and _reference(layer, acc, ev, b, False) is None
+        assert ev.evaluate([a, b]).valid.tolist() == [True, False]
+        assert ev.evaluate_one(a)[3] and not ev.evaluate_one(b)[3]
