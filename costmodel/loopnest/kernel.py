@@ -43,11 +43,13 @@ import numpy as np
 from .tables import (LV_EVERY, LV_EXT, LV_FINOK, LV_G, LV_MEM, LV_NLO, LV_NUP, LV_TOP, LV_UNRED, LV_WIN,
                      LV_WORD, LVF_A, LVF_SLO, LVF_SUP, M_LI, M_NI, M_NOPS, M_OP, M_SHARED, M_SIZE, M_WORD,
                      MF_RBW, MF_RPJ, MF_WBW, MF_WPJ, N_CUM, P_BI, P_BO, P_BOF, P_BW, P_DX, P_DY, P_EVEN, P_NL,
-                     P_SX, P_SY, P_TOTAL, T_F, T_FX, T_FY, T_IBCG, T_O, T_OIRR, T_OX, T_OY, T_REL, T_W)
+                     P_SX, P_SY, P_TOTAL, R_REM, R_REMO, S_CHOICE, S_DEP, S_HI, S_LO, S_START, T_F, T_FX,
+                     T_FY, T_IBCG, T_O, T_OIRR, T_OX, T_OY, T_REL, T_W, TF_CYC, TF_WORDS, TR_GI, TR_LO, TR_MEM,
+                     TR_W, TR_WIN, TR_WQ, F_PORTS, F_PREV, carve, work_sizes)
 
 from .window import window_rows
 
-__all__ = ["evaluate_batch", "workspace", "views", "python_kernel", "numba_disabled", "JIT"]
+__all__ = ["evaluate_batch", "python_kernel", "numba_disabled", "JIT"]
 
 
 def numba_disabled() -> bool:
@@ -81,15 +83,6 @@ def _inline(fn):
     """`_jit`, inlined into its callers at Numba IR level (no call with a dozen array arguments;
     measured faster than plain calls on the whole kernel)."""
     return fn if _nj_inline is None else _nj_inline(fn)
-
-
-# ---- work arrays (`_scratch`): rows of C after the N_CUM cumulative products, of SM, of TR and TF
-R_REM, R_REMO = N_CUM, N_CUM + 1     # C: products of all / of the O-relevant factors of o[e:]
-S_START, S_LO, S_HI, S_CHOICE, S_DEP = range(5)   # SM: per operand / slot / memory
-TR_MEM, TR_W, TR_LO, TR_WIN, TR_WQ, TR_GI = range(6)   # TR (per transfer): memory, is a write, lower
-#                 level's memory (-1: the MAC), window if single-buffered, window in force, sorted index
-TF_WORDS, TF_CYC = 0, 1              # TF (per transfer): words, cycles
-F_PREV, F_PORTS = 0, 1               # FL: PREV holds the previous call's last row; the ports are gathered
 
 
 _rows = _inline(window_rows)   # the model's own rule, compiled
@@ -526,62 +519,22 @@ def _shared(k, RG, LK, TK):
             TK[op, up, 1] = min(TK[op, up, 1], k)
 
 
-@_inline
-def _sizes(L, nm, nl):
-    """Element counts of the int work arrays in `_carve`'s order, and of the float workspace."""
-    return (((N_CUM + 2) * (L + 1), 5 * max(nm, 3), 9 * nm, 3 * nm * (L + 1), 3 * nm * (L + 1), 3 * nl, nm,
-             72 * nl, 4 * nm + 2, 12 * nl, 3 * nl, L, 2, 9 * nl), 30 * nl + nm)
-
-
-@_inline
-def _carve(wi, wf, L, nm, nl):
-    """The work arrays as views of the evaluator's int workspace wi and float workspace wf
-    (`workspace`): C, SM, RG, CT, CC, TE, TB, TR, GO, LK, bnd, PREV, FL, TK (int); TF, RW, ST (float).
-    Plain slicing and reshaping: the same code gives NumPy views in Python."""
-    z = _sizes(L, nm, nl)[0]
-    o = [0]
-    for x in z:
-        o.append(o[-1] + x)
-    return (wi[o[0]:o[1]].reshape((N_CUM + 2, L + 1)), wi[o[1]:o[2]].reshape((5, max(nm, 3))),
-            wi[o[2]:o[3]].reshape((nm, 3, 3)), wi[o[3]:o[4]].reshape((nm, 3, L + 1)),
-            wi[o[4]:o[5]].reshape((nm, 3, L + 1)), wi[o[5]:o[6]].reshape((3, nl)), wi[o[6]:o[7]],
-            wi[o[7]:o[8]].reshape((6, 12 * nl)), wi[o[8]:o[9]].reshape((2, 2 * nm + 1)),
-            wi[o[9]:o[10]].reshape((3, nl, 4)), wi[o[10]:o[11]].reshape((3, nl)), wi[o[11]:o[12]],
-            wi[o[12]:o[13]], wi[o[13]:o[14]].reshape((3, nl, 3)), wf[0:24 * nl].reshape((2, 12 * nl)), wf[24 * nl:30 * nl].reshape((3, nl, 2)),
-            wf[30 * nl:30 * nl + nm])
-
-
-def workspace(L: int, nm: int, nl: int) -> tuple[np.ndarray, np.ndarray]:
-    """A new (int64, float64) workspace for orderings of L loops on nm memories with at most nl
-    levels per operand, kept by the evaluator across calls (its caches stay valid from one call to
-    the next: an SA chain's next ordering shares the loops below its move)."""
-    ni, nf = getattr(_sizes, "py_func", _sizes)(L, nm, nl)
-    wi, wf = np.zeros(sum(ni), dtype=np.int64), np.zeros(nf)
-    C, SM, RG, _, _, _, _, _, _, LK, _, _, _, TK, _, _, _ = views(wi, wf, L, nm, nl)
-    C[:, 0] = 1
-    SM[S_DEP, :] = -1
-    RG[:] = -1
-    LK[:] = -1
-    TK[:] = -1
-    return wi, wf
-
-
-def views(wi, wf, L: int, nm: int, nl: int) -> tuple:
-    """`_carve` in Python: NumPy views of a workspace (RW = [-2], bnd = [10], ST = [-1])."""
-    return getattr(_carve, "py_func", _carve)(wi, wf, L, nm, nl)
+_sizes = _inline(work_sizes)
+_carve = _inline(carve)
 
 
 @_jit
 def evaluate_batch(O, ft, lv, lvf, mem, memf, par, mac_e, out, wi, wf):
     """Costs of the orderings O (n, L) of loop-type ids, innermost loop first, into out (4, n):
     energy (pJ), latency (cycles), EDP, valid (1.0 / 0.0); invalid orderings (no allocation fits)
-    get inf costs. wi / wf: the evaluator's workspace (`workspace`); after the call its RW, bnd and
-    ST (`_carve`) hold the access counts, boundaries and stalls of the last row evaluated. Returns
+    get inf costs. wi / wf: the evaluator's workspace (`tables.workspace`); after the call its RW,
+    bnd and ST (`tables.carve`) hold the access counts, boundaries and stalls of the last row evaluated. Returns
     the index of the first row with a type id out of range (rows from there on are not
     evaluated), else -1."""
     n, L = O.shape
     nm = mem.shape[0]
-    C, SM, RG, CT, CC, TE, TB, TR, GO, LK, bnd, PREV, FL, TK, TF, RW, ST = _carve(wi, wf, L, nm, lv.shape[1])
+    C, SM, RG, CT, CC, TE, TB, TR, GO, LK, bnd, PREV, FL, TK, TF, RW, ST = _carve(
+        wi, wf, L, nm, lv.shape[1], _sizes(L, nm, lv.shape[1])[0])
     total = par[P_TOTAL]
     for i in range(n):
         k = 0

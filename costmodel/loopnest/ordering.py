@@ -26,7 +26,7 @@ import numpy as np
 
 from .allocation import allocate
 from .mapping import OPERANDS, Mapping, MappingError, SpatialMapping, prime_factors
-from .tables import build_tables
+from .tables import build_tables, views, workspace
 from costmodel.workload import LOOP_DIMS
 
 __all__ = ["OrderingEvaluator", "BatchCost", "default_backend", "BACKENDS"]
@@ -121,7 +121,7 @@ class OrderingEvaluator:
         MappingError: if ``factors`` do not multiply to the temporal bounds.
         ValueError: an unknown backend, or "numba" without numba.
 
-    An evaluator keeps one workspace (`kernel.workspace`) across calls, so its calls must not
+    An evaluator keeps one workspace (`tables.workspace`) across calls, so its calls must not
     overlap: the compiled kernel holds the GIL for a whole call; with backend "python" give each
     thread its own evaluator.
     """
@@ -147,7 +147,7 @@ class OrderingEvaluator:
         self.compute_cycles = int(self.tables.par[0])
         self._args = self.tables.args()
         self._ws = (self.n_loops, len(arch.memories), self.tables.lv.shape[1])
-        self._wi, self._wf = self._k.workspace(*self._ws)
+        self._wi, self._wf = workspace(*self._ws)
         self._one = np.empty((4, 1))
 
     # ------------------------------------------------------------------ helpers
@@ -195,7 +195,7 @@ class OrderingEvaluator:
         {(op, memory name): word accesses (real data)}, "stall_cycles": {memory name: cycles}}."""
         if not self.evaluate_one(ordering)[3]:
             return None
-        v = self._k.views(self._wi, self._wf, *self._ws)
+        v = views(self._wi, self._wf, *self._ws)
         bnd, rw, st = v[10], v[-2], v[-1]
         res: dict = {"boundaries": {}, "reads": {}, "writes": {}}
         for k, op in enumerate(OPERANDS):

@@ -1,4 +1,5 @@
-"""The loop-nest kernel's state: one typed table of everything an evaluator fixes, in one encoding.
+"""The loop-nest kernel's state: one typed table of everything an evaluator fixes, in one encoding,
+and the work arrays the kernel keeps from one call to the next (`workspace`).
 
 An `OrderingEvaluator` fixes a layer, an accelerator, a spatial unrolling and a multiset of
 temporal loop types (LPFs, SALSA Sec. II-B). What the kernel (`costmodel.loopnest.kernel`) needs of
@@ -21,7 +22,7 @@ from .mapping import OPERANDS, RELEVANT
 from .reference import _Nest, mac_energy, operand_bits
 from .window import WINDOW, window_steps
 
-__all__ = ["KernelTables", "build_tables"]
+__all__ = ["KernelTables", "build_tables", "workspace", "views"]
 
 # ---- ft[row, type]: per loop type, the factor it contributes to each cumulative product (1 where
 # the type does not count), then 0/1 relevance to W, I, O
@@ -71,6 +72,17 @@ P_SY, P_SX, P_DY, P_DX = 5, 6, 7, 8         # strides and dilations divided by t
 P_EVEN = 9                  # even mappings only
 P_NL = 10                   # 10..12: number of levels of W, I, O
 N_P = 13
+
+
+# ---- the kernel's work arrays (`workspace`, `carve`): rows of C after the N_CUM cumulative
+# products, of SM, TR, TF and FL
+R_REM, R_REMO = N_CUM, N_CUM + 1     # C: products of all / of the O-relevant factors of o[e:]
+S_START, S_LO, S_HI, S_CHOICE, S_DEP = range(5)   # SM: per operand / slot / memory
+TR_MEM, TR_W, TR_LO, TR_WIN, TR_WQ, TR_GI = range(6)   # TR (per transfer): memory, is a write, lower
+#                 level's memory (-1: the MAC), window if single-buffered, window in force, sorted index
+TF_WORDS, TF_CYC = 0, 1              # TF (per transfer): words, cycles
+F_PREV, F_PORTS = 0, 1               # FL: PREV holds the previous call's last row; the ports are gathered
+
 
 
 @dataclass(frozen=True)
@@ -170,3 +182,45 @@ def build_tables(layer, arch, fit, types, counts, even: bool) -> KernelTables:
     par[:P_NL] = (total, bits["W"], bits["I"], bits["O"], bits["O_final"], *window_steps(layer), int(bool(even)))
     par[P_NL:P_NL + 3] = nlev
     return KernelTables(ft, lv, lvf, mem, memf, par, float(mac_energy(layer, arch)))
+
+
+def work_sizes(L, nm, nl):
+    """Element counts of the int work arrays in `carve`'s order, and of the float workspace."""
+    return (((N_CUM + 2) * (L + 1), 5 * max(nm, 3), 9 * nm, 3 * nm * (L + 1), 3 * nm * (L + 1), 3 * nl, nm,
+             72 * nl, 4 * nm + 2, 12 * nl, 3 * nl, L, 2, 9 * nl), 30 * nl + nm)
+
+
+def carve(wi, wf, L, nm, nl, z):
+    """The kernel's work arrays as views of an int workspace wi and a float workspace wf (z: the
+    int sizes of `work_sizes`): C, SM, RG, CT, CC, TE, TB, TR, GO, LK, bnd, PREV, FL, TK (int);
+    TF, RW, ST (float). Slicing and reshaping only: the kernel compiles this very function."""
+    o = [0]
+    for x in z:
+        o.append(o[-1] + x)
+    return (wi[o[0]:o[1]].reshape((N_CUM + 2, L + 1)), wi[o[1]:o[2]].reshape((5, max(nm, 3))),
+            wi[o[2]:o[3]].reshape((nm, 3, 3)), wi[o[3]:o[4]].reshape((nm, 3, L + 1)),
+            wi[o[4]:o[5]].reshape((nm, 3, L + 1)), wi[o[5]:o[6]].reshape((3, nl)), wi[o[6]:o[7]],
+            wi[o[7]:o[8]].reshape((6, 12 * nl)), wi[o[8]:o[9]].reshape((2, 2 * nm + 1)),
+            wi[o[9]:o[10]].reshape((3, nl, 4)), wi[o[10]:o[11]].reshape((3, nl)), wi[o[11]:o[12]],
+            wi[o[12]:o[13]], wi[o[13]:o[14]].reshape((3, nl, 3)), wf[0:24 * nl].reshape((2, 12 * nl)),
+            wf[24 * nl:30 * nl].reshape((3, nl, 2)), wf[30 * nl:30 * nl + nm])
+
+
+def views(wi, wf, L: int, nm: int, nl: int) -> tuple:
+    """`carve` of a workspace in Python (NumPy views; RW = [-2], bnd = [10], ST = [-1])."""
+    return carve(wi, wf, L, nm, nl, work_sizes(L, nm, nl)[0])
+
+
+def workspace(L: int, nm: int, nl: int) -> tuple[np.ndarray, np.ndarray]:
+    """A new (int64, float64) workspace of the kernel for orderings of L loops on nm memories with
+    at most nl levels per operand. An evaluator keeps it across calls: its caches record how many
+    leading loops the next ordering shares with the one they were computed for."""
+    ni, nf = work_sizes(L, nm, nl)
+    wi, wf = np.zeros(sum(ni), dtype=np.int64), np.zeros(nf)
+    C, SM, RG, _, _, _, _, _, _, LK, _, _, _, TK, _, _, _ = views(wi, wf, L, nm, nl)
+    C[:, 0] = 1
+    SM[S_DEP, :] = -1
+    RG[:] = -1
+    LK[:] = -1
+    TK[:] = -1
+    return wi, wf
