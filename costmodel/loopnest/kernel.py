@@ -21,7 +21,7 @@ reference's order, so results equal ``reference.evaluate(layer, arch, allocate(.
 Incremental evaluation: a tile, a LOMA candidate or a transfer count of a prefix of e loops
 depends on those e loops only (for any ordering of the evaluator's loop multiset, the loops left
 above a prefix multiply to the total over the prefix). The evaluator keeps one workspace across
-calls (`workspace`), and each cached figure records how many leading loops the current ordering
+calls (`tables.workspace`), and each cached figure records how many leading loops the current ordering
 still shares with the one it was computed for (`_shared`): a memory's LOMA decision (`_kept`), a
 candidate scan (resumed past the shared loops), a level's tile and a link's transfers are reused
 while the loops they read are shared and the boundaries below them are unchanged. LOMA's
