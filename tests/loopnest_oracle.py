@@ -227,6 +227,12 @@ class Link:
         yield t0, len(nest.iters), held, real, pad, True
 
 
+
+def _note_tile(c, pad, real):
+    """Keep in counters ``c`` the largest tile a lower instance held: padded and real elements."""
+    c["tile"] = max(c["tile"], len(pad))
+    c["tile_real"] = max(c["tile_real"], len(real))
+
 def _bits(layer, arch):
     p = arch.precisions
     return {"W": p.get("W", layer.w_bits), "I": p.get("I", layer.i_bits), "O": p.get("O", layer.o_partial_bits),
@@ -257,8 +263,7 @@ def _move_in(link, bits, out, flags):
             continue
         if lo is not None:
             for k in link.inst:
-                lo["tile"] = max(lo["tile"], len(pad[k]))
-                lo["tile_real"] = max(lo["tile_real"], len(real[k]))
+                _note_tile(lo, pad[k], real[k])
         if up is None:
             continue
         if lo is not None:
@@ -337,8 +342,7 @@ def _move_out(link, bits, out, flags, partial, above):
         for k in link.inst:
             seen[k].add((held, link.ident[k]))
             if lo is not None:
-                lo["tile"] = max(lo["tile"], len(pad[k]))
-                lo["tile_real"] = max(lo["tile_real"], len(real[k]))
+                _note_tile(lo, pad[k], real[k])
         if up is None:
             continue
         if lo is not None:
