@@ -73,7 +73,11 @@ def catalog(what: str) -> list[dict]:
             rows.append({"name": name, "kind": "loopnest", "size": dims,
                          "description": f"memories: {mems}; {design_area_mm2(acc):.2f} mm^2",
                          # the names an architecture search's [architectures.grid] can vary
-                         "grid_parameters": ArchTemplate(acc).parameter_names()})
+                         "grid_parameters": ArchTemplate(acc).parameter_names(),
+                         # the fixed unrolling and the ones the interconnect supports (searched per
+                         # layer by the loop-order mappers with spatial = "search")
+                         "spatial": acc.spatial.to_dict(),
+                         "spatial_hint": acc.spatial_hint.to_dict() if acc.spatial_hint else None})
         from costmodel.npu import list_npus, load_npu
         for name in list_npus():
             a = load_npu(name)

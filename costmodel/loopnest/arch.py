@@ -24,6 +24,10 @@ TOML format (presets in ``costmodel/presets/*.toml``; user files alike)::
     [spatial]                             # default spatial unrolling
     D1 = [["OX", 14]]
     D2 = [["FY", 3], ["K", 4]]
+    [spatial_hint]                        # optional: the unrollings the interconnect supports
+    D1 = ["OX", "OY"]                     # (`costmodel.loopnest.hint`); searched per layer by the
+    D2 = ["FY", "K"]                      # mappers with spatial = "search"
+    max_dims = 2
     [accumulator]                         # optional: an accumulator inside each MAC
     energy_pj = 0.1                       # pJ per accumulation (per MAC updating it); may be 0.0
     [[memory]]                            # innermost first
@@ -56,6 +60,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .hint import SpatialHint
 from .mapping import OPERANDS, SpatialMapping, MappingError
 
 __all__ = ["MemoryLevel", "Accelerator", "load_accelerator", "list_accelerators", "accelerator_from_dict"]
@@ -104,6 +109,9 @@ class Accelerator:
     to the layer's precisions. ``spatial`` is the default spatial unrolling. ``accumulator_pj``:
     energy (pJ) of one accumulation in an accumulator inside each MAC, or None = no accumulator
     (every partial sum goes to the lowest O memory level; TOML table ``[accumulator]``).
+    ``spatial_hint``: the unrollings the array supports (`SpatialHint`), or None; it is left out
+    of ``repr`` (the repr identifies an accelerator in problem ids, and a hint only matters to a
+    search of spatial unrollings, whose ids add it).
     """
 
     name: str
@@ -115,6 +123,7 @@ class Accelerator:
     clock_mhz: float = 200.0
     description: str = ""
     accumulator_pj: float | None = None
+    spatial_hint: SpatialHint | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "memories", tuple(self.memories))
@@ -178,6 +187,8 @@ class Accelerator:
              "spatial": self.spatial.to_dict(), "memory": mems}
         if self.accumulator_pj is not None:
             d["accumulator"] = {"energy_pj": self.accumulator_pj}
+        if self.spatial_hint is not None:
+            d["spatial_hint"] = self.spatial_hint.to_dict()
         return d
 
 
@@ -204,7 +215,8 @@ def accelerator_from_dict(d: dict[str, Any], src: str = "<dict>") -> Accelerator
     Raises:
         ValueError: naming ``src``, the key path and the bad value.
     """
-    known = {"name", "description", "mac_pj", "clock_mhz", "array", "precision", "spatial", "memory", "accumulator"}
+    known = {"name", "description", "mac_pj", "clock_mhz", "array", "precision", "spatial", "spatial_hint", "memory",
+             "accumulator"}
     for k in d:
         if k not in known:
             raise _bad(src, k, d[k], f"no such key; known keys: {sorted(known)}")
@@ -285,8 +297,9 @@ def accelerator_from_dict(d: dict[str, Any], src: str = "<dict>") -> Accelerator
         if v is None or (isinstance(v, (int, float)) and not isinstance(v, bool) and not math.isfinite(v)):
             raise _bad(src, "accumulator.energy_pj", v, "a finite non-negative number")
         acc_pj = _num(src, "accumulator.energy_pj", v, positive=False)
+    hint = SpatialHint.from_dict(d["spatial_hint"], arr, src) if "spatial_hint" in d else None
     try:
-        return Accelerator(name, arr, mac_pj, tuple(mems), spatial, precisions, clock, str(desc), acc_pj)
+        return Accelerator(name, arr, mac_pj, tuple(mems), spatial, precisions, clock, str(desc), acc_pj, hint)
     except ValueError as e:
         raise ValueError(f"{src}: {e}") from None
 
