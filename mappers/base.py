@@ -28,8 +28,9 @@ Columns = dict[str, Any]
 class Param:
     """A declared mapper parameter: name, type, default, help and its allowed values.
 
-    ``type`` is one of ``int``, ``float``, ``str``, ``bool``, ``list[str]``. ``choices`` (for str
-    and list[str]) and ``low``/``high`` (inclusive, for numbers) constrain the value. A parameter
+    ``type`` is one of ``int``, ``float``, ``str``, ``bool``, ``list[str]``, ``int|all`` (a
+    positive integer or the string "all"). ``choices`` (for str and list[str]) and ``low``/``high``
+    (inclusive, for numbers) constrain the value. A parameter
     whose default is None is optional: None is accepted for it (meaning absent).
     """
 
@@ -40,6 +41,7 @@ class Param:
     choices: tuple[str, ...] | None = None
     low: float | None = None
     high: float | None = None
+    omit_default: bool = False   # left out of resolved params unless given (see check_params)
 
     def check(self, value: Any) -> str | None:
         """Return None if ``value`` is allowed, else a message saying what was expected."""
@@ -56,10 +58,15 @@ class Param:
             ok = isinstance(value, str)
         elif t == "list[str]":
             ok = isinstance(value, list) and all(isinstance(v, str) for v in value) and len(value) > 0
+        elif t == "int|all":
+            if value == "all":
+                return None
+            ok = isinstance(value, int) and not isinstance(value, bool)
         else:  # pragma: no cover - declaration error
             raise TypeError(f"unknown param type {t!r}")
         if not ok:
-            return f"expected {'a non-empty list of strings' if t == 'list[str]' else 'a ' + t}"
+            what = {"list[str]": "a non-empty list of strings", "int|all": 'a positive integer or "all"'}
+            return f"expected {what.get(t, 'a ' + t)}"
         if t == "float" and not math.isfinite(value):
             return "expected a finite float (NaN and infinities are refused)"
         if self.choices is not None:
@@ -79,6 +86,11 @@ class Param:
 def check_params(params: Sequence[Param], given: Mapping[str, Any]) -> tuple[dict[str, Any], list[tuple[str, Any, str]]]:
     """Fill defaults and check ``given`` against the declarations.
 
+    A parameter declared with ``omit_default`` is in the resolved params only when given: such
+    parameters were added after rows existed, and the resolved params are part of every problem id
+    and row, so a campaign that does not use them keeps its ids and rows; the mapper reads them
+    with their default.
+
     Returns:
         (resolved params, problems) where each problem is (param name, value, message).
     """
@@ -91,7 +103,7 @@ def check_params(params: Sequence[Param], given: Mapping[str, Any]) -> tuple[dic
         msg = decl[k].check(v)
         if msg:
             problems.append((k, v, msg))
-    resolved = {p.name: given.get(p.name, p.default) for p in params}
+    resolved = {p.name: given.get(p.name, p.default) for p in params if p.name in given or not p.omit_default}
     return resolved, problems
 
 
@@ -106,7 +118,7 @@ class ExtraColumn:
     """A mapper-specific figure that the engine stores in a column of its own.
 
     ``key`` is the key of `SearchResult.extra` it is read from (None = ``name``); ``type`` is
-    "float" or "str" (the value is converted; a missing key is stored as null).
+    "float", "int" or "str" (the value is converted; a missing key is stored as null).
     """
 
     name: str
@@ -119,7 +131,7 @@ class ExtraColumn:
         v = extra.get(self.key or self.name)
         if v is None:
             return None
-        return float(v) if self.type == "float" else str(v)
+        return float(v) if self.type == "float" else int(v) if self.type == "int" else str(v)
 
 
 class Mapper(ABC):

@@ -217,9 +217,19 @@ def map_(
                    f"{res.get('bytes_by_type')}, {res['objective']} {res['value']:.4g}; {res['evaluations']:,} "
                    f"schedules in {res['wall_s']:.3f} s")
         return
+    if res.get("spatial_candidates", 1) > 1:
+        wide.print(f"spatial unrolling {_spatial_text(res['spatial'])}: best of {res['spatial_candidates']} "
+                   f"candidates under the hint of {acc.name}")
     wide.print(f"{mapper} ({res['engine']}): energy {res['energy_pj']:,.1f} pJ, latency "
               f"{res['latency_cycles']:,.0f} cycles, EDP {res['edp']:.4g}; {res['evaluations']:,} "
               f"evaluations in {res['wall_s']:.3f} s")
+
+
+def _spatial_text(spatial: dict | None) -> str:
+    """``D1: OX 14 | D2: FY 3 x K 4`` for a spatial unrolling dict (array dim -> [[dim, factor]])."""
+    if not spatial:
+        return "-"
+    return " | ".join(f"{a}: " + " x ".join(f"{d} {f}" for d, f in loops) for a, loops in spatial.items())
 
 
 def _map_network(network: str, arch: str, mapper: str, objective: str | None, seed: int,
@@ -245,15 +255,19 @@ def _map_network(network: str, arch: str, mapper: str, objective: str | None, se
         typer.echo(json.dumps(res, indent=1, default=str))
         return
     t = Table(title=f"{res['network']} on {arch}: {mapper}, objective {res['objective']}")
-    for c in ("layer", "repeats", "energy pJ", "latency cycles", "EDP", "evaluations", "wall s"):
-        t.add_column(c, justify="left" if c == "layer" else "right")
+    searched = any(r.get("spatial_candidates", 1) > 1 for r in res["layers"])
+    cols = ("layer", "repeats", "energy pJ", "latency cycles", "EDP", "evaluations", "wall s") + \
+        (("spatial unrolling",) if searched else ())
+    for c in cols:
+        t.add_column(c, justify="left" if c in ("layer", "spatial unrolling") else "right")
 
     def fmt(v, spec: str) -> str:
         return "n/a" if v is None else format(v, spec)
 
     for r in res["layers"]:
         t.add_row(r["layer"], f"{r['repeat']:,}", fmt(r["energy_pj"], ",.1f"), fmt(r["latency_cycles"], ",.0f"),
-                  fmt(r["edp"], ".4g"), f"{r['evaluations']:,}", f"{r['wall_s']:.3f}")
+                  fmt(r["edp"], ".4g"), f"{r['evaluations']:,}", f"{r['wall_s']:.3f}",
+                  *((_spatial_text(r.get("spatial")),) if searched else ()))
     tot = res["total"]
     t.add_row("total (x repeats)", f"{tot['executed_layers']:,}", fmt(tot["energy_pj"], ",.1f"),
               fmt(tot["latency_cycles"], ",.0f"), fmt(tot["edp"], ".4g"), f"{tot['evaluations']:,}",

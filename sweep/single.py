@@ -154,26 +154,36 @@ def map_layer(layer: Layer, arch, mapper_name: str, objective: str | None = None
         raise CampaignError("--param", [Finding(f"--param {k}", v, m) for k, v, m in probs])
     prob = LayerProblem(layer, arch, None, objective)
     t0 = time.perf_counter()
-    results = [mapper.run(prob, u, resolved) for u in mapper.units(prob, resolved)]
+    try:
+        units = mapper.units(prob, resolved)
+    except ValueError as e:  # spatial search: no hint, or no unrolling of this layer under it
+        if getattr(arch, "spatial_hint", None) is None:
+            raise _bad("--param", "--param spatial", resolved.get("spatial"), str(e)) from None
+        raise _bad("--arch", "spatial_hint", arch.spatial_hint.to_dict(), str(e)) from None
+    results = [mapper.run(prob, u, resolved) for u in units]
     best = mapper.reduce(results)
     wall = time.perf_counter() - t0
     out = {"mapper": mapper_name, "engine": best.engine, "objective": objective,
            "value": best.value, "energy_pj": best.energy_pj, "latency_cycles": best.latency_cycles,
            "edp": best.edp, "evaluations": best.evaluations, "wall_s": wall,
            "units": len(results), "params": resolved, "layer": layer.name}
+    if "spatial" in best.extra:  # loop-order mappers: the unrolling the best unit ran
+        out["spatial"] = json.loads(best.extra["spatial"])
+        out["spatial_candidates"] = best.extra.get("spatial_candidates", 1)
     for k in ("status", "solver_s", "mip_gap", "mip_objective",  # MIP mappers (cosa)
               "transferred_bytes", "metric", "bytes_by_type", "tiling", "dataflow"):  # flexer / static
         if k in best.extra:
             out[k] = best.extra[k]
     if kind == "npu":  # no energy model for the multi-NPU schedules: null, not NaN, in JSON
         return {k: (None if isinstance(v, float) and v != v else v) for k, v in out.items()}
-    from costmodel.loopnest.mapping import Mapping, format_loop_nest
+    from costmodel.loopnest.mapping import Mapping, SpatialMapping, format_loop_nest
     m = None
     if isinstance(best.extra.get("mapping"), dict):  # full-mapspace mappers give the whole mapping
         m = Mapping.from_dict(best.extra["mapping"])
     elif best.loops is not None:  # loop-ordering mappers: LOMA allocation of the best ordering
         from costmodel.loopnest.allocation import allocate
-        m = allocate(layer, arch, None, tuple(best.loops))
+        sp = SpatialMapping.from_dict(out["spatial"]) if "spatial" in out else None
+        m = allocate(layer, arch, sp, tuple(best.loops))
     if m is not None:
         out["mapping"] = m.to_dict()
         out["loop_nest"] = format_loop_nest(m, layer, arch)
@@ -212,7 +222,7 @@ def map_network(network: Network, arch, mapper_name: str, objective: str | None 
                "latency_cycles": res["latency_cycles"], "edp": res["edp"], "value": res["value"],
                "evaluations": res["evaluations"], "wall_s": res["wall_s"], "engine": res["engine"],
                "macs": layer.macs}
-        for k in ("transferred_bytes", "mapping"):
+        for k in ("transferred_bytes", "spatial", "spatial_candidates", "mapping"):
             if k in res:
                 row[k] = res[k]
         rows.append(row)

@@ -1,5 +1,6 @@
 """What the loop-ordering mappers (loma, salsa, random) share: the ordering evaluator of a problem
-(cached, with LOMA's LPF merging) and the `SearchResult` of a best ordering.
+(cached, with LOMA's LPF merging), the `SearchResult` of a best ordering, and the search over
+spatial unrollings (`LoopOrderMapper`).
 
 An *ordering* is a permutation of the layer's temporal LPFs given as LPF type ids, shape (n,),
 innermost first (`mappers.loop_order.lpf`); the evaluator allocates it bottom-up to the memory
@@ -8,15 +9,20 @@ levels (LOMA) and costs it (`costmodel.loopnest.ordering.OrderingEvaluator`).
 
 from __future__ import annotations
 
+import json
 from collections import OrderedDict
-from typing import Callable
+from dataclasses import replace
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from mappers.base import LayerProblem, SearchResult
+from costmodel.loopnest.mapping import SpatialMapping
+from mappers.base import ExtraColumn, LayerProblem, Mapper, Param, SearchResult, WorkUnit
 from mappers.loop_order.lpf import merge_lpfs
+from mappers.spatial import RANKS, spatial_candidates, spatial_mode
 
-__all__ = ["default_evaluator", "problem_evaluator", "make_result"]
+__all__ = ["default_evaluator", "problem_evaluator", "make_result", "LoopOrderMapper", "SPATIAL_PARAMS",
+           "SPATIAL_COLUMNS", "spatial_mode", "spatial_json"]
 
 
 def default_evaluator(layer, arch, spatial=None, factors=None, even=False):
@@ -86,3 +92,107 @@ def make_result(ev, problem: LayerProblem, mapper: str, engine: str, ordering, v
                         ordering=tuple(int(t) for t in o), loops=tuple((str(d), int(f)) for d, f in ev.loops(o)),
                         evaluations=int(evaluations), wall_s=wall_s, seed=seed, history=history,
                         extra=dict(extra or {}))
+
+
+#: The spatial-search parameters of every loop-order mapper.
+SPATIAL_PARAMS = (
+    Param("spatial", "str", None,
+          "fixed: the accelerator's [spatial] (or the campaign's); search: the best spatial_candidates "
+          "unrollings of each layer under the accelerator's [spatial_hint], each searched, the best kept; "
+          "absent = fixed if the accelerator has a [spatial], search if it has only a hint",
+          choices=("fixed", "search"), omit_default=True),
+    Param("spatial_candidates", "int|all", 3,
+          "spatial = search: unrollings tried per layer (the best by rank; ZigZag's default 3), or \"all\"",
+          low=1, high=1 << 20, omit_default=True),
+    Param("spatial_rank", "str", "utilization",
+          "spatial = search: how candidates are ranked: utilization (MACs / (PEs x cycles), then the "
+          "smaller largest factor) or probe (best objective of 64 random orderings per unrolling)",
+          choices=RANKS, omit_default=True),
+)
+
+#: Row columns of the spatial search: the unrolling a unit ran (JSON, fitted to the layer) and how
+#: many candidates its problem tried (1 = fixed).
+SPATIAL_COLUMNS = (
+    ExtraColumn("spatial", "str", "spatial unrolling the unit ran, JSON {array dim: [[loop dim, factor]]}"),
+    ExtraColumn("spatial_candidates", "int", "spatial unrollings tried for the problem (1 = fixed)"),
+)
+
+
+def spatial_json(spatial: SpatialMapping) -> str:
+    """Canonical JSON of an unrolling, e.g. ``{"D1":[["OX",14]],"D2":[["FY",3],["K",4]]}``."""
+    return json.dumps(spatial.to_dict(), sort_keys=True, separators=(",", ":"))
+
+
+_SPATIAL_OBJ: OrderedDict = OrderedDict()
+
+
+def _spatial_object(d: dict) -> SpatialMapping:
+    """One `SpatialMapping` object per unrolling (the evaluator cache keys on identity)."""
+    key = json.dumps(d, sort_keys=True)
+    sp = _SPATIAL_OBJ.get(key)
+    if sp is None:
+        sp = _SPATIAL_OBJ[key] = SpatialMapping.from_dict(d)
+        while len(_SPATIAL_OBJ) > 256:
+            _SPATIAL_OBJ.popitem(last=False)
+    return sp
+
+
+class LoopOrderMapper(Mapper):
+    """A loop-ordering search, run on one spatial unrolling or on each of a layer's candidates.
+
+    Subclasses implement `order_units` and `run_order` (their search on ``problem.spatial``).
+    With ``spatial = "search"`` (`spatial_mode`) `units` asks `mappers.spatial.spatial_candidates`
+    for the best ``spatial_candidates`` unrollings under the accelerator's hint and returns, for
+    each candidate in rank order, the subclass's units of the problem on that unrolling (their
+    ``budget`` also holds ``spatial``, ``spatial_index``, ``spatial_count``): the engine spreads
+    them over workers like any units, and `reduce` (best of all, ties to the earlier unit = the
+    better-ranked candidate) keeps the best over candidates. Every result's ``extra`` holds
+    ``spatial`` (the unrolling it ran, fitted to the layer, `spatial_json`) and
+    ``spatial_candidates`` (1 when fixed).
+
+    Raises (from `units` and `run`): ValueError when searching on an accelerator without a hint;
+    `mappers.spatial.NoSpatialCandidate` when no unrolling of the layer survives the hint.
+    """
+
+    columns = SPATIAL_COLUMNS
+
+    def order_units(self, problem: LayerProblem, params: Mapping[str, Any]) -> list[WorkUnit]:
+        """The units of the ordering search on ``problem.spatial`` (subclasses)."""
+        raise NotImplementedError
+
+    def run_order(self, problem: LayerProblem, unit: WorkUnit, params: Mapping[str, Any]) -> SearchResult:
+        """Run one unit of the ordering search on ``problem.spatial`` (subclasses)."""
+        raise NotImplementedError
+
+    def candidates(self, problem: LayerProblem, params: Mapping[str, Any]):
+        """The problem's spatial candidates (`mappers.spatial.spatial_candidates`), best first."""
+        k = params.get("spatial_candidates", 3)
+        return spatial_candidates(problem.layer, problem.arch, keep=None if k == "all" else int(k),
+                                  rank=str(params.get("spatial_rank", "utilization")),
+                                  objective=problem.objective, even=problem.even)
+
+    def units(self, problem: LayerProblem, params: Mapping[str, Any]) -> list[WorkUnit]:
+        """`order_units` of the problem (fixed) or of each spatial candidate in rank order (search)."""
+        if spatial_mode(problem, params) == "fixed":
+            return self.order_units(problem, params)
+        cands = self.candidates(problem, params)
+        out = []
+        for i, c in enumerate(cands):
+            d = c.spatial.to_dict()
+            for u in self.order_units(replace(problem, spatial=_spatial_object(d)), params):
+                out.append(replace(u, budget={**u.budget, "spatial": d, "spatial_index": i,
+                                              "spatial_count": len(cands)}))
+        return out
+
+    def run(self, problem: LayerProblem, unit: WorkUnit, params: Mapping[str, Any]) -> SearchResult:
+        """`run_order` on the unit's spatial unrolling; ``extra`` gains ``spatial`` and
+        ``spatial_candidates``."""
+        d = unit.budget.get("spatial")
+        if d is not None:
+            problem = replace(problem, spatial=_spatial_object(d))
+        r = self.run_order(problem, unit, params)
+        sp = problem.spatial if problem.spatial is not None else getattr(problem.arch, "spatial", None)
+        if sp is not None:  # (test stubs run without an accelerator)
+            r.extra["spatial"] = spatial_json(sp.fit(problem.layer))
+        r.extra["spatial_candidates"] = int(unit.budget.get("spatial_count", 1))
+        return r

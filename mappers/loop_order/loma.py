@@ -23,7 +23,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from mappers.base import LayerProblem, Param, SearchResult, WorkUnit, Mapper
-from mappers.loop_order.common import make_result, problem_evaluator
+from mappers.loop_order.common import SPATIAL_PARAMS, LoopOrderMapper, make_result, problem_evaluator
 from mappers.loop_order.lpf import iter_permutations, multiset_count, shard_range
 
 __all__ = ["LomaMapper", "LOMA", "exhaustive_range"]
@@ -47,7 +47,7 @@ def exhaustive_range(ev, objective: str, start: int, stop: int, batch: int = 409
     return best_v, best_o, best_r, stop - start
 
 
-class LomaMapper(Mapper):
+class LomaMapper(LoopOrderMapper):
     """Exhaustive loop-ordering search (LOMA), sharded into contiguous rank ranges.
 
     Lifecycle: `units` gives one `WorkUnit` per shard; `run` enumerates one shard through the batch
@@ -70,6 +70,7 @@ class LomaMapper(Mapper):
         Param("shards", "int", 1, "independent work units, each a contiguous rank range of the orderings",
               low=1, high=1 << 20),
         Param("batch", "int", 4096, "orderings per evaluator call", low=1, high=1 << 22),
+        *SPATIAL_PARAMS,
     )
 
     def __init__(self, evaluator_factory: Callable | None = None) -> None:
@@ -83,12 +84,12 @@ class LomaMapper(Mapper):
         """Number of orderings the search enumerates: n! / prod k_i! of the (merged) LPFs."""
         return multiset_count(self.evaluator(problem, params).counts)
 
-    def units(self, problem: LayerProblem, params: Mapping[str, Any]) -> list[WorkUnit]:
+    def order_units(self, problem: LayerProblem, params: Mapping[str, Any]) -> list[WorkUnit]:
         """One unit per shard (``params['shards']``). The search is deterministic: no seed."""
         shards = int(params.get("shards", 1))
         return [WorkUnit(kind="exhaustive", shard=i, shards=shards) for i in range(shards)]
 
-    def run(self, problem: LayerProblem, unit: WorkUnit, params: Mapping[str, Any]) -> SearchResult:
+    def run_order(self, problem: LayerProblem, unit: WorkUnit, params: Mapping[str, Any]) -> SearchResult:
         """Enumerate the unit's rank range and return its best ordering.
 
         ``extra`` holds ``rank`` (of the best ordering), ``space`` (all orderings), ``start`` and

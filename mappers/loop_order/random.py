@@ -23,7 +23,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from mappers.base import LayerProblem, Param, SearchResult, WorkUnit, Mapper
-from mappers.loop_order.common import make_result, problem_evaluator
+from mappers.loop_order.common import SPATIAL_PARAMS, LoopOrderMapper, make_result, problem_evaluator
 from mappers.loop_order.lpf import multiset_count
 from mappers.loop_order.salsa import chain_seeds, random_orderings
 
@@ -59,7 +59,7 @@ def stop_index(vals: np.ndarray, best: float, streak: int, patience: int) -> tup
     return (end if len(hit) else None), (float(seg[i]) if improved else best), int(s[end]), (i if improved else None)
 
 
-class RandomMapper(Mapper):
+class RandomMapper(LoopOrderMapper):
     """Timeloop-like random sampling of loop orderings with a patience stop.
 
     Lifecycle: `units` gives one seeded unit (``SeedSequence(seed).spawn(1)``); `run` samples until
@@ -78,16 +78,17 @@ class RandomMapper(Mapper):
         Param("max_samples", "int", 100_000, "stop after this many samples in any case", low=1, high=10**10),
         Param("seed", "int", 0, "campaign seed; the unit's seed is spawned from it (SeedSequence.spawn)", low=0),
         Param("batch", "int", 256, "samples per evaluator call (does not change the result)", low=1, high=1 << 20),
+        *SPATIAL_PARAMS,
     )
 
     def __init__(self, evaluator_factory: Callable | None = None) -> None:
         self.evaluator_factory = evaluator_factory
 
-    def units(self, problem: LayerProblem, params: Mapping[str, Any]) -> list[WorkUnit]:
+    def order_units(self, problem: LayerProblem, params: Mapping[str, Any]) -> list[WorkUnit]:
         """One unit, seeded with `mappers.loop_order.salsa.chain_seeds` (params['seed'], 1)[0]."""
         return [WorkUnit(kind="random", seed=chain_seeds(int(params.get("seed", 0)), 1)[0])]
 
-    def run(self, problem: LayerProblem, unit: WorkUnit, params: Mapping[str, Any]) -> SearchResult:
+    def run_order(self, problem: LayerProblem, unit: WorkUnit, params: Mapping[str, Any]) -> SearchResult:
         """Sample until ``patience`` or ``max_samples``; ``history`` = objective of every sample
         up to the stopping one, in order (``extra['history_kind'] = 'sampled'``)."""
         t0 = time.perf_counter()

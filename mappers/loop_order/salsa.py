@@ -171,7 +171,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from mappers.base import LayerProblem, Mapper, Param, SearchResult, WorkUnit, best_of, chain_seeds, objective_index
-from mappers.loop_order.common import make_result, problem_evaluator
+from mappers.loop_order.common import SPATIAL_PARAMS, LoopOrderMapper, make_result, problem_evaluator
 from mappers.loop_order.loma import exhaustive_range
 from mappers.loop_order.lpf import expand, iter_permutations, multiset_count, shard_range
 from mappers.loop_order.moves import BLOCK_MAX, MoveStream, PairStream, descend_ends, fit_surrogate
@@ -450,7 +450,7 @@ def _measure_tau(ev, objective: str, rows: int = 256) -> float:
     return (time.perf_counter() - t) / len(block)
 
 
-class SalsaMapper(Mapper):
+class SalsaMapper(LoopOrderMapper):
     """SALSA: SA over LPF orderings (eqs. 2-3), dual engine with LOMA's exhaustive search (eq. 1).
 
     Lifecycle: `units` decides the engine (for "auto", on the count of orderings, see
@@ -497,6 +497,7 @@ class SalsaMapper(Mapper):
         Param("max_evaluations", "int", DEFAULT_SCHEDULE["max_evaluations"],
               "cost evaluations per run, chains and descent together, at which the descent stops (0: no limit)",
               low=0),
+        *SPATIAL_PARAMS,
     )
 
     def __init__(self, evaluator_factory: Callable | None = None) -> None:
@@ -518,7 +519,7 @@ class SalsaMapper(Mapper):
             * AUTO_EXHAUSTIVE_FACTOR
         return "exhaustive" if space <= budget else "sa"
 
-    def units(self, problem: LayerProblem, params: Mapping[str, Any]) -> list[WorkUnit]:
+    def order_units(self, problem: LayerProblem, params: Mapping[str, Any]) -> list[WorkUnit]:
         """SA: one unit per chain (``budget={'chain': k}``) seeded by `chain_seeds` (params['seed'], chains),
         or one unit with all chains if ``lockstep`` (``budget={'chains': [...], 'seeds': [...]}``) or
         ``descent`` (the same, plus ``'descent_seed'``, child ``chains`` of the same spawn, for the
@@ -537,7 +538,7 @@ class SalsaMapper(Mapper):
             return [WorkUnit(kind="sa", seed=seeds[0], budget={"chains": list(range(chains)), "seeds": seeds})]
         return [WorkUnit(kind="sa", seed=s, budget={"chain": k}) for k, s in enumerate(seeds)]
 
-    def run(self, problem: LayerProblem, unit: WorkUnit, params: Mapping[str, Any]) -> SearchResult:
+    def run_order(self, problem: LayerProblem, unit: WorkUnit, params: Mapping[str, Any]) -> SearchResult:
         """Run one unit: SA chain(s) or an exhaustive shard.
 
         ``extra``: ``space`` (orderings), ``n_loops``, and for SA ``chain``, ``v0``, ``accepted``,

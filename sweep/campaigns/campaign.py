@@ -203,6 +203,8 @@ def parse_campaign(data: dict[str, Any], source: str = "<campaign>", base_dir: P
             bad("search", data["search"], "only for architecture search ([architectures] kind = \"loopnest\" "
                 "with a template and a grid)")
     mappers = _parse_mappers(data.get("mappers"), kind, base_dir, bad)
+    if kind == "loopnest" and archs is not None:
+        _check_spatial_search(networks, archs, mappers, bad)
     run = _check_run(data.get("run", {}), bad)
     report = parse_report(data.get("report", {}), kind, _network_names(data.get("networks"), networks),
                           _mapper_names(data.get("mappers")), bad)
@@ -313,6 +315,30 @@ def _parse_mapper(m: Any, key: str, kind: str, base_dir: Path, bad: Bad) -> Mapp
         where = f"{key}.params.{pk}" if pk in params else f"{key}.params_file[{m['params_file']}].{pk}"
         bad(where, pv, msg)
     return MapperSpec(mname, resolved)
+
+
+def _check_spatial_search(networks: list[Network], archs, mappers: list[MapperSpec], bad: Bad) -> None:
+    """Mappers that search spatial unrollings (`mappers.spatial.spatial_mode`) need a hint on each
+    accelerator, and every layer needs at least one unrolling under it."""
+    from mappers.base import LayerProblem
+    from mappers.spatial import NoSpatialCandidate, spatial_candidates, spatial_mode
+    layers = list(dict.fromkeys(l for net in networks for l, _ in net.unique()))
+    for i, spec in enumerate(mappers):
+        if not any(p.name == "spatial" for p in get_mapper(spec.name).params):
+            continue
+        for arch_name, acc in archs.archs:
+            if not layers or spatial_mode(LayerProblem(layers[0], acc, archs.spatial), spec.params) != "search":
+                continue
+            if acc.spatial_hint is None:
+                bad(f"mappers[{i}].params.spatial", spec.params.get("spatial"),
+                    f"accelerator {arch_name!r} has no [spatial_hint] to search; add one or use \"fixed\"")
+                continue
+            for layer in layers:
+                try:
+                    spatial_candidates(layer, acc, keep=1)
+                except NoSpatialCandidate as e:
+                    bad(f"spatial_hint of {arch_name}", acc.spatial_hint.to_dict(), str(e))
+                    break
 
 
 def _mapper_names(raw_m: Any) -> list[str]:

@@ -32,6 +32,7 @@ import pyarrow as pa
 from costmodel.loopnest.reference import MODEL_VERSION
 from mappers import declared_columns, get_mapper
 from mappers.base import LayerProblem, WorkUnit
+from mappers.spatial import spatial_mode
 from sweep.ids import canonical_json, stable_hash
 
 __all__ = ["LayerTask", "LayerUnit", "expand_layers", "count_layer_tasks", "execute_layers", "problem_id"]
@@ -66,15 +67,27 @@ class LayerTask:
 
 
 def problem_id(layer, arch_desc: str, spatial, mapper: str, version: str, params: dict,
-               objective: str, seed, model: int | None = None) -> str:
+               objective: str, seed, model: int | None = None, hint=None) -> str:
     """sha256 of everything that determines a problem's result (24 hex digits); ``model`` is the
-    cost model's version (`costmodel.loopnest.reference.MODEL_VERSION` for loop-nest problems)."""
+    cost model's version (`costmodel.loopnest.reference.MODEL_VERSION` for loop-nest problems);
+    ``hint`` the accelerator's spatial hint when the mapper searches spatial unrollings (it is not
+    in the accelerator's repr, and a fixed unrolling does not depend on it)."""
     doc = {"layer": {k: v for k, v in layer.__dict__.items() if k != "name"}, "arch": arch_desc,
            "spatial": repr(spatial), "mapper": mapper, "version": version, "params": params,
            "objective": objective, "seed": seed}
     if model is not None:
         doc["model"] = model
+    if hint is not None:
+        doc["spatial_hint"] = hint.to_dict()
     return stable_hash(doc, 24)
+
+
+def _searched_hint(mapper, layer, acc, campaign, params, objective):
+    """The accelerator's hint if ``mapper`` searches spatial unrollings on it, else None."""
+    if campaign.kind != "loopnest" or not any(p.name == "spatial" for p in mapper.params):
+        return None
+    prob = LayerProblem(layer, acc, campaign.architectures.spatial, objective)
+    return acc.spatial_hint if spatial_mode(prob, params) == "search" else None
 
 
 def _seeds_for(mapper, seeds) -> list:
@@ -102,7 +115,8 @@ def _problems(campaign) -> tuple[list[tuple], dict[str, list]]:
                             if campaign.kind == "npu":  # the objective is the schedule metric
                                 params["metric"] = objective
                             pid = problem_id(layer, arch_desc, campaign.architectures.spatial,
-                                             spec.name, mapper.version, params, objective, seed, model)
+                                             spec.name, mapper.version, params, objective, seed, model,
+                                             _searched_hint(mapper, layer, acc, campaign, params, objective))
                             alias = (net.name, li, layer.name, rep)
                             if pid in aliases:  # identical layer elsewhere: add an alias only
                                 aliases[pid].append(alias)
@@ -167,7 +181,7 @@ def _flat_history(history) -> list[float] | None:
 
 
 #: Keys of `SearchResult.extra` stored in their own columns or too large for every row.
-_BULKY = frozenset({"mapping", "trace", "initial_mapping", "valid_values"})
+_BULKY = frozenset({"mapping", "trace", "initial_mapping", "valid_values", "spatial", "spatial_candidates"})
 
 
 def _unit_row(u: LayerUnit, r, err: str, wall_s: float, columns) -> dict[str, Any]:

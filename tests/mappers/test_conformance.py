@@ -125,7 +125,7 @@ def test_declaration(case):
     assert len({p.name for p in m.params}) == len(m.params)
     for p in m.params:
         assert p.check(p.default) is None, (p.name, p.default)
-    assert all(isinstance(c, ExtraColumn) and c.type in ("float", "str") for c in m.columns)
+    assert all(isinstance(c, ExtraColumn) and c.type in ("float", "int", "str") for c in m.columns)
 
 
 def test_declared_columns_do_not_clash_with_engine_columns():

@@ -1,0 +1,325 @@
+"""Spatial-unrolling candidates of a layer under an accelerator's hint (every loop-nest mapper).
+
+Given a layer and an accelerator with a `costmodel.loopnest.hint.SpatialHint`, `spatial_candidates`
+enumerates the spatial unrollings the hint allows and keeps the best ``keep`` of them; the loop-order
+mappers (loma, salsa, random) run their temporal search on each (one set of work units per
+candidate) and keep the best (`mappers.loop_order.common`).
+
+**The set.** For each array dim ``a`` of size ``S_a`` and each loop dim ``d`` the hint allows on
+it, the unrolling factors are the divisors of ``m = min(bound_d, S_a, cap_{d,a})``: a factor need
+not divide the layer's bound (K 14 on K = 64 runs ceil(64 / 14) = 5 temporal iterations, the last
+one partly idle: the model pads, `SpatialMapping.fit`), but it divides ``m``. An array dim unrolls
+nothing, one loop dim, or up to ``hint.max_mixed(a)`` distinct loop dims at once (*mixed*, factors
+> 1 each) whose product is at most ``S_a``. Across array dims the total factor of a loop dim is at
+most its bound. These are ZigZag 3.9.1's rules (``SpatialMappingGeneratorStage``: divisors of the
+maximal unrolling, mixed products bounded by the array dim, total unrolling bounded by the layer).
+Two hardware rules prune the set (source: the same stage; Mei et al., IEEE TC 2021, Sec. IV):
+
+* *bandwidth*: ``cap_{d,a}`` = the innermost memory of an operand that ``d`` is relevant to, when
+  one instance of it feeds the whole array dim ``a`` (``a`` not in its ``private_to``), supplies at
+  most ``floor(bandwidth / precision)`` distinct elements per cycle (read bandwidth for W and I,
+  write bandwidth and partial-sum precision for O), so ``d`` unrolls at most that many ways on ``a``
+  (ZigZag caps the factor the same way);
+* *capacity*: the innermost memory of each operand must hold the operand's spatial tile of one
+  instance (the elements the array dims it spans read, with the input window
+  ``SY (oy - 1) + DY (fy - 1) + 1`` rows, likewise columns) at the operand's precision. ZigZag
+  shrinks an offending factor; here the candidate is dropped (its every temporal mapping would
+  be invalid).
+
+An empty unrolling (nothing unrolled) is always in the set unless ``min_utilization`` removes it.
+
+**The ranking.** ``utilization`` = MACs / (PEs x temporal iterations) = ``prod_d (bound_d /
+ceil(bound_d / F_d)) / PEs`` with ``F_d`` the total factor of ``d`` (padding counts as idle), highest
+first; ties go to the smaller largest factor ``max_d F_d`` (ZigZag's *diversity* term: one loop
+dim unrolled very wide leans on one operand's bandwidth), then to the candidate's position in the
+enumeration (array dims in order, options of each by descending product then hint order). With
+``rank = "probe"`` a pool of the ``4 keep`` (at least 12) best by utilisation is re-ranked by the
+best objective of 64 seeded random temporal orderings on each (`probe_values`), utilisation
+breaking ties. ``keep`` candidates are kept (None = all).
+
+**Speed.** The top ``keep`` come from a branch and bound over the array dims (options sorted by
+product; ``prod(factors) / S_a`` bounds the utilisation a dim can still contribute), so a 128 x 128
+array with 4 loop dims on each axis needs milliseconds (``scripts/bench_spatial.py``) instead of the
+full cross product (ZigZag's issue #119).
+
+Errors: `spatial_candidates` raises `NoSpatialCandidate` (a ValueError) naming the layer, the
+accelerator and the hint when no unrolling survives.
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+import math
+from collections import OrderedDict
+from dataclasses import dataclass
+
+import numpy as np
+
+from costmodel.loopnest.mapping import RELEVANT, SPATIAL_DIMS, SpatialMapping
+from costmodel.loopnest.reference import operand_bits
+
+__all__ = ["SpatialCandidate", "NoSpatialCandidate", "spatial_candidates", "spatial_mode", "axis_options", "utilization",
+           "probe_values", "RANKS"]
+
+#: Ranking rules of `spatial_candidates`.
+RANKS = ("utilization", "probe")
+
+_PROBE_ORDERINGS = 64
+
+
+class NoSpatialCandidate(ValueError):
+    """No spatial unrolling of the layer satisfies the accelerator's hint and its memories."""
+
+
+@dataclass(frozen=True)
+class SpatialCandidate:
+    """One spatial unrolling and its ranking figures.
+
+    Attributes:
+        spatial: the unrolling (factors <= the layer's bounds).
+        utilization: MACs / (PEs x temporal iterations), in (0, 1].
+        max_factor: the largest total factor of one loop dim.
+        key: per array dim the index of its option in `axis_options` (the last tie-break).
+        probe: best objective of the probe orderings (``rank = "probe"``), else None.
+    """
+
+    spatial: SpatialMapping
+    utilization: float
+    max_factor: int
+    key: tuple[int, ...]
+    probe: float | None = None
+
+
+def _divisors(n: int) -> list[int]:
+    return [f for f in range(1, n + 1) if n % f == 0]
+
+
+def _bandwidth_caps(layer, arch) -> dict[tuple[str, str], int]:
+    """cap[(d, a)]: most ways loop dim d may unroll on array dim a under the innermost memories'
+    bandwidth (absent = no cap)."""
+    bits = operand_bits(layer, arch)
+    caps: dict[tuple[str, str], int] = {}
+    for op in ("W", "I", "O"):
+        m = arch.levels(op)[0]
+        bw = m.write_bw if op == "O" else m.read_bw
+        n = max(1, int(bw // bits[op]))
+        for a in arch.array:
+            if a in m.private_to:
+                continue
+            for d in RELEVANT[op]:
+                caps[(d, a)] = min(caps.get((d, a), n), n)
+    return caps
+
+
+def axis_options(layer, arch, hint, array_dim: str) -> list[tuple[tuple[str, int], ...]]:
+    """The unrollings array dim ``array_dim`` may take for ``layer`` under ``hint``.
+
+    Returns:
+        Options as tuples of (loop dim, factor > 1) in hint order, the empty option (nothing
+        unrolled) included, sorted by descending product (ties in generation order).
+    """
+    size = arch.array[array_dim]
+    caps = _bandwidth_caps(layer, arch)
+    pools = {}
+    for d in hint.allowed(array_dim):
+        m = min(getattr(layer, d), size, caps.get((d, array_dim), size))
+        f = [x for x in _divisors(m) if x > 1]
+        if f:
+            pools[d] = f
+    dims = list(pools)
+    out: list[tuple[tuple[str, int], ...]] = [()]
+    for k in range(1, min(hint.max_mixed(array_dim), len(dims)) + 1):
+        for combo in itertools.combinations(dims, k):
+            for fs in itertools.product(*(pools[d] for d in combo)):
+                if math.prod(fs) <= size:
+                    out.append(tuple(zip(combo, fs)))
+    order = sorted(range(len(out)), key=lambda i: (-math.prod(f for _, f in out[i]), i))
+    return [out[i] for i in order]
+
+
+def utilization(layer, pe_count: int, totals: dict[str, int]) -> float:
+    """MACs / (PEs x temporal iterations) for total spatial factors ``totals`` (loop dim -> F_d)."""
+    u = 1.0
+    for d, f in totals.items():
+        b = getattr(layer, d)
+        u *= b / -(-b // f)
+    return u / pe_count
+
+
+def _tile_fits(layer, arch, bits, totals_by_axis: list[dict[str, int]], axes: list[str]) -> bool:
+    """Capacity rule: each operand's innermost memory holds its spatial tile of one instance."""
+    for op in ("W", "I", "O"):
+        m = arch.levels(op)[0]
+        if m.size_bits is None:
+            continue
+        f = {d: 1 for d in SPATIAL_DIMS}
+        for a, tot in zip(axes, totals_by_axis):
+            if a in m.private_to:
+                continue
+            for d, x in tot.items():
+                f[d] *= x
+        if op == "W":
+            n = f["K"] * f["C"] * f["FY"] * f["FX"] * f["G"]
+        elif op == "O":
+            n = f["B"] * f["K"] * f["OY"] * f["OX"] * f["G"]
+        else:
+            iy = layer.SY * (f["OY"] - 1) + layer.DY * (f["FY"] - 1) + 1
+            ix = layer.SX * (f["OX"] - 1) + layer.DX * (f["FX"] - 1) + 1
+            n = f["B"] * f["C"] * f["G"] * iy * ix
+        if n * bits[op] > m.size_bits:
+            return False
+    return True
+
+
+def _enumerate(layer, arch, hint, keep: int | None) -> list[SpatialCandidate]:
+    axes = list(arch.array)
+    opts = [axis_options(layer, arch, hint, a) if a in hint.dims else [()] for a in axes]
+    sizes = [arch.array[a] for a in axes]
+    bound = {d: getattr(layer, d) for d in SPATIAL_DIMS}
+    best_rest = [1.0] * (len(axes) + 1)
+    for i in range(len(axes) - 1, -1, -1):
+        best_rest[i] = best_rest[i + 1] * max(math.prod(f for _, f in o) for o in opts[i]) / sizes[i]
+    bits = operand_bits(layer, arch)
+    pe = arch.pe_count
+    kept: list[tuple] = []   # (rank key, candidate), ascending = best first
+    floor = hint.min_utilization
+
+    def leaf(chosen: list[int]) -> None:
+        per_axis = [dict(opts[i][j]) for i, j in enumerate(chosen)]
+        totals: dict[str, int] = {}
+        for t in per_axis:
+            for d, x in t.items():
+                totals[d] = totals.get(d, 1) * x
+        u = utilization(layer, pe, totals)
+        if u < floor or not _tile_fits(layer, arch, bits, per_axis, axes):
+            return
+        mx = max(totals.values(), default=1)
+        key = (-u, mx, tuple(chosen))
+        if keep is not None and len(kept) == keep and key >= kept[-1][0]:
+            return
+        sp = SpatialMapping({a: opts[i][j] for i, (a, j) in enumerate(zip(axes, chosen)) if opts[i][j]})
+        bisect.insort(kept, (key, SpatialCandidate(sp, u, mx, tuple(chosen))))
+        if keep is not None and len(kept) > keep:
+            kept.pop()
+
+    def visit(i: int, ub: float, chosen: list[int], totals: dict[str, int]) -> None:
+        if i == len(axes):
+            leaf(chosen)
+            return
+        for j, o in enumerate(opts[i]):
+            u = ub * math.prod(f for _, f in o) / sizes[i]
+            if keep is not None and len(kept) == keep and u * best_rest[i + 1] < -kept[-1][0][0]:
+                break  # options are sorted by product: none further can reach the kept ones
+            if u * best_rest[i + 1] < floor:
+                break
+            t = dict(totals)
+            ok = True
+            for d, x in o:
+                t[d] = t.get(d, 1) * x
+                if t[d] > bound[d]:
+                    ok = False
+            if ok:
+                visit(i + 1, u, chosen + [j], t)
+
+    visit(0, 1.0, [], {})
+    return [c for _, c in kept]
+
+
+def probe_values(layer, arch, spatials, objective: str = "energy", orderings: int = _PROBE_ORDERINGS,
+                 seed: int = 0, even: bool = False) -> np.ndarray:
+    """Best ``objective`` over ``orderings`` seeded random temporal orderings of each unrolling.
+
+    A cheap estimate of what a temporal search will find on a spatial candidate (the same
+    orderings for every candidate of a layer: the LPF multiset depends on the unrolling, so the
+    permutations are drawn per candidate from one seed). Shape (len(spatials),); +inf where no
+    sampled ordering is valid.
+    """
+    from costmodel.loopnest.ordering import OrderingEvaluator
+    from mappers.base import objective_index
+    out = np.full(len(spatials), np.inf)
+    for i, sp in enumerate(spatials):
+        ev = OrderingEvaluator(layer, arch, spatial=sp, even=even)
+        base = np.repeat(np.arange(len(ev.counts), dtype=np.int64), np.asarray(ev.counts, dtype=np.int64))
+        if base.size == 0:
+            o = base[None, :]
+        else:
+            rng = np.random.default_rng(seed)
+            o = np.stack([rng.permutation(base) for _ in range(orderings)])
+        cost = ev.evaluate(o)
+        vals = np.asarray((cost.energy_pj, cost.latency_cycles, cost.edp)[objective_index(objective)], dtype=float)
+        vals = np.where(np.asarray(cost.valid), vals, np.inf)
+        out[i] = float(vals.min())
+    return out
+
+
+def spatial_mode(problem, params) -> str:
+    """"fixed" or "search": ``params['spatial']`` if given; else fixed when the problem or the
+    accelerator has a spatial unrolling, search when the accelerator has only a hint."""
+    v = params.get("spatial")
+    if v is not None:
+        return str(v)
+    arch = problem.arch
+    if problem.spatial is not None or getattr(getattr(arch, "spatial", None), "dims", True):
+        return "fixed"
+    return "search" if getattr(arch, "spatial_hint", None) is not None else "fixed"
+
+
+_CACHE: OrderedDict = OrderedDict()
+_CACHE_SIZE = 512
+
+
+def spatial_candidates(layer, arch, hint=None, keep: int | None = 3, rank: str = "utilization",
+                       objective: str = "energy", even: bool = False) -> list[SpatialCandidate]:
+    """The best ``keep`` spatial unrollings of ``layer`` on ``arch`` under ``hint`` (module docstring).
+
+    Args:
+        layer: a `costmodel.workload.Layer`.
+        arch: a loop-nest `Accelerator`.
+        hint: the `SpatialHint`; None = ``arch.spatial_hint``.
+        keep: how many to keep (None = all, best first).
+        rank: "utilization" or "probe" (`RANKS`).
+        objective: what the probe minimises ("energy", "latency", "edp").
+        even: even mapping in the probe.
+
+    Returns:
+        Candidates, best first (deterministic). Results are cached per (layer, accelerator
+        identity, hint, keep, rank, objective, even).
+
+    Raises:
+        NoSpatialCandidate: no unrolling survives (message names the layer, accelerator and hint).
+        ValueError: no hint, or an unknown ``rank``.
+    """
+    hint = hint if hint is not None else arch.spatial_hint
+    if hint is None:
+        raise ValueError(f"accelerator {arch.name!r} has no [spatial_hint]: spatial = \"search\" needs one "
+                         f"(or use spatial = \"fixed\")")
+    if rank not in RANKS:
+        raise ValueError(f"spatial rank {rank!r}: expected one of {list(RANKS)}")
+    try:
+        ckey = (layer, id(arch), repr(hint), keep, rank, objective if rank == "probe" else None, even)
+        hit = _CACHE.get(ckey)
+    except TypeError:
+        ckey, hit = None, None
+    if hit is not None:
+        _CACHE.move_to_end(ckey)
+        return hit[1]
+    if rank == "utilization":
+        out = _enumerate(layer, arch, hint, keep)
+    else:
+        pool = _enumerate(layer, arch, hint, None if keep is None else max(4 * keep, 12))
+        vals = probe_values(layer, arch, [c.spatial for c in pool], objective, even=even)
+        order = sorted(range(len(pool)), key=lambda i: (vals[i], i))
+        out = [SpatialCandidate(pool[i].spatial, pool[i].utilization, pool[i].max_factor, pool[i].key,
+                                float(vals[i])) for i in order]
+        out = out if keep is None else out[:keep]
+    if not out:
+        raise NoSpatialCandidate(
+            f"layer {layer.name!r}: no spatial unrolling on accelerator {arch.name!r} satisfies its hint "
+            f"({hint.describe()}) and the innermost memories' capacity; allow more loop dims in "
+            f"[spatial_hint] or lower min_utilization")
+    if ckey is not None:
+        _CACHE[ckey] = (arch, out)
+        while len(_CACHE) > _CACHE_SIZE:
+            _CACHE.popitem(last=False)
+    return out
