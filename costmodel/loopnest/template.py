@@ -6,18 +6,26 @@
 * ``"memory.<name>.size_bits"`` / ``"memory.<name>.size_kib"``: capacity of one instance of a
   bounded memory in bits (positive int) or KiB (positive number, ``size_kib * 8192`` a whole
   number of bits); at most one of the two per memory in one design;
-* ``"memory.<name>.word_bits"``: word (port) width in bits (positive int), every memory incl. DRAM.
+* ``"memory.<name>.word_bits"``: word (port) width in bits (positive int), every memory incl. DRAM;
+* ``"dataflow"`` (only when the template is given named ``dataflows``, `Dataflow`): the name of
+  one of them. A *fixed* dataflow replaces the base's spatial unrolling (it is written for the
+  base's array and follows each design's array by the rule below) and drops the base's hint; a
+  *hint* dataflow gives the design an empty unrolling (``SpatialMapping({})``) and that
+  `SpatialHint`, so the loop-order mappers search its unrolling per layer.
 
 `ArchTemplate.design` applies any subset of them: memories are scaled with
 `costmodel.loopnest.physics.scale_memory` (energies anchored at the template's own values,
 bandwidth following the word width) and the default spatial unrolling follows the array: for each
 array dim of the template's unrolling every factor but the last is kept and the last becomes
-``floor(new size / product of the others)``. ``design({})`` returns the base's memories, spatial
+``floor(new size / product of the others)`` (an array dim of the base's size keeps its unrolling
+as written). ``design({})`` returns the base's memories, spatial
 unrolling and array unchanged (under the name ``<base>_design``). Designs are deterministic and
 their ``repr`` is stable (plain Python ints and floats).
 
 Errors (all ValueError subclasses):
 
+* `BadDataflow` (attributes ``key``, ``value``, ``expected``): a dataflow definition that is not
+  one (`Dataflow.from_dict`);
 * `UnknownParameter`: a name that is not a parameter (the message lists the known names);
 * ValueError: a value of the wrong type or sign, or size_kib and size_bits of one memory together;
 * `costmodel.loopnest.physics.PhysicsRangeError`: a value outside the physics model;
@@ -34,10 +42,14 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
 from .arch import Accelerator
+from .hint import SpatialHint
 from .mapping import SpatialMapping
 from .physics import TooSmallForWord, check_size, design_area_mm2, scale_memory
 
-__all__ = ["ArchTemplate", "InvalidDesign", "UnknownParameter"]
+__all__ = ["ArchTemplate", "BadDataflow", "DATAFLOW", "Dataflow", "InvalidDesign", "UnknownParameter"]
+
+#: The parameter naming a design's dataflow (`Dataflow`).
+DATAFLOW = "dataflow"
 
 
 class UnknownParameter(ValueError):
@@ -57,6 +69,81 @@ class InvalidDesign(ValueError):
         super().__init__(f"{reason}: {detail}" if detail else reason)
 
 
+class BadDataflow(ValueError):
+    """A dataflow definition that is not one.
+
+    Attributes:
+        key: dotted key of the bad value, e.g. ``"dataflows.ws.spatial"``.
+        value: the value as given.
+        expected: what was expected (the message after ``"key = value: "``).
+    """
+
+    def __init__(self, key: str, value: Any, expected: str) -> None:
+        self.key, self.value, self.expected = key, value, expected
+        super().__init__(f"{key} = {value!r}: {expected}")
+
+
+@dataclass(frozen=True)
+class Dataflow:
+    """A named dataflow of an architecture search: exactly one of a fixed spatial unrolling
+    ``spatial`` (written for the template's array) or a hint ``hint`` (searched per layer).
+
+    TOML (a table of a campaign's ``[architectures.dataflows]``)::
+
+        spatial = { D1 = [["C", 14]], D2 = [["K", 12]] }                       # fixed
+        spatial_hint = { D1 = ["K", "C"], D2 = ["OX", "OY"], max_dims = 2 }    # or: searched
+    """
+
+    name: str
+    spatial: SpatialMapping | None = None
+    hint: SpatialHint | None = None
+
+    @property
+    def kind(self) -> str:
+        """``"fixed"`` (a spatial unrolling) or ``"hint"`` (searched by the mappers)."""
+        return "fixed" if self.spatial is not None else "hint"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The TOML-shaped table: ``{"spatial": {...}}`` or ``{"spatial_hint": {...}}`` (inverse of
+        `from_dict`; part of a design's identity)."""
+        if self.spatial is not None:
+            return {"spatial": {a: [list(x) for x in v] for a, v in self.spatial.dims.items()}}
+        return {"spatial_hint": self.hint.to_dict()}
+
+    @classmethod
+    def from_dict(cls, name: str, d: Any, base: Accelerator, prefix: str = "dataflows") -> "Dataflow":
+        """Read the table ``d`` of dataflow ``name`` for the template accelerator ``base``.
+
+        Raises:
+            BadDataflow: key ``<prefix>.<name>`` when ``d`` is not a table with exactly one of
+                ``spatial`` / ``spatial_hint``; ``<prefix>.<name>.spatial`` for a malformed or empty
+                unrolling, or one that does not fit ``base``'s array (unknown array dim, fan-out
+                above its size); ``<prefix>.<name>.spatial_hint`` with `SpatialHint.from_dict`'s
+                message.
+        """
+        key = f"{prefix}.{name}"
+        if not isinstance(d, Mapping) or set(d) - {"spatial", "spatial_hint"} or len(d) != 1:
+            raise BadDataflow(key, d, "expected a table with exactly one of spatial (a fixed unrolling, "
+                              "e.g. {D1 = [[\"C\", 14]]}) or spatial_hint (searched per layer, e.g. "
+                              "{D1 = [\"K\", \"C\"], max_dims = 2})")
+        if "spatial_hint" in d:
+            try:
+                return cls(name, hint=SpatialHint.from_dict(d["spatial_hint"], base.array, key))
+            except ValueError as e:
+                raise BadDataflow(f"{key}.spatial_hint", d["spatial_hint"], str(e)) from None
+        raw = d["spatial"]
+        if not isinstance(raw, Mapping) or not any(raw.values()):
+            raise BadDataflow(f"{key}.spatial", raw, "expected a non-empty table array dim -> [[loop dim, "
+                              "factor], ...]; for an unrolling searched per layer give spatial_hint")
+        try:
+            sp = SpatialMapping.from_dict(raw)
+            replace(base, spatial=sp, spatial_hint=None)
+        except (TypeError, ValueError) as e:
+            raise BadDataflow(f"{key}.spatial", raw, f"not an unrolling of template {base.name!r} "
+                              f"(array {dict(base.array)}): {e}") from None
+        return cls(name, spatial=sp)
+
+
 def _pos_int(name: str, v: Any) -> int:
     if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1:
         raise ValueError(f"{name} = {v!r}: expected a positive integer")
@@ -74,9 +161,16 @@ def _kib_to_bits(name: str, v: Any) -> int:
 
 @dataclass(frozen=True)
 class ArchTemplate:
-    """Named parameters of the base accelerator ``base`` (see the module docstring)."""
+    """Named parameters of the base accelerator ``base`` (see the module docstring); ``dataflows``
+    (`Dataflow`, distinct names, each checked against ``base``) make the parameter ``"dataflow"``.
+
+    Raises:
+        TypeError: ``base`` is not an Accelerator or a dataflow not a `Dataflow`.
+        ValueError: two dataflows of one name.
+    """
 
     base: Accelerator
+    dataflows: tuple = ()
     # parameter name -> (kind, key, attribute); kind "array" (key = dim) or "memory" (key = memory index)
     _params: dict = field(init=False, repr=False, compare=False)
 
@@ -89,12 +183,34 @@ class ArchTemplate:
                 p[f"memory.{m.name}.size_bits"] = ("memory", i, "size_bits")
                 p[f"memory.{m.name}.size_kib"] = ("memory", i, "size_kib")
             p[f"memory.{m.name}.word_bits"] = ("memory", i, "word_bits")
+        dfs = tuple(self.dataflows)
+        if not all(isinstance(d, Dataflow) for d in dfs):
+            raise TypeError("ArchTemplate.dataflows must be Dataflow objects")
+        if len({d.name for d in dfs}) != len(dfs):
+            raise ValueError(f"ArchTemplate.dataflows: repeated names {[d.name for d in dfs]}")
+        object.__setattr__(self, "dataflows", dfs)
+        if dfs:
+            p[DATAFLOW] = ("dataflow", None, "")
         object.__setattr__(self, "_params", p)
 
     def parameter_names(self) -> list[str]:
         """``array.<dim>`` per array dim, then per memory (innermost first) ``memory.<name>.size_bits``,
-        ``.size_kib`` (bounded memories only) and ``.word_bits``."""
+        ``.size_kib`` (bounded memories only) and ``.word_bits``; last ``dataflow`` if the template
+        has dataflows."""
         return list(self._params)
+
+    def dataflow(self, name: Any) -> Dataflow:
+        """The dataflow called ``name``.
+
+        Raises:
+            UnknownParameter: the template has no dataflows.
+            ValueError: no dataflow of that name (the message lists them).
+        """
+        self._lookup(DATAFLOW)
+        for d in self.dataflows:
+            if d.name == name:
+                return d
+        raise ValueError(f"{DATAFLOW} = {name!r}: expected one of the dataflows {[d.name for d in self.dataflows]}")
 
     def _lookup(self, name: str) -> tuple[str, Any, str]:
         try:
@@ -103,20 +219,24 @@ class ArchTemplate:
             raise UnknownParameter(f"unknown parameter {name!r} of template {self.base.name!r}; known "
                                    f"parameters: {list(self._params)}") from None
 
-    def template_value(self, name: str) -> int | float:
-        """The base accelerator's value of parameter ``name`` (size_kib = size_bits / 8192).
+    def template_value(self, name: str) -> int | float | None:
+        """The base accelerator's value of parameter ``name`` (size_kib = size_bits / 8192; None
+        for ``dataflow``: the base's unrolling is none of the named dataflows).
 
         Raises:
             UnknownParameter: ``name`` is not a parameter.
         """
         kind, key, attr = self._lookup(name)
+        if kind == "dataflow":
+            return None
         if kind == "array":
             return self.base.array[key]
         m = self.base.memories[key]
         return m.size_bits / 8192 if attr == "size_kib" else getattr(m, attr)
 
-    def check_value(self, name: str, value: Any) -> int:
-        """Check one value on its own; returns it normalised (array size, word or size in bits).
+    def check_value(self, name: str, value: Any) -> int | str:
+        """Check one value on its own; returns it normalised (array size, word or size in bits;
+        the dataflow's name).
 
         Raises:
             UnknownParameter: ``name`` is not a parameter.
@@ -124,16 +244,19 @@ class ArchTemplate:
                 size_kib: a positive number, ``size_kib * 8192`` a whole number of bits).
             PhysicsRangeError: a size outside the physics model of that memory
                 (`costmodel.loopnest.physics.check_size`).
+            ValueError: ``dataflow`` naming none of the template's dataflows.
         """
         kind, key, attr = self._lookup(name)
+        if kind == "dataflow":
+            return self.dataflow(value).name
         if kind == "array" or attr == "word_bits":
             return _pos_int(name, value)
         bits = _kib_to_bits(name, value) if attr == "size_kib" else _pos_int(name, value)
         check_size(self.base.memories[key], bits)
         return bits
 
-    def _spatial(self, array: dict[str, int]) -> SpatialMapping:
-        sp = self.base.spatial
+    def _spatial(self, sp: SpatialMapping, array: dict[str, int]) -> SpatialMapping:
+        """``sp`` (an unrolling of the base's array) following ``array`` (module docstring)."""
         dims = {}
         changed = False
         for a, loops in sp.dims.items():
@@ -153,7 +276,8 @@ class ArchTemplate:
     def design(self, values: Mapping[str, Any], name: str | None = None) -> Accelerator:
         """A new accelerator: the base with the parameter ``values`` applied (any subset of names).
 
-        ``name`` defaults to ``<base name>_design``.
+        ``name`` defaults to ``<base name>_design``. With ``dataflow`` the design's unrolling and
+        hint are the dataflow's (module docstring); without, the base's.
 
         Raises:
             UnknownParameter, ValueError, PhysicsRangeError: as `check_value`; ValueError also for
@@ -166,10 +290,14 @@ class ArchTemplate:
         array = dict(base.array)
         sizes: dict[int, int] = {}
         words: dict[int, int] = {}
+        spatial, hint = base.spatial, base.spatial_hint
         for pname, value in values.items():
             v = self.check_value(pname, value)
             kind, key, attr = self._params[pname]
-            if kind == "array":
+            if kind == "dataflow":
+                df = self.dataflow(v)
+                spatial, hint = (df.spatial, None) if df.kind == "fixed" else (SpatialMapping({}), df.hint)
+            elif kind == "array":
                 array[key] = v
             elif attr == "word_bits":
                 words[key] = v
@@ -184,10 +312,10 @@ class ArchTemplate:
                 mems[i] = scale_memory(mems[i], sizes.get(i), words.get(i))
             except TooSmallForWord as e:
                 raise InvalidDesign("too small for one word", str(e)) from None
-        spatial = self._spatial(array)
+        spatial = self._spatial(spatial, array)
         try:
             return replace(base, name=name if name is not None else f"{base.name}_design", array=array,
-                           memories=tuple(mems), spatial=spatial)
+                           memories=tuple(mems), spatial=spatial, spatial_hint=hint)
         except ValueError as e:
             reason = "hierarchy order" if "sits above" in str(e) else (
                 "spatial does not fit" if "spatial" in str(e) else "invalid accelerator")

@@ -12,8 +12,16 @@ Campaign form (``campaigns/archsearch_eyeriss.toml``)::
     array.D2 = [6, 12, 24]
     memory.sram_1M.size_kib = {pow2 = [32, 512]}
     memory.rf_64B_W.size_bits = [128, 256, 512, 1024]
-    constraints = ["array.D1 * array.D2 <= 512"]   # over the names above and area_mm2
+    dataflow = ["ws", "rs", "flexible"]   # optional: names of [architectures.dataflows] below
+    constraints = ["array.D1 * array.D2 <= 512"]   # over the numeric names above and area_mm2
     area_budget_mm2 = 12.0                # keep area <= budget (and >= min_area_fraction * budget)
+
+    [architectures.dataflows.ws]          # a fixed spatial unrolling, written for the template's
+    spatial = { D1 = [["C", 14]], D2 = [["K", 12]] }   # array (it follows each design's array)
+    [architectures.dataflows.rs]
+    spatial = { D1 = [["OY", 14]], D2 = [["FY", 3], ["K", 4]] }
+    [architectures.dataflows.flexible]    # a hint: each layer's unrolling searched by the mapper
+    spatial_hint = { D1 = ["K", "C", "OX", "OY"], D2 = ["K", "C", "FX", "FY"], max_dims = 2 }
 
     [search]
     sampler = "grid"                      # "grid" | "random" | "tpe" | "nsga2"
@@ -32,6 +40,21 @@ window. `sweep validate` prints the counts. No valid point left is a campaign er
 
 Search objectives are per-design figures: ``edp``, ``energy_pj``, ``latency_cycles`` (each the
 geometric mean over the campaign's networks of that network's total) and ``area_mm2``.
+
+Dataflows (`costmodel.loopnest.template.Dataflow`): each table of ``[architectures.dataflows]``
+names one, with exactly one of ``spatial`` (a fixed unrolling, array dim -> [[loop dim, factor],
+...], which must fit the template's array) or ``spatial_hint`` (an accelerator's
+``[spatial_hint]`` table, `costmodel.loopnest.hint.SpatialHint`). The grid parameter ``dataflow``
+lists the names to try (in that order; a categorical axis for every sampler, Optuna included). A
+design of a fixed dataflow gets that unrolling following its array ("spatial does not fit" points
+are dropped and counted as any invalid point) and no hint; a design of a hint dataflow gets an
+empty unrolling and the hint, so the loop-order mappers (``spatial = "search"``, their default
+then) search each layer's unrolling. Without a ``dataflow`` axis every design keeps the template's
+``[spatial]`` and ``[spatial_hint]``. A design's identity (``design_id``, hence task ids) holds its
+dataflow's name and definition. The ``dataflow`` column of the results holds the name; a
+constraint cannot name it. Campaign errors (exit 2): ``dataflow`` in the grid without
+``[architectures.dataflows]`` or naming an unknown dataflow, dataflows without a ``dataflow`` axis,
+a dataflow with both or neither of spatial / spatial_hint, a bad unrolling or hint.
 """
 
 from __future__ import annotations
@@ -44,6 +67,7 @@ from typing import Any
 
 import numpy as np
 
+from costmodel.loopnest.template import DATAFLOW
 from sweep.campaigns.archspace import area_window, axis_values
 from sweep.campaigns.common import Bad, check_table, is_int, resolve_path
 from sweep.campaigns.expr import ExprError, evaluate, parse
@@ -56,7 +80,7 @@ __all__ = ["DesignSpace", "SearchSpec", "parse_design_space", "parse_search", "i
 SAMPLERS = ("grid", "random", "tpe", "nsga2")
 #: Per-design figures a search can minimise (energy, latency and EDP: geometric mean over networks).
 SEARCH_OBJECTIVES = ("edp", "energy_pj", "latency_cycles", "area_mm2")
-_ARCH_KEYS = {"kind", "template", "grid"}
+_ARCH_KEYS = {"kind", "template", "grid", "dataflows"}
 _WINDOW_KEYS = {"constraints", "area_budget_mm2", "min_area_fraction"}
 _SEARCH_KEYS = {"sampler", "trials", "seed", "objectives", "batch"}
 _NAME = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_0-9]\w*)+")
@@ -90,13 +114,14 @@ class DesignSpace:
     """The valid designs of a template grid.
 
     Attributes:
-        template: the `costmodel.loopnest.template.ArchTemplate`.
+        template: the `costmodel.loopnest.template.ArchTemplate` (with the campaign's dataflows).
         template_ref: the preset name or file path as the campaign gives it.
         names: the grid's parameter names, sorted (so that the campaign stored in a manifest,
             whose JSON keys are sorted, gives the same designs in the same order: `sweep rerun`).
-        axes: name -> the axis values (ascending).
+        axes: name -> the axis values (ascending; ``dataflow``: the names in the grid's order).
         values: (n, len(names)) the valid designs' parameter values, in grid order (the cross
-            product of the axes in ``names`` order, last name fastest).
+            product of the axes in ``names`` order, last name fastest); a ``dataflow`` column
+            holds the index of the name in its axis.
         area_mm2: (n,) each valid design's area, mm^2 (`costmodel.loopnest.physics`).
         dropped: reason -> number of grid points dropped for it.
         total: grid points before dropping.
@@ -111,24 +136,52 @@ class DesignSpace:
     dropped: dict[str, int] = field(default_factory=dict)
     total: int = 0
     spec: Any = None
+    _index: Any = field(default=None, repr=False, compare=False)
 
     def __len__(self) -> int:
         return len(self.values)
 
     def point(self, i: int) -> dict[str, Any]:
-        """The parameter values of valid design ``i`` (Python ints where the axis is integral)."""
+        """The parameter values of valid design ``i`` (Python ints where the axis is integral, the
+        dataflow's name)."""
         return {n: _py(self.axes[n], v) for n, v in zip(self.names, self.values[i])}
 
+    def index_of(self, point: list) -> int | None:
+        """The valid design whose parameter values (in ``names`` order, as `point` gives them)
+        are ``point``, or None (not a valid design, or a value off its axis)."""
+        if self._index is None:
+            object.__setattr__(self, "_index", {tuple(map(float, r)): i for i, r in enumerate(self.values)})
+        try:
+            return self._index.get(tuple(_code(self.axes[n], v) for n, v in zip(self.names, point)))
+        except ValueError:
+            return None
+
     def design_id(self, values: dict[str, Any]) -> str:
-        """16 hex digits naming a design: sha256 of the template and the parameter values."""
-        return stable_hash({"template": repr(self.template.base), "values": values}, 16)
+        """16 hex digits naming a design: sha256 of the template and the parameter values, and
+        with a dataflow its definition (`costmodel.loopnest.template.Dataflow.to_dict`; the hint
+        is not in the template's repr)."""
+        doc: dict[str, Any] = {"template": repr(self.template.base), "values": values}
+        if DATAFLOW in values:
+            doc["dataflow"] = self.template.dataflow(values[DATAFLOW]).to_dict()
+        return stable_hash(doc, 16)
 
     def describe(self) -> dict[str, Any]:
-        """JSON-able: template (in full), parameters, axes, counts (part of the config hash)."""
-        return {"spec": self.spec, "template": self.template_ref, "template_arch": repr(self.template.base),
-                "params": list(self.names), "axes": {n: list(map(_num, a)) for n, a in self.axes.items()},
-                "template_values": {n: _num(self.template.template_value(n)) for n in self.names},
-                "designs": len(self), "grid_points": self.total, "dropped": dict(self.dropped)}
+        """JSON-able: template (in full), parameters, axes, counts, and with a dataflow axis the
+        dataflows' definitions (part of the config hash)."""
+        d = {"spec": self.spec, "template": self.template_ref, "template_arch": repr(self.template.base),
+             "params": list(self.names),
+             "axes": {n: list(a) if n == DATAFLOW else list(map(_num, a)) for n, a in self.axes.items()},
+             "template_values": {n: _num(self.template.template_value(n)) for n in self.names if n != DATAFLOW},
+             "designs": len(self), "grid_points": self.total, "dropped": dict(self.dropped)}
+        if self.template.dataflows:
+            d["dataflows"] = {df.name: df.to_dict() for df in self.template.dataflows}
+        return d
+
+
+def _code(axis: tuple, v) -> float:
+    """A parameter value as stored in `DesignSpace.values`: the number, or a name's index in its
+    (string) axis; ValueError if a name is not on the axis."""
+    return float(axis.index(v)) if isinstance(v, str) else float(v)
 
 
 def _num(v):
@@ -137,6 +190,8 @@ def _num(v):
 
 
 def _py(axis: tuple, v):
+    if isinstance(axis[0], str):
+        return axis[int(v)]
     return int(v) if all(isinstance(a, int) for a in axis) else float(v)
 
 
@@ -198,6 +253,44 @@ def _constraints(cons: Any, names: tuple[str, ...], bad: Bad) -> list:
     return trees
 
 
+def _dataflows(raw: Any, base, bad: Bad) -> tuple | None:
+    """The ``[architectures.dataflows]`` tables as `Dataflow` objects (in the table's order); ()
+    when absent, None when unusable (findings go to ``bad``)."""
+    from costmodel.loopnest.template import BadDataflow, Dataflow
+    if raw is None:
+        return ()
+    if not isinstance(raw, dict) or not raw:
+        bad("architectures.dataflows", raw, "expected tables [architectures.dataflows.<name>] with spatial "
+            "or spatial_hint")
+        return None
+    out, ok = [], True
+    for name, d in raw.items():
+        try:
+            out.append(Dataflow.from_dict(name, d, base, prefix="architectures.dataflows"))
+        except BadDataflow as e:
+            bad(e.key, e.value, e.expected)
+            ok = False
+    return tuple(out) if ok else None
+
+
+def _dataflow_axis(raw: Any, template, key: str, bad: Bad) -> tuple | None:
+    """The ``dataflow`` axis: a non-empty list of distinct names of the template's dataflows (grid
+    order kept)."""
+    names = [d.name for d in template.dataflows]
+    if not names:
+        bad(key, raw, "no dataflow is defined: add tables [architectures.dataflows.<name>] with spatial "
+            "(a fixed unrolling) or spatial_hint (searched per layer)")
+        return None
+    if not isinstance(raw, list) or not raw or not all(isinstance(x, str) for x in raw) or len(set(raw)) != len(raw):
+        bad(key, raw, f"expected a non-empty list of distinct dataflow names from {names}")
+        return None
+    unknown = [x for x in raw if x not in names]
+    if unknown:
+        bad(key, unknown[0], f"unknown dataflow; defined in [architectures.dataflows]: {names}")
+        return None
+    return tuple(raw)
+
+
 def _check_values(template, name: str, axis: tuple, key: str, bad: Bad) -> bool:
     from costmodel.loopnest.physics import PhysicsRangeError
     for v in axis:
@@ -221,8 +314,12 @@ def parse_design_space(value: dict, base_dir: Path, bad: Bad) -> DesignSpace | N
     to ``bad``; None if unusable."""
     from costmodel.loopnest.template import InvalidDesign, UnknownParameter
 
+    from costmodel.loopnest.template import ArchTemplate
     check_table(value, "architectures", _ARCH_KEYS, bad)
     template = _load_template(value.get("template"), base_dir, bad)
+    if template is not None:
+        dfs = _dataflows(value.get("dataflows"), template.base, bad)
+        template = None if dfs is None else ArchTemplate(template.base, dfs)
     grid = value.get("grid")
     if not isinstance(grid, dict) or not grid:
         bad("architectures.grid", grid, "required with a template: a table of parameter -> values, "
@@ -235,6 +332,12 @@ def parse_design_space(value: dict, base_dir: Path, bad: Bad) -> DesignSpace | N
     names, axes = [], {}
     for name, raw in sorted(flat.items()):   # sorted: the order survives a manifest's sort_keys
         key = f"architectures.grid.{name}"
+        if name == DATAFLOW:
+            axis = _dataflow_axis(raw, template, key, bad)
+            if axis is not None:
+                names.append(name)
+                axes[name] = axis
+            continue
         if name not in known:
             bad(key, raw, f"unknown parameter of template {template.base.name!r}; known: {known}")
             continue
@@ -244,7 +347,10 @@ def parse_design_space(value: dict, base_dir: Path, bad: Bad) -> DesignSpace | N
             axes[name] = axis
     if not flat:
         bad("architectures.grid", grid, "no parameter to vary")
-    trees = _constraints(grid.get("constraints", []), tuple(flat), bad)
+    if template.dataflows and DATAFLOW not in flat:
+        bad("architectures.dataflows", value.get("dataflows"), "dataflows defined but not searched: add "
+            f"dataflow = {[d.name for d in template.dataflows]} to [architectures.grid]")
+    trees = _constraints(grid.get("constraints", []), tuple(n for n in flat if n != DATAFLOW), bad)
     budget, frac = area_window(grid, bad)
     if len(names) != len(flat) or not names:
         return None
@@ -269,11 +375,11 @@ def parse_design_space(value: dict, base_dir: Path, bad: Bad) -> DesignSpace | N
         except ValueError as e:        # e.g. size_kib and size_bits of one memory together
             bad("architectures.grid", vals, str(e))
             return None
-        pts.append(combo)
+        pts.append([_code(axes[n], v) for n, v in zip(names, combo)])
     values = np.asarray(pts, dtype=np.float64).reshape(len(pts), len(names))
     area = np.asarray(areas, dtype=np.float64)
     keep = np.ones(len(area), dtype=bool)
-    env = {_mangle(n): values[:, j] for j, n in enumerate(names)} | {"area_mm2": area}
+    env = {_mangle(n): values[:, j] for j, n in enumerate(names) if n != DATAFLOW} | {"area_mm2": area}
     for i, text, tree in trees:
         try:
             ok = np.broadcast_to(np.asarray(evaluate(tree, env), dtype=bool), keep.shape)

@@ -12,7 +12,10 @@ Tables of a task (every row carries ``task_id`` and ``status``):
 * ``rows``: one per (design, network, unique layer): ``design_id``, ``network``, ``layer_index``,
   ``layer``, ``repeat``, ``mapper``, ``objective``, ``seed``, ``energy_pj``, ``latency_cycles``,
   ``edp``, ``value``, ``evaluations``, ``wall_s``, ``engine``, ``loops`` (JSON), ``error``, and the
-  design's parameter values (one column per grid parameter, named as in the grid);
+  design's parameter values (one column per grid parameter, named as in the grid; ``dataflow``
+  holds the dataflow's name); with a ``dataflow`` axis also ``spatial``: the spatial unrolling the
+  layer's best mapping ran, JSON ``{"D1": [["C", 14]], ...}`` fitted to the layer (the mapper's
+  choice under a hint dataflow, ``extra["spatial"]`` of the loop-order mappers);
 * ``totals``: one per (design, network): ``design_id``, ``network``, ``area_mm2``, ``energy_pj``,
   ``latency_cycles``, ``edp`` (= energy x latency of the network), ``layers``, ``macs``,
   ``evaluations``, ``wall_s``, ``seed``, ``mapper``, ``objective``, ``error`` and the parameters;
@@ -24,6 +27,7 @@ Determinism: every column but ``wall_s`` is a function of the campaign and the d
 
 from __future__ import annotations
 
+import json
 import time
 import traceback
 from dataclasses import dataclass
@@ -33,6 +37,7 @@ import numpy as np
 import pyarrow as pa
 
 from costmodel.loopnest.reference import MODEL_VERSION
+from costmodel.loopnest.template import DATAFLOW
 from mappers import get_mapper
 from mappers.base import LayerProblem
 from sweep.ids import canonical_json, stable_hash
@@ -89,6 +94,7 @@ def evaluate_design(template, design_id: str, values: dict, networks: Sequence, 
     if any(x.name == "seed" for x in mapper.params):
         p["seed"] = seed
     common = {"design_id": design_id, **values}
+    with_spatial = DATAFLOW in values
     try:
         acc = template.design(values, name=design_name(design_id))
         area = design_area_mm2(acc)
@@ -105,7 +111,7 @@ def evaluate_design(template, design_id: str, values: dict, networks: Sequence, 
         for li, (layer, rep) in enumerate(net.unique()):
             key = canonical_json({k: v for k, v in layer.__dict__.items() if k != "name"})
             if key not in cache:
-                cache[key] = _map_layer(mapper, LayerProblem(layer, acc, None, objective), p)
+                cache[key] = _map_layer(mapper, LayerProblem(layer, acc, None, objective), p, with_spatial)
             res = cache[key]
             net_rows.append(dict(common, network=net.name, layer_index=li, layer=layer.name, repeat=rep,
                                  mapper=mapper_name, objective=objective, seed=seed, **res))
@@ -130,19 +136,30 @@ def _nan_totals() -> dict:
             "evaluations": 0, "wall_s": 0.0}
 
 
-def _map_layer(mapper, prob: LayerProblem, params: dict) -> dict:
-    """Every work unit of the problem, reduced (as `sweep.single.map_layer`): the row's figures."""
+def _map_layer(mapper, prob: LayerProblem, params: dict, with_spatial: bool = False) -> dict:
+    """Every work unit of the problem, reduced (as `sweep.single.map_layer`): the row's figures,
+    with ``with_spatial`` also ``spatial`` (module docstring; "" on an error)."""
     t0 = time.perf_counter()
     try:
         best = mapper.reduce([mapper.run(prob, u, params) for u in mapper.units(prob, params)])
     except Exception as e:  # noqa: BLE001 - a failing layer is an error row
-        return {"status": "error", "error": f"{type(e).__name__}: {e}\n{traceback.format_exc()[-1500:]}",
-                "energy_pj": np.nan, "latency_cycles": np.nan, "edp": np.nan, "value": np.nan,
-                "evaluations": 0, "wall_s": time.perf_counter() - t0, "engine": None, "loops": None}
-    return {"status": "ok", "error": "", "energy_pj": best.energy_pj, "latency_cycles": best.latency_cycles,
-            "edp": best.edp, "value": best.value, "evaluations": best.evaluations,
-            "wall_s": time.perf_counter() - t0, "engine": best.engine,
-            "loops": canonical_json(best.loops) if best.loops is not None else None}
+        out = {"status": "error", "error": f"{type(e).__name__}: {e}\n{traceback.format_exc()[-1500:]}",
+               "energy_pj": np.nan, "latency_cycles": np.nan, "edp": np.nan, "value": np.nan,
+               "evaluations": 0, "wall_s": time.perf_counter() - t0, "engine": None, "loops": None}
+        return out | ({"spatial": ""} if with_spatial else {})
+    out = {"status": "ok", "error": "", "energy_pj": best.energy_pj, "latency_cycles": best.latency_cycles,
+           "edp": best.edp, "value": best.value, "evaluations": best.evaluations,
+           "wall_s": time.perf_counter() - t0, "engine": best.engine,
+           "loops": canonical_json(best.loops) if best.loops is not None else None}
+    if with_spatial:
+        sp = (best.extra or {}).get("spatial")
+        out["spatial"] = sp if sp is not None else _spatial_json(prob.arch.spatial.fit(prob.layer))
+    return out
+
+
+def _spatial_json(spatial) -> str:
+    """An unrolling as the loop-order mappers write ``extra["spatial"]``: compact JSON, keys sorted."""
+    return json.dumps(spatial.to_dict(), sort_keys=True, separators=(",", ":"))
 
 
 def _table(items: list[dict], task_id: str, param_names: Sequence[str], params: bool = True) -> pa.Table:

@@ -1,7 +1,7 @@
 """Architecture search with an Optuna study (``[search] sampler = "tpe" | "nsga2"``).
 
 Each trial is one design: Optuna suggests every grid parameter as a categorical over its axis
-values (`optuna.samplers.TPESampler` or `NSGAIISampler`, seeded with ``search.seed``). A suggested
+values (the ``dataflow`` axis over its names) (`optuna.samplers.TPESampler` or `NSGAIISampler`, seeded with ``search.seed``). A suggested
 point that is not a valid design of the `DesignSpace` (an invalid combination, a failed
 constraint, outside the area window) is told as infeasible (an Optuna constraint > 0, values
 +inf) without mapping anything; a design evaluated before (in this run or a stored one) is told
@@ -147,7 +147,6 @@ def run_search(campaign, summary, *, resume: bool, executor: str, address: str |
     study = _open_study(campaign, out)
     if resume:
         _fail_running(study)
-    index = {tuple(map(float, row)): i for i, row in enumerate(space.values)}
     known = _stored_totals(store)
     told = [t for t in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,
                                                                  optuna.trial.TrialState.FAIL))
@@ -162,7 +161,7 @@ def run_search(campaign, summary, *, resume: bool, executor: str, address: str |
         while len(designs) < s.trials and asked < MAX_ASKED * s.trials:
             trials = [study.ask() for _ in range(min(s.batch, s.trials - len(designs)))]
             points = [suggest(t, space) for t in trials]
-            idx = [index.get(tuple(map(float, p))) for p in points]
+            idx = [space.index_of(p) for p in points]
             new = sorted({i for i in idx if i is not None and space.design_id(space.point(i)) not in known})
             tasks = [make_task(campaign, [i]) for i in new]
             batch = []

@@ -172,3 +172,70 @@ def test_designs_deterministic_and_repr_stable(eyeriss):
     assert repr(da) == repr(db) and da == db
     assert "np." not in repr(da)
     assert type(da.array["D1"]) is int and type(da.memory("sram_8KB").size_bits) is int
+
+
+# -- dataflows -------------------------------------------------------------------------------------
+
+def _dataflows(base):
+    from costmodel.loopnest.template import Dataflow
+    return (Dataflow.from_dict("ws", {"spatial": {"D1": [["C", 14]], "D2": [["K", 12]]}}, base),
+            Dataflow.from_dict("rs", {"spatial": {"D1": [["OY", 14]], "D2": [["FY", 3], ["K", 4]]}}, base),
+            Dataflow.from_dict("flex", {"spatial_hint": {"D1": ["K", "C"], "D2": ["OX", "OY"], "max_dims": 2}}, base))
+
+
+def test_dataflow_parameter_sets_spatial_and_hint():
+    from costmodel.loopnest.hint import SpatialHint
+    base = load_accelerator("eyeriss_like")
+    t = ArchTemplate(base, _dataflows(base))
+    assert t.parameter_names()[-1] == "dataflow" and t.template_value("dataflow") is None
+    assert t.check_value("dataflow", "rs") == "rs"
+    # fixed: the dataflow's unrolling, following the array (D1 7: C 14 -> 7; D2 6: K 12 -> 6); no hint
+    d = t.design({"dataflow": "ws", "array.D1": 7, "array.D2": 6})
+    assert d.spatial == SpatialMapping({"D1": (("C", 7),), "D2": (("K", 6),)}) and d.spatial_hint is None
+    # the array dims of the template's sizes keep the dataflow as written
+    d = t.design({"dataflow": "rs"})
+    assert d.spatial == SpatialMapping({"D1": (("OY", 14),), "D2": (("FY", 3), ("K", 4))})
+    # rs on D2 = 24: FY 3 kept, K 24 // 3 = 8
+    assert t.design({"dataflow": "rs", "array.D2": 24}).spatial.dims["D2"] == (("FY", 3), ("K", 8))
+    # hint: an empty unrolling and the hint, whatever the array
+    d = t.design({"dataflow": "flex", "array.D1": 28})
+    assert d.spatial == SpatialMapping({}) and d.spatial_hint == SpatialHint(
+        {"D1": ("K", "C"), "D2": ("OX", "OY")}, {"D1": 2, "D2": 2}, 0.0)
+    # without the parameter: the base's unrolling and hint
+    d = t.design({"array.D1": 7})
+    assert d.spatial.dims["D1"] == (("OX", 7),) and d.spatial_hint == base.spatial_hint
+    # rs on D2 = 2 cannot hold FY 3; ws can (K 2)
+    with pytest.raises(InvalidDesign) as ei:
+        t.design({"dataflow": "rs", "array.D2": 2})
+    assert ei.value.reason == "spatial does not fit"
+    assert t.design({"dataflow": "ws", "array.D2": 2}).spatial.dims["D2"] == (("K", 2),)
+    with pytest.raises(ValueError, match="expected one of the dataflows"):
+        t.design({"dataflow": "os"})
+    with pytest.raises(UnknownParameter):
+        ArchTemplate(base).design({"dataflow": "ws"})      # no dataflows: no such parameter
+
+
+@pytest.mark.parametrize("d, key, words", [
+    ({}, "dataflows.x", "exactly one of spatial"),
+    ({"spatial": {"D1": [["C", 2]]}, "spatial_hint": {"D1": ["K"]}}, "dataflows.x", "exactly one of spatial"),
+    ({"spatial": {"D1": [["C", 2]]}, "colour": 1}, "dataflows.x", "exactly one of spatial"),
+    ({"spatial": {}}, "dataflows.x.spatial", "non-empty"),
+    ({"spatial": {"D1": [["C", 15]]}}, "dataflows.x.spatial", "exceeds its size 14"),
+    ({"spatial": {"D3": [["C", 2]]}}, "dataflows.x.spatial", "unknown array dim 'D3'"),
+    ({"spatial": {"D1": [["Q", 2]]}}, "dataflows.x.spatial", "unknown loop dimension 'Q'"),
+    ({"spatial_hint": {"D3": ["K"]}}, "dataflows.x.spatial_hint", "spatial_hint.D3"),
+    ({"spatial_hint": {"D1": ["K", "K"]}}, "dataflows.x.spatial_hint", "distinct loop dims"),
+])
+def test_bad_dataflows_name_the_key(d, key, words):
+    from costmodel.loopnest.template import BadDataflow, Dataflow
+    with pytest.raises(BadDataflow) as ei:
+        Dataflow.from_dict("x", d, load_accelerator("eyeriss_like"))
+    assert ei.value.key == key and words in str(ei.value)
+
+
+def test_dataflow_round_trips_through_to_dict():
+    from costmodel.loopnest.template import Dataflow
+    base = load_accelerator("eyeriss_like")
+    for df in _dataflows(base):
+        assert Dataflow.from_dict(df.name, df.to_dict(), base) == df
+    assert _dataflows(base)[0].to_dict() == {"spatial": {"D1": [["C", 14]], "D2": [["K", 12]]}}

@@ -95,7 +95,13 @@ def test_constraints_with_dotted_names_and_the_area_window(tmp_path):
 ])
 def test_bad_grids_exit_2_naming_the_key_and_write_nothing(tmp_path, grid, key, words):
     out = tmp_path / "out"
-    p = write(tmp_path, grid, extra=f'output = "{out.as_posix()}"'.replace("output", "# output"))
+    assert_bad(write(tmp_path, grid, extra=f'output = "{out.as_posix()}"'.replace("output", "# output")),
+               out, key, words)
+
+
+def assert_bad(p: Path, out: Path, key: str, words: str) -> None:
+    """Campaign ``p`` has a problem at ``key`` whose message holds ``words``; `sweep run` exits 2
+    naming the key and writes nothing to ``out``."""
     with pytest.raises(CampaignError) as ei:
         load_campaign(p)
     assert any(f.key == key and words in f.message for f in ei.value.problems), ei.value.problems
