@@ -23,14 +23,32 @@ item 4). The result is usable with ``--arch ACCEL.toml`` and in campaigns; its f
 * mapping YAML: the entry ``default`` (or ``--layer-type``) gives ``[spatial]`` and the operand
   links; other entries (per layer name or type, e.g. Add, Pooling) are reported as not imported.
   ``temporal_ordering`` entries (fixed orderings) are not part of an accelerator and are ignored.
+  A fixed factor above its array dim's size is reduced to that size, as ZigZag reduces it
+  (``SpatialMapping.check_and_reduce``; e.g. ``default.yaml``'s K 32 on eyeriss_like's D1 of 14).
+* ``spatial_mapping_hint`` -> ``[spatial_hint]`` (`costmodel.loopnest.hint`), ``max_dims`` 1 as
+  ZigZag's generator without mixed unrollings (its default). ZigZag's rules mirrored: an array
+  dim with no hint entry may unroll every loop dim (``SpatialMappingHint.complete_with_defaults``),
+  entries for dims the array lacks are dropped (never read); when ``spatial_mapping`` fixes only
+  some array dims, ZigZag searches the others and keeps the fixed ones, so those list their fixed
+  loop dims (``max_dims`` = their count; our search varies their factors too). An entry with only
+  a hint gives an accelerator without ``[spatial]``; with both, both are written (ZigZag uses the
+  fixed one when it covers every array dim; ours: ``spatial = fixed`` / ``search`` of the mappers).
 * ``[precision]``: ZigZag takes precisions from the workload; its ONNX parser defaults are
   W 8, I 8, O (partial sums) 16, O_final 8, written unless ``precision`` is given.
+  ``operational_array.input_precision`` ([activation bits, weight bits]) is read by ZigZag 3.9.1
+  only for an IMC array (``AcceleratorFactory.create_imc_array``); for a digital one it is checked
+  (two positive integers) and noted when it differs from the precisions written.
+* ``force_double_buffering``: ZigZag's LOMA allocator counts a tile at twice its size in such a
+  memory (``MemoryAllocator.calc_size_slices``): written as half the capacity, with a note.
+* An unbounded memory (DRAM) whose ``served_dimensions`` miss array dims (ascend_like's dram
+  serves D1, D2 of four) is written as one instance (``private_to = []``), with a note.
 
 Refused (`CampaignError`, exit 2 in the CLI; the message names the YAML key and value; nothing is
-written): in-memory compute (``is_imc``, ``imc_type``, ``adc_resolution``, ``bit_serial_precision``,
-``input_precision``), several cores (a top-level ``cores`` / ``multi_core`` / anything unknown),
-``auto_cost_extraction`` (CACTI), ``force_double_buffering``, memories without costs, missing keys,
-bad operand links. Not modelled and reported as notes: ``latency`` of a memory,
+written): in-memory compute (``is_imc``, ``imc_type``, ``adc_resolution``, ``bit_serial_precision``;
+ZigZag's aimc.yaml and dimc.yaml), several cores (a top-level ``cores`` / ``multi_core`` / anything
+unknown), ``auto_cost_extraction`` (CACTI), memories without costs, missing keys, bad operand links,
+loop dims that are not ours (gemm_l1.yaml's D0, D1, D2), an entry with neither ``spatial_mapping``
+nor ``spatial_mapping_hint``. Not modelled and reported as notes: ``latency`` of a memory,
 ``systolic_dimensions``, ``area``, ``dataflows``.
 """
 
@@ -55,7 +73,7 @@ _MEM_KEYS = {"size", "r_cost", "w_cost", "area", "latency", "mem_type", "auto_co
              "ports", "served_dimensions", "force_double_buffering"}
 _OA_KEYS = {"dimensions", "sizes", "unit_energy", "unit_area", "is_imc", "systolic_dimensions", "imc_type",
             "adc_resolution", "bit_serial_precision", "input_precision"}
-_IMC_KEYS = ("is_imc", "imc_type", "adc_resolution", "bit_serial_precision", "input_precision")
+_IMC_KEYS = ("is_imc", "imc_type", "adc_resolution", "bit_serial_precision")
 _MEM_OPERANDS = ("I1", "I2", "O")
 _LOOP_DIMS = ("B", "K", "C", "OY", "OX", "FY", "FX", "G")
 
@@ -112,8 +130,62 @@ def _parse_pairs(src, key: str, items) -> list[list]:
     return out
 
 
-def _mapping_entry(src: str, data: Any, layer_type: str, notes: list[str]) -> tuple[dict, dict[str, str]]:
-    """(spatial dict, operand links our op -> ZigZag memory operand) of the chosen entry."""
+def _parse_hint(src: str, where: str, raw: Any, array: dict[str, int], fixed: dict[str, list],
+                notes: list[str]) -> dict[str, Any]:
+    """ZigZag's ``spatial_mapping_hint`` -> our ``[spatial_hint]`` table (see the module docstring)."""
+    if not isinstance(raw, dict) or not raw:
+        raise _err(src, f"{where}spatial_mapping_hint", raw, "a table D1: [K, C], D2: [...]")
+    hint: dict[str, Any] = {}
+    for a, dims in raw.items():
+        key = f"{where}spatial_mapping_hint.{a}"
+        if not isinstance(dims, list) or not dims or any(not isinstance(d, str) for d in dims):
+            raise _err(src, key, dims, "a non-empty list of loop dimensions, e.g. [K, C]")
+        for d in dims:
+            if d not in _LOOP_DIMS:
+                raise _err(src, key, d, f"loop dimension {d!r} is not one of ours {list(_LOOP_DIMS)}")
+        if a not in array:
+            notes.append(f"{src}: {key} ignored: the array has no dim {a!r} (ZigZag fills only the array's dims)")
+            continue
+        hint[a] = list(dict.fromkeys(dims))
+    max_dims: dict[str, int] = {}
+    for a in array:  # ZigZag: a fixed dim stays as given; a dim with no hint may unroll every layer dim
+        if a in fixed:
+            hint.pop(a, None)  # unrolls nothing when fixed to factor 1
+            if fixed[a]:
+                hint[a] = [d for d, _ in fixed[a]]
+            if len(fixed[a]) > 1:
+                max_dims[a] = len(fixed[a])
+        elif a not in hint:
+            hint[a] = list(_LOOP_DIMS)
+    out: dict[str, Any] = {a: hint[a] for a in array if a in hint}
+    if max_dims:
+        out["max_dims"] = max_dims
+    return out
+
+
+def _clip_spatial(src: str, where: str, spatial: dict[str, list], array: dict[str, int],
+                  notes: list[str]) -> dict[str, list]:
+    """ZigZag reduces a fixed unrolling factor above its array dim's size to that size
+    (``SpatialMapping.check_and_reduce``); the product of one dim's factors must still fit."""
+    out = {}
+    for a, pairs in spatial.items():
+        if a not in array:
+            raise _err(src, f"{where}spatial_mapping.{a}", pairs, f"unknown array dim; the array has {list(array)}")
+        clipped = [[d, min(f, array[a])] for d, f in pairs]
+        if clipped != pairs:
+            notes.append(f"{src}: {where}spatial_mapping.{a} {pairs} clipped to the array size {array[a]}: "
+                         f"{clipped} (as ZigZag reduces it)")
+        if math.prod(f for _, f in clipped) > array[a]:
+            raise _err(src, f"{where}spatial_mapping.{a}", [f"{d}, {f}" for d, f in pairs],
+                       f"unrolls {math.prod(f for _, f in clipped)} > the array size {array[a]}")
+        out[a] = [p for p in clipped if p[1] > 1]
+    return {a: v for a, v in out.items() if v}
+
+
+def _mapping_entry(src: str, data: Any, layer_type: str, array: dict[str, int],
+                   notes: list[str]) -> tuple[dict, dict | None, dict[str, str]]:
+    """(spatial dict, spatial-hint dict or None, operand links our op -> ZigZag memory operand) of
+    the chosen entry."""
     if not isinstance(data, list) or not data:
         raise _err(src, "(top level)", type(data).__name__, "a list of mapping entries (- name: default ...)")
     chosen = None
@@ -137,12 +209,29 @@ def _mapping_entry(src: str, data: Any, layer_type: str, notes: list[str]) -> tu
                        "memory_operand_links, temporal_ordering, spatial_mapping_hint")
     if "temporal_ordering" in e:
         notes.append(f"{src}: {where}temporal_ordering ignored (a fixed ordering is a mapping, not part of an accelerator)")
-    if "spatial_mapping_hint" in e:
-        notes.append(f"{src}: {where}spatial_mapping_hint ignored")
-    sm = _req(src, e, "spatial_mapping", where)
-    if not isinstance(sm, dict) or not sm:
-        raise _err(src, f"{where}spatial_mapping", sm, "a table D1: [\"K, 32\"], D2: [...]")
-    spatial = {str(a): _parse_pairs(src, f"{where}spatial_mapping.{a}", v) for a, v in sm.items()}
+    sm = e.get("spatial_mapping")
+    if sm is None and e.get("spatial_mapping_hint") is None:
+        raise _err(src, f"{where}spatial_mapping", None, "missing: give spatial_mapping or spatial_mapping_hint")
+    spatial: dict[str, list] = {}
+    if sm is not None:
+        if not isinstance(sm, dict) or not sm:
+            raise _err(src, f"{where}spatial_mapping", sm, "a table D1: [\"K, 32\"], D2: [...]")
+        spatial = {str(a): _parse_pairs(src, f"{where}spatial_mapping.{a}", v) for a, v in sm.items()}
+        spatial = _clip_spatial(src, where, spatial, array, notes)
+    hint = None
+    if e.get("spatial_mapping_hint") is None and sm is not None and any(a not in sm for a in array):
+        notes.append(f"{src}: {where}spatial_mapping leaves {[a for a in array if a not in sm]} unset: they "
+                     f"unroll nothing here (ZigZag would search them over every loop dim)")
+    if e.get("spatial_mapping_hint") is not None:
+        if sm is not None and all(a in sm for a in array):
+            notes.append(f"{src}: {where}spatial_mapping covers every array dim: ZigZag uses it and not the hint; "
+                         f"both written ([spatial] for spatial = fixed, [spatial_hint] for spatial = search)")
+        partial = [str(a) for a in (sm or {}) if str(a) in array and not all(a in sm for a in array)]
+        if partial:
+            notes.append(f"{src}: {where}spatial_mapping fixes {partial} only: ZigZag searches the other array dims; "
+                         f"[spatial_hint] lists the fixed dims' loop dims for them (their factors are searched too)")
+        hint = _parse_hint(src, where, e["spatial_mapping_hint"], array,
+                           {a: spatial.get(a, []) for a in partial}, notes)
     links = e.get("memory_operand_links", {"O": "O", "I": "I1", "W": "I2"})  # ZigZag's default
     if not isinstance(links, dict):
         raise _err(src, f"{where}memory_operand_links", links, "a table O: O, W: I2, I: I1")
@@ -158,7 +247,7 @@ def _mapping_entry(src: str, data: Any, layer_type: str, notes: list[str]) -> tu
         bad = "O" if links["O"] != "O" else "W"
         raise _err(src, f"{where}memory_operand_links.{bad}", links[bad],
                    f"links {dict(links)}: expected O: O and W, I on I1, I2 (one each)")
-    return spatial, {str(k): str(v) for k, v in links.items()}
+    return spatial, hint, {str(k): str(v) for k, v in links.items()}
 
 
 def _memory(hs: str, mname: str, m: Any, array: dict[str, int], to_ours: dict[str, str],
@@ -173,10 +262,14 @@ def _memory(hs: str, mname: str, m: Any, array: dict[str, int], to_ours: dict[st
     if m.get("auto_cost_extraction"):
         raise _err(hs, f"{w}auto_cost_extraction", m["auto_cost_extraction"],
                    "CACTI cost extraction is not modelled; give r_cost and w_cost")
-    if m.get("force_double_buffering"):
-        raise _err(hs, f"{w}force_double_buffering", True,
-                   "not modelled (double buffering follows from capacity: twice the tiles fit)")
     size = _num(hs, f"{w}size", _req(hs, m, "size", w), integer=True, positive=True)
+    fdb = m.get("force_double_buffering", False)
+    if not isinstance(fdb, bool):
+        raise _err(hs, f"{w}force_double_buffering", fdb, "true or false")
+    if fdb and size < _UNBOUNDED_BITS and m.get("mem_type") != "dram":
+        notes.append(f"{hs}: {w}force_double_buffering: size {size} written as {size // 2} bits (ZigZag's LOMA "
+                     f"allocator counts every tile but the whole layer's at twice its size there)")
+        size //= 2
     _req(hs, m, "latency", w)
     if m["latency"] != 1:
         notes.append(f"{hs}: {w}latency = {m['latency']} ignored (access latency is not modelled)")
@@ -241,8 +334,26 @@ def _memory(hs: str, mname: str, m: Any, array: dict[str, int], to_ours: dict[st
     if shared:
         d["shared_port"] = True
     private = [a for a in array if a not in served]
+    if private and "size_bits" not in d:
+        notes.append(f"{hs}: {w}served_dimensions {served}: an unbounded memory (DRAM) is written as one instance "
+                     f"(private_to []); ZigZag would count {math.prod(array[a] for a in private)} instances, one "
+                     f"per position on {private}")
+        private = []
     d["private_to"] = "all" if private == list(array) else private
     return d
+
+
+def _input_precision(hs: str, v: Any, prec: dict[str, int], notes: list[str]) -> None:
+    """``operational_array.input_precision`` = [activation bits, weight bits]: ZigZag 3.9.1 reads it
+    only for an IMC array (``AcceleratorFactory.create_imc_array``, ``ImcUnit``: activation first);
+    a digital array takes its precisions from the workload, so it is checked and noted, not used."""
+    if (not isinstance(v, list) or len(v) != 2
+            or any(isinstance(x, bool) or not isinstance(x, int) or x < 1 for x in v)):
+        raise _err(hs, "operational_array.input_precision", v, "[activation bits, weight bits], two positive integers")
+    if [prec.get("I"), prec.get("W")] != v:
+        notes.append(f"{hs}: operational_array.input_precision {v} (activation, weight bits) differs from the "
+                     f"precisions written (I {prec.get('I')}, W {prec.get('W')}); ZigZag ignores it for a digital "
+                     f"array (the workload's precisions count)")
 
 
 def zigzag_to_dict(accelerator: str | Path, mapping: str | Path, *, layer_type: str = "default",
@@ -292,11 +403,11 @@ def zigzag_to_dict(accelerator: str | Path, mapping: str | Path, *, layer_type: 
     if oa.get("systolic_dimensions"):
         notes.append(f"{hs}: operational_array.systolic_dimensions {oa['systolic_dimensions']} not modelled "
                      f"(operands are multicast / reduced in one cycle)")
-    spatial, links = _mapping_entry(ms, mp, layer_type, notes)
+    prec = dict(ZIGZAG_DEFAULT_PRECISION if precision is None else precision)
+    if "input_precision" in oa:
+        _input_precision(hs, oa["input_precision"], prec, notes)
+    spatial, hint, links = _mapping_entry(ms, mp, layer_type, array, notes)
     to_ours = {v: k for k, v in links.items()}  # ZigZag memory operand -> our operand
-    for a in spatial:
-        if a not in array:
-            raise _err(ms, f"spatial_mapping.{a}", spatial[a], f"unknown array dim; the array has {list(array)}")
 
     mems_raw = _req(hs, hw, "memories", "")
     if not isinstance(mems_raw, dict) or not mems_raw:
@@ -308,10 +419,12 @@ def zigzag_to_dict(accelerator: str | Path, mapping: str | Path, *, layer_type: 
     for op in ("W", "I", "O"):
         if op not in served_ops:
             raise _err(ms, f"memory_operand_links.{op}", links[op], f"no memory of {hs} serves {links[op]}")
-    prec = dict(ZIGZAG_DEFAULT_PRECISION if precision is None else precision)
     desc = f"imported from ZigZag {hw_path.name} + {map_path.name} (entry {layer_type!r}) by `sweep import zigzag`"
-    return {"name": acc_name, "description": desc, "mac_pj": mac_pj, "array": array, "precision": prec,
-            "spatial": spatial, "memory": mems}
+    out = {"name": acc_name, "description": desc, "mac_pj": mac_pj, "array": array, "precision": prec,
+           "spatial": spatial, "memory": mems}
+    if hint is not None:
+        out["spatial_hint"] = hint
+    return out
 
 
 def _toml_value(v: Any) -> str:
@@ -323,6 +436,8 @@ def _toml_value(v: Any) -> str:
         return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
     if isinstance(v, list):
         return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+    if isinstance(v, dict):
+        return "{" + ", ".join(f"{k} = {_toml_value(x)}" for k, x in v.items()) + "}"
     raise TypeError(f"cannot write {v!r} as TOML")
 
 
@@ -332,7 +447,7 @@ def dict_to_toml(d: dict[str, Any], header: str = "") -> str:
     for k in ("name", "description", "mac_pj", "clock_mhz"):
         if k in d:
             lines.append(f"{k} = {_toml_value(d[k])}")
-    for table in ("array", "precision", "spatial", "accumulator"):
+    for table in ("array", "precision", "spatial", "spatial_hint", "accumulator"):
         if d.get(table):
             lines += ["", f"[{table}]"] + [f"{k} = {_toml_value(v)}" for k, v in d[table].items()]
     for m in d["memory"]:

@@ -93,7 +93,7 @@ def test_eyeriss_round_trip_equals_preset(tmp_path):
     got = load_accelerator(out)
     want = load_accelerator("eyeriss_like")
     for f in dataclasses.fields(want):
-        if f.name == "description":
+        if f.name in ("description", "spatial_hint"):  # the preset's hint (max_dims 2) is ours, not ZigZag's
             continue
         assert getattr(got, f.name) == getattr(want, f.name), f.name
     # every memory field, one by one (a clearer failure than the tuple comparison above)
