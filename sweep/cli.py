@@ -349,10 +349,13 @@ def list_(what: Annotated[ListWhat, typer.Argument(help="networks | archs | mapp
     if as_json:
         typer.echo(json.dumps(rows, indent=1))
         return
-    _print_rows(what.value, [{k: v for k, v in r.items() if k != "grid_parameters"} for r in rows])
+    _print_rows(what.value, [{k: v for k, v in r.items() if k not in ("grid_parameters", "spatial", "spatial_hint")}
+                             for r in rows])
     if what.value == "archs":
         out.print("loop-nest presets are templates of architecture search: `sweep list archs --json` gives "
-                  "each one's grid_parameters (array.<dim>, memory.<name>.size_bits | size_kib | word_bits)")
+                  "each one's grid_parameters (array.<dim>, memory.<name>.size_bits | size_kib | word_bits), "
+                  "its fixed spatial unrolling and its spatial_hint (the unrollings searched with "
+                  "--param spatial=search)", soft_wrap=True)
 
 
 def _list_network_file(what: str, file: str, as_json: bool) -> None:
