@@ -12,13 +12,16 @@ better in every column:
   from the smallest to the largest area), the design of lowest EDP within the budget;
 * ``parameter_effects``: per parameter and value, the designs, the best and median EDP, each
   also over the network's best EDP;
-* ``top``: the ``report.top_k`` (default 10) best designs by the search's first objective.
+* ``top``: the ``report.top_k`` (default 10) best designs by the search's first objective;
+* ``dataflows`` (campaigns with a ``dataflow`` axis, `sweep.reports.dataflow`): per dataflow the
+  best design within each area budget, its Pareto front and its best and median EDP.
 
 Every design on the (area, EDP) front of a network is written to ``DIR/designs/<design_id>.toml``
 (an accelerator file `costmodel.loopnest.arch.load_accelerator` reads), and ``"designs"`` lists,
 per network and front design, the file and the `sweep map` command that maps the network on it
-with the campaign's mapper, objective, seed and parameters. Rows of a failed design (status not
-"ok") and repeated (design, network) rows (the first kept) are left out.
+with the campaign's mapper, objective, seed and parameters; with a ``dataflow`` axis so is the
+best design of each dataflow per network (its entry has ``"why"``). Rows of a failed design
+(status not "ok") and repeated (design, network) rows (the first kept) are left out.
 """
 
 from __future__ import annotations
@@ -34,6 +37,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from costmodel.loopnest.template import DATAFLOW
+from sweep.reports import dataflow
 from sweep.reports.common import print_plots, print_summary, read_rows, summary
 from sweep.reports.pareto import even_budgets, pareto_front
 from sweep.reports.plots import category_ticks, figure, log_axis, save
@@ -256,16 +261,19 @@ def _arch_dict(arch_json: str, design_id: str, template: str) -> dict[str, Any]:
 
 
 def write_design_files(directory: Path, manifest: dict, archs: pd.DataFrame, fronts: dict[str, list[str]],
-                       values: dict[str, dict[str, Any]]) -> tuple[dict[str, str], list[str]]:
+                       values: dict[str, dict[str, Any]],
+                       notes: dict[str, list[str]] | None = None) -> tuple[dict[str, str], list[str]]:
     """Write ``DIR/designs/<design_id>.toml`` for every design of ``fronts`` (network -> design
-    ids) from its ``arch`` JSON in ``archs``, with a header naming the campaign, the networks on
-    whose front it is and its parameter ``values``; each checked by loading it and then renamed
-    into place (atomic). Returns (design_id -> file, problems: designs without a stored or with
-    an unloadable accelerator)."""
+    ids) and of ``notes`` (design_id -> why it is written, one line each) from its ``arch`` JSON
+    in ``archs``, with a header naming the campaign, the networks on whose front it is, the notes
+    and its parameter ``values``; each checked by loading it and then renamed into place
+    (atomic). Returns (design_id -> file, problems: designs without a stored or with an
+    unloadable accelerator)."""
     from costmodel.loopnest.arch import load_accelerator
     from sweep.zigzag_import import dict_to_toml
 
-    nets_of: dict[str, list[str]] = {}
+    notes = notes or {}
+    nets_of: dict[str, list[str]] = {i: [] for i in notes}
     for net, ids in fronts.items():
         for i in ids:
             nets_of.setdefault(i, []).append(net)
@@ -281,7 +289,8 @@ def write_design_files(directory: Path, manifest: dict, archs: pd.DataFrame, fro
             problems.append(f"design {did}: no accelerator in the archs table")
             continue
         header = (f"Design {did} of the architecture search {manifest.get('name')!r} (template {template}),\n"
-                  f"on the area-EDP Pareto front of: {', '.join(nets)}.\n"
+                  + (f"on the area-EDP Pareto front of: {', '.join(nets)}.\n" if nets else "")
+                  + "".join(f"{n}.\n" for n in notes.get(did, []))
                   + "".join(f"{k} = {toml_literal(v)}\n" for k, v in values.get(did, {}).items())
                   + "Written by `sweep report`; map a network on it with `sweep map --arch <this file>`.")
         path = out_dir / f"{did}.toml"
@@ -334,22 +343,33 @@ def build(directory: Path, manifest: dict, plots_dir: str | Path | None = None) 
     nets += [n for n in dict.fromkeys(df.get("network", [])) if n not in nets]
     per = {n: df[df["network"] == n] for n in nets}
     rep["networks"] = {n: network_report(per[n], params, budgets, objective, top_k) for n in nets}
-    rep["designs"], rep["design_file_problems"] = _design_entries(directory, manifest, archs, rep["networks"], per)
+    if DATAFLOW in params:
+        for n in nets:
+            rep["networks"][n]["dataflows"] = dataflow.dataflow_report(per[n], params, space, budgets)
+    rep["designs"], rep["design_file_problems"] = _design_entries(directory, manifest, archs, rep["networks"], per,
+                                                                  params)
     if plots_dir is not None:
         rep["plots"] = write_plots(rep, per, plots_dir)
     return rep
 
 
 def _design_entries(directory: Path, manifest: dict, archs: pd.DataFrame, reports: dict[str, dict],
-                    per: dict[str, pd.DataFrame]) -> tuple[list[dict], list[str]]:
-    """Write the design files of the (area, EDP) fronts; one entry per (network, front design)
-    with its file and `map_command`."""
+                    per: dict[str, pd.DataFrame], params: list[str]) -> tuple[list[dict], list[str]]:
+    """Write the design files of the (area, EDP) fronts and of the best design of each dataflow;
+    one entry per (network, such design) with its file and `map_command` (and ``why`` for a
+    dataflow's best design off the front)."""
     fronts = {n: [r["design_id"] for r in rep["pareto_area_edp"]] for n, rep in reports.items()}
     values = {r["design_id"]: r["params"] for rep in reports.values() for r in rep["pareto_area_edp"]}
+    extra = dataflow.dataflow_designs(reports)          # network -> {design_id: why}
+    notes: dict[str, list[str]] = {}
+    for net, whys in extra.items():
+        for i, why in whys.items():
+            notes.setdefault(i, []).append(why)
+            values.setdefault(i, _record(per[net][per[net]["design_id"] == i].iloc[0], params)["params"])
     if archs.empty or "arch" not in archs:
         archs = pd.DataFrame(columns=["design_id", "arch"])
     archs = archs.assign(design_id=archs["design_id"].astype(str))
-    files, problems = write_design_files(directory.resolve(), manifest, archs, fronts, values)
+    files, problems = write_design_files(directory.resolve(), manifest, archs, fronts, values, notes)
     cfg = manifest.get("config") or {}
     net_args = network_arguments(manifest)
     default_mapper = ((cfg.get("mappers") or [{}])[0]).get("name", "?")
@@ -358,7 +378,8 @@ def _design_entries(directory: Path, manifest: dict, archs: pd.DataFrame, report
     out = []
     for net, ids in fronts.items():
         rows = per[net].drop_duplicates("design_id").set_index("design_id")
-        for did in ids:
+        whys = {i: w for i, w in extra.get(net, {}).items() if i not in ids}
+        for did in ids + list(whys):
             r = rows.loc[did]
             mapper = str(r["mapper"]) if "mapper" in r.index and pd.notna(r["mapper"]) else default_mapper
             obj = str(r["objective"]) if "objective" in r.index and pd.notna(r["objective"]) else default_obj
@@ -368,7 +389,8 @@ def _design_entries(directory: Path, manifest: dict, archs: pd.DataFrame, report
                         "latency_cycles": float(r["latency_cycles"]), "edp": float(r["edp"]),
                         "area_mm2": float(r["area_mm2"]),
                         "command": None if file is None else map_command(
-                            net_args.get(net, net), file, mapper, obj, seed, _mapper_params(manifest, mapper))})
+                            net_args.get(net, net), file, mapper, obj, seed, _mapper_params(manifest, mapper))}
+                       | ({"why": whys[did]} if did in whys else {}))
     return out, problems
 
 
@@ -380,7 +402,8 @@ def _safe(name: str) -> str:
 
 def write_plots(rep: dict[str, Any], per: dict[str, pd.DataFrame], plots_dir: str | Path) -> list[str]:
     """Per network: area (mm^2) vs EDP of every design (grey) with the (area, EDP) Pareto front
-    (red), and per parameter the best and median EDP over its values. Returns the paths written."""
+    (red), per parameter the best and median EDP over its values, and with a dataflow axis
+    `sweep.reports.dataflow.write_plot`. Returns the paths written."""
     plots_dir = Path(plots_dir)
     plots_dir.mkdir(parents=True, exist_ok=True)
     written = []
@@ -402,6 +425,9 @@ def write_plots(rep: dict[str, Any], per: dict[str, pd.DataFrame], plots_dir: st
         effects = nrep["parameter_effects"]
         if effects:
             written.append(_effects_plot(net, effects, plots_dir / f"archsearch_{_safe(net)}_parameters.png"))
+        f = dataflow.write_plot(net, nrep, df, plots_dir / f"archsearch_{_safe(net)}_dataflows.png")
+        if f is not None:
+            written.append(f)
     return written
 
 
@@ -469,8 +495,9 @@ def _effects_table(net: str, effects: dict[str, list[dict]]):
 
 def show(rep: dict[str, Any], console) -> None:
     """Print ``rep`` (from `build`) as Rich tables: the summary, then per network the Pareto
-    fronts (at most 15 rows each), the best design per area budget, the parameter effects and
-    the top designs, then the design files with their `sweep map` commands."""
+    fronts (at most 15 rows each), the best design per area budget, the parameter effects (the
+    dataflow's in its own section, `sweep.reports.dataflow.show_network`) and the top designs,
+    then the design files with their `sweep map` commands."""
     print_summary(rep, console)
     s = rep.get("search") or {}
     console.print(f"architecture search on {rep.get('template')}: parameters {', '.join(rep.get('params', []))}; "
@@ -485,15 +512,19 @@ def show(rep: dict[str, Any], console) -> None:
                                     params, limit=_SHOWN_ROWS))
         console.print(_design_table(f"{net}: best EDP within each area budget", n["best_per_budget"], params,
                                     extra=[("budget mm2", "budget_mm2"), ("fit", "feasible")]))
-        if n["parameter_effects"]:
-            console.print(_effects_table(net, n["parameter_effects"]))
+        effects = {p: r for p, r in n["parameter_effects"].items() if not (p == DATAFLOW and "dataflows" in n)}
+        if effects:
+            console.print(_effects_table(net, effects))
+        dataflow.show_network(net, n, console)
         console.print(_design_table(f"{net}: top {len(n['top'])} designs by {rep.get('top_objective')}",
                                     n["top"], params))
     if rep.get("designs"):
-        console.print("[bold]Design files of the area-EDP fronts[/] (the command maps the network on the design):")
+        console.print("[bold]Design files of the area-EDP fronts[/]"
+                      + (" and of each dataflow's best" if any(d.get("why") for d in rep["designs"]) else "")
+                      + " (the command maps the network on the design):")
     for d in rep.get("designs", []):
-        console.print(f"{d['network']} / {d['design_id']}: area {d['area_mm2']:.3f} mm2, EDP {d['edp']:.4g} -> "
-                      f"{d['file']}", highlight=False, markup=False, soft_wrap=True)
+        console.print(f"{d['network']} / {d['design_id']}: area {d['area_mm2']:.3f} mm2, EDP {d['edp']:.4g}"
+                      + (f" ({d['why']})" if d.get("why") else "") + f" -> {d['file']}", highlight=False, markup=False, soft_wrap=True)
         if d.get("command"):
             console.print(f"  {d['command']}", highlight=False, markup=False, soft_wrap=True)
     for p in rep.get("design_file_problems", []):

@@ -55,12 +55,17 @@ def campaign(tmp_path: Path, extra: str = "", name: str = "c.toml"):
     return p
 
 
+def run_local(path: Path, out: Path):
+    """Load the campaign ``path`` and run it in-process into ``out``: (campaign, store)."""
+    c = load_campaign(path, output=out)
+    run_campaign(c, executor="local")
+    return c, Store(out)
+
+
 @pytest.fixture(scope="module")
 def grid_run(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("grid")
-    c = load_campaign(campaign(tmp), output=tmp / "out")
-    run_campaign(c, executor="local")
-    return c, Store(tmp / "out")
+    return run_local(campaign(tmp), tmp / "out")
 
 
 def test_grid_rows_and_totals_by_hand(grid_run):
