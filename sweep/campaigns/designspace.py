@@ -74,7 +74,7 @@ from sweep.campaigns.expr import ExprError, evaluate, parse
 from sweep.ids import stable_hash
 
 __all__ = ["DesignSpace", "SearchSpec", "parse_design_space", "parse_search", "is_design_space",
-           "SAMPLERS", "SEARCH_OBJECTIVES"]
+           "check_dataflow_mappers", "SAMPLERS", "SEARCH_OBJECTIVES"]
 
 #: Samplers of ``[search]``: every valid design, a seeded uniform sample, or an Optuna study.
 SAMPLERS = ("grid", "random", "tpe", "nsga2")
@@ -402,6 +402,54 @@ def parse_design_space(value: dict, base_dir: Path, bad: Bad) -> DesignSpace | N
         return None
     return DesignSpace(template, str(value.get("template")), tuple(names), axes, values[keep], area[keep],
                        dropped, total, spec={k: value[k] for k in value})
+
+
+def check_dataflow_mappers(space: DesignSpace | None, mappers: list, networks: list, bad: Bad) -> None:
+    """Check that the campaign's mapper can map every dataflow of the ``dataflow`` axis (nothing
+    to check without one): a hint dataflow needs a mapper with a ``spatial`` parameter (loma,
+    salsa, random) searching it (``spatial`` not "fixed"); ``spatial = "search"`` needs no fixed
+    dataflow (its designs have no hint); and every unique layer of ``networks`` needs an
+    unrolling under each hint on the template's array and memories
+    (`mappers.spatial.spatial_candidates`; a design of another array or memories where a layer
+    has none gives that layer an error row at run time).
+
+    Args:
+        space: the `DesignSpace` (None: nothing to check).
+        mappers: the campaign's mapper specs (``name``, resolved ``params``); the first is checked.
+        networks: the campaign's `costmodel.workload.Network` objects.
+        bad: where findings go (keys ``mappers[0].name``, ``mappers[0].params.spatial``,
+            ``architectures.dataflows.<name>.spatial_hint``).
+    """
+    if space is None or DATAFLOW not in space.names or not mappers:
+        return
+    from mappers import get_mapper
+    from mappers.base import LayerProblem
+    from mappers.spatial import NoSpatialCandidate, spatial_candidates, spatial_mode
+    spec = mappers[0]
+    searches = any(p.name == "spatial" for p in get_mapper(spec.name).params)
+    layers = list(dict.fromkeys(layer for net in networks for layer, _ in net.unique()))
+    for name in space.axes[DATAFLOW]:
+        acc = space.template.design({DATAFLOW: name})
+        hint = acc.spatial_hint is not None
+        if not searches:
+            if hint:
+                bad("mappers[0].name", spec.name, f"dataflow {name!r} is a spatial_hint, searched per layer: "
+                    "use a mapper that searches spatial unrollings (loma, salsa, random)")
+            continue
+        mode = spatial_mode(LayerProblem(layers[0], acc, None), spec.params) if layers else "fixed"
+        if mode == "fixed" and hint:
+            bad("mappers[0].params.spatial", spec.params.get("spatial"), f"dataflow {name!r} is a spatial_hint, "
+                "searched per layer: leave spatial out (or \"search\")")
+        elif mode == "search" and not hint:
+            bad("mappers[0].params.spatial", spec.params.get("spatial"), f"dataflow {name!r} is a fixed unrolling "
+                "with no hint to search: leave spatial out")
+        elif mode == "search":
+            for layer in layers:
+                try:
+                    spatial_candidates(layer, acc, keep=1)
+                except NoSpatialCandidate as e:
+                    bad(f"architectures.dataflows.{name}.spatial_hint", acc.spatial_hint.to_dict(), str(e))
+                    break
 
 
 def parse_search(value: Any, n_designs: int | None, bad: Bad) -> SearchSpec:

@@ -87,3 +87,27 @@ def test_design_identity_holds_the_dataflow_definition(tmp_path):
 ])
 def test_bad_dataflows_exit_2_naming_the_key_and_write_nothing(tmp_path, grid, dataflows, key, words):
     assert_bad(write(tmp_path, grid + "\n" + dataflows), tmp_path / "out", key, words)
+
+
+@pytest.mark.parametrize("mapper, dataflows, keys", [
+    ('name = "salsa"', DATAFLOWS, []),                                    # default: ws, rs fixed, flex searched
+    ('name = "salsa"\nparams = {spatial = "fixed"}', DATAFLOWS, ["mappers[0].params.spatial"]),  # flex not searched
+    # ws and rs have no hint to search
+    ('name = "salsa"\nparams = {spatial = "search"}', DATAFLOWS, ["mappers[0].params.spatial"] * 2),
+    ('name = "primitive_sa"', DATAFLOWS, ["mappers[0].name"]),            # searches no unrolling
+    ('name = "primitive_sa"', DATAFLOWS.split("[architectures.dataflows.flex]")[0], []),      # fixed only: fine
+    # utilisation 1 on D1 = 14 from K or C: tiny_net's conv_a has K 8, C 4; no unrolling
+    ('name = "salsa"', DATAFLOWS.replace("max_dims = 2", "min_utilization = 1.0"),
+     ["architectures.dataflows.flex.spatial_hint"]),
+])
+def test_the_mapper_can_map_every_dataflow(tmp_path, mapper, dataflows, keys):
+    from sweep.campaigns.common import Findings
+    from sweep.campaigns.designspace import check_dataflow_mappers
+    names = '["ws", "rs", "flex"]' if "flex" in dataflows else '["ws", "rs"]'
+    text = write(tmp_path, f"dataflow = {names}\n" + dataflows).read_text()
+    p = tmp_path / "m.toml"
+    p.write_text(text.split("[[mappers]]")[0] + "[[mappers]]\n" + mapper + "\n")
+    c = load_campaign(p)
+    f = Findings()
+    check_dataflow_mappers(c.architectures, list(c.mappers), list(c.networks), f.bad)
+    assert [x.key for x in f.items] == keys
