@@ -133,3 +133,17 @@ def test_optuna_searches_the_dataflow_as_a_categorical(tmp_path, sampler, object
         did = t.user_attrs["design_id"]
         assert did == c.architectures.design_id({"array.D1": t.params["array.D1"], "dataflow": t.params["dataflow"]})
         assert totals.loc[did, "dataflow"] == t.params["dataflow"] and t.values[0] == pytest.approx(totals.loc[did, "edp"], rel=1e-12)
+
+
+@pytest.mark.slow
+def test_ray_gives_the_rows_of_the_local_run(df_run, tmp_path, ray_session):
+    """Designs with dataflows travel to Ray workers (the template's Dataflow objects pickled)."""
+    import pandas as pd
+    c, store = df_run
+    cr = load_campaign(c.source, output=tmp_path / "ray")
+    run_campaign(cr, executor="ray")
+    drop = ["wall_s", "code_version", "config_hash"]
+    for table, keys in (("totals", ["design_id"]), ("rows", ["design_id", "layer_index"])):
+        a, b = (st.read(table).drop(columns=drop, errors="ignore").sort_values(keys).reset_index(drop=True)
+                for st in (store, Store(tmp_path / "ray")))
+        pd.testing.assert_frame_equal(a, b)
