@@ -79,6 +79,18 @@ def test_rows_carry_the_dataflow_and_its_unrolling(df_run):
         assert all(f <= {"D1": r["array.D1"], "D2": 12}[a] for a, v in sp.items() for _, f in v)
 
 
+def test_rerun_from_the_manifest_is_the_same_campaign(df_run, tmp_path):
+    """The manifest's campaign (JSON, keys sorted: dataflows in another order) has the config
+    hash, designs and task ids of the run; a resume runs nothing."""
+    from sweep.engine.design_tasks import design_tasks
+    from sweep.engine.runner import campaign_from_manifest
+    c, store = df_run
+    again = campaign_from_manifest(store.root, tmp_path / "again")
+    assert again.config_hash() == c.config_hash()
+    assert [t.task_id for t in design_tasks(again)] == [t.task_id for t in design_tasks(c)]
+    assert run_campaign(c, executor="local", resume=True).tasks_run == 0
+
+
 def test_totals_equal_mapping_the_hand_built_accelerators(df_run):
     """The design at D1 = 14 of each dataflow is eyeriss_like with that [spatial] / hint, by hand."""
     c, store = df_run
