@@ -55,6 +55,8 @@ dataflow's name and definition. The ``dataflow`` column of the results holds the
 constraint cannot name it. Campaign errors (exit 2): ``dataflow`` in the grid without
 ``[architectures.dataflows]`` or naming an unknown dataflow, dataflows without a ``dataflow`` axis,
 a dataflow with both or neither of spatial / spatial_hint, a bad unrolling or hint.
+`check_dataflow_mappers` checks that the campaign's mapper can map every dataflow (a hint needs
+loma, salsa or random without ``spatial = "fixed"``; each layer an unrolling under the hint).
 """
 
 from __future__ import annotations
