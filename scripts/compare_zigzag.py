@@ -23,6 +23,17 @@ Cases:
   (``--onnx`` for another file): ZigZag parses the file itself (one run of the whole network), we
   read the very same file with `costmodel.zoo.onnx_import`; rows per Conv / Gemm node (21), matched
   by node name; layers of equal shape are searched once on our side. Default engines: LOMA only.
+* any other of ZigZag's bundled accelerators (``--case edge_tpu_like``, ``meta_prototype``,
+  ``tesla_npu_like``, ``ascend_like``, ``generic_array_cacti``, ``gemm_l1_l3``, and
+  ``eyeriss_like --mapping default``): as tpu_like, with ``--mapping`` (default
+  ``inputs/mapping/<case>.yaml``, ``<case>_like.yaml``, else ``default.yaml``; e.g. the ``_mixed``
+  variants). ``--hint-only`` drops the fixed ``spatial_mapping`` of the default entry: ZigZag
+  generates ``--nb-spatial`` unrollings per layer from the hint and keeps its best, we import a
+  hint-only accelerator and our mappers search its unrollings (``spatial = search``,
+  ``spatial_candidates`` 3 by default; ``--param KEY=VALUE`` passes other mapper parameters).
+  Where the accelerator does not fix every array dim, part (a) costs ZigZag's mapping with the
+  unrolling ZigZag chose for the layer. Pinned files: ``<case>[__<mapping>].json`` / ``.toml``.
+  (gemm_l1 has no DRAM: ZigZag finds no valid mapping of ResNet-18's conv1 in its 115 KiB l1.)
 
 Printed (first line: the git commit and whether costmodel/loopnest had uncommitted changes) per
 layer and in total (sums over the rows):
@@ -32,7 +43,8 @@ layer and in total (sums over the rows):
     ZigZag's temporal loops innermost first, per-operand memory-level boundaries from its
     per-level loop lists): energy and latency, ratio ours / ZigZag.
 (b) each tool's searched best (``--engines``): ZigZag LOMA (lpf_limit 6) and SALSA; ours ``loma``
-    (lpf_limit=6) and ``salsa`` (chains=4): energy and latency, ratios ours / ZigZag per engine.
+    (lpf_limit=6) and ``salsa`` (chains=4): energy and latency, ratios ours / ZigZag per engine;
+    wall times (ZigZag: the driver's run, the cached run's when reused; ours: the searches).
 
 Workload: eyeriss_like: ZigZag gets each layer as a one-layer YAML workload without padding (both
 tools then count the padded input, IY = SY (OY-1) + FY). tpu_like: ZigZag clips an input tile to
@@ -93,13 +105,14 @@ import shlex
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from costmodel.loopnest.arch import load_accelerator  # noqa: E402
-from costmodel.loopnest.mapping import Mapping  # noqa: E402
+from costmodel.loopnest.mapping import Mapping, SpatialMapping  # noqa: E402
 from costmodel.loopnest.reference import evaluate  # noqa: E402
 from costmodel.zoo import load_network  # noqa: E402
 
@@ -162,13 +175,18 @@ def _eyeriss_layers(names: list[str] | None):
 
 def _setup(a, inputs: Path, td: Path):
     """(hardware YAML, mapping YAML, our accelerator, [(name, Layer)], ONNX file or None) of the case."""
-    if a.case == "eyeriss_like":
+    if a.case == "eyeriss_like" and not a.mapping and not a.hint_only:
         mp = td / "eyeriss_like_mapping.yaml"
         mp.write_text(EYERISS_MAPPING_YAML)
         layers = _eyeriss_layers(a.layers.split(",") if a.layers else None)
         return inputs / "hardware" / "eyeriss_like.yaml", mp, load_accelerator("eyeriss_like"), layers, None
     from costmodel.zoo.onnx_import import read_onnx
-    hw, mp, toml = inputs / "hardware" / "tpu_like.yaml", inputs / "mapping" / "tpu_like.yaml", td / "tpu_like.toml"
+    hw, mp, toml = inputs / "hardware" / f"{a.case}.yaml", _mapping_yaml(a, inputs), td / f"{a.case}.toml"
+    if a.hint_only:
+        mp = hint_only_yaml(mp, td)
+    if not hw.is_file():
+        sys.exit(f"--case {a.case}: no {hw} (ZigZag's bundled accelerators: "
+                 f"{sorted(p.stem for p in (inputs / 'hardware').glob('*.yaml'))})")
     p = subprocess.run([sys.executable, "-m", "sweep.cli", "import", "zigzag", "--accelerator", str(hw),
                         "--mapping", str(mp), "--out", str(toml)], cwd=ROOT, capture_output=True, text=True, check=False)
     if p.returncode != 0:
@@ -181,11 +199,46 @@ def _setup(a, inputs: Path, td: Path):
     return hw, mp, load_accelerator(toml), layers, onnx
 
 
+def _mapping_yaml(a, inputs: Path) -> Path:
+    """--mapping (a file, or a name in ZigZag's inputs/mapping), else the case's own mapping YAML:
+    inputs/mapping/<case>.yaml, <case>_like.yaml (meta_prototype), else default.yaml."""
+    if a.mapping:
+        given = Path(a.mapping)
+        named = inputs / "mapping" / (a.mapping if a.mapping.endswith(".yaml") else f"{a.mapping}.yaml")
+        if given.is_file() or not named.is_file():
+            return given
+        return named
+    for stem in (a.case, f"{a.case}_like"):
+        if (inputs / "mapping" / f"{stem}.yaml").is_file():
+            return inputs / "mapping" / f"{stem}.yaml"
+    return inputs / "mapping" / "default.yaml"
+
+
+def hint_only_yaml(mp: Path, td: Path) -> Path:
+    """A copy of mapping YAML ``mp`` whose ``default`` entry keeps only its ``spatial_mapping_hint``
+    (ZigZag then generates the unrolling per layer; we import a hint-only accelerator). Without a
+    hint, the hint is made of the fixed mapping's loop dims per array dim."""
+    import yaml
+    entries = yaml.safe_load(mp.read_text())
+    for e in entries:
+        if e.get("name") == "default":
+            fixed = e.pop("spatial_mapping", None) or {}
+            if not e.get("spatial_mapping_hint"):
+                e["spatial_mapping_hint"] = {a: [str(x).split(",")[0].strip() for x in v] for a, v in fixed.items()}
+    out = td / f"{mp.stem}_hint_only.yaml"
+    out.write_text(yaml.safe_dump(entries, sort_keys=False))
+    return out
+
+
 def _run_zigzag(py: str, hw: Path, mp: Path, layers, onnx: Path | None, engine: str, lpf: int, dump: Path,
-                cache: str | None = None) -> dict:
+                cache: str | None = None, nb_spatial: int = 3) -> dict:
     """ZigZag's best mapping per layer (scripts/zigzag_driver.py in ``py``); with ``cache`` (a
-    directory) a result of the very same request (inputs' text included) is reused."""
+    directory) a result of the very same request (inputs' text included) is reused. ``nb_spatial``:
+    ZigZag's spatial candidates per layer when the mapping YAML leaves array dims to its hint.
+    ``out["_wall_s"]``: the driver's wall time (the cached run's when reused)."""
     req = {"hardware": str(hw), "mapping": str(mp), "engine": engine, "lpf_limit": lpf, "opt": "energy"}
+    if nb_spatial != 3:
+        req["nb_spatial_mappings_generated"] = nb_spatial
     if onnx is not None:
         req["onnx"] = str(onnx)
     else:
@@ -198,21 +251,31 @@ def _run_zigzag(py: str, hw: Path, mp: Path, layers, onnx: Path | None, engine: 
     hit = Path(cache) / f"zigzag_{engine}_{key[:16]}.json" if cache else None
     if hit is not None and hit.is_file():
         return json.loads(hit.read_text())
+    t0 = time.perf_counter()
     p = subprocess.run([py, str(ROOT / "scripts" / "zigzag_driver.py")], input=json.dumps({**req, "dump": str(dump / engine)}),
                        capture_output=True, text=True, check=False)
     if p.returncode != 0:
         sys.exit(f"ZigZag driver failed ({engine}):\n{p.stderr[-4000:]}")
     out = {r["layer"]: r for r in map(json.loads, p.stdout.splitlines()) if r}
+    out["_wall_s"] = round(time.perf_counter() - t0, 2)
     if hit is not None:
         hit.parent.mkdir(parents=True, exist_ok=True)
         hit.write_text(json.dumps(out))
     return out
 
 
-def translate(zz: dict, arch) -> Mapping:
+def zigzag_spatial(zz: dict) -> SpatialMapping:
+    """ZigZag's spatial mapping of one layer ({array dim: {loop dim: factor}}) as ours (factor-1
+    entries dropped)."""
+    return SpatialMapping({a: tuple((d, int(round(f))) for d, f in v.items() if round(f) > 1)
+                           for a, v in zz["spatial"].items() if any(round(f) > 1 for f in v.values())})
+
+
+def translate(zz: dict, arch, own_spatial: bool = False) -> Mapping:
     """ZigZag's temporal mapping (per operand, per memory level, loops innermost first) -> our
     Mapping: the loops of O's levels concatenated (all operands share one ordering), boundaries
-    = cumulative loop counts per operand level."""
+    = cumulative loop counts per operand level. Spatial: the accelerator's default, or with
+    ``own_spatial`` the unrolling ZigZag chose for the layer (generated from its hint)."""
     tm = zz["temporal"]
     loops = [(d, f) for lv in tm["O"] for d, f in lv]
     b = {}
@@ -232,16 +295,21 @@ def translate(zz: dict, arch) -> Mapping:
     keep = [i for i, (_, f) in enumerate(loops) if f > 1]
     new_idx = {i: sum(1 for k in keep if k < i) for i in range(len(loops) + 1)}
     b = {op: tuple(new_idx[c] for c in cuts) for op, cuts in b.items()}
-    return Mapping(None, tuple(loops[i] for i in keep), b)
+    return Mapping(zigzag_spatial(zz) if own_spatial else None, tuple(loops[i] for i in keep), b)
 
 
 def _ours_search(layer, arch, mapper: str, params: dict, cache: dict) -> dict:
-    """Our mapper's best (energy objective, seed 0); layers of equal shape are searched once."""
+    """Our mapper's best (energy objective, seed 0); layers of equal shape are searched once
+    (``wall_s``: the search's wall time, repeated for every layer of that shape)."""
     from sweep.single import map_layer
     key = (dataclasses.replace(layer, name=""), mapper)
     if key not in cache:
+        t0 = time.perf_counter()
         r = map_layer(layer, arch, mapper, "energy", 0, params)
-        cache[key] = {"energy_pj": r["energy_pj"], "latency_cycles": r["latency_cycles"], "mapping": r.get("mapping")}
+        cache[key] = {"energy_pj": r["energy_pj"], "latency_cycles": r["latency_cycles"], "mapping": r.get("mapping"),
+                      "wall_s": time.perf_counter() - t0, "first": True}
+    else:
+        cache[key] = {**cache[key], "first": False}
     return cache[key]
 
 
@@ -249,9 +317,14 @@ def _ratio(a, b):
     return a / b if b and a is not None and math.isfinite(a) else float("nan")
 
 
+def own_spatial(arch) -> bool:
+    """Whether ZigZag chose the unrolling per layer (the accelerator fixes not every array dim)."""
+    return any(a not in arch.spatial.dims for a in arch.array)
+
+
 def _same_mapping(layer, arch, z: dict) -> dict:
     """(a): ZigZag's LOMA best costed by ZigZag and by our reference evaluator."""
-    m = translate(z, arch)
+    m = translate(z, arch, own_spatial(arch))
     rep = evaluate(layer, arch, m)
     return {"zigzag_energy_pj": z["energy_pj"], "ours_energy_pj": rep.energy_pj,
             "energy_ratio": _ratio(rep.energy_pj, z["energy_pj"]),
@@ -265,7 +338,7 @@ def _same_mapping(layer, arch, z: dict) -> dict:
 
 
 def _rows(layers, arch, zz: dict, engines: list[str], a) -> list[dict]:
-    params = {"loma": {"lpf_limit": a.lpf_limit}, "salsa": {"chains": a.salsa_chains}}
+    params = {"loma": {"lpf_limit": a.lpf_limit, **a.params}, "salsa": {"chains": a.salsa_chains, **a.params}}
     rows, cache = [], {}
     for n, layer in layers:
         if n not in zz["loma"]:
@@ -280,6 +353,7 @@ def _rows(layers, arch, zz: dict, engines: list[str], a) -> list[dict]:
                 s[f"{e}_energy_ratio"] = _ratio(oe["energy_pj"], ze["energy_pj"])
                 s[f"{e}_latency_ratio"] = _ratio(oe["latency_cycles"], ze["latency_cycles"])
                 s.setdefault("ours_mappings", {})[e] = oe["mapping"]
+                s.setdefault("ours_wall_s", {})[e] = oe["wall_s"] if oe["first"] else 0.0
             s["best_energy_ratio"] = _ratio(min(s[f"ours_{e}"]["energy_pj"] for e in engines),
                                             min(s[f"zigzag_{e}"]["energy_pj"] for e in engines))
             row["searched"] = s
@@ -305,9 +379,11 @@ def _print_same(rows, a, w: int) -> None:
         print(f"{r['layer']:{w}} {s['zigzag_energy_pj']:12.4e} {s['ours_energy_pj']:12.4e} {s['energy_ratio']:7.4f} "
               f"{s['zigzag_latency']:11.0f} {s['ours_latency']:11.0f} {s['latency_ratio']:7.4f}"
               + ("" if s["valid"] else f"  INVALID: {s['reason']}"))
-    ze, oe = _tot(rows, "same_mapping", "zigzag_energy_pj"), _tot(rows, "same_mapping", "ours_energy_pj")
-    zl, ol = _tot(rows, "same_mapping", "zigzag_latency"), _tot(rows, "same_mapping", "ours_latency")
-    print(f"{'total':{w}} {ze:12.4e} {oe:12.4e} {oe / ze:7.4f} {zl:11.0f} {ol:11.0f} {ol / zl:7.4f}")
+    valid = [r for r in rows if r["same_mapping"]["valid"]]
+    ze, oe = _tot(valid, "same_mapping", "zigzag_energy_pj"), _tot(valid, "same_mapping", "ours_energy_pj")
+    zl, ol = _tot(valid, "same_mapping", "zigzag_latency"), _tot(valid, "same_mapping", "ours_latency")
+    left = f"  ({len(rows) - len(valid)} rows our model finds invalid left out)" if len(valid) < len(rows) else ""
+    print(f"{'total':{w}} {ze:12.4e} {oe:12.4e} {_ratio(oe, ze):7.4f} {zl:11.0f} {ol:11.0f} {_ratio(ol, zl):7.4f}{left}")
 
 
 def _print_explain(rows, w: int) -> None:
@@ -322,7 +398,7 @@ def _print_explain(rows, w: int) -> None:
               f"{st.get(worst, 0):.0f} ({worst})")
 
 
-def _print_searched(rows, engines: list[str], w: int) -> None:
+def _print_searched(rows, engines: list[str], w: int, zz_wall: dict) -> None:
     cols = [f"{who}_{e}" for e in engines for who in ("zigzag", "ours")]
     print("\nsearched best, energy pJ (latency cycles); ratios ours / ZigZag per engine: energy, latency")
     print(f"{'layer':{w}} " + " ".join(f"{c.replace('zigzag_', 'ZZ ').replace('_', ' '):>21}" for c in cols)
@@ -339,47 +415,71 @@ def _print_searched(rows, engines: list[str], w: int) -> None:
     print(f"{'total':{w}} " + " ".join(f"{cell(t[c]):>21}" for c in cols) + " " + " ".join(
         f"{_ratio(t[f'ours_{e}']['energy_pj'], t[f'zigzag_{e}']['energy_pj']):7.4f} "
         f"{_ratio(t[f'ours_{e}']['latency_cycles'], t[f'zigzag_{e}']['latency_cycles']):7.4f}" for e in engines))
+    ours_wall = {e: sum(r["searched"]["ours_wall_s"][e] for r in rows) for e in engines}
+    print("wall s: " + ", ".join(f"ZigZag {e} {zz_wall.get(e, float('nan')):.1f}, ours {e} {ours_wall[e]:.1f} "
+                                 f"(one search per distinct layer shape)" for e in engines))
 
 
 def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def _pin(a, argv, layers, arch_ref: str, zz: dict, inputs: dict[str, Path], toml_text: str | None) -> None:
+def _stem(a, mp: Path) -> str:
+    """File stem of a case's pinned files: ``<case>``, or ``<case>__<mapping>`` for a mapping YAML
+    other than the case's own (``--mapping``)."""
+    return a.case if (a.case == "eyeriss_like" and not a.mapping) or mp.stem in (a.case, f"{a.case}_like") else f"{a.case}__{mp.stem}"
+
+
+def _pin(a, argv, layers, arch_ref: str, zz: dict, inputs: dict[str, Path], toml_text: str | None,
+         stem: str) -> None:
     """--pin DIR: ZigZag's LOMA best per layer (its energy, latency and latency terms, spatial and
     per-operand temporal mapping), the layer and the translated mapping our evaluator reads, as
-    ``DIR/<case>.json``; for tpu_like also the imported accelerator ``DIR/tpu_like.toml``
+    ``DIR/<stem>.json``; for an imported accelerator also ``DIR/<stem>.toml``
     (tests/costmodel/loopnest/test_zigzag_pinned.py reads them, without ZigZag)."""
     out = Path(a.pin)
     out.mkdir(parents=True, exist_ok=True)
     arch = load_accelerator(arch_ref) if toml_text is None else None
     if toml_text is not None:
-        head = ("# ZigZag's inputs/hardware/tpu_like.yaml + inputs/mapping/tpu_like.yaml (zigzag-dse "
-                f"{_zigzag_version(a.zigzag_python)}) as `sweep import zigzag` writes them\n"
+        head = (f"# ZigZag's inputs/hardware/{inputs['hardware'].name} + inputs/mapping/{inputs['mapping'].name} "
+                f"(zigzag-dse {_zigzag_version(a.zigzag_python)}) as `sweep import zigzag` writes them\n"
                 "# (see sweep/zigzag_import.py and README.md in this folder).\n")
         body = "".join(l for l in toml_text.splitlines(keepends=True) if not l.startswith("# "))
-        (out / "tpu_like.toml").write_text(head + body)
-        arch = load_accelerator(out / "tpu_like.toml")
+        (out / f"{stem}.toml").write_text(head + body)
+        arch = load_accelerator(out / f"{stem}.toml")
     keep = ("energy_pj", "latency_cycles", "ideal_temporal_cycle", "stall_slack_comb", "data_onloading_cycle",
             "data_offloading_cycle", "spatial", "temporal")
     rows = [{"name": n, "layer": dataclasses.asdict(l), "zigzag": {k: zz["loma"][n][k] for k in keep},
-             "mapping": translate(zz["loma"][n], arch).to_dict()} for n, l in layers]
+             "mapping": translate(zz["loma"][n], arch, own_spatial(arch)).to_dict()} for n, l in layers]
     about = {"zigzag": f"zigzag-dse {_zigzag_version(a.zigzag_python)}", "engine": "loma",
              "lpf_limit": a.lpf_limit, "opt": "energy",
              "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
              "command": "python scripts/compare_zigzag.py " + " ".join(shlex.quote(x) for x in argv),
              "dse_sweep": _git_state(),
              "zigzag_inputs_sha256": {k: _sha256(v) for k, v in inputs.items()}}
-    head = {"about": about, "case": a.case, "accelerator": "tpu_like.toml" if toml_text is not None else arch_ref}
+    if "_wall_s" in zz["loma"]:
+        about["zigzag_wall_s"] = zz["loma"]["_wall_s"]
+    head = {"about": about, "case": a.case, "accelerator": f"{stem}.toml" if toml_text is not None else arch_ref}
     text = json.dumps(head, indent=1)[:-2] + ',\n "layers": [\n  ' + ",\n  ".join(map(json.dumps, rows)) + "\n ]\n}\n"
-    (out / f"{a.case}.json").write_text(text)
-    print(f"pinned {len(rows)} layers to {out / (a.case + '.json')}", file=sys.stderr)
+    (out / f"{stem}.json").write_text(text)
+    print(f"pinned {len(rows)} layers to {out / (stem + '.json')}", file=sys.stderr)
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--zigzag-python", required=True, help="a Python with zigzag-dse 3.9.1 (+ six) installed")
-    ap.add_argument("--case", choices=["eyeriss_like", "tpu_like"], default="eyeriss_like")
+    ap.add_argument("--case", default="eyeriss_like", help="eyeriss_like (our preset, 5 zoo layers) or the name "
+                    "of any of ZigZag's bundled hardware YAMLs (tpu_like, edge_tpu_like, ...; imported by `sweep "
+                    "import zigzag`, run on resnet18.onnx)")
+    ap.add_argument("--mapping", default=None, help="imported cases: ZigZag's mapping YAML (a file or a name in "
+                    "its inputs/mapping, e.g. tpu_like_mixed or a hint-only file); default <case>.yaml, "
+                    "<case>_like.yaml, else default.yaml")
+    ap.add_argument("--hint-only", action="store_true", help="imported cases: drop the mapping YAML's fixed "
+                    "spatial_mapping from its default entry: ZigZag generates unrollings from the hint "
+                    "(--nb-spatial per layer), we import a hint-only accelerator (our mappers: spatial = search)")
+    ap.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="extra parameter of our "
+                    "mappers (repeatable), e.g. spatial=search, spatial_candidates=3")
+    ap.add_argument("--nb-spatial", type=int, default=3, help="ZigZag's spatial mappings generated per layer "
+                    "from a hint (its nb_spatial_mappings_generated; ours: spatial_candidates)")
     ap.add_argument("--layers", default=None, help="comma-separated layer names (eyeriss_like: conv1, conv2_1, "
                     "conv3_2, conv4_2, conv5_2 or zoo resnet18 names, or 'all'; tpu_like: ONNX node names, "
                     "default all)")
@@ -397,7 +497,13 @@ def main(argv=None) -> int:
                     "mapping and our inputs to DIR/<case>.json (+ DIR/tpu_like.toml) for the tests")
     argv = sys.argv[1:] if argv is None else argv
     a = ap.parse_args(argv)
-    engines = (a.engines or ("loma,salsa" if a.case == "eyeriss_like" else "loma")).split(",")
+    a.params = {}
+    for kv in a.param:
+        k, sep, v = kv.partition("=")
+        if not sep or not k:
+            ap.error(f"--param {kv!r}: expected KEY=VALUE")
+        a.params[k] = int(v) if v.isdigit() else v
+    engines = (a.engines or ("loma,salsa" if a.case == "eyeriss_like" and not a.mapping else "loma")).split(",")
     if not set(engines) <= {"loma", "salsa"} or "loma" not in engines:
         ap.error("--engines: loma, optionally with salsa")
 
@@ -405,12 +511,13 @@ def main(argv=None) -> int:
     inputs = _zigzag_inputs(a.zigzag_python)
     with tempfile.TemporaryDirectory(prefix="compare_zigzag_") as td:
         hw, mp, arch, layers, onnx = _setup(a, inputs, Path(td))
-        zz = {e: _run_zigzag(a.zigzag_python, hw, mp, layers, onnx, e, a.lpf_limit, Path(td), a.zigzag_cache)
+        zz = {e: _run_zigzag(a.zigzag_python, hw, mp, layers, onnx, e, a.lpf_limit, Path(td), a.zigzag_cache,
+                             a.nb_spatial)
               for e in (["loma"] if a.no_search else engines)}
         if a.pin:
-            toml = Path(td) / "tpu_like.toml"
+            toml = Path(td) / f"{a.case}.toml"
             ins = {"hardware": hw} if onnx is None else {"hardware": hw, "mapping": mp, "onnx": onnx}
-            _pin(a, argv, layers, a.case, zz, ins, toml.read_text() if onnx is not None else None)
+            _pin(a, argv, layers, a.case, zz, ins, toml.read_text() if onnx is not None else None, _stem(a, mp))
     rows = _rows(layers, arch, zz, engines, a)
 
     w = max(10, *(len(r["layer"]) for r in rows))
@@ -419,7 +526,7 @@ def main(argv=None) -> int:
     if a.explain:
         _print_explain(rows, w)
     if not a.no_search:
-        _print_searched(rows, engines, w)
+        _print_searched(rows, engines, w, {e: zz[e].get("_wall_s", float("nan")) for e in zz})
     if a.json_out:
         Path(a.json_out).write_text(json.dumps({"case": a.case, "state": state, "lpf_limit": a.lpf_limit,
                                                 "engines": engines, "rows": rows, "zigzag": zz}, indent=1, default=str))

@@ -3,12 +3,14 @@
 Reads one JSON request on stdin::
 
     {"hardware": "...yaml", "mapping": "...yaml", "engine": "loma" | "salsa", "lpf_limit": 6,
-     "opt": "energy", "dump": "/tmp/dir",
+     "opt": "energy", "dump": "/tmp/dir", "nb_spatial_mappings_generated": 3,
      "layers": [{"name", "K", "C", "OY", "OX", "FY", "FX", "B", "SY", "SX", "precision": {W, I, O, O_final}}]}
 
 or, instead of ``layers``, ``"onnx": "/path/model.onnx"`` (ZigZag parses the file itself: Conv, Gemm
 and MatMul nodes become layers with its ONNX precisions W 8, I 8, O 16, O_final 8 and the file's
-padding; the other nodes are skipped), and prints one JSON object per line per layer: ZigZag's best
+padding; the other nodes are skipped). The mapping YAML may fix the spatial unrolling or leave
+array dims to its ``spatial_mapping_hint`` (ZigZag then tries ``nb_spatial_mappings_generated``
+unrollings per layer and keeps the best; ``spatial`` below is the one kept). It prints one JSON object per line per layer: ZigZag's best
 mapping found by ``engine`` (energy, latency_total0/1/2, ideal_temporal_cycle, stall_slack_comb,
 data_onloading_cycle, data_offloading_cycle, spatial mapping, temporal mapping per operand and
 memory level, innermost first, energy breakdown per operand and level), ``layer`` = the ONNX node
@@ -58,7 +60,8 @@ def _run(workload, req: dict, dump: str):
     _, _, cmes = get_hardware_performance_zigzag(
         workload, req["hardware"], req["mapping"], opt=req.get("opt", "energy"),
         temporal_mapping_search_engine=req.get("engine", "loma"), lpf_limit=req.get("lpf_limit", 6),
-        dump_folder=dump, loma_show_progress_bar=False)
+        dump_folder=dump, loma_show_progress_bar=False,
+        nb_spatial_mappings_generated=req.get("nb_spatial_mappings_generated", 3))
     logging.disable(logging.WARNING)  # the API resets the logging config on each call
     return cmes[0][1]  # [(best cme, (layer node, extra)) per layer]
 

@@ -196,3 +196,26 @@ def test_copies_equal_installed_zigzag():
         assert f.read_bytes() == (pkg / f.parent.name / f.name).read_bytes(), f.name
     bundled = {f.stem for f in (pkg / "hardware").glob("*.yaml")}
     assert bundled == set(ARRAYS) | {"aimc", "dimc"}  # every non-IMC one is tested above
+
+
+def _compare_script():
+    import importlib.util
+    path = Path(__file__).resolve().parents[3] / "scripts" / "compare_zigzag.py"
+    spec = importlib.util.spec_from_file_location("compare_zigzag", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_compare_script_hint_only_yaml_and_spatial(tmp_path):
+    """``compare_zigzag.py --hint-only``: tpu_like_mixed's default entry without its fixed mapping
+    imports as a hint-only accelerator (D1: K, D2: C|FX|FY); tpu_like.yaml (no hint) gets one made of
+    its fixed loop dims. ZigZag's per-layer unrolling record ({D1: {K: 32.0}, D2: {C: 3.0, FX: 1.0}})
+    becomes ours without factor-1 entries."""
+    cz = _compare_script()
+    acc, _ = _import(tmp_path, "tpu_like", cz.hint_only_yaml(INPUTS / "mapping" / "tpu_like_mixed.yaml", tmp_path))
+    assert acc.spatial.to_dict() == {} and acc.spatial_hint.to_dict() == {"D1": ["K"], "D2": ["C", "FX", "FY"]}
+    acc, _ = _import(tmp_path, "tpu_like", cz.hint_only_yaml(INPUTS / "mapping" / "tpu_like.yaml", tmp_path))
+    assert acc.spatial_hint.to_dict() == {"D1": ["K"], "D2": ["C"]} and cz.own_spatial(acc)
+    sm = cz.zigzag_spatial({"spatial": {"D1": {"K": 32.0}, "D2": {"C": 3.0, "FX": 1.0}}})
+    assert sm.to_dict() == {"D1": [["K", 32]], "D2": [["C", 3]]}
