@@ -139,9 +139,9 @@ def test_ascend_dram_one_instance(tmp_path):
     assert any("dram" in n and "4 instances" in n for n in notes)
 
 
-def test_force_double_buffering_halves_capacity(tmp_path):
+def test_force_double_buffering_noted_capacity_kept(tmp_path):
     acc, notes = _import(tmp_path, "gemm_l1_l3", "default")
-    assert acc.memory("l1").size_bits == 943718 // 2
+    assert acc.memory("l1").size_bits == 943718
     assert any("force_double_buffering" in n for n in notes)
 
 
