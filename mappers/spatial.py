@@ -59,7 +59,7 @@ import numpy as np
 from costmodel.loopnest.mapping import RELEVANT, SPATIAL_DIMS, SpatialMapping
 from costmodel.loopnest.reference import operand_bits
 
-__all__ = ["SpatialCandidate", "NoSpatialCandidate", "spatial_candidates", "spatial_mode", "axis_options", "utilization",
+__all__ = ["SpatialCandidate", "NoSpatialCandidate", "spatial_candidates", "spatial_mode", "first_missing", "axis_options", "utilization",
            "probe_values", "RANKS"]
 
 #: Ranking rules of `spatial_candidates`.
@@ -323,3 +323,14 @@ def spatial_candidates(layer, arch, hint=None, keep: int | None = 3, rank: str =
         while len(_CACHE) > _CACHE_SIZE:
             _CACHE.popitem(last=False)
     return out
+
+
+def first_missing(layers, arch) -> NoSpatialCandidate | None:
+    """The error of the first of ``layers`` with no unrolling under ``arch``'s hint, or None
+    (campaign validation: every layer must have one)."""
+    for layer in layers:
+        try:
+            spatial_candidates(layer, arch, keep=1)
+        except NoSpatialCandidate as e:
+            return e
+    return None

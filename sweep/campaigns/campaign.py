@@ -53,7 +53,7 @@ from mappers import MAPPER_NAMES, get_mapper, mapper_kind
 from mappers.base import check_params
 from mappers.systolic.deepopt import PMS
 from sweep.campaigns.archspace import ArchSet, parse_architectures
-from sweep.campaigns.designspace import is_design_space, parse_design_space, parse_search
+from sweep.campaigns.designspace import check_dataflow_mappers, is_design_space, parse_design_space, parse_search
 from sweep.campaigns.common import (NOT_FINITE, Bad, Findings, check_table, is_finite, is_number,
                                     is_tune_campaign, read_params_file, read_toml)
 from sweep.campaigns.networks import parse_networks
@@ -205,6 +205,8 @@ def parse_campaign(data: dict[str, Any], source: str = "<campaign>", base_dir: P
     mappers = _parse_mappers(data.get("mappers"), kind, base_dir, bad)
     if kind == "loopnest" and archs is not None:
         _check_spatial_search(networks, archs, mappers, bad)
+    if kind == "archsearch":
+        check_dataflow_mappers(archs, mappers, networks, bad)
     run = _check_run(data.get("run", {}), bad)
     report = parse_report(data.get("report", {}), kind, _network_names(data.get("networks"), networks),
                           _mapper_names(data.get("mappers")), bad)
@@ -321,7 +323,7 @@ def _check_spatial_search(networks: list[Network], archs, mappers: list[MapperSp
     """Mappers that search spatial unrollings (`mappers.spatial.spatial_mode`) need a hint on each
     accelerator, and every layer needs at least one unrolling under it."""
     from mappers.base import LayerProblem
-    from mappers.spatial import NoSpatialCandidate, spatial_candidates, spatial_mode
+    from mappers.spatial import first_missing, spatial_mode
     layers = list(dict.fromkeys(l for net in networks for l, _ in net.unique()))
     for i, spec in enumerate(mappers):
         if not any(p.name == "spatial" for p in get_mapper(spec.name).params):
@@ -333,12 +335,8 @@ def _check_spatial_search(networks: list[Network], archs, mappers: list[MapperSp
                 bad(f"mappers[{i}].params.spatial", spec.params.get("spatial"),
                     f"accelerator {arch_name!r} has no [spatial_hint] to search; add one or use \"fixed\"")
                 continue
-            for layer in layers:
-                try:
-                    spatial_candidates(layer, acc, keep=1)
-                except NoSpatialCandidate as e:
-                    bad(f"spatial_hint of {arch_name}", acc.spatial_hint.to_dict(), str(e))
-                    break
+            if (e := first_missing(layers, acc)) is not None:
+                bad(f"spatial_hint of {arch_name}", acc.spatial_hint.to_dict(), str(e))
 
 
 def _mapper_names(raw_m: Any) -> list[str]:

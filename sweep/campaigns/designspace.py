@@ -426,7 +426,7 @@ def check_dataflow_mappers(space: DesignSpace | None, mappers: list, networks: l
         return
     from mappers import get_mapper
     from mappers.base import LayerProblem
-    from mappers.spatial import NoSpatialCandidate, spatial_candidates, spatial_mode
+    from mappers.spatial import first_missing, spatial_mode
     spec = mappers[0]
     searches = any(p.name == "spatial" for p in get_mapper(spec.name).params)
     layers = list(dict.fromkeys(layer for net in networks for layer, _ in net.unique()))
@@ -445,13 +445,8 @@ def check_dataflow_mappers(space: DesignSpace | None, mappers: list, networks: l
         elif mode == "search" and not hint:
             bad("mappers[0].params.spatial", spec.params.get("spatial"), f"dataflow {name!r} is a fixed unrolling "
                 "with no hint to search: leave spatial out")
-        elif mode == "search":
-            for layer in layers:
-                try:
-                    spatial_candidates(layer, acc, keep=1)
-                except NoSpatialCandidate as e:
-                    bad(f"architectures.dataflows.{name}.spatial_hint", acc.spatial_hint.to_dict(), str(e))
-                    break
+        elif mode == "search" and (e := first_missing(layers, acc)) is not None:
+            bad(f"architectures.dataflows.{name}.spatial_hint", acc.spatial_hint.to_dict(), str(e))
 
 
 def parse_search(value: Any, n_designs: int | None, bad: Bad) -> SearchSpec:
