@@ -4,7 +4,10 @@ loop-nest accelerator (`costmodel.loopnest`).
 * `primitive_sa`: the CPEN 513 primitive-list annealer (valid initial state, block moves, repair).
 * `baselines`: CoSA's baselines, ``random5`` (Random 5x) and ``hybrid`` (Timeloop-Hybrid-like).
 * `cosa`, `cosa_model`, `cosa_check`: CoSA's prime-factor allocation MIP on HiGHS, its
-  decoding, and a brute-force check of the MIP's objective.
+  decoding, and a brute-force check of the MIP's objective; `cosa_hint`: an accelerator's
+  ``[spatial_hint]`` as MIP constraints.
+
+Every mapper here obeys the accelerator's spatial hint when it has one (param ``hint``, default True).
 """
 
 from mappers.fullspace.baselines import HYBRID, RANDOM5, HybridMapper, Random5Mapper

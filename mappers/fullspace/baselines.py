@@ -16,6 +16,11 @@ primitive-list states and decoding as `mappers.fullspace.primitive_sa` (`Primiti
   mappings (invalid ones neither count nor reset; Timeloop's victory condition) or at
   ``max_evaluations``. `reduce` keeps the best thread (evaluations summed).
 
+Both draw only spatial placements the accelerator's ``[spatial_hint]`` allows (param ``hint``, default
+True; `PrimitiveSpace.random_state`: a primitive's section among those it may enter, so every mapping
+obeys the hint) and count a draw below the hint's ``min_utilization`` as invalid (version 2; without a
+hint, or with ``hint=False``, the draws of version 1).
+
 Both count ``evaluations`` = cost-model calls (every draw is evaluated; invalid ones included).
 """
 
@@ -28,7 +33,7 @@ from typing import Any, Mapping as _Mapping, Sequence
 import numpy as np
 
 from mappers.base import LayerProblem, Param, SearchResult, WorkUnit, Mapper
-from mappers.fullspace.primitive_sa import PrimitiveSpace, chain_seeds, make_fullspace_result
+from mappers.fullspace.primitive_sa import HINT_PARAM, chain_seeds, make_fullspace_result, problem_space
 
 __all__ = ["Random5Mapper", "HybridMapper", "RANDOM5", "HYBRID", "nth_permutation"]
 
@@ -48,12 +53,13 @@ class Random5Mapper(Mapper):
     """Best of the first ``valid`` valid random full-space mappings (CoSA's Random (5x))."""
 
     name = "random5"
-    version = "1"
+    version = "2"  # 2: spatial hints
     kind = "loopnest"
     params = (
         Param("valid", "int", 5, "valid random mappings to draw; the best is kept", low=1, high=10**6),
         Param("seed", "int", 0, "seed of the random draws", low=0),
         Param("max_samples", "int", 100000, "cap on the draws (valid or not)", low=1, high=10**9),
+        HINT_PARAM,
     )
 
     def units(self, problem: LayerProblem, params: _Mapping[str, Any]) -> list[WorkUnit]:
@@ -63,7 +69,7 @@ class Random5Mapper(Mapper):
         """``history`` = objective of every draw (+inf invalid); ``extra``: valid_found, valid_values,
         valid_rate, mapping."""
         t0 = time.perf_counter()
-        space = PrimitiveSpace(problem.layer, problem.arch)
+        space = problem_space(problem, params)
         rng = np.random.default_rng(unit.seed)
         want, cap = int(params.get("valid", 5)), int(params.get("max_samples", 100000))
         best, best_v, best_rep = None, math.inf, None
@@ -87,7 +93,7 @@ class HybridMapper(Mapper):
     """Timeloop-Hybrid-like: random tiling, linear walk over loop permutations, per-thread patience."""
 
     name = "hybrid"
-    version = "1"
+    version = "2"  # 2: spatial hints
     kind = "loopnest"
     params = (
         Param("threads", "int", 8, "independent search threads, each its own work unit and seed", low=1,
@@ -97,6 +103,7 @@ class HybridMapper(Mapper):
         Param("perms", "int", 16, "permutations walked linearly per random tiling", low=1, high=10**9),
         Param("max_evaluations", "int", 100000, "cap on the evaluations of one thread", low=1, high=10**9),
         Param("seed", "int", 0, "seed; the threads' seeds are spawned from it (SeedSequence.spawn)", low=0),
+        HINT_PARAM,
     )
 
     def units(self, problem: LayerProblem, params: _Mapping[str, Any]) -> list[WorkUnit]:
@@ -107,7 +114,7 @@ class HybridMapper(Mapper):
         """One thread. ``history`` = objective of every evaluated mapping; ``extra``: stopped
         ("patience" | "max_evaluations"), streak, tilings, valid_rate, thread, mapping."""
         t0 = time.perf_counter()
-        space = PrimitiveSpace(problem.layer, problem.arch)
+        space = problem_space(problem, params)
         rng = np.random.default_rng(unit.seed)
         patience, perms = int(params.get("patience", 500)), int(params.get("perms", 16))
         cap = int(params.get("max_evaluations", 100000))

@@ -10,6 +10,7 @@ from typing import Sequence
 
 from costmodel.loopnest.reference import operand_bits
 from costmodel.loopnest.mapping import OPERANDS, RELEVANT, SPATIAL_DIMS
+from mappers.fullspace.cosa_hint import hint_satisfied
 from mappers.fullspace.cosa_model import _EPS, CosaModel, Placement
 from mappers.fullspace.cosa_stall import stall_term
 
@@ -74,7 +75,8 @@ def placement_objective(model: CosaModel, choice: Sequence[int]) -> float:
 
 
 def placement_feasible(model: CosaModel, choice: Sequence[int]) -> bool:
-    """Eqs. (2)-(4) of an assignment checked directly: fan-out per array dim, the (halo-bounded,
+    """Eqs. (2)-(4) of an assignment checked directly: fan-out per array dim, the model's spatial
+    hint if any (allowed loop dims, mixed limit, utilisation floor), the (halo-bounded,
     evenly shared) capacity of every bounded memory and, if the model has them, the port-width
     rows (v-relevant spatial factors inside an instance of v's innermost memory x bits_v <= its
     bandwidth)."""
@@ -82,6 +84,15 @@ def placement_feasible(model: CosaModel, choice: Sequence[int]) -> bool:
     pls = [model.placements[f][k] for f, k in enumerate(choice)]
     for a, size in arch.array.items():
         if math.prod(p for (d, p), pl in zip(model.factors, pls) if pl.kind == "s" and pl.where == a) > size:
+            return False
+    hint = model.options.get("hint")
+    if hint is not None:
+        sp: dict = {a: {} for a in arch.array}
+        for (d, p), pl in zip(model.factors, pls):
+            if pl.kind == "s":
+                sp[pl.where][d] = sp[pl.where].get(d, 1) * p
+        util = math.prod(f for v in sp.values() for f in v.values()) / math.prod(arch.array.values())
+        if not hint_satisfied(hint, sp, util):
             return False
     bits = operand_bits(layer, arch)
     if model.options.get("port_width") and not all(port_ok(model, pls, v, bits) for v in OPERANDS):

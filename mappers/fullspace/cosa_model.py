@@ -100,8 +100,11 @@ appends, in this order: the X columns (factor by factor in `SPATIAL_DIMS` order,
 rows (operand I) then the (2) row; the objective costs of X for (5) and (6); then per operand v in
 `OPERANDS` the costs of (7), (8) and the loops above the global buffer (only without DRAM ranks),
 and per chain position q the column Y[v, q], its (9) rows, and (if v-irrelevant factors can sit
-at q) s[v, q] and its McCormick rows. The port-width rows come right after the (4) rows, the
-tie-break costs after (6).
+at q) s[v, q] and its McCormick rows. After the (4) rows: the hint's columns and rows (if any), then
+the port-width rows; the tie-break costs after (6).
+
+**Spatial hint** (``hint``, a `SpatialHint` or None = no change): allowed placements, mixed unrolling
+and the utilisation floor, `mappers.fullspace.cosa_hint`.
 
 **Padding.** The model is built on the padded layer (``pad_primes_over``; see the Padding section
 of `mappers.fullspace.cosa`, which fits the decoded mapping back to the real layer).
@@ -115,6 +118,7 @@ from typing import Any
 
 from costmodel.loopnest.mapping import OPERANDS, RELEVANT, SPATIAL_DIMS, prime_factors
 from costmodel.loopnest.reference import operand_bits
+from mappers.fullspace.cosa_hint import add_mixed_rows, add_utilisation_row, spatial_allowed
 from mappers.fullspace.cosa_stall import add_refill_stall
 
 __all__ = ["Placement", "CosaModel", "build_model"]
@@ -255,8 +259,8 @@ class _ModelBuilder:
     """
 
     def __init__(self, layer, arch, pad_primes_over: int | None, split_levels: bool = True,
-                 dram_ranks: int = 3):
-        self.real = layer
+                 dram_ranks: int = 3, hint=None):
+        self.real, self.hint = layer, hint
         self.layer, self.padded = _pad_layer(layer, pad_primes_over)
         self.arch, self.mems = arch, arch.memories
         self.groups = _groups(arch, split_levels)
@@ -330,12 +334,14 @@ class _ModelBuilder:
     def add_placements(self) -> None:
         """The binaries X (the paper's X[(j, n), i, k]): per factor f, one column (cost 0, [0, 1],
         integer) per placement - temporal at every level without ranks, temporal at each position
-        (level, rank) of the stationarity chain, spatial on each array dim at least p wide. Fills
+        (level, rank) of the stationarity chain, spatial on each array dim at least p wide (and,
+        with a hint, allowed to unroll the factor's dim). Fills
         ``placements[f]`` and ``xcol[f]`` (both of length |placements of f|)."""
         for d, p in self.factors:
             pls = [Placement("t", g, -1) for g in range(len(self.groups)) if g not in self.rank_levels]
             pls += [Placement("t", g, z) for g, z in self.chain]
-            pls += [Placement("s", a) for a in self.arr if self.arch.array[a] >= p]
+            pls += [Placement("s", a) for a in self.arr
+                    if self.arch.array[a] >= p and spatial_allowed(self.hint, a, d)]
             self.placements.append(pls)
             self.xcol.append([self.col() for _ in pls])
 
@@ -538,7 +544,7 @@ class _ModelBuilder:
 def build_model(layer, arch, w_util: float = -0.1, w_compute: float = 10.0, w_traffic: float = 1.0,
                 pad_primes_over: int | None = None, symmetry: bool = False, port_width: bool = True,
                 dram_ranks: int = 3, split_levels: bool = True, reuse_eps: float = 0.002,
-                stall_w: float = 0.0, halve: tuple = ()) -> CosaModel:
+                stall_w: float = 0.0, halve: tuple = (), hint=None) -> CosaModel:
     """Build the MIP (eqs. 2-12) of ``layer`` on ``arch``.
 
     Args:
@@ -559,17 +565,22 @@ def build_model(layer, arch, w_util: float = -0.1, w_compute: float = 10.0, w_tr
             innermost memory (`mappers.fullspace.cosa_stall`); 0 = off.
         halve: names of memories whose capacity row (2) counts half their size (room for a double
             buffer, which the latency model rewards); unknown names are ignored.
+        hint: a `SpatialHint` the spatial placements obey (`mappers.fullspace.cosa_hint`); None:
+            any loop dim on any array dim.
 
     Returns:
         `CosaModel` (natural logarithms throughout).
     """
-    b = _ModelBuilder(layer, arch, pad_primes_over, split_levels, dram_ranks)
+    b = _ModelBuilder(layer, arch, pad_primes_over, split_levels, dram_ranks, hint)
     b.halve = frozenset(halve)
     b.add_placements()                          # X
     b.add_assignment_rows()                     # (3)
     if symmetry:
         b.add_symmetry_rows()
     b.add_fanout_rows()                         # (4)
+    if hint is not None:                        # the accelerator's spatial hint (not in the paper)
+        add_mixed_rows(b, hint)
+        add_utilisation_row(b, hint)
     bits = operand_bits(b.layer, arch)
     if port_width:
         b.add_port_rows(bits)                   # port width (not in the paper)
@@ -585,5 +596,5 @@ def build_model(layer, arch, w_util: float = -0.1, w_compute: float = 10.0, w_tr
     m = b.model((w_util, w_compute, w_traffic))
     m.options.update(port_width=port_width, dram_ranks=dram_ranks, split_levels=split_levels, symmetry=symmetry,
                      reuse_eps=reuse_eps, stall_w=stall_w, halve=tuple(halve),
-                     stall_sides=stall_sides)
+                     stall_sides=stall_sides, hint=hint)
     return m

@@ -48,6 +48,22 @@ The report's three failures, and the fixes
    chain stays on its current valid state). The chain therefore only ever holds valid states.
    ``extra['valid_rate']`` = fraction of raw proposals valid *before* repair.
 
+Spatial hint (issue 21)
+-----------------------
+When the accelerator has a ``[spatial_hint]`` (`costmodel.loopnest.hint.SpatialHint`; the mapper's
+``hint`` param, default True, False ignores it) a primitive may enter spatial section a only if its
+dim is in ``hint.allowed(a)`` and the section then unrolls at most ``hint.max_mixed(a)`` distinct
+dims (`PrimitiveSpace.can_enter`). The initial fill only adds primitives that may enter; a proposal
+that breaks the hint (`PrimitiveSpace.hint_ok`) is repaired first by sending, section by section and
+left to right, every primitive that could not have entered to the outermost DRAM position (then the
+fan-out and capacity repairs as above, which only take primitives out of spatial sections); the
+random states of `mappers.fullspace.baselines` draw each primitive's section among those it may
+enter. ``min_utilization`` (product of the array dims' fan-outs / PEs: the primitives divide the
+bounds, so no padding) is applied at evaluation (`PrimitiveSpace.evaluate`): a state below it
+evaluates to +inf (invalid), so random5 / hybrid count it as an invalid draw and the annealer
+rejects it; a chain whose greedy initial state is below it finds nothing (+inf). Without a hint
+every rule above is the unconstrained one (the same draws and results as version 1).
+
 The capacity check used by the construction and the repair (`PrimitiveSpace.over_capacity`) computes
 the tiles exactly as `costmodel.loopnest.reference.evaluate` (footprints, partial/final output precision); the
 decoded state is always evaluated by `evaluate`, which has the last word.
@@ -71,12 +87,17 @@ from costmodel.loopnest.mapping import OPERANDS, RELEVANT, SPATIAL_DIMS, Mapping
 from mappers.base import LayerProblem, Param, SearchResult, WorkUnit, Mapper, chain_seeds, objective_value, resolve_params
 
 __all__ = ["PrimitiveSpace", "PrimitiveSAMapper", "PRIMITIVE_SA", "chain_seeds", "resolve_params",
-           "make_fullspace_result", "MOVES"]
+           "make_fullspace_result", "MOVES", "HINT_PARAM", "problem_space"]
 
 #: Move kinds of the annealer.
 MOVES = ("block", "swap", "move")
 
 SEP = -1  # separator token in the flat list
+
+#: The ``hint`` param of the mappers on `PrimitiveSpace` (primitive_sa, random5, hybrid); left out of
+#: the resolved params unless given, so existing problem ids are unchanged.
+HINT_PARAM = Param("hint", "bool", True, "obey the accelerator's [spatial_hint] (allowed loop dims per array "
+                   "dim, max dims at once, min utilisation); False: any unrolling", omit_default=True)
 
 
 
@@ -88,8 +109,9 @@ class PrimitiveSpace:
     from the flat list with separators, on which the moves act.
     """
 
-    def __init__(self, layer, arch) -> None:
-        self.layer, self.arch = layer, arch
+    def __init__(self, layer, arch, hint=None) -> None:
+        """``hint``: a `SpatialHint` the spatial sections obey (None: any primitive anywhere)."""
+        self.layer, self.arch, self.hint = layer, arch, hint
         self.prims: list[tuple[str, int]] = [(d, p) for d in SPATIAL_DIMS for p in prime_factors(getattr(layer, d))]
         self.n = len(self.prims)
         self.adims = list(arch.array)
@@ -102,6 +124,10 @@ class PrimitiveSpace:
         self.mem_ops = [[op for op in OPERANDS if op in m.operands] for m in arch.memories]
         self.mem_inside = [[i for i, a in enumerate(self.adims) if a not in m.private_to] for m in arch.memories]
         self.mem_private = [[i for i, a in enumerate(self.adims) if a in m.private_to] for m in arch.memories]
+        # per array dim: the loop dims the hint allows (None: any) and how many at once
+        self.allow = [None if hint is None else frozenset(hint.allowed(a)) for a in self.adims]
+        self.max_mix = [len(SPATIAL_DIMS) if hint is None else hint.max_mixed(a) for a in self.adims]
+        self.min_util = 0.0 if hint is None else hint.min_utilization
 
     # -- representation -------------------------------------------------------------------------
     def flat(self, sections: Sequence[Sequence[int]]) -> list[int]:
@@ -168,6 +194,31 @@ class PrimitiveSpace:
     def fanout_ok(self, sections) -> bool:
         return all(f <= s for f, s in zip(self.fanouts(sections), self.asize))
 
+    def can_enter(self, sec: Sequence[int], i: int, k: int) -> bool:
+        """Whether primitive ``i`` may join spatial section ``k`` (holding ``sec``) under the hint:
+        its dim allowed on that array dim, the section's distinct dims still <= the max."""
+        if self.hint is None:
+            return True
+        d = self.prims[i][0]
+        if d not in self.allow[k]:
+            return False
+        dims = {self.prims[j][0] for j in sec}
+        return d in dims or len(dims) < self.max_mix[k]
+
+    def hint_ok(self, sections) -> bool:
+        """Whether every spatial section obeys the hint (allowed dims, at most max distinct)."""
+        if self.hint is None:
+            return True
+        for k in range(self.A):
+            dims = {self.prims[i][0] for i in sections[k]}
+            if len(dims) > self.max_mix[k] or not dims <= self.allow[k]:
+                return False
+        return True
+
+    def utilization(self, sections) -> float:
+        """Spatial utilisation: product of the array dims' fan-outs / PEs."""
+        return math.prod(self.fanouts(sections)) / math.prod(self.asize)
+
     def over_capacity(self, sections) -> int | None:
         """Index of the innermost memory whose tiles exceed its capacity, None if all fit.
 
@@ -208,7 +259,7 @@ class PrimitiveSpace:
         return None
 
     def valid(self, sections) -> bool:
-        return self.fanout_ok(sections) and self.over_capacity(sections) is None
+        return self.fanout_ok(sections) and self.hint_ok(sections) and self.over_capacity(sections) is None
 
     # -- initial state and repair ------------------------------------------------------------------
     def initial(self, rng: np.random.Generator) -> list[list[int]]:
@@ -224,7 +275,7 @@ class PrimitiveSpace:
             f = 1
             for i in cand:
                 p = self.prims[i][1]
-                if f * p <= self.asize[k]:
+                if f * p <= self.asize[k] and self.can_enter(sec[k], i, k):
                     sec[k].append(i)
                     f *= p
                     pool.remove(i)
@@ -255,6 +306,11 @@ class PrimitiveSpace:
         sec = [list(s) for s in sections]
         top = self.S - 1
         for k in range(self.A):
+            if self.hint is not None:  # what could not have entered goes to DRAM, left to right
+                keep: list[int] = []
+                for i in sec[k]:
+                    (keep if self.can_enter(keep, i, k) else sec[top]).append(i)
+                sec[k] = keep
             while math.prod(self.prims[i][1] for i in sec[k]) > self.asize[k]:
                 sec[top].append(sec[k].pop())
         for _ in range(4 * self.n + 16):
@@ -277,13 +333,15 @@ class PrimitiveSpace:
     # -- random states (baselines) -----------------------------------------------------------------
     def random_state(self, rng: np.random.Generator) -> list[list[int]]:
         """A random state: each primitive (random order) to a uniformly random section among the
-        temporal ones and the spatial ones it still fits (fan-out), then each section shuffled.
+        temporal ones and the spatial ones it still fits (fan-out) and may enter (hint), then each
+        section shuffled.
         Capacity is not considered (the cost model decides validity)."""
         sec: list[list[int]] = [[] for _ in range(self.S)]
         fan = [1] * self.A
         for i in rng.permutation(self.n).tolist():
             p = self.prims[i][1]
-            opts = [k for k in range(self.A) if fan[k] * p <= self.asize[k]] + list(range(self.A, self.S))
+            opts = [k for k in range(self.A) if fan[k] * p <= self.asize[k] and self.can_enter(sec[k], i, k)]
+            opts += list(range(self.A, self.S))
             k = opts[int(rng.integers(len(opts)))]
             if k < self.A:
                 fan[k] *= p
@@ -336,9 +394,19 @@ class PrimitiveSpace:
 
     # -- evaluation ------------------------------------------------------------------------------------
     def evaluate(self, sections, objective: str):
-        """(objective value, CostReport) of a state with the cost model."""
+        """(objective value, CostReport) of a state with the cost model; +inf below the hint's
+        ``min_utilization``."""
         rep = evaluate(self.layer, self.arch, self.decode(sections))
+        if self.min_util > 0 and self.utilization(sections) < self.min_util - 1e-12:
+            return math.inf, rep
         return objective_value(rep, objective), rep
+
+
+def problem_space(problem: LayerProblem, params: _Mapping[str, Any]) -> PrimitiveSpace:
+    """The `PrimitiveSpace` of ``problem``, under its accelerator's spatial hint unless
+    ``params["hint"]`` is False (an accelerator without a hint: unconstrained)."""
+    hint = problem.arch.spatial_hint if params.get("hint", True) else None
+    return PrimitiveSpace(problem.layer, problem.arch, hint)
 
 
 def make_fullspace_result(space: PrimitiveSpace, problem: LayerProblem, mapper: str, engine: str, best,
@@ -418,7 +486,7 @@ class PrimitiveSAMapper(Mapper):
     """
 
     name = "primitive_sa"
-    version = "1"
+    version = "2"  # 2: obeys the accelerator's spatial hint (module docstring)
     kind = "loopnest"
     params = (
         Param("iterations", "int", 2000, "SA proposals per chain", low=0, high=10**8),
@@ -428,6 +496,7 @@ class PrimitiveSAMapper(Mapper):
         Param("seed", "int", 0, "seed; the chains' seeds are spawned from it (SeedSequence.spawn)", low=0),
         Param("p_block", "float", 0.3, "probability of a block move (all primitives of one dim in one level); "
               "swap and single move share the rest equally", low=0.0, high=1.0),
+        HINT_PARAM,
     )
 
     def units(self, problem: LayerProblem, params: _Mapping[str, Any]) -> list[WorkUnit]:
@@ -440,7 +509,7 @@ class PrimitiveSAMapper(Mapper):
         if unit.kind != "sa":
             raise ValueError(f"primitive_sa cannot run a work unit of kind {unit.kind!r}")
         t_start = time.perf_counter()
-        space = PrimitiveSpace(problem.layer, problem.arch)
+        space = problem_space(problem, params)
         iters = int(params.get("iterations", 2000))
         r = anneal_chain(space, problem.objective, np.random.default_rng(unit.seed), iters,
                          float(params.get("t0", 0.05)), float(params.get("rho", 0.999)),
