@@ -447,7 +447,7 @@ def _pin(a, argv, layers, arch_ref: str, zz: dict, inputs: dict[str, Path], toml
         (out / f"{stem}.toml").write_text(head + body)
         arch = load_accelerator(out / f"{stem}.toml")
     keep = ("energy_pj", "latency_cycles", "ideal_temporal_cycle", "stall_slack_comb", "data_onloading_cycle",
-            "data_offloading_cycle", "spatial", "temporal")
+            "data_offloading_cycle", "spatial", "temporal", "mac_energy_pj", "energy_breakdown")
     rows = [{"name": n, "layer": dataclasses.asdict(l), "zigzag": {k: zz["loma"][n][k] for k in keep},
              "mapping": translate(zz["loma"][n], arch, own_spatial(arch)).to_dict()} for n, l in layers]
     about = {"zigzag": f"zigzag-dse {_zigzag_version(a.zigzag_python)}", "engine": "loma",
