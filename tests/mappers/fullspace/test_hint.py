@@ -206,24 +206,42 @@ def _obeys_assignment(model, choice, hint) -> bool:
     return used >= hint.min_utilization * math.prod(model.arch.array.values())
 
 
-@pytest.mark.parametrize("hint", [
-    {"D1": ["K", "C"], "D2": ["C"]},                                   # mixing K and C on D1 forbidden
-    {"D1": ["K", "C", "OX"], "D2": ["K"], "max_dims": {"D1": 2}},      # two of three on D1
-    {"D1": ["K", "C"], "D2": ["C", "K"], "max_dims": 2, "min_utilization": 0.5},
+def _brute_force(model, keep) -> float:
+    """Least objective of the feasible assignments of ``model`` that ``keep`` accepts (+inf: none)."""
+    return min((placement_objective(model, ch) for ch in itertools.product(*[range(len(p)) for p in model.placements])
+                if placement_feasible(model, ch) and keep(ch)), default=math.inf)
+
+
+# Each hint binds: the constrained optimum is worse than the unconstrained one (checked below).
+@pytest.mark.parametrize("d1,hint,weights", [
+    (4, {"D1": ["K", "C"], "D2": ["K"]}, {}),                                    # K or C on D1, not both
+    (12, {"D1": ["K", "C", "OX"], "D2": ["K"], "max_dims": {"D1": 2}}, {}),      # two of three (indicators)
+    (4, {"D1": ["OX", "K"], "D2": ["C"], "max_dims": 2, "min_utilization": 1.0},  # the floor: without
+     {"w_compute": 0.0}),                                                         # compute cost, fewer PEs win
 ], ids=["max1", "max2of3", "floor"])
-def test_cosa_constrained_optimum_equals_brute_force(hint):
+def test_cosa_constrained_optimum_equals_brute_force(d1, hint, weights):
     layer = Layer("t1", K=4, C=2, OX=3)
-    free_arch, arch = tiny_arch(), tiny_arch(hint=hint)
-    free = build_model(layer, free_arch, symmetry=False)
-    model = build_model(layer, arch, hint=arch.spatial_hint)
+    free_arch, arch = tiny_arch(d1), tiny_arch(d1, hint=hint)
+    free = build_model(layer, free_arch, **weights)
+    model = build_model(layer, arch, hint=arch.spatial_hint, **weights)
     status, choice, obj, _, _, _ = solve_model(model, 20.0, 0.0)
     assert status == "optimal"
-    best = min(placement_objective(free, ch) for ch in itertools.product(*[range(len(p)) for p in free.placements])
-               if placement_feasible(free, ch) and _obeys_assignment(free, ch, arch.spatial_hint))
+    best = _brute_force(free, lambda ch: _obeys_assignment(free, ch, arch.spatial_hint))
     assert math.isclose(best, obj, abs_tol=1e-6)
     assert math.isclose(placement_objective(model, choice), obj, abs_tol=1e-6)
+    assert obj > _brute_force(free, lambda ch: True) + 1e-3      # the hint binds
     pls = [model.placements[f][k] for f, k in enumerate(choice)]
     assert all(pl.kind != "s" or d in arch.spatial_hint.allowed(pl.where) for (d, _), pl in zip(model.factors, pls))
+
+
+def test_cosa_unreachable_floor_is_an_infeasible_row():
+    """K or C on D1 (4 wide), K on D2 (2): at most 4 of 8 PEs busy, so a floor of 0.75 cannot be met."""
+    layer = Layer("t1", K=4, C=2, OX=3)
+    arch = tiny_arch(hint={"D1": ["K", "C"], "D2": ["K"], "min_utilization": 0.75})
+    free = build_model(layer, tiny_arch())
+    assert _brute_force(free, lambda ch: _obeys_assignment(free, ch, arch.spatial_hint)) == math.inf
+    r = COSA.search(LayerProblem(layer, arch), {"solves": ["0"]})
+    assert r.extra["status"] == "infeasible" and r.value == math.inf
 
 
 def test_cosa_hint_adds_columns_only_when_needed():
