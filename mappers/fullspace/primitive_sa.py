@@ -53,7 +53,9 @@ Spatial hint (issue 21)
 When the accelerator has a ``[spatial_hint]`` (`costmodel.loopnest.hint.SpatialHint`; the mapper's
 ``hint`` param, default True, False ignores it) a primitive may enter spatial section a only if its
 dim is in ``hint.allowed(a)`` and the section then unrolls at most ``hint.max_mixed(a)`` distinct
-dims (`PrimitiveSpace.can_enter`). The initial fill only adds primitives that may enter; a proposal
+dims (`PrimitiveSpace.can_enter`). The initial fill only adds primitives that may enter, filling
+the array dims that allow the fewest loop dims first (simba_like: D3 and D4, then the PE axes, so
+conv1's C = 3 goes to the vector width D3 rather than to a PE axis that could hold K); a proposal
 that breaks the hint (`PrimitiveSpace.hint_ok`) is repaired first by sending, section by section and
 left to right, every primitive that could not have entered to the outermost DRAM position (then the
 fan-out and capacity repairs as above, which only take primitives out of spatial sections); the
@@ -269,7 +271,10 @@ class PrimitiveSpace:
         order = [int(i) for i in rng.permutation(self.n)]
         pool = list(order)
         default = self.arch.spatial
-        for k, a in enumerate(self.adims):
+        # with a hint, the array dims that may unroll fewest loop dims are filled first
+        fill = range(self.A) if self.hint is None else sorted(range(self.A), key=lambda k: len(self.allow[k]))
+        for k in fill:
+            a = self.adims[k]
             pref = {d for d, _ in default.dims.get(a, ())}
             cand = sorted(pool, key=lambda i: (self.prims[i][0] not in pref, pool.index(i)))
             f = 1
