@@ -79,7 +79,12 @@ latency; every mapper under the preset's hint): geomean speed-up over random5 8.
 1.048x version 3's in geomean: conv1 4.49x slower (C = 3 on D3 and K = 64 on D4, D1, D2 are all the
 hint lets it unroll: 192 of 1024 MACs busy), four 3 x 3 layers 4-14 % faster (the MIP's objective
 misjudges some unrollings the hint forbids), layer3.x.conv2 3 % slower, the rest equal; random5
-is 1.90x and hybrid 1.58x slower (fewer of their random primitives land on the array).
+is 1.90x and hybrid 1.58x slower (fewer of their random primitives land on the array). Energy:
+4.06x / 1.55x (without hints 3.13x / 1.32x). ``--nets`` (latency, over random5): ResNeXt-50 8.50x
+(3.76x), DeepBench OCR 18.8x (3.91x), face 13.3x (3.94x); cosa itself is 1.27x slower on ResNeXt-50,
+mostly its grouped 3 x 3 convolutions: simba_like's hint unrolls no G, so layer1.0.conv2 (K = C = 4
+per group) keeps 16 MACs busy, 8.6x slower (with G also allowed on D1 and D2: 1.02x of the
+unconstrained latency).
 
 **Decoding.** `decode` cuts each memory's tile where the MIP put it (the even cut); `decode_loma`
 keeps the decoded spatial unrolling and loop order and lets LOMA's bottom-up allocation
