@@ -53,6 +53,12 @@ average), so its MAC-side register accesses exceed the real MACs (conv1: 131 x 9
 118315008 I and O register reads for 118013952 MACs; +0.18 % of conv1's energy); and its distinct
 data per multicast group of I and W (``unit_unique``; conv1: I 28 PEs' tiles, ours the 42 PE tiles of
 the OX 14 x FY 3 positions times 7/9) differs from ours by 0.03 % of conv1's energy (ours higher).
+ZigZag truncates fractional loop sizes to integers before an input extent (``calc_tensor_dim``):
+OX 14 over 4 PEs is 3.5 in its output tile but 3 in its input tile, so its array-side input reads
+are ours x (6/7)^2 on such layers (edge_tpu_like layer3 / layer4: +2.33 % of the network ours;
+README "Every accelerator ZigZag ships"). One difference is ours to fix (model version 4, open):
+ZigZag clips an input tile to the unpadded input, we count the padded window (+1.09 % on
+edge_tpu_like; the halo is generated, not read, so ZigZag is the physical one there).
 
 **Levels and scope.** Operand op has levels ``arch.levels(op)`` (innermost first); level l holds the
 loops ``loops[0, b_l)`` (``b = mapping.boundaries[op]``). A memory is replicated over the array

@@ -83,11 +83,18 @@ def problem_id(layer, arch_desc: str, spatial, mapper: str, version: str, params
 
 
 def _searched_hint(mapper, layer, acc, campaign, params, objective):
-    """The accelerator's hint if ``mapper`` searches spatial unrollings on it, else None."""
-    if campaign.kind != "loopnest" or not any(p.name == "spatial" for p in mapper.params):
+    """The accelerator's hint if ``mapper`` depends on it, else None: a loop-order mapper searching
+    spatial unrollings (`mappers.spatial.spatial_mode`), or a full-space mapper whose ``hint``
+    parameter is not false."""
+    if campaign.kind != "loopnest":
         return None
-    prob = LayerProblem(layer, acc, campaign.architectures.spatial, objective)
-    return acc.spatial_hint if spatial_mode(prob, params) == "search" else None
+    names = {p.name for p in mapper.params}
+    if "spatial" in names:
+        prob = LayerProblem(layer, acc, campaign.architectures.spatial, objective)
+        return acc.spatial_hint if spatial_mode(prob, params) == "search" else None
+    if "hint" in names and params.get("hint", True) is not False:
+        return acc.spatial_hint
+    return None
 
 
 def _seeds_for(mapper, seeds) -> list:
