@@ -105,7 +105,6 @@ def _search(c, known, sampler: str, seed: int, trials: int, batch: int, target: 
 
     from sweep.search.driver import design_value, make_sampler, suggest, tell
     space = c.architectures
-    index = {tuple(map(float, row)): i for i, row in enumerate(space.values)}
     best, seen, reached = math.inf, set(), None
 
     def record(i: int) -> None:
@@ -122,7 +121,7 @@ def _search(c, known, sampler: str, seed: int, trials: int, batch: int, target: 
             if len(seen) >= trials:
                 break
             p = [axis[rng.integers(len(axis))] for axis in (space.axes[n] for n in space.names)]
-            i = index.get(tuple(map(float, p)))
+            i = space.index_of(p)
             if i is not None:
                 record(i)
         return best, len(seen), reached
@@ -132,7 +131,7 @@ def _search(c, known, sampler: str, seed: int, trials: int, batch: int, target: 
     done = 0
     while len(seen) < trials and done < 10 * trials:
         ts = [study.ask() for _ in range(min(batch, trials - len(seen)))]
-        idx = [index.get(tuple(map(float, suggest(t, space)))) for t in ts]
+        idx = [space.index_of(suggest(t, space)) for t in ts]
         for t, i in zip(ts, idx):
             tell(study, t, space, known, i, objectives)
             if i is not None:
