@@ -32,6 +32,7 @@ from typing import Any
 import pandas as pd
 
 from costmodel.loopnest.template import DATAFLOW
+from sweep.reports.designs import _record, best_per_budget, parameter_effects, pareto_designs
 from sweep.reports.pareto import even_budgets
 
 __all__ = ["dataflow_designs", "dataflow_names", "dataflow_report", "show_network", "write_plot"]
@@ -56,7 +57,6 @@ def dataflow_report(df: pd.DataFrame, params: list[str], space: dict,
     table ``df`` (`sweep.reports.archsearch.design_table` rows of one network, with a
     ``dataflow`` column); ``budgets`` in mm^2 (None: `even_budgets` of the network's areas, as
     the network's own table)."""
-    from sweep.reports.archsearch import best_per_budget, parameter_effects, pareto_designs, _record
     names = dataflow_names(df, space)
     kinds = _kinds(space, names)
     budgets = even_budgets(df["area_mm2"], 6) if budgets is None else [float(b) for b in budgets]

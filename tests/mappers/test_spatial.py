@@ -197,3 +197,25 @@ def test_units_are_candidates_times_the_mappers_own_units():
     assert len(units) == 3 * 2
     assert [u.budget["spatial_index"] for u in units] == [0, 0, 1, 1, 2, 2]
     assert units[0].seed == units[2].seed  # the same chain seeds on every candidate
+
+
+def test_the_hint_excludes_a_better_unrolling_it_does_not_allow():
+    # tpu_like's hint: rows (D1) may unroll C / FY / FX, columns (D2) only K. On K = C = 8, OX = 32 an
+    # OX unrolling would fill a whole axis, but OX is not allowed: the best is C 8 x K 8 = 64 of 1,024 PEs
+    acc = load_accelerator("tpu_like")
+    got = spatial_candidates(Layer("l", K=8, C=8, OX=32), acc, keep=None)
+    assert all(d != "OX" for c in got for loops in c.spatial.dims.values() for d, _ in loops)
+    assert got[0].spatial.dims == {"D1": (("C", 8),), "D2": (("K", 8),)}
+    assert got[0].utilization == 64 / 1024
+
+
+def test_fixed_is_the_accelerators_unrolling_as_before():
+    # spatial = "fixed" (or absent) runs the preset's unrolling, fitted to the layer: FY 3 -> 1 on a 1x1 conv
+    acc = load_accelerator("eyeriss_like")
+    layer = Layer("l", K=32, C=16, OY=14, OX=14)
+    loma = get_mapper("loma")
+    absent = loma.search(LayerProblem(layer, acc), {"lpf_limit": 5})
+    fixed = loma.search(LayerProblem(layer, acc), {"lpf_limit": 5, "spatial": "fixed"})
+    assert (absent.value, absent.loops) == (fixed.value, fixed.loops)
+    assert absent.extra["spatial"] == '{"D1":[["OX",14]],"D2":[["FY",1],["K",4]]}'
+    assert absent.extra["spatial_candidates"] == 1

@@ -1,0 +1,80 @@
+"""Tables of an architecture search's designs shared by its report and its per-dataflow section
+(`sweep.reports.archsearch`, `sweep.reports.dataflow`): a design as JSON-able data, the area-EDP
+Pareto designs, the best design per area budget (mm^2) and each parameter's effect on EDP
+(pJ x cycles). Rows are one network's designs (``design_id``, ``area_mm2``, ``energy_pj``,
+``latency_cycles``, ``edp`` and the parameter columns)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from sweep.reports.pareto import even_budgets, pareto_front
+
+__all__ = ["best_per_budget", "parameter_effects", "pareto_designs"]
+
+
+def _py(v: Any) -> Any:
+    """A numpy scalar as the Python scalar JSON writes (ints stay ints)."""
+    if isinstance(v, np.generic):
+        return v.item()
+    return v
+
+
+def _record(row: pd.Series, params: list[str]) -> dict[str, Any]:
+    """A design's totals and parameter values as JSON-able data."""
+    return {"design_id": str(row["design_id"]), "area_mm2": float(row["area_mm2"]),
+            "energy_pj": float(row["energy_pj"]), "latency_cycles": float(row["latency_cycles"]),
+            "edp": float(row["edp"]), "params": {p: _py(row[p]) for p in params if p in row.index}}
+
+
+def pareto_designs(df: pd.DataFrame, columns: tuple[str, str] = ("area_mm2", "edp")) -> pd.DataFrame:
+    """The rows of ``df`` (one network's designs) not dominated in ``columns`` (all minimised),
+    sorted by area (mm^2), then by ``columns``, then design_id."""
+    if df.empty:
+        return df
+    idx = pareto_front(df[list(columns)].to_numpy(dtype=float))
+    keys = list(dict.fromkeys(["area_mm2", *columns, "design_id"]))
+    return df.iloc[idx].sort_values(keys, kind="stable")
+
+
+def best_per_budget(df: pd.DataFrame, params: list[str], budgets: list[float] | None = None) -> list[dict]:
+    """Per area budget (mm^2; default `even_budgets` of the designs' areas, 6 of them), the design
+    of lowest EDP among those of area <= budget (ties: smaller area, then design_id), with the
+    number of designs within the budget; ``design_id`` None when none fits."""
+    budgets = even_budgets(df["area_mm2"], 6) if budgets is None else [float(b) for b in budgets]
+    out = []
+    for b in budgets:
+        fit = df[df["area_mm2"] <= b]
+        rec: dict[str, Any] = {"budget_mm2": float(b), "feasible": int(len(fit))}
+        if fit.empty:
+            rec["design_id"] = None
+        else:
+            best = fit.sort_values(["edp", "area_mm2", "design_id"], kind="stable").iloc[0]
+            rec.update(_record(best, params))
+        out.append(rec)
+    return out
+
+
+def parameter_effects(df: pd.DataFrame, params: list[str]) -> dict[str, list[dict]]:
+    """Per parameter and value (ascending): ``designs`` with that value, ``best_edp`` and
+    ``median_edp`` (pJ x cycles), ``best_vs_best`` and ``median_vs_best`` (over the best EDP of
+    all of ``df``) and the ``best_design_id``."""
+    if df.empty:
+        return {}
+    overall = float(df["edp"].min())
+    out: dict[str, list[dict]] = {}
+    for p in params:
+        if p not in df:
+            continue
+        recs = []
+        for value, g in df.groupby(p, sort=True):
+            best = g.sort_values(["edp", "area_mm2", "design_id"], kind="stable").iloc[0]
+            med = float(g["edp"].median())
+            recs.append({"value": _py(value), "designs": int(len(g)), "best_edp": float(best["edp"]),
+                         "median_edp": med, "best_vs_best": float(best["edp"]) / overall,
+                         "median_vs_best": med / overall, "best_design_id": str(best["design_id"])})
+        out[p] = recs
+    return out
