@@ -3,7 +3,7 @@
 Given a layer and an accelerator with a `costmodel.loopnest.hint.SpatialHint`, `spatial_candidates`
 enumerates the spatial unrollings the hint allows and keeps the best ``keep`` of them; the loop-order
 mappers (loma, salsa, random) run their temporal search on each (one set of work units per
-candidate) and keep the best (`mappers.loop_order.common`).
+candidate) and keep the best (`mappers.loop_order.base`).
 
 **The set.** For each array dim ``a`` of size ``S_a`` and each loop dim ``d`` the hint allows on
 it, the unrolling factors are the divisors of ``m = min(bound_d, S_a, cap_{d,a})``: a factor need

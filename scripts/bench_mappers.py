@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from costmodel.loopnest.arch import load_accelerator  # noqa: E402
 from costmodel.zoo import load_network  # noqa: E402
 from mappers.base import LayerProblem  # noqa: E402
-from mappers.loop_order.common import problem_evaluator
+from mappers.loop_order.base import problem_evaluator
 from mappers.loop_order.loma import LomaMapper, exhaustive_range  # noqa: E402
 from mappers.loop_order.lpf import iter_permutations, multiset_count  # noqa: E402
 from mappers.loop_order.random import RandomMapper  # noqa: E402

@@ -32,7 +32,7 @@ from costmodel.loopnest.mapping import SpatialMapping  # noqa: E402
 from costmodel.zoo import load_network  # noqa: E402
 from mappers import get_mapper  # noqa: E402
 from mappers.base import LayerProblem  # noqa: E402
-from mappers.loop_order.common import spatial_json  # noqa: E402
+from mappers.loop_order.base import spatial_json  # noqa: E402
 from mappers.spatial import spatial_candidates  # noqa: E402
 
 SALSA = {"engine": "sa", "iterations": 1000, "chains": 2, "descent": False}

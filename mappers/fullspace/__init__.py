@@ -3,9 +3,9 @@ loop-nest accelerator (`costmodel.loopnest`).
 
 * `primitive_sa`: the CPEN 513 primitive-list annealer (valid initial state, block moves, repair).
 * `baselines`: CoSA's baselines, ``random5`` (Random 5x) and ``hybrid`` (Timeloop-Hybrid-like).
-* `cosa`, `cosa_model`, `cosa_check`: CoSA's prime-factor allocation MIP on HiGHS, its
-  decoding, and a brute-force check of the MIP's objective; `cosa_hint`: an accelerator's
-  ``[spatial_hint]`` as MIP constraints.
+* `cosa/`: CoSA's prime-factor allocation MIP on HiGHS (`cosa.mapper`, `cosa.model`), its
+  refill-stall term (`cosa.stall`), an accelerator's ``[spatial_hint]`` as MIP constraints
+  (`cosa.hint`) and a brute-force check of the MIP's objective (`cosa.check`).
 
 Every mapper here obeys the accelerator's spatial hint when it has one (param ``hint``, default True).
 """

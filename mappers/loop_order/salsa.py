@@ -171,7 +171,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from mappers.base import LayerProblem, Mapper, Param, SearchResult, WorkUnit, best_of, chain_seeds, objective_index
-from mappers.loop_order.common import SPATIAL_PARAMS, LoopOrderMapper, make_result, problem_evaluator
+from mappers.loop_order.base import SPATIAL_PARAMS, LoopOrderMapper, make_result, problem_evaluator
 from mappers.loop_order.loma import exhaustive_range
 from mappers.loop_order.lpf import expand, iter_permutations, multiset_count, shard_range
 from mappers.loop_order.moves import BLOCK_MAX, MoveStream, PairStream, descend_ends, fit_surrogate

@@ -36,7 +36,7 @@ from costmodel.systolic.points import SystolicPoints
 from costmodel.workload import Layer, Network
 from mappers import MAPPER_NAMES, declared_columns, get_mapper
 from mappers.base import KINDS, ExtraColumn, LayerProblem, Param, SearchResult, WorkUnit
-from mappers.loop_order.common import problem_evaluator
+from mappers.loop_order.base import problem_evaluator
 from mappers.npu.graph import build_dfg, lower_bound
 from mappers.systolic.deepopt import AllocationProblem
 

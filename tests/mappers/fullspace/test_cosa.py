@@ -13,8 +13,8 @@ from costmodel.loopnest.mapping import RELEVANT, SPATIAL_DIMS, Mapping
 from costmodel.workload import Layer
 from mappers.base import LayerProblem
 from mappers.fullspace.cosa import COSA, DEFAULT_SOLVES, decode, solve_model
-from mappers.fullspace.cosa_model import build_model
-from mappers.fullspace.cosa_check import placement_feasible, placement_objective
+from mappers.fullspace.cosa.model import build_model
+from mappers.fullspace.cosa.check import placement_feasible, placement_objective
 
 
 def tiny_arch(reg_bits=64, gb_bits=2048):

@@ -1,4 +1,4 @@
-"""CoSA's halved capacity rows (`mappers.fullspace.cosa_model`, ``halve``; solves "w:mem+mem") at the
+"""CoSA's halved capacity rows (`mappers.fullspace.cosa.model`, ``halve``; solves "w:mem+mem") at the
 mapper level: a buffer planned at half its size is left room for double buffering, which the
 latency model rewards. With the halving (the solve's ":weight_buffer") and without it (the same
 solve with no memory named) the mapper picks different mappings, and the halved one is faster."""

@@ -1,4 +1,4 @@
-"""CoSA version 3: the refill-stall term (mappers.fullspace.cosa_stall), halved capacities and several
+"""CoSA version 3: the refill-stall term (mappers.fullspace.cosa.stall), halved capacities and several
 solves per layer, the best decoded one kept."""
 
 import itertools
@@ -11,9 +11,9 @@ from costmodel.loopnest.reference import evaluate
 from costmodel.workload import Layer
 from mappers.base import LayerProblem
 from mappers.fullspace.cosa import COSA, decode, parse_solve, solve_model
-from mappers.fullspace.cosa_check import placement_feasible, placement_objective
-from mappers.fullspace.cosa_model import build_model
-from mappers.fullspace.cosa_stall import TANGENTS, softplus_pwl, stall_term
+from mappers.fullspace.cosa.check import placement_feasible, placement_objective
+from mappers.fullspace.cosa.model import build_model
+from mappers.fullspace.cosa.stall import TANGENTS, softplus_pwl, stall_term
 
 
 @pytest.fixture(scope="module")

@@ -20,8 +20,8 @@ from costmodel.workload import Layer
 from mappers.base import LayerProblem
 from mappers.fullspace import COSA, HYBRID, PRIMITIVE_SA, RANDOM5
 from mappers.fullspace.cosa import solve_model
-from mappers.fullspace.cosa_check import placement_feasible, placement_objective
-from mappers.fullspace.cosa_model import build_model
+from mappers.fullspace.cosa.check import placement_feasible, placement_objective
+from mappers.fullspace.cosa.model import build_model
 from mappers.fullspace.primitive_sa import PrimitiveSpace
 
 #: Small, fast settings of each mapper (the hint rules do not depend on the budget).

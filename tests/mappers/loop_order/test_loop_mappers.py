@@ -13,7 +13,7 @@ from costmodel.workload import LOOP_DIMS, Layer
 from mappers import get_mapper
 from mappers.base import LayerProblem
 from mappers.base import resolve_params
-from mappers.loop_order.common import problem_evaluator
+from mappers.loop_order.base import problem_evaluator
 from mappers.loop_order.loma import LomaMapper, exhaustive_range
 from mappers.loop_order.lpf import lpf_types, multiset_count, prime_factors
 from mappers.loop_order.random import RandomMapper, stop_index

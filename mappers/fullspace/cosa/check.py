@@ -1,5 +1,5 @@
 """The CoSA MIP's objective and constraints evaluated directly on a placement, without the
-linearisation (`mappers.fullspace.cosa_model` builds the linear model): the reference the tests
+linearisation (`mappers.fullspace.cosa.model` builds the linear model): the reference the tests
 compare the HiGHS optimum and the linearised auxiliary variables against.
 """
 
@@ -10,9 +10,9 @@ from typing import Sequence
 
 from costmodel.loopnest.reference import operand_bits
 from costmodel.loopnest.mapping import OPERANDS, RELEVANT, SPATIAL_DIMS
-from mappers.fullspace.cosa_hint import hint_satisfied
-from mappers.fullspace.cosa_model import _EPS, CosaModel, Placement
-from mappers.fullspace.cosa_stall import stall_term
+from mappers.fullspace.cosa.hint import hint_satisfied
+from mappers.fullspace.cosa.model import _EPS, CosaModel, Placement
+from mappers.fullspace.cosa.stall import stall_term
 
 __all__ = ["placement_objective", "placement_feasible", "port_ok"]
 
@@ -32,7 +32,7 @@ def placement_objective(model: CosaModel, choice: Sequence[int]) -> float:
 
     Returns:
         -w_U Util + w_C Comp + w_T Traf - reuse_eps Reuse + stall_w w_C z in natural-log units (z: the
-        refill stall of `mappers.fullspace.cosa_stall.stall_term`; Reuse: the log of the
+        refill stall of `mappers.fullspace.cosa.stall.stall_term`; Reuse: the log of the
         level-0 loops irrelevant to level 0's operands; the MIP objective of that assignment,
         with Y at its least value: Y[v, q] = 1 iff a v-relevant factor sits at chain position
         <= q).

@@ -1,4 +1,4 @@
-"""An accelerator's spatial hint as constraints of the CoSA MIP (`mappers.fullspace.cosa_model`).
+"""An accelerator's spatial hint as constraints of the CoSA MIP (`mappers.fullspace.cosa.model`).
 
 A `costmodel.loopnest.hint.SpatialHint` says, per array dim a, which loop dims a may unroll
 (``hint.allowed(a)``), how many distinct ones at once (``hint.max_mixed(a)``) and the lowest spatial

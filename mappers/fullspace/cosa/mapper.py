@@ -8,7 +8,7 @@ traffic 1).
 The MIP - one binary per prime factor and placement (the paper's X), buffer capacity (2) with a
 sound bound on the input halo, spatial resources (3)-(4), and the weighted objective (12) of
 utilisation (5), compute (6) and traffic (7)-(11) with the quadratic term of (10) linearised
-exactly - is built by `mappers.fullspace.cosa_model.build_model`; that
+exactly - is built by `mappers.fullspace.cosa.model.build_model`; that
 module's docstring gives the formulation. This module solves it with HiGHS (`solve_model`),
 decodes an assignment into a `Mapping` (`decode`, `decode_loma`, `best_decode`) and runs the whole
 as a mapper (`CosaMapper`).
@@ -42,7 +42,7 @@ all but one cycle unless the register keeps its weight for many cycles (version 
 compute time on layer2.0.downsample, half of it on layer3.x.conv1); and a buffer more than half full
 cannot be double-buffered, so its refills overlap compute only in the last pass. Two MIP changes model
 this (`build_model`): the refill-stall term z >= log(1 + t / T) in log-cycles, weight w x w_compute
-(`mappers.fullspace.cosa_stall`: t refill cycles, T the register's period, both linear in the logs,
+(`mappers.fullspace.cosa.stall`: t refill cycles, T the register's period, both linear in the logs,
 softplus by 29 tangents), and ``halve``: the capacity rows (2) of the named memories count half their
 size. Neither is right for every layer (the stall term can push partial sums out of the global buffer
 into DRAM, halving can squeeze reuse), so the mapper solves a few variants - one work unit each,
@@ -66,7 +66,7 @@ buffer fed from DRAM), layer4.0.conv1 1.24x, layer3.0.downsample 1.22x; the log-
 still weighs all operands alike (24-bit partial sums spilled to DRAM count as 8-bit inputs).
 
 **Version 4: spatial hints** (issue 21; ``hint``). When the accelerator has a ``[spatial_hint]``
-(`costmodel.loopnest.hint.SpatialHint`) the MIP obeys it (`mappers.fullspace.cosa_hint`): a prime
+(`costmodel.loopnest.hint.SpatialHint`) the MIP obeys it (`mappers.fullspace.cosa.hint`): a prime
 factor of dim d has no spatial placement on array dim a unless d is in ``hint.allowed(a)``; binaries
 per (a, d) cap the distinct dims on a at ``hint.max_mixed(a)`` (only where more could reach a); and
 ``min_utilization`` is one row on the log of the spatial factors' product (a layer too small to
@@ -124,7 +124,7 @@ from costmodel.loopnest.mapping import (OPERANDS, SPATIAL_DIMS, Mapping, Mapping
                                         TemporalMapping)
 from mappers.base import (ExtraColumn, LayerProblem, Mapper, Param, SearchResult, WorkUnit, best_of,
                           objective_value)
-from mappers.fullspace.cosa_model import CosaModel, build_model
+from mappers.fullspace.cosa.model import CosaModel, build_model
 
 __all__ = ["CosaMapper", "COSA", "solve_model", "decode", "decode_loma", "best_decode", "DECODE_ORDER",
            "DEFAULT_SOLVES", "parse_solve"]

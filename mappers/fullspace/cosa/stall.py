@@ -56,7 +56,7 @@ def softplus_pwl(x: float) -> float:
 
 def refill_sides(b, bits: dict[str, int]) -> list[tuple[float, list[tuple[int, float]]]]:
     """The sides (sigma - u) of every single-buffered innermost memory of builder ``b``
-    (`mappers.fullspace.cosa_model._ModelBuilder`): a list of (constant, [(X column, coefficient)])
+    (`mappers.fullspace.cosa.model._ModelBuilder`): a list of (constant, [(X column, coefficient)])
     with sigma - u = constant + sum coefficient x (natural-log units; module docstring). Empty if
     no memory at MIP level 0 is single-buffered for one element of its operands."""
     out = []

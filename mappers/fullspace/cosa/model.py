@@ -74,7 +74,7 @@ objectives near 150 allows 0.015 anyway); the smallest single term of the paper'
 
 **Version 3 options** (not in the paper; off by default here, chosen per solve by
 `mappers.fullspace.cosa`): ``stall_w`` adds the refill stall of a single-buffered innermost memory
-(`mappers.fullspace.cosa_stall`: one column, 29 tangent rows per side, after the tie-break costs);
+(`mappers.fullspace.cosa.stall`: one column, 29 tangent rows per side, after the tie-break costs);
 ``halve`` makes the capacity rows (2) of the named memories count half their size.
 
 **Linearisation.** The quadratic term of (10), sum_z Y[v, z] l_z with Y binary and l_z = sum_f
@@ -104,7 +104,7 @@ at q) s[v, q] and its McCormick rows. After the (4) rows: the hint's columns and
 the port-width rows; the tie-break costs after (6).
 
 **Spatial hint** (``hint``, a `SpatialHint` or None = no change): allowed placements, mixed unrolling
-and the utilisation floor, `mappers.fullspace.cosa_hint`.
+and the utilisation floor, `mappers.fullspace.cosa.hint`.
 
 **Padding.** The model is built on the padded layer (``pad_primes_over``; see the Padding section
 of `mappers.fullspace.cosa`, which fits the decoded mapping back to the real layer).
@@ -118,8 +118,8 @@ from typing import Any
 
 from costmodel.loopnest.mapping import OPERANDS, RELEVANT, SPATIAL_DIMS, prime_factors
 from costmodel.loopnest.reference import operand_bits
-from mappers.fullspace.cosa_hint import add_mixed_rows, add_utilisation_row, spatial_allowed
-from mappers.fullspace.cosa_stall import add_refill_stall
+from mappers.fullspace.cosa.hint import add_mixed_rows, add_utilisation_row, spatial_allowed
+from mappers.fullspace.cosa.stall import add_refill_stall
 
 __all__ = ["Placement", "CosaModel", "build_model"]
 
@@ -562,10 +562,10 @@ def build_model(layer, arch, w_util: float = -0.1, w_compute: float = 10.0, w_tr
         reuse_eps: weight of the innermost-reuse tie-break (`_ModelBuilder.add_innermost_reuse`);
             0 = off.
         stall_w: weight, relative to ``w_compute``, of the refill stall of a single-buffered
-            innermost memory (`mappers.fullspace.cosa_stall`); 0 = off.
+            innermost memory (`mappers.fullspace.cosa.stall`); 0 = off.
         halve: names of memories whose capacity row (2) counts half their size (room for a double
             buffer, which the latency model rewards); unknown names are ignored.
-        hint: a `SpatialHint` the spatial placements obey (`mappers.fullspace.cosa_hint`); None:
+        hint: a `SpatialHint` the spatial placements obey (`mappers.fullspace.cosa.hint`); None:
             any loop dim on any array dim.
 
     Returns:
