@@ -210,13 +210,15 @@ class LayerProblem:
 @dataclass(frozen=True)
 class WorkUnit:
     """One independent piece of a search: an SA chain (``seed``), an exhaustive shard
-    (``shard`` of ``shards``), or both. ``budget`` is mapper-specific (e.g. iterations)."""
+    (``shard`` of ``shards``), or both. ``spec`` is the mapper's own description of the piece
+    (a chain id, a point or tiling range ``start`` / ``stop``, a MIP solve, a spatial candidate):
+    JSON-able, read back only by the mapper that made it."""
 
     kind: str
     seed: int | None = None
     shard: int = 0
     shards: int = 1
-    budget: dict = field(default_factory=dict)
+    spec: dict = field(default_factory=dict)
 
 
 @dataclass

@@ -108,7 +108,7 @@ class HybridMapper(Mapper):
 
     def units(self, problem: LayerProblem, params: _Mapping[str, Any]) -> list[WorkUnit]:
         seeds = chain_seeds(int(params.get("seed", 0)), int(params.get("threads", 8)))
-        return [WorkUnit(kind="hybrid", seed=s, budget={"thread": k}) for k, s in enumerate(seeds)]
+        return [WorkUnit(kind="hybrid", seed=s, spec={"thread": k}) for k, s in enumerate(seeds)]
 
     def run(self, problem: LayerProblem, unit: WorkUnit, params: _Mapping[str, Any]) -> SearchResult:
         """One thread. ``history`` = objective of every evaluated mapping; ``extra``: stopped
@@ -156,7 +156,7 @@ class HybridMapper(Mapper):
                         break
                 if len(hist) >= cap:
                     break
-        extra = {"stopped": stopped, "streak": streak, "tilings": tilings, "thread": unit.budget.get("thread", 0),
+        extra = {"stopped": stopped, "streak": streak, "tilings": tilings, "thread": unit.spec.get("thread", 0),
                  "valid_rate": n_valid / len(hist) if hist else 0.0, "patience": patience}
         return make_fullspace_result(space, problem, self.name, "hybrid", best, best_v, best_rep, len(hist),
                                      time.perf_counter() - t0, unit.seed, np.array(hist), extra)

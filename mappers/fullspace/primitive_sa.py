@@ -506,7 +506,7 @@ class PrimitiveSAMapper(Mapper):
 
     def units(self, problem: LayerProblem, params: _Mapping[str, Any]) -> list[WorkUnit]:
         seeds = chain_seeds(int(params.get("seed", 0)), int(params.get("chains", 1)))
-        return [WorkUnit(kind="sa", seed=s, budget={"chain": k}) for k, s in enumerate(seeds)]
+        return [WorkUnit(kind="sa", seed=s, spec={"chain": k}) for k, s in enumerate(seeds)]
 
     def run(self, problem: LayerProblem, unit: WorkUnit, params: _Mapping[str, Any]) -> SearchResult:
         """One chain. ``extra``: mapping, valid_rate (raw proposals valid before repair), v0 (initial
@@ -522,7 +522,7 @@ class PrimitiveSAMapper(Mapper):
         extra = {"valid_rate": r["valid_raw"] / iters if iters else 1.0, "v0": r["v0"],
                  "initial_mapping": space.decode(r["init"]).to_dict(), "accepted": r["accepted"],
                  "repaired": r["repaired"], "rejected_invalid": r["rejected_invalid"], "moves": r["moves"],
-                 "moves_accepted": r.get("moves_accepted", {}), "chain": unit.budget.get("chain", 0),
+                 "moves_accepted": r.get("moves_accepted", {}), "chain": unit.spec.get("chain", 0),
                  "n_primitives": space.n, "history_kind": "proposed"}
         return make_fullspace_result(space, problem, self.name, "sa", r["best"], r["value"], r["report"],
                                      r["evaluations"], time.perf_counter() - t_start, unit.seed, r["history"], extra)

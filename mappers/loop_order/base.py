@@ -144,7 +144,7 @@ class LoopOrderMapper(Mapper):
     With ``spatial = "search"`` (`spatial_mode`) `units` asks `mappers.spatial.spatial_candidates`
     for the best ``spatial_candidates`` unrollings under the accelerator's hint and returns, for
     each candidate in rank order, the subclass's units of the problem on that unrolling (their
-    ``budget`` also holds ``spatial``, ``spatial_index``, ``spatial_count``): the engine spreads
+    ``spec`` also holds ``spatial``, ``spatial_index``, ``spatial_count``): the engine spreads
     them over workers like any units, and `reduce` (best of all, ties to the earlier unit = the
     better-ranked candidate) keeps the best over candidates. Every result's ``extra`` holds
     ``spatial`` (the unrolling it ran, fitted to the layer, `spatial_json`) and
@@ -180,19 +180,19 @@ class LoopOrderMapper(Mapper):
         for i, c in enumerate(cands):
             d = c.spatial.to_dict()
             for u in self.order_units(replace(problem, spatial=_spatial_object(d)), params):
-                out.append(replace(u, budget={**u.budget, "spatial": d, "spatial_index": i,
+                out.append(replace(u, spec={**u.spec, "spatial": d, "spatial_index": i,
                                               "spatial_count": len(cands)}))
         return out
 
     def run(self, problem: LayerProblem, unit: WorkUnit, params: Mapping[str, Any]) -> SearchResult:
         """`run_order` on the unit's spatial unrolling; ``extra`` gains ``spatial`` and
         ``spatial_candidates``."""
-        d = unit.budget.get("spatial")
+        d = unit.spec.get("spatial")
         if d is not None:
             problem = replace(problem, spatial=_spatial_object(d))
         r = self.run_order(problem, unit, params)
         sp = problem.spatial if problem.spatial is not None else getattr(problem.arch, "spatial", None)
         if sp is not None:  # (test stubs run without an accelerator)
             r.extra["spatial"] = spatial_json(sp.fit(problem.layer))
-        r.extra["spatial_candidates"] = int(unit.budget.get("spatial_count", 1))
+        r.extra["spatial_candidates"] = int(unit.spec.get("spatial_count", 1))
         return r

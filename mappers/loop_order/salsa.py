@@ -520,8 +520,8 @@ class SalsaMapper(LoopOrderMapper):
         return "exhaustive" if space <= budget else "sa"
 
     def order_units(self, problem: LayerProblem, params: Mapping[str, Any]) -> list[WorkUnit]:
-        """SA: one unit per chain (``budget={'chain': k}``) seeded by `chain_seeds` (params['seed'], chains),
-        or one unit with all chains if ``lockstep`` (``budget={'chains': [...], 'seeds': [...]}``) or
+        """SA: one unit per chain (``spec={'chain': k}``) seeded by `chain_seeds` (params['seed'], chains),
+        or one unit with all chains if ``lockstep`` (``spec={'chains': [...], 'seeds': [...]}``) or
         ``descent`` (the same, plus ``'descent_seed'``, child ``chains`` of the same spawn, for the
         descent's visiting order);
         exhaustive: ``chains`` shards."""
@@ -531,12 +531,12 @@ class SalsaMapper(LoopOrderMapper):
             return [WorkUnit(kind="exhaustive", shard=i, shards=chains) for i in range(chains)]
         seeds = chain_seeds(int(params.get("seed", 0)), chains + 1)
         if params.get("descent", DEFAULT_SCHEDULE["descent"]):
-            return [WorkUnit(kind="sa", seed=seeds[0], budget={"chains": list(range(chains)), "seeds": seeds[:-1],
+            return [WorkUnit(kind="sa", seed=seeds[0], spec={"chains": list(range(chains)), "seeds": seeds[:-1],
                                                                "descent_seed": seeds[-1]})]
         seeds = seeds[:-1]
         if params.get("lockstep", False):
-            return [WorkUnit(kind="sa", seed=seeds[0], budget={"chains": list(range(chains)), "seeds": seeds})]
-        return [WorkUnit(kind="sa", seed=s, budget={"chain": k}) for k, s in enumerate(seeds)]
+            return [WorkUnit(kind="sa", seed=seeds[0], spec={"chains": list(range(chains)), "seeds": seeds})]
+        return [WorkUnit(kind="sa", seed=s, spec={"chain": k}) for k, s in enumerate(seeds)]
 
     def run_order(self, problem: LayerProblem, unit: WorkUnit, params: Mapping[str, Any]) -> SearchResult:
         """Run one unit: SA chain(s) or an exhaustive shard.
@@ -557,8 +557,8 @@ class SalsaMapper(LoopOrderMapper):
                                extra={"rank": r, "space": space, "start": start, "stop": stop, "n_loops": n_loops})
         if unit.kind != "sa":
             raise ValueError(f"salsa cannot run a work unit of kind {unit.kind!r}")
-        seeds = unit.budget.get("seeds", [unit.seed])
-        ids = unit.budget.get("chains", [unit.budget.get("chain", 0)])
+        seeds = unit.spec.get("seeds", [unit.seed])
+        ids = unit.spec.get("chains", [unit.spec.get("chain", 0)])
         rngs = [np.random.default_rng(s) for s in seeds]
         q = {**DEFAULT_SCHEDULE, **params}
         res = anneal(ev, problem.objective, rngs, int(q["iterations"]), float(q["t0"]), float(q["rho"]),
@@ -574,10 +574,10 @@ class SalsaMapper(LoopOrderMapper):
             len({len(r.history) for r in res}) == 1 else [r.history for r in res]
         evals = sum(r.evaluations for r in res)
         value, ordering = ch.value, ch.ordering
-        if "descent_seed" in unit.budget:
+        if "descent_seed" in unit.spec:
             value, ordering, used = _final_descent(ev, problem.objective, res, int(q["max_evaluations"]) - evals
                                                    if int(q["max_evaluations"]) else None,
-                                                   np.random.default_rng(unit.budget["descent_seed"]),
+                                                   np.random.default_rng(unit.spec["descent_seed"]),
                                                    bool(q["surrogate"]))
             extra.update(descent_evaluations=used, descent_gain=(ch.value - value) / ch.value if value < ch.value
                          else 0.0)

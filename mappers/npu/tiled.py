@@ -58,7 +58,7 @@ class TiledNPUMapper(Mapper):
         per = int(params["tilings_per_unit"])
         chunks = max(1, math.ceil(n / per))
         return [WorkUnit(kind="tilings", shard=i, shards=chunks,
-                         budget={"start": i * per, "stop": min(n, (i + 1) * per)}) for i in range(chunks)]
+                         spec={"start": i * per, "stop": min(n, (i + 1) * per)}) for i in range(chunks)]
 
     def schedules(self, g: DFG, params: Mapping[str, Any], cutoff: Cutoff | None = None
                   ) -> Iterator[tuple[str, Engine | None]]:
@@ -71,7 +71,7 @@ class TiledNPUMapper(Mapper):
         metric = params["metric"]
         layer = problem.layer
         reps = layer.B * layer.G
-        tl = self.tiling_list(problem, params)[unit.budget.get("start", 0):unit.budget.get("stop", None)]
+        tl = self.tiling_list(problem, params)[unit.spec.get("start", 0):unit.spec.get("stop", None)]
         # branch and bound: tilings in order of their lower bound; stop once the bound exceeds the
         # best value. Ties are broken by (tiling index, schedule index), so the result is the one
         # an exhaustive pass in list order finds.

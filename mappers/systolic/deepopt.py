@@ -208,13 +208,13 @@ class DeepOptMapper(Mapper):
         n, step, off = len(problem.points), int(problem.chunk_points), int(problem.point_offset)
         starts = list(range(0, n, step)) or [0]
         return [WorkUnit(kind="points", shard=i, shards=len(starts),
-                         budget={"start": off + s, "stop": off + min(n, s + step)}) for i, s in enumerate(starts)]
+                         spec={"start": off + s, "stop": off + min(n, s + step)}) for i, s in enumerate(starts)]
 
     def run(self, problem: AllocationProblem, unit: WorkUnit, params: Mapping[str, Any]) -> SearchResult:
         """Evaluate the unit's points for every network and PM (module doc, class doc)."""
         t0 = time.perf_counter()
-        lo = int(unit.budget.get("start", problem.point_offset)) - problem.point_offset
-        hi = int(unit.budget.get("stop", problem.point_offset + len(problem.points))) - problem.point_offset
+        lo = int(unit.spec.get("start", problem.point_offset)) - problem.point_offset
+        hi = int(unit.spec.get("stop", problem.point_offset + len(problem.points))) - problem.point_offset
         pts = problem.points.take(slice(lo, hi))
         idx = np.arange(problem.point_offset + lo, problem.point_offset + hi, dtype=np.int64)
         parts = [self._network(net, pts, idx, problem, str(params.get("network_pm", "sum")))

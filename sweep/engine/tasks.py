@@ -75,7 +75,7 @@ def _systolic_tasks(campaign: Campaign) -> Iterator[Task]:
     for spec in campaign.mappers:
         mapper = get_mapper(spec.name)
         for unit in mapper.units(whole, spec.params):
-            start, stop = unit.budget["start"], unit.budget["stop"]
+            start, stop = unit.spec["start"], unit.spec["stop"]
             chunk = pts.take(slice(start, stop))
             tid = _task_id(spec.name, spec.params, campaign.networks, chunk, start,
                            campaign.objectives, campaign.systolic)

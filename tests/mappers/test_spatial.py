@@ -195,7 +195,7 @@ def test_units_are_candidates_times_the_mappers_own_units():
     p = {"engine": "sa", "chains": 2, "iterations": 50, "descent": False, "spatial": "search"}
     units = salsa.units(LayerProblem(layer, acc), p)
     assert len(units) == 3 * 2
-    assert [u.budget["spatial_index"] for u in units] == [0, 0, 1, 1, 2, 2]
+    assert [u.spec["spatial_index"] for u in units] == [0, 0, 1, 1, 2, 2]
     assert units[0].seed == units[2].seed  # the same chain seeds on every candidate
 
 

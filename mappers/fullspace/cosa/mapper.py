@@ -351,7 +351,7 @@ class CosaMapper(Mapper):
         which raises ValueError for a malformed entry)."""
         for spec in params["solves"]:
             parse_solve(spec)
-        return [WorkUnit(kind="mip", budget={"solve": spec}) for spec in params["solves"]]
+        return [WorkUnit(kind="mip", spec={"solve": spec}) for spec in params["solves"]]
 
     def reduce(self, results: Sequence[SearchResult]) -> SearchResult:
         """The best solve's result (ties: the earlier unit; `mappers.base.best_of`), with
@@ -370,7 +370,7 @@ class CosaMapper(Mapper):
         p = params
         t0 = time.perf_counter()
         inf = math.inf
-        spec = unit.budget.get("solve", p["solves"][0])
+        spec = unit.spec.get("solve", p["solves"][0])
         stall_w, halve = parse_solve(spec)
         extra: dict[str, Any] = {"solve": spec}
         try:

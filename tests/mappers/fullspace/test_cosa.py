@@ -124,7 +124,7 @@ def test_tiny_time_limit(simba):
 
 def test_params_and_units(simba):
     units = COSA.units(LayerProblem(TINY_LAYERS[0], simba), COSA.resolve({}))
-    assert COSA.name == "cosa" and [u.budget["solve"] for u in units] == list(DEFAULT_SOLVES)
+    assert COSA.name == "cosa" and [u.spec["solve"] for u in units] == list(DEFAULT_SOLVES)
     assert len(COSA.units(LayerProblem(TINY_LAYERS[0], simba), COSA.resolve({"solves": ["0"]}))) == 1
     assert {p.name for p in COSA.params} == {"w_util", "w_compute", "w_traffic", "time_limit_s", "mip_gap",
                                               "pad_primes_over", "decode", "port_width", "dram_ranks",

@@ -176,7 +176,7 @@ def test_flexer_mapper_result_and_units():
     prm = FLEXER.resolve(dict(PARAMS, keep_trace=True, prune=False))
     units = FLEXER.units(p, prm)
     n = len(tilings(POINT, p.arch, 2, 16, 32))
-    assert units[0].budget == {"start": 0, "stop": min(4, n)} and units[-1].budget["stop"] == n
+    assert units[0].spec == {"start": 0, "stop": min(4, n)} and units[-1].spec["stop"] == n
     r = FLEXER.reduce([FLEXER.run(p, u, prm) for u in units])
     assert r.mapper == "flexer" and r.engine == "list" and r.evaluations == 3 * n
     assert r.value == r.latency_cycles * r.extra["transferred_bytes"]

@@ -119,7 +119,7 @@ def test_failing_task_becomes_error_row(tmp_path, monkeypatch, reference):
     orig = deepopt.DeepOptMapper.run
 
     def flaky(self, problem, unit, params):
-        if unit.budget["start"] == 16:
+        if unit.spec["start"] == 16:
             raise RuntimeError("solver exploded")
         return orig(self, problem, unit, params)
 
