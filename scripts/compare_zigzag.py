@@ -21,7 +21,7 @@ Cases:
 * ``tpu_like``: ZigZag's ``inputs/hardware/tpu_like.yaml`` + ``inputs/mapping/tpu_like.yaml``,
   imported into a temp TOML by ``sweep import zigzag``, on ZigZag's ``inputs/workload/resnet18.onnx``
   (``--onnx`` for another file): ZigZag parses the file itself (one run of the whole network), we
-  read the very same file with `costmodel.zoo.onnx_import`; rows per Conv / Gemm node (21), matched
+  read the very same file with `costmodel.importers.onnx`; rows per Conv / Gemm node (21), matched
   by node name; layers of equal shape are searched once on our side. Default engines: LOMA only.
 * any other of ZigZag's bundled accelerators (``--case edge_tpu_like``, ``meta_prototype``,
   ``tesla_npu_like``, ``ascend_like``, ``generic_array_cacti``, ``gemm_l1_l3``, and
@@ -180,7 +180,7 @@ def _setup(a, inputs: Path, td: Path):
         mp.write_text(EYERISS_MAPPING_YAML)
         layers = _eyeriss_layers(a.layers.split(",") if a.layers else None)
         return inputs / "hardware" / "eyeriss_like.yaml", mp, load_accelerator("eyeriss_like"), layers, None
-    from costmodel.zoo.onnx_import import read_onnx
+    from costmodel.importers.onnx import read_onnx
     hw, mp, toml = inputs / "hardware" / f"{a.case}.yaml", _mapping_yaml(a, inputs), td / f"{a.case}.toml"
     if a.hint_only:
         mp = hint_only_yaml(mp, td)
@@ -442,7 +442,7 @@ def _pin(a, argv, layers, arch_ref: str, zz: dict, inputs: dict[str, Path], toml
     if toml_text is not None:
         head = (f"# ZigZag's inputs/hardware/{inputs['hardware'].name} + inputs/mapping/{inputs['mapping'].name} "
                 f"(zigzag-dse {_zigzag_version(a.zigzag_python)}) as `sweep import zigzag` writes them\n"
-                "# (see sweep/zigzag_import.py and README.md in this folder).\n")
+                "# (see costmodel/importers/zigzag.py and README.md in this folder).\n")
         body = "".join(l for l in toml_text.splitlines(keepends=True) if not l.startswith("# "))
         (out / f"{stem}.toml").write_text(head + body)
         arch = load_accelerator(out / f"{stem}.toml")

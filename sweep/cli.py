@@ -492,7 +492,7 @@ def import_zigzag_(
         sweep import zigzag --accelerator tpu_like.yaml --mapping tpu_like_map.yaml --out tpu_zz.toml
         sweep map --arch tpu_zz.toml --network resnet18 --layer conv1 --mapper loma --param lpf_limit=6
     """
-    from sweep.zigzag_import import import_zigzag
+    from costmodel.importers.zigzag import ZigzagError, import_zigzag
     prec = None
     if precision:
         prec = {}
@@ -501,7 +501,10 @@ def import_zigzag_(
             if not sep or k not in ("W", "I", "O", "O_final") or not v.strip().isdigit() or int(v) < 1:
                 raise CampaignError("--precision", [Finding("--precision", item, "expected W|I|O|O_final=BITS, e.g. O=16")])
             prec[k] = int(v)
-    acc, notes = import_zigzag(accelerator, mapping, out_file, layer_type=layer_type, precision=prec, name=name)
+    try:
+        acc, notes = import_zigzag(accelerator, mapping, out_file, layer_type=layer_type, precision=prec, name=name)
+    except ZigzagError as e:  # the importer's error -> ours (exit 2), same text
+        raise CampaignError(e.source, [Finding(e.key, e.value, e.message)]) from None
     for n in notes:
         err.print(f"note: {n}", highlight=False, markup=False)
     out.print(f"{out_file}: accelerator {acc.name!r}, array {acc.array}, {len(acc.memories)} memories "

@@ -1,26 +1,10 @@
-"""The network zoo: canonical DNN layer tables shipped as CSV data files.
+"""The network zoo: canonical DNN layer tables shipped as CSV data files
+(``costmodel/zoo/<name>.csv``), and the loader of user network files.
 
-Each network is one file ``costmodel/zoo/<name>.csv``:
-
-* leading comment lines of metadata, ``# key: value``. Required keys: ``name`` (equal to the
-  file's stem for zoo files), ``description``, ``source``, ``published_macs`` (an integer, total
-  MACs per inference at the file's batch) and ``published_macs_source``. Optional: ``tolerance``
-  (relative, for comparing our conv+FC MAC total with ``published_macs``; default 0.005) and any
-  other keys (``note``, ``input``, ...). A comment line whose text is indented by two or more
-  spaces (``#   more text``) continues the previous key's value; a key given twice is joined
-  with a space.
-* a CSV header ``name,K,C,OY,OX,FY,FX,B,G,SY,SX,PY,PX,kind,repeat`` (``repeat`` may be omitted,
-  default 1; ``DY,DX`` may be added, default 1; column order is free);
-* one row per distinct layer. K and C are per group (see `costmodel.workload.Layer`); ``kind`` is
-  ``conv``, ``fc`` (a 1x1 conv on a 1x1 map, batch in B) or ``dwconv`` (depthwise: G channels,
-  C = 1 per group). PY/PX may be fractional (DeepOpt's tables use 1.5 and 2.5). ``repeat`` is how
-  many times the layer runs per inference. Blank lines and ``#`` lines after the header are
-  ignored.
-
-Only convolution and fully-connected layers are listed: pooling, activations, normalisation and
-element-wise adds are not, so `Network.macs` counts conv + FC multiply-accumulates only.
-
-User files may also be ONNX models (``*.onnx``): see `costmodel.zoo.onnx_import`.
+The files' format and its reader are in `costmodel.importers.zoo_csv`; user files may also be ONNX
+models (``*.onnx``), read by `costmodel.importers.onnx`. This package is the data and a registry:
+a zoo file's ``# name:`` must equal its stem and it must carry the metadata of
+`costmodel.importers.zoo_csv.REQUIRED_META` (``description``, ``source``, ``published_macs`` ...).
 
 Public API: `list_networks`, `load_network`, `load_network_file`, `network_info`,
 `network_file_info`.
@@ -28,15 +12,21 @@ Public API: `list_networks`, `load_network`, `load_network_file`, `network_info`
 
 from __future__ import annotations
 
-import csv
 import functools
 import importlib.resources
 import os
-import re
-from dataclasses import dataclass
 from pathlib import Path
 
-from costmodel.workload import Layer, Network
+from costmodel.importers.errors import ZooCsvError
+from costmodel.importers.zoo_csv import (
+    COLUMNS,
+    DEFAULT_TOLERANCE,
+    REQUIRED_META,
+    ParsedNetwork,
+    parse_network_text,
+    read_network_csv,
+)
+from costmodel.workload import Network
 
 __all__ = [
     "list_networks",
@@ -47,200 +37,6 @@ __all__ = [
     "DEFAULT_TOLERANCE",
     "COLUMNS",
 ]
-
-#: Relative tolerance used when a data file has no ``# tolerance:`` line.
-DEFAULT_TOLERANCE = 0.005
-
-#: The canonical column order of a network file.
-COLUMNS = ("name", "K", "C", "OY", "OX", "FY", "FX", "B", "G", "SY", "SX", "PY", "PX", "kind", "repeat")
-
-_REQUIRED_COLUMNS = frozenset(COLUMNS) - {"repeat"}
-_OPTIONAL_COLUMNS = {"repeat": 1, "DY": 1, "DX": 1}
-_INT_COLUMNS = ("K", "C", "OY", "OX", "FY", "FX", "B", "G", "SY", "SX", "DY", "DX", "repeat")
-_FLOAT_COLUMNS = ("PY", "PX")
-_KINDS = ("conv", "fc", "dwconv")
-_REQUIRED_META = ("name", "description", "source", "published_macs", "published_macs_source")
-
-_META_RE = re.compile(r"^ ?([A-Za-z_][A-Za-z0-9_]*)\s*:\s*(.*?)\s*$")  # after the '#'
-_CONT_RE = re.compile(r"^\s{2,}(\S.*?)\s*$")  # after the '#': indented text continues a value
-
-
-@dataclass(frozen=True)
-class _Parsed:
-    network: Network
-    info: dict
-
-
-def _err(path: str, line: int, col: int | None, colname: str | None, msg: str) -> ValueError:
-    where = f"{path}:{line}"
-    if col is not None:
-        where += f": column {col} ({colname!r})"
-    return ValueError(f"{where}: {msg}")
-
-
-def _parse_text(text: str, path: str, default_name: str) -> _Parsed:
-    """Parse the text of a network file (format: the module docstring).
-
-    Args:
-        text: the file's contents. path: the file name used in error messages.
-        default_name: the network's name if the file has no ``# name:`` line.
-
-    Raises:
-        ValueError: for a missing or bad header, a bad row or cell, no layer rows or bad
-            ``published_macs`` / ``tolerance`` metadata; the message names the file and line.
-    """
-    lines = text.splitlines()
-    meta, header_idx = _parse_meta(lines)
-    if header_idx is None:
-        raise ValueError(f"{path}: no CSV header line found (expected {','.join(COLUMNS)})")
-    header = _parse_header(lines[header_idx], path, header_idx + 1)
-
-    layers: list[Layer] = []
-    repeats: list[int] = []
-    names: dict[str, int] = {}
-    for i in range(header_idx + 1, len(lines)):
-        raw = lines[i]
-        lineno = i + 1
-        if not raw.strip() or raw.lstrip().startswith("#"):
-            continue
-        layer, repeat = _parse_row(raw, header, path, lineno, names)
-        layers.append(layer)
-        repeats.append(repeat)
-
-    if not layers:
-        raise ValueError(f"{path}: no layer rows after the header")
-    info = _network_info(meta, path, default_name)
-    network = Network(info["name"], tuple(layers), tuple(repeats), meta.get("source", ""))
-    return _Parsed(network, info)
-
-
-def _parse_meta(lines: list[str]) -> tuple[dict[str, str], int | None]:
-    """The ``# key: value`` metadata before the header (continuation lines joined, a repeated key
-    joined with a space) and the index of the header line (None if there is none)."""
-    meta: dict[str, str] = {}
-    last_key: str | None = None
-    for i, raw in enumerate(lines):
-        s = raw.strip()
-        if not s:
-            continue
-        if not s.startswith("#"):
-            return meta, i
-        body = s[1:]
-        c = _CONT_RE.match(body)
-        m = None if c else _META_RE.match(body)
-        if c:
-            if last_key is not None:
-                meta[last_key] = f"{meta[last_key]} {c.group(1)}".strip()
-        elif m:
-            key, val = m.group(1), m.group(2)
-            meta[key] = f"{meta[key]} {val}".strip() if key in meta else val
-            last_key = key
-    return meta, None
-
-
-def _parse_header(line: str, path: str, header_line: int) -> list[str]:
-    """The column names of the CSV header (1-based line ``header_line``): known, unique, with
-    every required column."""
-    header = [h.strip() for h in next(csv.reader([line]))]
-    seen: set[str] = set()
-    for j, h in enumerate(header, start=1):
-        if h not in _REQUIRED_COLUMNS and h not in _OPTIONAL_COLUMNS:
-            raise _err(path, header_line, j, h, f"unknown column; expected {','.join(COLUMNS)}"
-                       " (optionally DY,DX)")
-        if h in seen:
-            raise _err(path, header_line, j, h, "duplicate column")
-        seen.add(h)
-    missing = sorted(_REQUIRED_COLUMNS - seen, key=COLUMNS.index)
-    if missing:
-        raise ValueError(f"{path}:{header_line}: header lacks column(s) {', '.join(missing)}")
-    return header
-
-
-def _parse_row(raw: str, header: list[str], path: str, lineno: int, names: dict[str, int]) -> tuple[Layer, int]:
-    """(layer, repeat) of one data row (1-based line ``lineno``). ``names``: layer name -> line of
-    the rows so far (checked for duplicates, updated)."""
-    cells = [c.strip() for c in next(csv.reader([raw]))]
-    if len(cells) != len(header):
-        raise ValueError(f"{path}:{lineno}: expected {len(header)} columns, got {len(cells)}")
-    row: dict[str, object] = dict(_OPTIONAL_COLUMNS)
-    for j, (col, cell) in enumerate(zip(header, cells), start=1):
-        row[col] = _parse_cell(cell, col, path, lineno, j)
-
-    def colerr(col: str, msg: str) -> ValueError:
-        return _err(path, lineno, header.index(col) + 1, col, msg)
-
-    lname = row["name"]
-    if lname in names:
-        raise colerr("name", f"duplicate layer name {lname!r} (first on line {names[lname]})")
-    names[lname] = lineno
-    kind = row["kind"]
-    if kind == "fc":
-        for col in ("OY", "OX", "FY", "FX", "SY", "SX", "G"):
-            if row[col] != 1:
-                raise colerr(col, f"an fc layer needs {col} = 1, got {row[col]!r}")
-    if kind == "dwconv" and row["C"] != 1:
-        raise colerr("C", f"a dwconv layer has C = 1 per group (G = channels), got {row['C']!r}")
-    repeat = row.pop("repeat")
-    try:
-        layer = Layer(**row)  # type: ignore[arg-type]
-    except (TypeError, ValueError) as e:
-        raise ValueError(f"{path}:{lineno}: {e}") from None
-    return layer, repeat  # type: ignore[return-value]
-
-
-def _parse_cell(cell: str, col: str, path: str, lineno: int, j: int) -> object:
-    """The value of one cell of column ``col`` (1-based column ``j``): a positive int, a finite
-    float >= 0 (an int if integral), a layer kind or, for ``name``, the text."""
-    if cell == "":
-        raise _err(path, lineno, j, col, "empty value")
-    if col in _INT_COLUMNS:
-        try:
-            v = int(cell)
-        except ValueError:
-            raise _err(path, lineno, j, col, f"not an integer: {cell!r}") from None
-        if v < 1:
-            raise _err(path, lineno, j, col, f"must be a positive integer, got {cell!r}")
-        return v
-    if col in _FLOAT_COLUMNS:
-        try:
-            f = float(cell)
-        except ValueError:
-            raise _err(path, lineno, j, col, f"not a number: {cell!r}") from None
-        if not (f >= 0) or f == float("inf"):
-            raise _err(path, lineno, j, col, f"must be a finite number >= 0, got {cell!r}")
-        return int(f) if f.is_integer() else f
-    if col == "kind" and cell not in _KINDS:
-        raise _err(path, lineno, j, col, f"must be one of {'|'.join(_KINDS)}, got {cell!r}")
-    return cell  # kind or name
-
-
-def _network_info(meta: dict[str, str], path: str, default_name: str) -> dict:
-    """The info dict: the metadata with ``name`` (default ``default_name``), ``published_macs`` as
-    an int (if given), ``tolerance`` as a float >= 0 (default `DEFAULT_TOLERANCE`) and ``path``."""
-    info: dict = dict(meta)
-    info["name"] = meta.get("name", default_name)
-    if "published_macs" in meta:
-        try:
-            info["published_macs"] = int(meta["published_macs"].replace("_", ""))
-        except ValueError:
-            raise ValueError(f"{path}: published_macs must be an integer, got {meta['published_macs']!r}") from None
-    try:
-        info["tolerance"] = float(meta["tolerance"]) if "tolerance" in meta else DEFAULT_TOLERANCE
-    except ValueError:
-        raise ValueError(f"{path}: tolerance must be a number, got {meta['tolerance']!r}") from None
-    if not info["tolerance"] >= 0:
-        raise ValueError(f"{path}: tolerance must be >= 0, got {meta['tolerance']!r}")
-    info["path"] = path
-    return info
-
-
-def _parse_path(path: str | os.PathLike) -> _Parsed:
-    p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as e:
-        raise ValueError(f"{p}: cannot read network file: {e}") from None
-    return _parse_text(text, str(p), p.stem)
 
 
 def _zoo_dir():
@@ -256,16 +52,16 @@ def list_networks() -> list[str]:
 
 
 @functools.lru_cache(maxsize=None)
-def _load_zoo(name: str) -> _Parsed:
+def _load_zoo(name: str) -> ParsedNetwork:
     if name not in list_networks():
         raise KeyError(f"unknown network {name!r}; available networks: {', '.join(list_networks())}")
     res = _zoo_dir() / f"{name}.csv"
-    parsed = _parse_text(res.read_text(encoding="utf-8"), f"zoo/{name}.csv", name)
-    missing = [k for k in _REQUIRED_META if k not in parsed.info]
+    parsed = parse_network_text(res.read_text(encoding="utf-8"), f"zoo/{name}.csv", name)
+    missing = [k for k in REQUIRED_META if k not in parsed.info]
     if missing:
-        raise ValueError(f"zoo/{name}.csv: metadata lacks {', '.join(missing)}")
+        raise ZooCsvError(f"zoo/{name}.csv: metadata lacks {', '.join(missing)}")
     if parsed.network.name != name:
-        raise ValueError(f"zoo/{name}.csv: '# name: {parsed.network.name}' does not match the file name")
+        raise ZooCsvError(f"zoo/{name}.csv: '# name: {parsed.network.name}' does not match the file name")
     return parsed
 
 
@@ -295,24 +91,25 @@ def _is_onnx(path: str | os.PathLike) -> bool:
 def load_network_file(path: str | os.PathLike) -> Network:
     """Load a network from a user file: a CSV file in the zoo format (metadata lines optional;
     the network's name defaults to the file's stem) or an ONNX model (``*.onnx``, read by
-    `costmodel.zoo.onnx_import`: one layer per Conv / Gemm / MatMul node, named after it).
+    `costmodel.importers.onnx`: one layer per Conv / Gemm / MatMul node, named after it).
 
     Raises:
-        ValueError: for an unreadable file or a bad header or row; the message names the file,
-            line number and, for a bad cell, the column and value (for ONNX: the file and node).
+        ValueError: (`costmodel.importers.errors.InputFormatError`) for an unreadable file or a bad
+            header or row; the message names the file, line number and, for a bad cell, the column
+            and value (for ONNX: the file and node).
     """
     if _is_onnx(path):
-        from costmodel.zoo.onnx_import import load_onnx
+        from costmodel.importers.onnx import load_onnx
         return load_onnx(path)
-    return _parse_path(path).network
+    return read_network_csv(path).network
 
 
 def network_file_info(path: str | os.PathLike) -> dict:
     """The metadata of a user network file, like `network_info` (for ONNX: name, source, path,
     and ``ignored``, the ``(node, op type)`` of the nodes that are not layers)."""
     if _is_onnx(path):
-        from costmodel.zoo.onnx_import import read_onnx
+        from costmodel.importers.onnx import read_onnx
         r = read_onnx(path)
         return {"name": r.network.name, "source": r.network.source, "path": str(path),
                 "tolerance": DEFAULT_TOLERANCE, "nodes": list(r.nodes), "ignored": list(r.ignored)}
-    return dict(_parse_path(path).info)
+    return dict(read_network_csv(path).info)

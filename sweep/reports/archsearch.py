@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from costmodel.importers import toml_out
 from costmodel.loopnest.template import DATAFLOW
 from sweep.reports import dataflow
 from sweep.reports.common import print_plots, print_summary, read_rows, summary
@@ -120,23 +121,10 @@ def network_report(df: pd.DataFrame, params: list[str], budgets: list[float] | N
 # -- commands ----------------------------------------------------------------------------------
 
 def toml_literal(v: Any) -> str:
-    """``v`` as a TOML value, the way `sweep map --param KEY=VALUE` reads it: true/false, ints,
-    ``repr`` of floats, strings in double quotes, arrays and inline tables."""
-    v = _py(v)
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, int):
-        return str(v)
-    if isinstance(v, float):
-        return repr(v)
-    if isinstance(v, str):
-        return json.dumps(v)
-    if isinstance(v, (list, tuple)):
-        return "[" + ", ".join(toml_literal(x) for x in v) + "]"
-    if isinstance(v, dict):
-        key = lambda k: k if re.fullmatch(r"[A-Za-z0-9_-]+", str(k)) else json.dumps(str(k))
-        return "{" + ", ".join(f"{key(k)} = {toml_literal(x)}" for k, x in v.items() if x is not None) + "}"
-    raise TypeError(f"cannot write {v!r} as a TOML value")
+    """``v`` as one TOML value on one line, the way `sweep map --param KEY=VALUE` reads it (true/false,
+    ints, ``repr`` of floats, strings in double quotes, arrays, inline tables; NumPy and pandas
+    scalars as Python ones): `costmodel.importers.toml_out.value`, the one TOML writer."""
+    return toml_out.value(_py(v))
 
 
 def map_command(network: str, arch_file: str | Path, mapper: str, objective: str, seed: int,
@@ -186,12 +174,17 @@ def _mapper_params(manifest: dict, mapper: str) -> dict[str, Any]:
 
 # -- design files ------------------------------------------------------------------------------
 
+_FILE_ORDER = ("name", "description", "mac_pj", "clock_mhz", "array", "precision", "spatial", "spatial_hint",
+               "accumulator", "memory")
+
+
 def _arch_dict(arch_json: str, design_id: str, template: str) -> dict[str, Any]:
     d = json.loads(arch_json)
     d["name"] = f"design_{design_id}"
     if d.get("description") is None:
         d["description"] = f"architecture-search design {design_id} of {template}"
-    d = {k: v for k, v in d.items() if v is not None}
+    d = {k: d[k] for k in sorted(d, key=lambda k: (_FILE_ORDER.index(k) if k in _FILE_ORDER else 99, k))
+         if d[k] is not None and d[k] != {}}  # the JSON's keys are sorted: a reader's order, no empty table
     d["memory"] = [{k: v for k, v in m.items() if v is not None} for m in d.get("memory", [])]
     return d
 
@@ -206,7 +199,6 @@ def write_design_files(directory: Path, manifest: dict, archs: pd.DataFrame, fro
     (atomic). Returns (design_id -> file, problems: designs without a stored or with an
     unloadable accelerator)."""
     from costmodel.loopnest.arch import load_accelerator
-    from sweep.zigzag_import import dict_to_toml
 
     notes = notes or {}
     nets_of: dict[str, list[str]] = {i: [] for i in notes}
@@ -232,8 +224,8 @@ def write_design_files(directory: Path, manifest: dict, archs: pd.DataFrame, fro
         path = out_dir / f"{did}.toml"
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=out_dir)
         try:
-            with os.fdopen(fd, "w") as f:
-                f.write(dict_to_toml(_arch_dict(arch_of[did], did, template), header))
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(toml_out.dumps(_arch_dict(arch_of[did], did, template), header))
             load_accelerator(tmp)
             os.replace(tmp, path)
             files[did] = str(path)

@@ -1,4 +1,4 @@
-"""ONNX import (costmodel.zoo.onnx_import): each Conv / Gemm / MatMul node's Layer against a hand
+"""ONNX import (costmodel.importers.onnx): each Conv / Gemm / MatMul node's Layer against a hand
 calculation, the ignored nodes, and bad files naming the file and the node."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import pytest
 from onnx import helper
 
 from costmodel.zoo import load_network_file, network_file_info
-from costmodel.zoo.onnx_import import read_onnx
+from costmodel.importers.onnx import read_onnx
 
 from onnx_util import mixed_model, model, repeated_model, save, weight
 

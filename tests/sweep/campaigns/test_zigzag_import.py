@@ -14,8 +14,7 @@ from typer.testing import CliRunner
 
 from costmodel.loopnest.arch import load_accelerator
 from sweep.cli import app
-from sweep.errors import CampaignError
-from sweep.zigzag_import import import_zigzag
+from costmodel.importers.zigzag import ZigzagError, import_zigzag
 
 runner = CliRunner()
 
@@ -161,6 +160,6 @@ def test_existing_out_kept_on_error(tmp_path):
     h, m = _write(tmp_path, EYERISS_HW.replace("  dimensions: [D1, D2]", "  is_imc: true\n  dimensions: [D1, D2]"))
     out = tmp_path / "keep.toml"
     out.write_text("old")
-    with pytest.raises(CampaignError, match="is_imc"):
+    with pytest.raises(ZigzagError, match="is_imc"):
         import_zigzag(h, m, out)
     assert out.read_text() == "old"

@@ -4,7 +4,7 @@ The YAML files are copies of ``zigzag-dse==3.9.1``'s ``inputs/hardware`` and ``i
 (MIT, ``tests/data/zigzag/inputs/README.md``), so this runs without ZigZag. Every expected value
 below is read off those YAML files by hand (array sizes, ``spatial_mapping`` strings,
 ``spatial_mapping_hint`` lists, ``r_cost x bandwidth_min / bandwidth_max``), or follows ZigZag's
-rules stated in ``sweep/zigzag_import.py``: a fixed factor above its array dim is reduced to the
+rules stated in ``costmodel/importers/zigzag.py``: a fixed factor above its array dim is reduced to the
 dim's size, an array dim without a hint entry may unroll every loop dim, a partially fixed
 mapping pins the fixed dims' loop dims.
 """
@@ -21,8 +21,7 @@ from typer.testing import CliRunner
 
 from costmodel.loopnest.arch import load_accelerator
 from sweep.cli import app
-from sweep.errors import CampaignError
-from sweep.zigzag_import import import_zigzag
+from costmodel.importers.zigzag import ZigzagError, import_zigzag
 
 INPUTS = Path(__file__).resolve().parents[2] / "data" / "zigzag" / "inputs"
 ALL = ["B", "K", "C", "OY", "OX", "FY", "FX", "G"]
@@ -173,9 +172,9 @@ def test_refused_exit_2_names_key(tmp_path, hw, mp, key):
     assert res.exit_code == 2, res.output
     assert key in res.output, res.output
     assert not out.exists()
-    with pytest.raises(CampaignError, match=key.replace(".", r"\.")):
+    with pytest.raises(ZigzagError, match=key.replace(".", r"\.")):
         import_zigzag(INPUTS / "hardware" / f"{hw}.yaml", mpath, out)
-    assert isinstance(CampaignError("x", []), ValueError)
+    assert isinstance(ZigzagError("x", "k", 1, "m"), ValueError)
 
 
 def _zigzag_python() -> str | None:

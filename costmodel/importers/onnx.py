@@ -26,7 +26,11 @@ batch axis (axis 0 of an activation) counts as 1; any other unknown size is an e
 are the `Layer` defaults (8-bit operands, 32-bit partial sums) whatever the element type, as in
 the CSV zoo.
 
-Public API: `read_onnx` (layers, the nodes they came from, ignored nodes), `load_onnx`.
+This module is ``costmodel.importers.onnx``; ``import onnx`` inside it is the onnx package (absolute
+imports).
+
+Public API: `read_onnx` (layers, the nodes they came from, ignored nodes), `load_onnx`; errors:
+`OnnxError` (a ValueError).
 """
 
 from __future__ import annotations
@@ -36,9 +40,10 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from costmodel.importers.errors import OnnxError
 from costmodel.workload import Layer, Network
 
-__all__ = ["OnnxImport", "read_onnx", "load_onnx", "LAYER_OPS"]
+__all__ = ["OnnxImport", "read_onnx", "load_onnx", "LAYER_OPS", "OnnxError"]
 
 #: The ONNX operators that become layers.
 LAYER_OPS = ("Conv", "Gemm", "MatMul")
@@ -57,31 +62,31 @@ class OnnxImport:
     ignored: tuple[tuple[str, str], ...]
 
 
-class _NodeError(ValueError):
+class _NodeError(OnnxError):
     """A problem with one node; `read_onnx` adds the file's name."""
 
 
 def _load_model(path: Path):
-    """The parsed ModelProto with inferred shapes. Raises ValueError naming the file."""
+    """The parsed ModelProto with inferred shapes. Raises OnnxError naming the file."""
     try:
         import onnx
         from onnx import shape_inference
     except ImportError:  # pragma: no cover - onnx is a dependency
-        raise ValueError(f"{path}: reading ONNX files needs the onnx package (pip install onnx)") from None
+        raise OnnxError(f"{path}: reading ONNX files needs the onnx package (pip install onnx)") from None
     try:
         data = path.read_bytes()
     except OSError as e:
-        raise ValueError(f"{path}: cannot read ONNX file: {e.strerror or e}") from None
+        raise OnnxError(f"{path}: cannot read ONNX file: {e.strerror or e}") from None
     try:
         model = onnx.load_model_from_string(data)
     except Exception as e:  # protobuf DecodeError and friends
-        raise ValueError(f"{path}: not an ONNX model ({type(e).__name__}: {e})") from None
+        raise OnnxError(f"{path}: not an ONNX model ({type(e).__name__}: {e})") from None
     if not model.HasField("graph") or not model.graph.node:
-        raise ValueError(f"{path}: not an ONNX model (no graph with nodes)")
+        raise OnnxError(f"{path}: not an ONNX model (no graph with nodes)")
     try:
         return shape_inference.infer_shapes(model)
     except Exception as e:  # onnx raises its own InferenceError / ValidationError
-        raise ValueError(f"{path}: ONNX shape inference failed: {e}") from None
+        raise OnnxError(f"{path}: ONNX shape inference failed: {e}") from None
 
 
 def _shapes(graph) -> dict[str, _Shape]:
@@ -249,7 +254,7 @@ def read_onnx(path: str | os.PathLike) -> OnnxImport:
     """Read an ONNX model: one layer per Conv / Gemm / MatMul node, every other node ignored.
 
     Raises:
-        ValueError: an unreadable file, not an ONNX model, failed shape inference, no layer node,
+        OnnxError: (a ValueError) an unreadable file, not an ONNX model, failed shape inference, no layer node,
             or a node we cannot turn into a layer (unknown shapes, a 3-D conv, inconsistent
             sizes); the message names the file and the node.
     """
@@ -271,10 +276,10 @@ def read_onnx(path: str | os.PathLike) -> OnnxImport:
         try:
             layers.append(_BUILDERS[node.op_type](node, shapes, name))
         except (_NodeError, ValueError) as e:
-            raise ValueError(f"{p}: node {label!r} ({node.op_type}): {e}") from None
+            raise OnnxError(f"{p}: node {label!r} ({node.op_type}): {e}") from None
         nodes.append((label, node.op_type))
     if not layers:
-        raise ValueError(f"{p}: no Conv, Gemm or MatMul node (ignored: "
+        raise OnnxError(f"{p}: no Conv, Gemm or MatMul node (ignored: "
                          f"{sorted({op for _, op in ignored})})")
     source = f"ONNX file {p.name}" + (f" ({model.producer_name} {model.producer_version})".rstrip()
                                       if model.producer_name else "")
@@ -282,5 +287,5 @@ def read_onnx(path: str | os.PathLike) -> OnnxImport:
 
 
 def load_onnx(path: str | os.PathLike) -> Network:
-    """The network of an ONNX file (see `read_onnx`); raises ValueError naming the file and node."""
+    """The network of an ONNX file (see `read_onnx`); raises OnnxError naming the file and node."""
     return read_onnx(path).network

@@ -1,6 +1,6 @@
 """ZigZag inputs: a ZigZag hardware YAML and its mapping YAML -> our accelerator TOML.
 
-`sweep import zigzag --accelerator ACCEL.yaml --mapping MAPPING.yaml --out ACCEL.toml` (issue 12,
+Read by `sweep import zigzag --accelerator ACCEL.yaml --mapping MAPPING.yaml --out ACCEL.toml` (issue 12,
 item 4). The result is usable with ``--arch ACCEL.toml`` and in campaigns; its format is that of
 `costmodel.loopnest.arch` (module docstring). Translation, field by field (ZigZag 3.9.1,
 ``zigzag/parser/accelerator_validator.py`` and ``mapping_validator.py``):
@@ -45,8 +45,8 @@ item 4). The result is usable with ``--arch ACCEL.toml`` and in campaigns; its f
 * An unbounded memory (DRAM) whose ``served_dimensions`` miss array dims (ascend_like's dram
   serves D1, D2 of four) is written as one instance (``private_to = []``), with a note.
 
-Refused (`CampaignError`, exit 2 in the CLI; the message names the YAML key and value; nothing is
-written): in-memory compute (``is_imc``, ``imc_type``, ``adc_resolution``, ``bit_serial_precision``;
+Refused (`ZigzagError`, a ValueError; exit 2 in the CLI; the message names the YAML key and value;
+nothing is written): in-memory compute (``is_imc``, ``imc_type``, ``adc_resolution``, ``bit_serial_precision``;
 ZigZag's aimc.yaml and dimc.yaml), several cores (a top-level ``cores`` / ``multi_core`` / anything
 unknown), ``auto_cost_extraction`` (CACTI), memories without costs, missing keys, bad operand links,
 loop dims that are not ours (gemm_l1.yaml's D0, D1, D2), an entry with neither ``spatial_mapping``
@@ -63,9 +63,10 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from sweep.errors import CampaignError, Finding
+from costmodel.importers import toml_out
+from costmodel.importers.errors import ZigzagError
 
-__all__ = ["import_zigzag", "zigzag_to_dict", "dict_to_toml", "ZIGZAG_DEFAULT_PRECISION"]
+__all__ = ["import_zigzag", "zigzag_to_dict", "ZIGZAG_DEFAULT_PRECISION", "ZigzagError"]
 
 #: ZigZag's ONNX parser defaults (``zigzag/parser/onnx/onnx_operator_parser.py``).
 ZIGZAG_DEFAULT_PRECISION = {"W": 8, "I": 8, "O": 16, "O_final": 8}
@@ -80,8 +81,8 @@ _MEM_OPERANDS = ("I1", "I2", "O")
 _LOOP_DIMS = ("B", "K", "C", "OY", "OX", "FY", "FX", "G")
 
 
-def _err(src: str, key: str, value: Any, msg: str) -> CampaignError:
-    return CampaignError(src, [Finding(key, value, msg)])
+def _err(src: str, key: str, value: Any, msg: str) -> ZigzagError:
+    return ZigzagError(src, key, value, msg)
 
 
 def _load_yaml(path: Path) -> Any:
@@ -362,7 +363,7 @@ def zigzag_to_dict(accelerator: str | Path, mapping: str | Path, *, layer_type: 
                    notes: list[str] | None = None) -> dict[str, Any]:
     """The TOML-shaped dict of `costmodel.loopnest.arch.accelerator_from_dict` for a ZigZag
     hardware YAML and mapping YAML (see the module docstring). ``notes`` collects what was not
-    imported. Raises `CampaignError` naming the file, the YAML key and the value."""
+    imported. Raises `ZigzagError` naming the file, the YAML key and the value."""
     notes = notes if notes is not None else []
     hw_path, map_path = Path(accelerator), Path(mapping)
     hs, ms = str(hw_path), str(map_path)
@@ -421,39 +422,14 @@ def zigzag_to_dict(accelerator: str | Path, mapping: str | Path, *, layer_type: 
         if op not in served_ops:
             raise _err(ms, f"memory_operand_links.{op}", links[op], f"no memory of {hs} serves {links[op]}")
     desc = f"imported from ZigZag {hw_path.name} + {map_path.name} (entry {layer_type!r}) by `sweep import zigzag`"
-    out = {"name": acc_name, "description": desc, "mac_pj": mac_pj, "array": array, "precision": prec,
-           "spatial": spatial, "memory": mems}
+    out: dict[str, Any] = {"name": acc_name, "description": desc, "mac_pj": mac_pj, "array": array,
+                           "precision": prec}
+    if spatial:
+        out["spatial"] = spatial
     if hint is not None:
         out["spatial_hint"] = hint
+    out["memory"] = mems
     return out
-
-
-def _toml_value(v: Any) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, (int, float)):
-        return repr(v)
-    if isinstance(v, str):
-        return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
-    if isinstance(v, list):
-        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
-    if isinstance(v, dict):
-        return "{" + ", ".join(f"{k} = {_toml_value(x)}" for k, x in v.items()) + "}"
-    raise TypeError(f"cannot write {v!r} as TOML")
-
-
-def dict_to_toml(d: dict[str, Any], header: str = "") -> str:
-    """The accelerator TOML text of a TOML-shaped dict (`costmodel.loopnest.arch` format)."""
-    lines = [f"# {ln}" if ln else "#" for ln in header.splitlines()]
-    for k in ("name", "description", "mac_pj", "clock_mhz"):
-        if k in d:
-            lines.append(f"{k} = {_toml_value(d[k])}")
-    for table in ("array", "precision", "spatial", "spatial_hint", "accumulator"):
-        if d.get(table):
-            lines += ["", f"[{table}]"] + [f"{k} = {_toml_value(v)}" for k, v in d[table].items()]
-    for m in d["memory"]:
-        lines += ["", "[[memory]]"] + [f"{k} = {_toml_value(v)}" for k, v in m.items()]
-    return "\n".join(lines) + "\n"
 
 
 def import_zigzag(accelerator: str | Path, mapping: str | Path, out: str | Path, *, layer_type: str = "default",
@@ -462,7 +438,7 @@ def import_zigzag(accelerator: str | Path, mapping: str | Path, out: str | Path,
     ``out`` atomically (temp file + rename; nothing is written on error). Returns (Accelerator, notes).
 
     Raises:
-        CampaignError: a YAML we cannot read or model (file, key and value named), or a result that
+        ZigzagError: a YAML we cannot read or model (file, key and value named), or a result that
             our loader refuses.
     """
     from costmodel.loopnest.arch import accelerator_from_dict, load_accelerator
@@ -474,13 +450,13 @@ def import_zigzag(accelerator: str | Path, mapping: str | Path, out: str | Path,
     except ValueError as e:
         raise _err(str(accelerator), "(translated accelerator)", d["name"], str(e)) from None
     out = Path(out)
-    text = dict_to_toml(d, f"Imported from ZigZag: {accelerator} + {mapping}\n"
-                           f"by `sweep import zigzag` (see sweep/zigzag_import.py for the translation).")
+    text = toml_out.dumps(d, f"Imported from ZigZag: {accelerator} + {mapping}\n"
+                             f"by `sweep import zigzag` (see costmodel/importers/zigzag.py for the translation).")
     if not out.parent.is_dir():
         raise _err("--out", "--out", str(out), "directory does not exist")
     fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
     try:
-        with os.fdopen(fd, "w") as f:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
         acc = load_accelerator(tmp)
         os.replace(tmp, out)
