@@ -114,3 +114,40 @@ def test_no_package_folder_over_12_modules():
 def test_the_graph_sees_function_level_imports():
     """The checker itself: sweep.cli imports sweep.single inside a command function."""
     assert "sweep.single" in GRAPH["sweep.cli"]
+
+
+TOML_WRITER = "costmodel.importers.toml_out"
+TOML_WRITER_LIBRARIES = {"tomli_w", "tomlkit", "toml", "pytoml", "qtoml", "rtoml"}  # tomllib (reading) is fine
+#: Writers that still build TOML by hand, each to go (empty when issue 22's item 3 is done).
+TOML_WRITERS_PENDING = {("sweep.tune.driver", "_toml_value")}
+
+
+def test_one_toml_writer():
+    """One TOML writer: `costmodel.importers.toml_out` (through tomli-w) writes every TOML text.
+
+    Checked from the source, two ways a second writer would show: (1) only that module imports a
+    TOML-writing library; (2) no other module defines a function whose name says ``toml`` and that
+    returns a string (annotated ``-> str`` or not annotated) unless its body calls the one writer
+    (``toml_out``), as `sweep.reports.archsearch.toml_literal` does; readers (``read_toml`` ->
+    dict) pass. A hand-made writer under another name (``f"{k} = {v}"`` lines) is not caught: the
+    rule is what reviewers hold to, this test the tripwire for the usual shape of one."""
+    importers, writers = [], []
+    for name, path in MODULES.items():
+        if name == TOML_WRITER:
+            continue
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                mods = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level:
+                mods = [node.module or ""]
+            else:
+                mods = []
+            importers += [(name, m) for m in mods if m.split(".")[0] in TOML_WRITER_LIBRARIES]
+            if (isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and "toml" in node.name.lower()
+                    and (node.returns is None or ast.unparse(node.returns) == "str")
+                    and "toml_out" not in ast.unparse(node) and (name, node.name) not in TOML_WRITERS_PENDING):
+                writers.append((name, node.name))
+    assert not importers, f"only {TOML_WRITER} imports a TOML writer library: {importers}"
+    assert not writers, f"TOML written by hand (use {TOML_WRITER}): {writers}"
+    assert TOML_WRITER in MODULES and "tomli_w" in MODULES[TOML_WRITER].read_text()
