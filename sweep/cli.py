@@ -18,6 +18,7 @@ from rich.table import Table
 
 from mappers import mappers_by_kind
 from sweep.errors import CampaignError, Finding, StoreError, SweepError
+from sweep.study import runs_study
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, rich_markup_mode="rich",
                   help="dse-sweep: distributed design-space exploration of DNN accelerators.\n\n"
@@ -130,7 +131,7 @@ def _execute(c, resume: bool, executor: ExecutorKind, address: str | None, resum
             err.print(f"interrupted: {i.summary.tasks_run} task(s) stored in {c.output}; "
                       f"complete it with: {resume_hint}")
             raise typer.Exit(130)
-    optuna_search = c.kind == "archsearch" and c.search.sampler in ("tpe", "nsga2")
+    optuna_search = c.kind == "archsearch" and runs_study(c.search.sampler, "archsearch")
     skipped = "suggested design(s) told their stored figures" if optuna_search else "already stored"
     err.print(f"done: {s.tasks_run} task(s) run, {s.tasks_skipped} {skipped}, "
               f"{s.tasks_failed} failed, {s.rows_written:,} rows in {s.seconds:.1f} s "

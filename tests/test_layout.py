@@ -151,3 +151,34 @@ def test_one_toml_writer():
     assert not importers, f"only {TOML_WRITER} imports a TOML writer library: {importers}"
     assert not writers, f"TOML written by hand (use {TOML_WRITER}): {writers}"
     assert TOML_WRITER in MODULES and "tomli_w" in MODULES[TOML_WRITER].read_text()
+
+
+#: Library modules that import optuna besides the study driver `sweep.study`, each with its reason.
+OPTUNA_EXEMPT = {
+    "sweep.reports.tune": "plots a finished study (Optuna's matplotlib visualisation, fANOVA "
+                          "importances); reads only, never asks or tells",
+}
+
+
+def _imports_optuna(path: Path) -> bool:
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import) and any(a.name.split(".")[0] == "optuna" for a in node.names):
+            return True
+        if isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").split(".")[0] == "optuna":
+            return True
+    return False
+
+
+def test_only_the_study_driver_imports_optuna():
+    """One Optuna driver (DESIGN.md): storage, seeding, samplers, crash recovery live in sweep.study."""
+    users = {name for name, path in MODULES.items() if _imports_optuna(path)}
+    assert "sweep.study" in users
+    assert users - {"sweep.study"} - set(OPTUNA_EXEMPT) == set(), "modules importing optuna outside sweep.study"
+    assert set(OPTUNA_EXEMPT) <= users, "an exemption that is no longer needed"
+
+
+def test_the_study_driver_stays_below_the_runner_and_kinds():
+    """sweep.study never imports the runner (DESIGN.md); the engine imports no campaign kind."""
+    assert not any(m == "sweep.engine.runner" or m.startswith("sweep.kinds") for m in GRAPH["sweep.study"])
+    assert not any(m.startswith("sweep.kinds") for n, deps in GRAPH.items() if n.startswith("sweep.engine")
+                   for m in deps)

@@ -74,12 +74,14 @@ from sweep.campaigns.archspace import area_window, axis_values
 from sweep.campaigns.common import Bad, check_table, is_int, resolve_path
 from sweep.campaigns.expr import ExprError, evaluate, parse
 from sweep.ids import stable_hash
+from sweep.study import sampler_names
 
 __all__ = ["DesignSpace", "SearchSpec", "parse_design_space", "parse_search", "is_design_space",
            "check_dataflow_mappers", "SAMPLERS", "SEARCH_OBJECTIVES"]
 
-#: Samplers of ``[search]``: every valid design, a seeded uniform sample, or an Optuna study.
-SAMPLERS = ("grid", "random", "tpe", "nsga2")
+#: Samplers of ``[search]``: every valid design, a seeded uniform sample, or an Optuna study
+#: (the names `sweep.study.SAMPLERS` gives architecture search).
+SAMPLERS = sampler_names("archsearch")
 #: Per-design figures a search can minimise (energy, latency and EDP: geometric mean over networks).
 SEARCH_OBJECTIVES = ("edp", "energy_pj", "latency_cycles", "area_mm2")
 _ARCH_KEYS = {"kind", "template", "grid", "dataflows"}

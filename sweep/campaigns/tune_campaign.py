@@ -69,11 +69,12 @@ from mappers.tuning import RESERVED, TUNABLE_MAPPERS, derive_params
 from sweep.campaigns.common import (NOT_FINITE, Bad, Findings, check_table, is_finite, is_int, is_number,
                                     read_toml)
 from sweep.ids import stable_hash
+from sweep.study import SAMPLERS as _ALL_SAMPLERS, sampler_names
 
 __all__ = ["TuneCampaign", "SpaceParam", "load_tune_campaign", "parse_tune_campaign",
            "SAMPLERS", "PRUNERS", "TRIAL_OBJECTIVES"]
 
-SAMPLERS = ("tpe", "cmaes", "random")
+SAMPLERS = sampler_names("tune")   # (`sweep.study.SAMPLERS`)
 PRUNERS = ("median", "none")
 #: Study objectives: mean relative gap (minimise) and proposals to reach ``reach_gap`` (minimise).
 TRIAL_OBJECTIVES = ("gap", "evals_to_reach")
@@ -270,8 +271,10 @@ def _parse_sampler(raw: Any, objectives: list[str], bad: Bad) -> dict[str, Any]:
         bad("sampler.seed", sampler["seed"], "expected an integer >= 0")
     if "n_startup_trials" in sampler and not is_int(sampler["n_startup_trials"], 0):
         bad("sampler.n_startup_trials", sampler["n_startup_trials"], "expected an integer >= 0")
-    if sampler["name"] == "cmaes" and len(objectives) > 1:
-        bad("sampler.name", "cmaes", "CMA-ES is single-objective; use tpe or random with two objectives")
+    info = _ALL_SAMPLERS.get(sampler["name"])
+    if info is not None and not info.multi_objective and len(objectives) > 1:
+        bad("sampler.name", sampler["name"], f"{info.help} is single-objective; use one of "
+            f"{[n for n in SAMPLERS if _ALL_SAMPLERS[n].multi_objective]} with two objectives")
     return sampler
 
 

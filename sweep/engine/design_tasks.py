@@ -41,6 +41,7 @@ from costmodel.loopnest.template import DATAFLOW
 from mappers import get_mapper
 from mappers.base import LayerProblem
 from sweep.ids import canonical_json, stable_hash
+from sweep.study import runs_study
 
 __all__ = ["DesignTask", "design_tasks", "count_design_tasks", "evaluate_design", "design_name"]
 
@@ -220,6 +221,7 @@ def design_tasks(campaign) -> Iterator[DesignTask]:
 def count_design_tasks(campaign) -> int:
     """How many tasks `design_tasks` yields (for an Optuna search: one per design evaluated)."""
     s = campaign.search
-    n = s.trials if s.sampler in ("tpe", "nsga2") else len(selected(campaign))
-    step = 1 if s.sampler in ("tpe", "nsga2") else campaign.run.designs_per_task
+    study = runs_study(s.sampler, "archsearch")
+    n = s.trials if study else len(selected(campaign))
+    step = 1 if study else campaign.run.designs_per_task
     return -(-n // step)

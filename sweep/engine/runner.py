@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
-import signal
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,8 +12,10 @@ import pyarrow.compute as pc
 from sweep.campaigns.campaign import Campaign
 from sweep.errors import StoreError
 from sweep.engine.executor import Executor
+from sweep.engine.signals import sigterm_as_interrupt
 from sweep.engine.store import Store, code_version
 from sweep.engine.tasks import Task, count_tasks, error_table, execute, expand
+from sweep.study import runs_study
 
 __all__ = ["RunSummary", "run_campaign", "Interrupted", "campaign_from_manifest"]
 
@@ -124,13 +124,13 @@ def run_campaign(campaign: Campaign, *, resume: bool = False, executor: str = "r
         buf, buf_rows, last_flush = [], 0, time.monotonic()
         timings["write_s"] += time.perf_counter() - t1
 
-    if campaign.kind == "archsearch" and campaign.search.sampler in ("tpe", "nsga2"):
+    if campaign.kind == "archsearch" and runs_study(campaign.search.sampler, "archsearch"):
         return _optuna_search(campaign, store, stamp, summary, resume, executor, address, progress, t0)
     ex = Executor(executor, address, campaign.run.num_cpus, campaign.run.max_in_flight,
                   campaign.run.max_retries)
     try:
         t1 = time.perf_counter()
-        with ex, _sigterm_as_interrupt():
+        with ex, sigterm_as_interrupt():
             summary.executor_start_s = time.perf_counter() - t1
             for task, tables, error in ex.imap(execute, todo()):
                 if error is not None:  # the worker died more than max_retries times, or similar
@@ -169,7 +169,7 @@ def _optuna_search(campaign: Campaign, store: Store, stamp: dict, summary: RunSu
         summary.fragments += bool(batch)
         summary.timings["write_s"] += time.perf_counter() - t1
     try:
-        with _sigterm_as_interrupt():
+        with sigterm_as_interrupt():
             run_search(campaign, summary, resume=resume, executor=executor, address=address,
                        progress=progress, flush=store_batch)
     except KeyboardInterrupt:
@@ -209,24 +209,6 @@ def campaign_from_manifest(directory: str | Path, output: str | Path) -> Campaig
                          f"the campaign now resolves to {c.config_hash()[:12]} (its network/accelerator files, "
                          "presets or mapper versions changed), so a rerun would not reproduce the rows")
     return c
-
-
-@contextlib.contextmanager
-def _sigterm_as_interrupt():
-    """Within the block, SIGTERM (a batch scheduler, `kill`, `timeout`) stops the run like Ctrl-C:
-    finished tasks are stored and the run is resumable. Installed after Ray has started, so it
-    replaces Ray's own handler for the driver; the previous handler is restored afterwards."""
-    def handler(signum, frame):
-        raise KeyboardInterrupt
-    try:
-        previous = signal.signal(signal.SIGTERM, handler)
-    except ValueError:  # not the main thread: leave signals alone
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 def _warm_up(task) -> None:

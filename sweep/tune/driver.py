@@ -21,19 +21,15 @@ budget take about the same time, so the rounds cost little parallelism.
 
 Persistence, resume, several drivers
 ------------------------------------
-The study lives in ``OUT/study.journal`` (Optuna's `JournalStorage` with `JournalFileBackend`,
-file-locked appends) or in the RDB at the campaign's ``storage`` URL. The driver stops when the
-study holds ``trials`` finished (COMPLETE + PRUNED) trials and asks a new one only while finished
-+ RUNNING (all drivers) < ``trials``, so several drivers sharing one study (``sweep tune C --out
-SAME --resume`` on each; on one machine or a shared filesystem) end with exactly ``trials``
-finished trials. Each driver records its id on its trials and keeps a heartbeat file
-``OUT/drivers/<id>.json``; a RUNNING trial whose driver's process is gone (same host) or whose
-heartbeat is older than `STALE_S` is an orphan of a killed driver: the next driver marks it FAIL
-and re-enqueues its parameters (`Study.enqueue_trial`), so no trial is counted twice and no asked
-schedule is lost. Ctrl-C / SIGTERM does the same for the driver's own trials, then exits 130.
-The sampler of a driver is seeded with ``sampler.seed + number of trials in the study`` when it
-starts, so a resumed study does not repeat its first random trials (and is therefore not
-bit-identical to an uninterrupted one).
+The study is driven by `sweep.study.StudyDriver`: the journal ``OUT/study.journal`` (or the RDB at
+the campaign's ``storage`` URL), the sampler, seeding, and the one rule for orphaned trials (see
+`sweep.study`: a killed driver's trials in flight are finished in place, from the layer they
+reached, by the next driver, which takes the killed driver's sampler checkpoint; so a resumed
+study is the study an uninterrupted run gives). Ctrl-C / SIGTERM leaves the driver's trials
+RUNNING for the next driver, then exits 130. The driver stops when the study holds ``trials``
+finished (COMPLETE + PRUNED) trials and asks a new one only while finished + RUNNING (all drivers)
+< ``trials``, so several drivers sharing one study (``sweep tune C --out SAME --resume`` on each; on
+one machine or a shared filesystem) end with exactly ``trials`` finished trials.
 
 Outputs (``OUT``)
 -----------------
@@ -50,9 +46,7 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import time
-import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -62,18 +56,19 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from sweep import study as st
 from sweep.errors import ExecutionError
 from sweep.engine.executor import Executor, ordered
 from sweep.engine.runner import Interrupted  # Ctrl-C / SIGTERM; ``.summary`` is a `TuneSummary` here
+from sweep.engine.signals import sigterm_as_interrupt
 from sweep.engine.store import Store
 from sweep.campaigns.tune_campaign import TuneCampaign
 
 __all__ = ["TuneSummary", "run_tune", "open_study", "is_tune_dir", "read_trials", "read_references",
            "write_best_params", "STALE_S", "Interrupted"]
 
-#: Seconds after which a RUNNING trial whose driver has not beaten its heartbeat is an orphan.
-STALE_S = 120.0
-JOURNAL = "study.journal"
+STALE_S = st.STALE_S
+JOURNAL = st.JOURNAL
 REFERENCES = "references.parquet"
 HELDOUT = "heldout.parquet"
 BEST = "best_params.toml"
@@ -81,8 +76,8 @@ BEST = "best_params.toml"
 
 @dataclass
 class TuneSummary:
-    """What `run_tune` did: finished trials in the study by state, orphans re-enqueued, trials run
-    by this driver, seconds (total and for the reference optima), best trial, held-out summary."""
+    """What `run_tune` did: finished trials in the study by state, orphans recovered (adopted to
+    finish in place, or failed and re-enqueued: `sweep.study`), trials run by this driver, seconds (total and for the reference optima), best trial, held-out summary."""
 
     output: str
     complete: int = 0
@@ -115,36 +110,26 @@ def _apply(call: tuple) -> Any:
 
 
 # -- study ------------------------------------------------------------------------------------------
-def _quiet_optuna():
-    import optuna
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
-    return optuna
+def _sampler_options(c: TuneCampaign) -> dict[str, Any]:
+    s = c.sampler
+    if s["name"] == "tpe":
+        return {"n_startup_trials": s.get("n_startup_trials", 10), "constant_liar": True}
+    if s["name"] == "cmaes":
+        return {"n_startup_trials": s.get("n_startup_trials", 1), "warn_independent_sampling": False}
+    return {}
+
+
+def _pruner(c: TuneCampaign):
+    p = c.pruner
+    return st.make_pruner(p["name"], n_startup_trials=p.get("n_startup_trials", 5),
+                          n_warmup_steps=p.get("n_warmup_steps", 1))
 
 
 def open_study(c: TuneCampaign, out: Path, seed_offset: int | None = None):
-    """Create or load the campaign's study (journal file in ``out`` unless ``c.storage``)."""
-    optuna = _quiet_optuna()
-    from optuna.storages import JournalStorage
-    from optuna.storages.journal import JournalFileBackend
-    storage = c.storage or JournalStorage(JournalFileBackend(str(out / JOURNAL)))
-    probe = optuna.create_study(storage=storage, study_name=c.name, load_if_exists=True,
-                                directions=["minimize"] * len(c.objectives))
-    n = len(probe.trials) if seed_offset is None else seed_offset
-    seed = int(c.sampler["seed"]) + n
-    s = c.sampler
-    if s["name"] == "tpe":
-        sampler = optuna.samplers.TPESampler(seed=seed, n_startup_trials=s.get("n_startup_trials", 10),
-                                             constant_liar=True)
-    elif s["name"] == "cmaes":
-        sampler = optuna.samplers.CmaEsSampler(seed=seed, n_startup_trials=s.get("n_startup_trials", 1),
-                                               warn_independent_sampling=False)
-    else:
-        sampler = optuna.samplers.RandomSampler(seed=seed)
-    p = c.pruner
-    pruner = (optuna.pruners.MedianPruner(n_startup_trials=p.get("n_startup_trials", 5),
-                                          n_warmup_steps=p.get("n_warmup_steps", 1))
-              if p["name"] == "median" else optuna.pruners.NopPruner())
-    return optuna.load_study(study_name=c.name, storage=storage, sampler=sampler, pruner=pruner)
+    """Create or load the campaign's study (journal file in ``out`` unless ``c.storage``), its
+    sampler seeded with ``sampler.seed + seed_offset`` (default: trials in the study)."""
+    return st.open_study(out, c.name, len(c.objectives), c.sampler["name"], int(c.sampler["seed"]),
+                         _sampler_options(c), storage=c.storage, pruner=_pruner(c), seed_offset=seed_offset)
 
 
 def _suggest(trial, space) -> dict[str, Any]:
@@ -157,77 +142,6 @@ def _suggest(trial, space) -> dict[str, Any]:
         else:
             out[sp.name] = trial.suggest_float(sp.name, sp.low, sp.high, log=sp.log)
     return out
-
-
-class _Heartbeat:
-    """This driver's id and heartbeat file ``OUT/drivers/<id>.json`` (host, pid, time)."""
-
-    def __init__(self, out: Path):
-        self.id = uuid.uuid4().hex[:12]
-        self.dir = out / "drivers"
-        self.path = self.dir / f"{self.id}.json"
-        self.last = 0.0
-
-    def __call__(self, force: bool = False) -> None:
-        now = time.time()
-        if force or now - self.last > 5:
-            self.dir.mkdir(parents=True, exist_ok=True)
-            tmp = self.path.with_suffix(".tmp")
-            tmp.write_text(json.dumps({"host": socket.gethostname(), "pid": os.getpid(), "time": now}))
-            os.replace(tmp, self.path)
-            self.last = now
-
-    def remove(self) -> None:
-        self.path.unlink(missing_ok=True)
-
-
-def _driver_alive(out: Path, driver: str | None) -> bool:
-    if not driver:
-        return False
-    try:
-        hb = json.loads((out / "drivers" / f"{driver}.json").read_text())
-    except (OSError, ValueError):
-        return False
-    if time.time() - float(hb.get("time", 0)) > STALE_S:
-        return False
-    if hb.get("host") == socket.gethostname():
-        try:
-            os.kill(int(hb["pid"]), 0)
-        except ProcessLookupError:
-            return False
-        except (PermissionError, OSError, ValueError, KeyError):
-            return True
-    return True
-
-
-def _requeue(study, trials) -> int:
-    """Fail RUNNING ``trials`` and enqueue their parameters again."""
-    from optuna.trial import TrialState
-    n = 0
-    for t in trials:
-        try:
-            study.tell(t.number, state=TrialState.FAIL, skip_if_finished=True)
-        except Exception:  # noqa: BLE001 - another driver finished it meanwhile
-            continue
-        if t.params:
-            study.enqueue_trial(dict(t.params), user_attrs={"requeued_from": t.number})
-        n += 1
-    return n
-
-
-def _fail_orphans(study, out: Path, me: str) -> int:
-    from optuna.trial import TrialState
-    orphans = [t for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))
-               if t.user_attrs.get("driver") != me and not _driver_alive(out, t.user_attrs.get("driver"))]
-    return _requeue(study, orphans)
-
-
-def _counts(study) -> tuple[int, int, int, int]:
-    from optuna.trial import TrialState
-    n = {s: 0 for s in TrialState}
-    for t in study.get_trials(deepcopy=False):
-        n[t.state] += 1
-    return n[TrialState.COMPLETE], n[TrialState.PRUNED], n[TrialState.RUNNING], n[TrialState.FAIL]
 
 
 # -- rows -------------------------------------------------------------------------------------------
@@ -317,9 +231,65 @@ def _references(c: TuneCampaign, out: Path, pool: Executor, limit: int) -> tuple
 # -- the driver ---------------------------------------------------------------------------------------
 @dataclass
 class _Active:
-    trial: Any
     params: dict
     outcomes: list = field(default_factory=list)
+
+
+class _TuneObjective:
+    """`sweep tune` as an objective of `sweep.study.StudyDriver`: a trial is a schedule; each
+    round runs the next training layer of every trial in flight (one task each) and reports,
+    prunes or tells in trial-number order (`_advance`); finished trials are written as rows."""
+
+    def __init__(self, c: TuneCampaign, pool: Executor, refs: dict, store: Store, summary: TuneSummary,
+                 n_target: int, par: int, beat, progress):
+        self.c, self.pool, self.refs, self.store, self.summary = c, pool, refs, store, summary
+        self.n_target, self.par, self.beat, self.progress = n_target, par, beat, progress
+        self.fails_here = 0
+
+    def _finished_running(self, study) -> tuple[int, int]:
+        n = st.counts(study)
+        return n.get("COMPLETE", 0) + n.get("PRUNED", 0), n.get("RUNNING", 0)
+
+    def room(self, study, active) -> int:
+        self.beat()
+        fin, running = self._finished_running(study)
+        if self.progress:
+            self.progress(fin, self.n_target)
+        return min(self.par - len(active), self.n_target - fin - running)
+
+    def done(self, study) -> bool:
+        return self._finished_running(study)[0] >= self.n_target
+
+    def suggest(self, trial) -> _Active:
+        from mappers.tuning import derive_params
+        full = derive_params(self.c.mapper, _suggest(trial, self.c.space), self.c.fixed, self.c.budget)
+        trial.set_user_attr("full_params", full)
+        return _Active(full)
+
+    def restore(self, ft) -> tuple[_Active, int]:
+        a = _Active(ft.user_attrs["full_params"], list(ft.user_attrs.get("layers", [])))
+        return a, len(a.outcomes)
+
+    def step(self, a) -> int:
+        return len(a.state.outcomes)
+
+    def run(self, active) -> list:
+        c = self.c
+        net, layers = c.training
+        calls = [(_eval_task, c.mapper, (net, layers[len(a.state.outcomes)], c.arch, c.objective), a.state.params,
+                  list(c.seeds), self.refs[(net, layers[len(a.state.outcomes)])], c.reach_gap) for a in active]
+        return ordered(self.pool, _apply, calls, self.par)
+
+    def advance(self, study, a, res):
+        ft = _advance(study, a.trial, a.state, res, self.c)
+        if ft is not None:
+            self.summary.run_here += 1
+            _write_rows(self.store, [ft], self.c)
+            if ft.state.name == "FAIL":
+                self.fails_here += 1
+                if self.fails_here > self.n_target + 10:
+                    raise ExecutionError(f"{self.fails_here} trials failed; last: {ft.user_attrs.get('error')}")
+        return ft
 
 
 def run_tune(c: TuneCampaign, *, trials: int | None = None, parallel: int | None = None, resume: bool = False,
@@ -339,12 +309,8 @@ def run_tune(c: TuneCampaign, *, trials: int | None = None, parallel: int | None
     Raises:
         StoreError: the output directory holds something else, or results without ``resume``.
         ExecutionError: a reference optimum failed, or every trial fails.
-        Interrupted: Ctrl-C or SIGTERM (running trials re-enqueued; resumable).
+        Interrupted: Ctrl-C or SIGTERM (running trials left to the next driver; resumable).
     """
-    from mappers.tuning import derive_params
-    from optuna.trial import TrialState
-    from sweep.engine.runner import _sigterm_as_interrupt  # SIGTERM stops like Ctrl-C
-
     t_start = time.perf_counter()
     n_target = int(trials or c.trials)
     par = int(parallel or c.parallel)
@@ -354,80 +320,39 @@ def run_tune(c: TuneCampaign, *, trials: int | None = None, parallel: int | None
     if not (out / "manifest.json").exists():  # (create clears OUT/.tmp: not while another driver writes)
         store.create({"name": c.name, "source": c.source, "config_hash": c.config_hash(), "config": c.resolved_config(),
                       "storage": c.storage})
-    (out / ".gitignore").write_text("drivers/\n")
     summary = TuneSummary(str(out))
-    beat = _Heartbeat(out)
-    beat(force=True)
-    study = open_study(c, out)
-    summary.orphans = _fail_orphans(study, out, beat.id)
-    _write_rows(store, study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED,
-                                                                TrialState.FAIL)), c)
-    active: list[_Active] = []
-    train_net, train_layers = c.training
-    fails_here = 0
+    drv = st.StudyDriver(out, c.name, len(c.objectives), c.sampler["name"], int(c.sampler["seed"]),
+                         _sampler_options(c), storage=c.storage, pruner=_pruner(c))
+    study = drv.study
+    summary.orphans = drv.requeued + len(drv.adopted)
+    _write_rows(store, st.trials_of(study, "COMPLETE", "PRUNED", "FAIL"), c)
     try:
-        with Executor(executor, address, num_cpus, max_retries=2, beat=beat) as pool, _sigterm_as_interrupt():
+        with Executor(executor, address, num_cpus, max_retries=2, beat=drv.beat) as pool, sigterm_as_interrupt():
             refs, summary.reference_s = _references(c, out, pool, max(par, int(c.reference["shards"])))
-            while True:
-                beat()
-                comp, pru, running, _ = _counts(study)
-                if progress:
-                    progress(comp + pru, n_target)
-                while len(active) < par and comp + pru + running < n_target:
-                    tr = study.ask()
-                    tuned = _suggest(tr, c.space)
-                    full = derive_params(c.mapper, tuned, c.fixed, c.budget)
-                    tr.set_user_attr("driver", beat.id)
-                    tr.set_user_attr("full_params", full)
-                    active.append(_Active(tr, full))
-                    running += 1
-                if not active:
-                    if comp + pru >= n_target:
-                        break
-                    time.sleep(1.0)  # other drivers' trials are running
-                    continue
-                calls = []
-                for a in active:
-                    lay = train_layers[len(a.outcomes)]
-                    calls.append((_eval_task, c.mapper, (train_net, lay, c.arch, c.objective), a.params,
-                                  list(c.seeds), refs[(train_net, lay)], c.reach_gap))
-                results = ordered(pool, _apply, calls, par)
-                for a, res in sorted(zip(active, results), key=lambda x: x[0].trial.number):
-                    ft = _advance(study, a, res, c)
-                    if ft is not None:
-                        active.remove(a)
-                        summary.run_here += 1
-                        _write_rows(store, [ft], c)
-                        if ft.state == TrialState.FAIL:
-                            fails_here += 1
-                            if fails_here > n_target + 10:
-                                raise ExecutionError(f"{fails_here} trials failed; last: {ft.user_attrs.get('error')}")
-            comp, pru, _, fail = _counts(study)
-            summary.complete, summary.pruned, summary.failed = comp, pru, fail
+            drv.run(_TuneObjective(c, pool, refs, store, summary, n_target, par, drv.beat, progress))
+            n = st.counts(study)
+            summary.complete, summary.pruned, summary.failed = n.get("COMPLETE", 0), n.get("PRUNED", 0), n.get("FAIL", 0)
             if progress:
-                progress(comp + pru, n_target)
+                progress(summary.complete + summary.pruned, n_target)
             summary.best = write_best_params(study, c, out / BEST)
             if heldout and summary.best:
                 summary.heldout = _heldout(c, out, pool, refs, summary.best, par)
     except KeyboardInterrupt:
-        _requeue(study, [a.trial for a in active])
         summary.seconds = time.perf_counter() - t_start
         raise Interrupted(summary) from None
     finally:
-        beat.remove()
+        drv.close()
     summary.seconds = time.perf_counter() - t_start
     return summary
 
 
-def _advance(study, a: _Active, res, c: TuneCampaign):
-    """Record one layer's outcome of trial ``a``; report, prune or tell. Returns the finished
-    `FrozenTrial`, or None while the trial goes on."""
-    from optuna.trial import TrialState
-    tr = a.trial
+def _advance(study, tr, a: _Active, res, c: TuneCampaign):
+    """Record one layer's outcome of trial ``tr`` (its state ``a``); report, prune or tell.
+    Returns the finished `FrozenTrial`, or None while the trial goes on."""
     if isinstance(res, Exception):
         tr.set_user_attr("error", f"{type(res).__name__}: {res}"[:2000])
         tr.set_user_attr("layers", a.outcomes)
-        return study.tell(tr, state=TrialState.FAIL)
+        return study.tell(tr, state=st.TrialState.FAIL)
     a.outcomes.append({k: res[k] for k in ("layer", "seeds", "reference", "values", "gaps", "proposals",
                                            "evaluations", "to_reach", "wall_s")})
     gap = float(np.mean([np.mean(o["gaps"]) for o in a.outcomes]))
@@ -435,22 +360,13 @@ def _advance(study, a: _Active, res, c: TuneCampaign):
     if len(c.objectives) == 1:
         tr.report(gap, len(a.outcomes) - 1)
         if len(a.outcomes) < len(c.training[1]) and tr.should_prune():
-            return study.tell(tr, state=TrialState.PRUNED)
+            return study.tell(tr, state=st.TrialState.PRUNED)
     if len(a.outcomes) < len(c.training[1]):
         return None
     values = [gap]
     if len(c.objectives) > 1:
         values.append(float(np.mean([np.mean(o["to_reach"]) for o in a.outcomes])))
     return study.tell(tr, values)
-
-
-def _best_trial(study, n_obj: int):
-    from optuna.trial import TrialState
-    done = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
-    if not done:
-        return None
-    pool = study.best_trials if n_obj > 1 else done
-    return min(pool, key=lambda t: (t.values[0], t.number))
 
 
 def _toml_value(v) -> str:
@@ -467,7 +383,7 @@ def write_best_params(study, c: TuneCampaign, path: Path) -> dict:
     """Write the best complete trial's schedule as ``[mappers.<mapper>]`` TOML (for a campaign's
     ``params_file``); returns {"trial", "values", "params" (tuned), "full" (campaign params)}.
     Two objectives: the Pareto-optimal trial with the smallest gap. No complete trial: {}."""
-    t = _best_trial(study, len(c.objectives))
+    t = st.best_trial(study, len(c.objectives))
     if t is None:
         return {}
     full = {k: v for k, v in t.user_attrs["full_params"].items() if k not in ("seed", "engine", "lockstep")}

@@ -1,4 +1,5 @@
-"""``[search] sampler = "tpe" | "nsga2"`` really runs Optuna's TPE / NSGA-II (`sweep.search.driver`):
+"""``[search] sampler = "tpe" | "nsga2"`` really runs Optuna's TPE / NSGA-II (`sweep.search.driver`,
+`sweep.study`):
 the study a campaign opens carries that sampler, NSGA-II breeds generations of max(8, 2 x batch)
 trials, and on a fixed small grid multivariate TPE finds better points than random sampling with
 the same number of trials. Nothing is mapped here: the values are a made-up function of the grid."""
@@ -15,6 +16,7 @@ from paths import DATA
 from sweep.campaigns.campaign import load_campaign
 from sweep.campaigns.designspace import SearchSpec
 from sweep.search import driver
+from sweep.study import open_study
 
 CAMPAIGN = """
 name = "samplers"
@@ -63,7 +65,8 @@ def test_campaign_study_runs_the_named_sampler(tmp_path, name, cls, objectives):
     assert c.search.sampler == name
     out = tmp_path / "study"
     out.mkdir()
-    study = driver._open_study(c, out)
+    s = c.search
+    study = open_study(out, c.name, len(s.objectives), s.sampler, s.seed, driver.sampler_options(s))
     assert type(study.sampler) is cls
     assert not isinstance(study.sampler, optuna.samplers.RandomSampler)
     assert type(driver.make_sampler(SearchSpec(name, 3, 0, ("edp",), 2), 0)) is cls
