@@ -39,6 +39,8 @@ that sampler, and
   of another driver sharing the study) is failed and its parameters, if it has any, enqueued
   again (`Study.enqueue_trial`), so no asked point is lost and no trial counts twice.
 
+The checkpoint is a pickle, as Optuna's recipe has it: resume only output directories you trust.
+
 So a study killed (SIGKILL, Ctrl-C, SIGTERM) while its trials run resumes to the study an
 uninterrupted run gives: the same trial numbers, parameters, values and best trial. Ctrl-C and
 SIGTERM leave the driver's trials RUNNING for that reason. The second branch is the exception:
@@ -68,7 +70,8 @@ from typing import Any, Mapping, Protocol
 
 __all__ = ["SAMPLERS", "SamplerInfo", "sampler_names", "runs_study", "make_sampler", "make_pruner",
            "set_feasible", "quiet_optuna", "open_study", "load_study", "StudyDriver", "Objective",
-           "Active", "TrialState", "JOURNAL", "CHECKPOINT", "DRIVERS", "STALE_S"]
+           "Active", "TrialState", "counts", "best_trial", "trials_of", "JOURNAL", "CHECKPOINT",
+           "DRIVERS", "STALE_S"]
 
 JOURNAL = "study.journal"
 CHECKPOINT = "study.sampler"
@@ -347,7 +350,7 @@ class StudyDriver:
         real = self.study.sampler   # a Trial object built for an orphan must not sample anything
         self.study.sampler = optuna.samplers.RandomSampler(seed=0)
         try:
-            for t in keep:
+            for t in keep:   # (FrozenTrial._trial_id: the storage's id, what Trial takes)
                 tr = optuna.trial.Trial(self.study, t._trial_id)
                 tr.set_user_attr("driver", self.id)
                 self.adopted.append((Active(tr, None, int(steps[t.number])), t))
@@ -417,5 +420,3 @@ def trials_of(study, *states: str) -> list:
     st = tuple(getattr(TrialState, s) for s in states) or None
     return study.get_trials(deepcopy=False, states=st)
 
-
-__all__ += ["counts", "best_trial", "trials_of"]

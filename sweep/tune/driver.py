@@ -267,7 +267,10 @@ class _TuneObjective:
         return _Active(full)
 
     def restore(self, ft) -> tuple[_Active, int]:
-        a = _Active(ft.user_attrs["full_params"], list(ft.user_attrs.get("layers", [])))
+        from mappers.tuning import derive_params
+        full = ft.user_attrs.get("full_params") or derive_params(self.c.mapper, dict(ft.params), self.c.fixed,
+                                                                 self.c.budget)
+        a = _Active(full, list(ft.user_attrs.get("layers", [])))
         return a, len(a.outcomes)
 
     def step(self, a) -> int:
