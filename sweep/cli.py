@@ -458,11 +458,12 @@ def tune(
                          progress=lambda done, total: prog.update(bar, completed=done, total=total))
         except Interrupted as i:
             prog.stop()
-            err.print(f"interrupted after {i.summary.run_here} trial(s) in this driver; running trials were "
-                      f"re-enqueued. Continue with: sweep tune {campaign} --resume" + (f" --out {out_dir}" if out_dir else ""))
+            err.print(f"interrupted after {i.summary.run_here} trial(s) in this driver; running trials stay in the "
+                      f"study and the next driver finishes them. Continue with: sweep tune {campaign} --resume"
+                      + (f" --out {out_dir}" if out_dir else ""))
             raise typer.Exit(130)
     err.print(f"done: {s.complete} complete + {s.pruned} pruned trial(s) ({s.run_here} here, {s.orphans} orphan(s) "
-              f"re-enqueued) in {s.seconds:.1f} s (references {s.reference_s:.1f} s) -> {s.output}")
+              f"of a stopped driver taken over) in {s.seconds:.1f} s (references {s.reference_s:.1f} s) -> {s.output}")
     if s.best:
         err.print(f"best trial {s.best['trial']}: mean gap {100 * s.best['values'][0]:.4f} %, {s.best['full']}")
     for k, v in s.heldout.items():
