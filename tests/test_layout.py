@@ -118,8 +118,6 @@ def test_the_graph_sees_function_level_imports():
 
 TOML_WRITER = "costmodel.importers.toml_out"
 TOML_WRITER_LIBRARIES = {"tomli_w", "tomlkit", "toml", "pytoml", "qtoml", "rtoml"}  # tomllib (reading) is fine
-#: Writers that still build TOML by hand, each to go (empty when issue 22's item 3 is done).
-TOML_WRITERS_PENDING = {("sweep.tune.driver", "_toml_value")}
 
 
 def test_one_toml_writer():
@@ -146,7 +144,7 @@ def test_one_toml_writer():
             importers += [(name, m) for m in mods if m.split(".")[0] in TOML_WRITER_LIBRARIES]
             if (isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and "toml" in node.name.lower()
                     and (node.returns is None or ast.unparse(node.returns) == "str")
-                    and "toml_out" not in ast.unparse(node) and (name, node.name) not in TOML_WRITERS_PENDING):
+                    and "toml_out" not in ast.unparse(node)):
                 writers.append((name, node.name))
     assert not importers, f"only {TOML_WRITER} imports a TOML writer library: {importers}"
     assert not writers, f"TOML written by hand (use {TOML_WRITER}): {writers}"

@@ -372,16 +372,6 @@ def _advance(study, tr, a: _Active, res, c: TuneCampaign):
     return study.tell(tr, values)
 
 
-def _toml_value(v) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, (int, float)):
-        return repr(v)
-    if isinstance(v, list):
-        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
-    return json.dumps(str(v))
-
-
 def write_best_params(study, c: TuneCampaign, path: Path) -> dict:
     """Write the best complete trial's schedule as ``[mappers.<mapper>]`` TOML (for a campaign's
     ``params_file``); returns {"trial", "values", "params" (tuned), "full" (campaign params)}.
@@ -391,16 +381,13 @@ def write_best_params(study, c: TuneCampaign, path: Path) -> dict:
         return {}
     full = {k: v for k, v in t.user_attrs["full_params"].items() if k not in ("seed", "engine", "lockstep")}
     full = {k: v for k, v in full.items() if v is not None}
-    lines = [f"# Tuned by `sweep tune {c.source}` (study {c.name!r}, trial {t.number}): mean relative gap "
+    from costmodel.importers import toml_out
+    lines = [f"Tuned by `sweep tune {c.source}` (study {c.name!r}, trial {t.number}): mean relative gap "
              f"{t.values[0]:.6g} on {c.training[0]} layers {list(c.training[1])}",
-             f"# at {c.budget} SA proposals per layer and seed (chains x iterations), seeds {list(c.seeds)}, "
+             f"at {c.budget} SA proposals per layer and seed (chains x iterations), seeds {list(c.seeds)}, "
              f"{c.arch}, objective {c.objective}.",
-             "# Use it in a campaign: [[mappers]] name = \"%s\" params_file = \"<this file>\"" % c.mapper,
-             f"[mappers.{c.mapper}]"]
-    lines += [f"{k} = {_toml_value(v)}" for k, v in full.items()]
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text("\n".join(lines) + "\n")
-    os.replace(tmp, path)
+             "Use it in a campaign: [[mappers]] name = \"%s\" params_file = \"<this file>\"" % c.mapper]
+    toml_out.write(path, {"mappers": {c.mapper: full}}, "\n".join(lines))
     return {"trial": t.number, "values": list(t.values), "params": dict(t.params), "full": full}
 
 
