@@ -1,5 +1,5 @@
 """The ``networks`` key of a campaign: zoo names or user files (CSV in the zoo format, or ONNX
-models read by `costmodel.zoo.onnx_import`) -> `Network` objects."""
+models read by `costmodel.importers.onnx`) -> `Network` objects."""
 
 from __future__ import annotations
 
