@@ -147,7 +147,7 @@ def _execute(c, resume: bool, executor: ExecutorKind, address: str | None, resum
 def validate(campaign: Annotated[Path, typer.Argument(help="Campaign TOML file.")]) -> None:
     """Check a campaign file (or a tuning campaign) and say what it would run; writes nothing."""
     from sweep.campaigns.campaign import load_campaign
-    from sweep.campaigns.common import is_tune_campaign, read_toml
+    from sweep.campaigns.validation import is_tune_campaign, read_toml
     from sweep.engine.tasks import expand
     from sweep.campaigns.tune_campaign import load_tune_campaign
 

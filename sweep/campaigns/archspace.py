@@ -27,7 +27,7 @@ from typing import Any, Callable
 import numpy as np
 
 from costmodel.systolic.points import HW_COLUMNS, SystolicPoints
-from sweep.campaigns.common import NOT_FINITE, is_finite, is_number, read_toml_file, resolve_path
+from sweep.campaigns.validation import NOT_FINITE, is_finite, is_number, read_toml_file, resolve_path
 from sweep.campaigns.expr import ExprError, evaluate, parse
 
 __all__ = ["parse_architectures", "ArchSet", "ARCH_KINDS", "axis_values", "area_window"]

@@ -35,7 +35,7 @@ depend on the architecture kind (`sweep.campaigns.report_table`).
 
 `parse_campaign` checks each table in a function of its own (`sweep.campaigns.archspace`,
 `sweep.campaigns.networks`, `sweep.campaigns.report_table` and the ``_parse_*`` / ``_check_*``
-functions here); what it shares with tuning campaigns is in `sweep.campaigns.common`.
+functions here); what it shares with tuning campaigns is in `sweep.campaigns.validation`.
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ from mappers.base import check_params
 from mappers.systolic.deepopt import PMS
 from sweep.campaigns.archspace import ArchSet, parse_architectures
 from sweep.campaigns.designspace import check_dataflow_mappers, is_design_space, parse_design_space, parse_search
-from sweep.campaigns.common import (NOT_FINITE, Bad, Findings, check_table, is_finite, is_number,
+from sweep.campaigns.validation import (NOT_FINITE, Bad, Findings, check_table, is_finite, is_number,
                                     is_tune_campaign, read_params_file, read_toml)
 from sweep.campaigns.networks import parse_networks
 from sweep.campaigns.report_table import parse_report

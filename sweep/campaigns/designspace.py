@@ -71,7 +71,7 @@ import numpy as np
 
 from costmodel.loopnest.template import DATAFLOW
 from sweep.campaigns.archspace import area_window, axis_values
-from sweep.campaigns.common import Bad, check_table, is_int, resolve_path
+from sweep.campaigns.validation import Bad, check_table, is_int, resolve_path
 from sweep.campaigns.expr import ExprError, evaluate, parse
 from sweep.ids import stable_hash
 from sweep.study import sampler_names

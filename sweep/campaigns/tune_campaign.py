@@ -66,7 +66,7 @@ from costmodel.zoo import list_networks, load_network
 from mappers import get_mapper
 from mappers.base import Param
 from mappers.tuning import RESERVED, TUNABLE_MAPPERS, derive_params
-from sweep.campaigns.common import (NOT_FINITE, Bad, Findings, check_table, is_finite, is_int, is_number,
+from sweep.campaigns.validation import (NOT_FINITE, Bad, Findings, check_table, is_finite, is_int, is_number,
                                     read_toml)
 from sweep.ids import stable_hash
 from sweep.study import SAMPLERS as _ALL_SAMPLERS, sampler_names

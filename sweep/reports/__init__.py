@@ -9,7 +9,7 @@ module of its ``config.kind``; `print_report` prints what that module built:
 * ``tune`` -- `sweep.reports.tune`: a `sweep tune` study (trials, importances, held-out gap).
 
 Each module has ``build(directory, manifest, plots_dir) -> dict`` and ``show(rep, console)``;
-`sweep.reports.common` holds the summary the first three share, `sweep.reports.plots` the one plot
+`sweep.reports.summary` holds the summary the first three share, `sweep.reports.plots` the one plot
 helper of all four.
 """
 

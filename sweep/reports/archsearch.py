@@ -40,7 +40,7 @@ import pandas as pd
 from costmodel.importers import toml_out
 from costmodel.loopnest.template import DATAFLOW
 from sweep.reports import dataflow
-from sweep.reports.common import print_plots, print_summary, read_rows, summary
+from sweep.reports.summary import print_plots, print_summary, read_rows, summary
 from sweep.reports.designs import _py, _record, best_per_budget, parameter_effects, pareto_designs
 from sweep.reports.plots import category_ticks, figure, log_axis, save
 

@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from sweep.engine.store import Store
-from sweep.reports.common import print_plots, print_summary, read_rows, summary
+from sweep.reports.summary import print_plots, print_summary, read_rows, summary
 from sweep.reports.plots import (
     category_ticks,
     figure,

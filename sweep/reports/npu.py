@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from sweep.reports.common import print_plots, print_summary
+from sweep.reports.summary import print_plots, print_summary
 from sweep.reports.loopnest import assemble, print_layer_report, read
 from sweep.reports.plots import category_ticks, figure, rotate_xticklabels, save
 

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from costmodel.workload import Layer, Network
-from sweep.reports.common import print_plots, print_summary, read_rows, summary
+from sweep.reports.summary import print_plots, print_summary, read_rows, summary
 from sweep.reports.plots import figure, log_axis, save
 
 __all__ = ["TABLE3_POINT", "build", "show", "write_plots"]

@@ -216,7 +216,7 @@ def test_report_tables_of_every_kind_accepted(tmp_path):
 def test_shipped_campaigns_load():
     """Every campaigns/*.toml (with its [report] table) is valid."""
     from paths import CAMPAIGNS
-    from sweep.campaigns.common import is_tune_campaign, read_toml
+    from sweep.campaigns.validation import is_tune_campaign, read_toml
     from sweep.campaigns.tune_campaign import load_tune_campaign
 
     for p in sorted(CAMPAIGNS.glob("*.toml")):

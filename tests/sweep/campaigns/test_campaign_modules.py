@@ -38,7 +38,7 @@ def test_campaign_readers_share_common_and_not_each_other():
     g = _graph()
     assert "sweep.campaigns.tune_campaign" not in g["sweep.campaigns.campaign"]
     assert "sweep.campaigns.campaign" not in g["sweep.campaigns.tune_campaign"]
-    assert "sweep.campaigns.common" in g["sweep.campaigns.campaign"] & g["sweep.campaigns.tune_campaign"]
+    assert "sweep.campaigns.validation" in g["sweep.campaigns.campaign"] & g["sweep.campaigns.tune_campaign"]
 
 
 def test_no_import_cycle():

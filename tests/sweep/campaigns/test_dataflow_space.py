@@ -102,7 +102,7 @@ def test_bad_dataflows_exit_2_naming_the_key_and_write_nothing(tmp_path, grid, d
      ["architectures.dataflows.flex.spatial_hint"]),
 ])
 def test_the_mapper_can_map_every_dataflow(tmp_path, mapper, dataflows, keys):
-    from sweep.campaigns.common import Findings
+    from sweep.campaigns.validation import Findings
     from sweep.campaigns.designspace import check_dataflow_mappers
     names = '["ws", "rs", "flex"]' if "flex" in dataflows else '["ws", "rs"]'
     text = write(tmp_path, f"dataflow = {names}\n" + dataflows).read_text()
