@@ -128,7 +128,8 @@ class Tiling:
 
 def candidate_sizes(D: int, minimum: int = 1) -> list[int]:
     """D, ceil(D/2), ceil(D/4), ... while >= ``minimum`` (D itself always), descending."""
-    out, t = [], 1
+    out: list[int] = []
+    t = 1
     while True:
         s = math.ceil(D / t)
         if s < minimum and out:

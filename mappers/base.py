@@ -1,6 +1,10 @@
 """The small interface every mapper implements, and declared mapper parameters.
 
-A mapper turns a problem into result rows. It exposes *work units* (independent pieces such as a
+A mapper turns a problem into result rows. The protocol is generic over the problem type of the
+mapper's kind (`Mapper[ProblemT]`): a loop-nest mapper is a `LayerMapper` (`Mapper[LayerProblem]`),
+the npu mappers take a `mappers.npu.tiled.NPUProblem`, DeepOpt an
+`mappers.systolic.deepopt.AllocationProblem`; a mapper of one layer also builds its own problem
+(`Mapper.make_problem`), so the engine names no problem type. It exposes *work units* (independent pieces such as a
 chunk of hardware points, an annealing chain with its seed, a shard of an exhaustive space) and
 runs one unit in-process; the engine in `sweep/` decides where units run and stores their rows.
 
@@ -13,11 +17,16 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field, replace
-from typing import Any, ClassVar, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Mapping, Sequence, TypeVar
 
 import numpy as np
 
-__all__ = ["Param", "Mapper", "KINDS", "ExtraColumn", "Columns", "check_params", "LayerProblem", "WorkUnit",
+if TYPE_CHECKING:  # types only: importing them here would load the cost model with the protocol
+    from costmodel.loopnest.arch import Accelerator
+    from costmodel.loopnest.mapping import SpatialMapping
+    from costmodel.workload import Layer
+
+__all__ = ["Param", "Mapper", "LayerMapper", "ProblemT", "KINDS", "ExtraColumn", "Columns", "check_params", "LayerProblem", "WorkUnit",
            "SearchResult", "best_of", "concat_columns", "resolve_params", "chain_seeds", "OBJECTIVES", "objective_value"]
 
 #: A batch of result rows as columns of equal length (name -> 1-D array or list).
@@ -134,8 +143,17 @@ class ExtraColumn:
         return float(v) if self.type == "float" else int(v) if self.type == "int" else str(v)
 
 
-class Mapper(ABC):
+#: The problem type of a mapper's kind (`Mapper` is generic over it).
+ProblemT = TypeVar("ProblemT")
+
+
+class Mapper(ABC, Generic[ProblemT]):
     """The one protocol every mapper implements (the engine needs nothing else of a mapper).
+
+    Generic over ``ProblemT``, the problem type of its kind: `LayerProblem` (loop-nest, see
+    `LayerMapper`), `mappers.npu.tiled.NPUProblem` (npu), `mappers.systolic.deepopt.AllocationProblem`
+    (systolic). A mapper of one layer on one architecture builds its problem with `make_problem`,
+    which the engine calls without naming the type.
 
     Class attributes, declared once and read by validation, ``sweep list mappers``, task ids and
     Optuna: ``name``; ``version`` (a string, bump it when results change: it is part of every
@@ -161,12 +179,23 @@ class Mapper(ABC):
     params: ClassVar[tuple[Param, ...]] = ()
     columns: ClassVar[tuple[ExtraColumn, ...]] = ()
 
+    def make_problem(self, layer: Layer, arch: Any, spatial: SpatialMapping | None = None,
+                     objective: str = "energy") -> ProblemT:
+        """The problem of mapping ``layer`` on ``arch`` (``spatial``: a fixed spatial unrolling, None =
+        the architecture's default; ``objective``: the campaign's objective).
+
+        Raises:
+            TypeError: this mapper does not map one layer (DeepOpt: a grid of hardware points), or
+                ``arch`` is not of its kind.
+        """
+        raise TypeError(f"{self.name} ({self.kind}) does not map a single layer on one architecture")
+
     @abstractmethod
-    def units(self, problem: Any, params: Mapping[str, Any]) -> list["WorkUnit"]:
+    def units(self, problem: ProblemT, params: Mapping[str, Any]) -> list["WorkUnit"]:
         """The independent work units of ``problem`` (at least one), in a deterministic order."""
 
     @abstractmethod
-    def run(self, problem: Any, unit: "WorkUnit", params: Mapping[str, Any]) -> "SearchResult":
+    def run(self, problem: ProblemT, unit: "WorkUnit", params: Mapping[str, Any]) -> "SearchResult":
         """Run one work unit in-process with resolved ``params``; deterministic."""
 
     def reduce(self, results: Sequence["SearchResult"]) -> "SearchResult":
@@ -177,7 +206,7 @@ class Mapper(ABC):
         """Defaults filled in and values checked. Raises ValueError listing every problem."""
         return resolve_params(self, params)
 
-    def search(self, problem: Any, params: Mapping[str, Any] | None = None) -> "SearchResult":
+    def search(self, problem: ProblemT, params: Mapping[str, Any] | None = None) -> "SearchResult":
         """All units in-process, reduced (parameters checked, defaults filled)."""
         p = self.resolve(params)
         return self.reduce([self.run(problem, u, p) for u in self.units(problem, p)])
@@ -200,11 +229,26 @@ class LayerProblem:
     same memory-level boundaries for every operand).
     """
 
-    layer: Any                      # costmodel.workload.Layer
-    arch: Any                       # costmodel.loopnest.arch.Accelerator
-    spatial: Any = None             # costmodel.loopnest.mapping.SpatialMapping | None
+    layer: Layer
+    arch: Accelerator
+    spatial: SpatialMapping | None = None
     objective: str = "energy"
     even: bool = False
+
+
+class LayerMapper(Mapper[LayerProblem]):
+    """A loop-nest mapper: one layer on one `costmodel.loopnest.arch.Accelerator` (`LayerProblem`)."""
+
+    kind = "loopnest"
+
+    def make_problem(self, layer: Layer, arch: Any, spatial: SpatialMapping | None = None,
+                     objective: str = "energy") -> LayerProblem:
+        """`LayerProblem` (layer, arch, spatial, objective). Raises TypeError unless ``arch`` is an
+        `Accelerator`."""
+        from costmodel.loopnest.arch import Accelerator
+        if not isinstance(arch, Accelerator):
+            raise TypeError(f"{self.name} needs an Accelerator (costmodel.loopnest.arch), got {type(arch).__name__}")
+        return LayerProblem(layer, arch, spatial, objective)
 
 
 @dataclass(frozen=True)
@@ -270,7 +314,7 @@ def best_of(results: Sequence[SearchResult]) -> SearchResult:
                    extra=dict(best.extra, units=len(results)))
 
 
-def resolve_params(mapper, params: Mapping[str, Any] | None) -> dict[str, Any]:
+def resolve_params(mapper: Mapper[Any], params: Mapping[str, Any] | None) -> dict[str, Any]:
     """`check_params` against ``mapper.params`` that raises ValueError listing every problem."""
     resolved, problems = check_params(mapper.params, dict(params or {}))
     if problems:

@@ -126,7 +126,7 @@ def map_layer(layer: Layer, arch, mapper_name: str, objective: str | None = None
         CampaignError: unknown mapper, a mapper of another kind, bad parameters or objective.
     """
     from mappers import MAPPER_NAMES, get_mapper, mapper_kind
-    from mappers.base import LayerProblem, check_params
+    from mappers.base import check_params
     from costmodel.npu import NPUArch
     from sweep.campaigns.campaign import LOOPNEST_OBJECTIVES, NPU_OBJECTIVES
 
@@ -152,7 +152,7 @@ def map_layer(layer: Layer, arch, mapper_name: str, objective: str | None = None
     resolved, probs = check_params(mapper.params, given)
     if probs:
         raise CampaignError("--param", [Finding(f"--param {k}", v, m) for k, v, m in probs])
-    prob = LayerProblem(layer, arch, None, objective)
+    prob = mapper.make_problem(layer, arch, None, objective)
     t0 = time.perf_counter()
     try:
         units = mapper.units(prob, resolved)

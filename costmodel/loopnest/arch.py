@@ -127,10 +127,10 @@ class Accelerator:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "memories", tuple(self.memories))
-        a = self.accumulator_pj
-        if a is not None and (isinstance(a, bool) or not isinstance(a, (int, float)) or not math.isfinite(a)
-                              or a < 0):
-            raise ValueError(f"accelerator {self.name!r}: accumulator.energy_pj = {a!r}: expected a finite "
+        pj = self.accumulator_pj
+        if pj is not None and (isinstance(pj, bool) or not isinstance(pj, (int, float)) or not math.isfinite(pj)
+                               or pj < 0):
+            raise ValueError(f"accelerator {self.name!r}: accumulator.energy_pj = {pj!r}: expected a finite "
                              f"non-negative number")
         names = [m.name for m in self.memories]
         if len(set(names)) != len(names):

@@ -37,6 +37,7 @@ second time with `_jit` the identity, the interpreted twin used by ``backend="py
 from __future__ import annotations
 
 import os
+from types import ModuleType
 
 import numpy as np
 
@@ -574,11 +575,12 @@ def python_kernel():
     if _PY is None:
         import importlib.util
         spec = importlib.util.spec_from_file_location(__name__ + "_py", __file__)
+        assert spec is not None and spec.loader is not None  # a .py file location has both
         mod = importlib.util.module_from_spec(spec)
-        mod.__interpreted__ = True
+        setattr(mod, "__interpreted__", True)  # read by the copy's _jit (globals()); not a declared attribute
         spec.loader.exec_module(mod)
         _PY = mod
     return _PY
 
 
-_PY = None
+_PY: ModuleType | None = None

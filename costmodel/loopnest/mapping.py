@@ -191,7 +191,7 @@ class Mapping:
             object.__setattr__(self, "temporal", TemporalMapping(tuple(self.temporal)))
         if self.spatial is not None and not isinstance(self.spatial, SpatialMapping):
             object.__setattr__(self, "spatial", SpatialMapping(dict(self.spatial)))
-        b = {}
+        b: dict[str, Any] = {}   # tuples, or tables by memory name until `resolve`
         for op, v in dict(self.boundaries).items():
             if op not in OPERANDS:
                 raise MappingError(f"boundaries: unknown operand {op!r}; expected one of {OPERANDS}")
@@ -264,8 +264,9 @@ class Mapping:
         tm = TemporalMapping(tuple(tuple(x) for x in d["temporal"]))
         if not isinstance(d["boundaries"], _Mapping):
             raise MappingError(f"mapping: 'boundaries' must be a table operand -> list, got {d['boundaries']!r}")
-        return cls(sp, tm, {op: (dict(v) if isinstance(v, _Mapping) else tuple(v))
-                            for op, v in d["boundaries"].items()})
+        bnd: dict[str, Any] = {op: (dict(v) if isinstance(v, _Mapping) else tuple(v))  # as __post_init__'s
+                               for op, v in d["boundaries"].items()}
+        return cls(sp, tm, bnd)
 
     def check(self, layer, arch) -> None:
         """Structural validation against a layer and an accelerator (not capacity).

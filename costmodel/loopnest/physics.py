@@ -57,6 +57,7 @@ import math
 import numbers
 from bisect import bisect_left
 from dataclasses import replace
+from typing import cast
 from functools import lru_cache
 
 from costmodel.systolic.area import A_PE_UM2, A_SRAM_UM2_PER_BYTE
@@ -140,7 +141,8 @@ def check_size(mem: MemoryLevel, size_bits: int) -> None:
     """
     size_bits = _pos_int(f"memory {mem.name!r}: size_bits", size_bits)
     cls = memory_class(mem)
-    if cls == "dram":
+    template = mem.size_bits
+    if cls == "dram" or template is None:  # the same test (memory_class)
         raise ValueError(f"memory {mem.name!r} is unbounded (DRAM): it has no size to change")
     kib = size_bits / 8192
     if cls == "regfile":
@@ -149,10 +151,10 @@ def check_size(mem: MemoryLevel, size_bits: int) -> None:
                 f"memory {mem.name!r}: register-file size {size_bits} bits ({kib:g} KiB) is outside "
                 f"the register-file model range (one word up to, excluding, {REGFILE_MAX_BITS} bits "
                 f"= {SRAM_MIN_KIB} KiB)")
-    elif mem.size_bits > _SRAM_MAX_BITS:
-        if size_bits != mem.size_bits:
+    elif template > _SRAM_MAX_BITS:
+        if size_bits != template:
             raise PhysicsRangeError(
-                f"memory {mem.name!r}: template SRAM of {mem.size_bits / 8192:g} KiB is above the "
+                f"memory {mem.name!r}: template SRAM of {template / 8192:g} KiB is above the "
                 f"SRAM model ({SRAM_MIN_KIB}..{SRAM_MAX_KIB} KiB): its size cannot change (asked "
                 f"{kib:g} KiB)")
     elif not (REGFILE_MAX_BITS <= size_bits <= _SRAM_MAX_BITS):
@@ -168,10 +170,11 @@ def energy_ratio(mem: MemoryLevel, size_bits: int | None = None, word_bits: int 
     """
     size_r = 1.0
     if size_bits is not None and size_bits != mem.size_bits:
+        template = cast(int, mem.size_bits)  # a bounded memory: check_size refuses DRAM
         if memory_class(mem) == "sram":
-            size_r = sram_pj_per_bit(size_bits / 8192) / sram_pj_per_bit(mem.size_bits / 8192)
+            size_r = sram_pj_per_bit(size_bits / 8192) / sram_pj_per_bit(template / 8192)
         else:
-            size_r = math.sqrt(size_bits / mem.size_bits)
+            size_r = math.sqrt(size_bits / template)
     word_r = 1.0 if word_bits is None or word_bits == mem.word_bits else word_bits / mem.word_bits
     return size_r * word_r
 

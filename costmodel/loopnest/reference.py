@@ -295,7 +295,7 @@ class _Nest:
         self.loops = [(d, f) for d, f in loops]
         self.all_dims = tuple(arch.array)
         # per array dim: {loop dim: factor}
-        self.on = {a: {} for a in arch.array}
+        self.on: dict[str, dict[str, int]] = {a: {} for a in arch.array}
         for a, sl in spatial.dims.items():
             for d, f in sl:
                 self.on[a][d] = self.on[a].get(d, 1) * f

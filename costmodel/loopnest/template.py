@@ -108,6 +108,7 @@ class Dataflow:
         `from_dict`; part of a design's identity)."""
         if self.spatial is not None:
             return {"spatial": {a: [list(x) for x in v] for a, v in self.spatial.dims.items()}}
+        assert self.hint is not None  # a dataflow has exactly one of spatial and hint (from_dict)
         return {"spatial_hint": self.hint.to_dict()}
 
     @classmethod
@@ -296,8 +297,13 @@ class ArchTemplate:
             kind, key, attr = self._params[pname]
             if kind == "dataflow":
                 df = self.dataflow(v)
-                spatial, hint = (df.spatial, None) if df.kind == "fixed" else (SpatialMapping({}), df.hint)
-            elif kind == "array":
+                if df.spatial is not None:   # df.kind == "fixed"
+                    spatial, hint = df.spatial, None
+                else:
+                    spatial, hint = SpatialMapping({}), df.hint
+                continue
+            assert isinstance(v, int)  # check_value: an int for every parameter but the dataflow
+            if kind == "array":
                 array[key] = v
             elif attr == "word_bits":
                 words[key] = v

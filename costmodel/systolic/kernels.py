@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from typing import Any
+
 import numpy as np
 
 from .params import SystolicParams
@@ -45,8 +47,10 @@ class Geo:
     ep: np.ndarray | None = None  # psum-SRAM energy, pJ/bit
 
     def take(self, idx: np.ndarray) -> "Geo":
-        return Geo(*(None if (v := getattr(self, k)) is None else v[idx]
-                     for k in self.__dataclass_fields__))
+        vals: list[Any] = [  # arrays; the energies may be None
+            None if (v := getattr(self, k)) is None else v[idx]
+            for k in self.__dataclass_fields__]
+        return Geo(*vals)
 
     def __len__(self) -> int:
         return len(self.J)

@@ -33,7 +33,7 @@ def _as_hw(name: str, v) -> np.ndarray:
 
 def _layer_table(layers: Sequence[Layer]):
     """Per-layer model geometry. Returns dict of (L,) float arrays and the FC-b1 mask."""
-    cols = {k: [] for k in ("R", "S", "sx", "sy", "C", "F", "OX", "OY", "IX", "IY", "mult",
+    cols: dict[str, list[int | bool]] = {k: [] for k in ("R", "S", "sx", "sy", "C", "F", "OX", "OY", "IX", "IY", "mult",
                             "macs", "fc1", "fcb", "samples")}
     for lay in layers:
         if not isinstance(lay, Layer):
@@ -164,7 +164,7 @@ class _Out:
         self.energy[:, lidx, :] = flat["e"].reshape(P, n_l, 5)
         self.cycles[:, lidx, :] = flat["c"].reshape(P, n_l, 5)
         self.delay_ok[:, lidx, :] = flat["ok"].reshape(P, n_l, 5)
-        if self.dram is not None:
+        if self.dram is not None and self.stall is not None:  # both or neither (``breakdown``)
             self.dram[:, lidx, :] = flat["d"].reshape(P, n_l, 5)
             self.stall[:, lidx, :] = flat["s"].reshape(P, n_l, 5)
 
@@ -183,7 +183,8 @@ def _evaluate_group(fc1: bool, tab: dict, pts: dict, P: int, n_l: int, p: Systol
         without ``breakdown``).
     """
     total = P * n_l
-    flat = dict(e=np.empty((total, 5)), c=np.empty((total, 5)), ok=np.ones((total, 5), dtype=bool),
+    ok = np.ones((total, 5), dtype=bool)
+    flat = dict(e=np.empty((total, 5)), c=np.empty((total, 5)), ok=ok,
                 d=np.empty((total, 5)) if breakdown else None, s=np.empty((total, 5)) if breakdown else None)
     for a in range(0, total, _CHUNK):
         b = min(total, a + _CHUNK)
@@ -197,7 +198,7 @@ def _evaluate_group(fc1: bool, tab: dict, pts: dict, P: int, n_l: int, p: Systol
             rs = _fc1_branches(g, f, p)
         else:
             rs, okz = _conv_branches(g, tab, li, p)
-            flat["ok"][a:b, 4] = okz
+            ok[a:b, 4] = okz
         _store_branches(rs, tab, li, not fc1, p, flat, slice(a, b), breakdown)
     return flat
 

@@ -32,11 +32,13 @@ class SystolicPoints:
 
     def take(self, idx) -> "SystolicPoints":
         """A subset (by index array or slice), same spec."""
-        return SystolicPoints(*(getattr(self, c)[idx] for c in (*HW_COLUMNS, "area_mm2")), spec=self.spec)
+        return SystolicPoints(self.J[idx], self.K[idx], self.fsram_kib[idx], self.isram_kib[idx], self.psram_kib[idx],
+                              self.area_mm2[idx], spec=self.spec)
 
-    def columns(self) -> tuple[np.ndarray, ...]:
-        """(J, K, fsram_kib, isram_kib, psram_kib), the arguments of `costmodel.systolic.evaluate`."""
-        return tuple(getattr(self, c) for c in HW_COLUMNS)
+    def columns(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(J, K, fsram_kib, isram_kib, psram_kib) (`HW_COLUMNS`), the arguments of
+        `costmodel.systolic.evaluate`."""
+        return self.J, self.K, self.fsram_kib, self.isram_kib, self.psram_kib
 
     def digest(self) -> str:
         """sha256 of the point columns (identifies exactly this set, in this order)."""

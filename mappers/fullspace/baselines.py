@@ -32,7 +32,7 @@ from typing import Any, Mapping as _Mapping, Sequence
 
 import numpy as np
 
-from mappers.base import LayerProblem, Param, SearchResult, WorkUnit, Mapper
+from mappers.base import LayerMapper, LayerProblem, Param, SearchResult, WorkUnit
 from mappers.fullspace.primitive_sa import HINT_PARAM, chain_seeds, make_fullspace_result, problem_space
 
 __all__ = ["Random5Mapper", "HybridMapper", "RANDOM5", "HYBRID", "nth_permutation"]
@@ -49,7 +49,7 @@ def nth_permutation(items: Sequence, k: int) -> list:
     return out
 
 
-class Random5Mapper(Mapper):
+class Random5Mapper(LayerMapper):
     """Best of the first ``valid`` valid random full-space mappings (CoSA's Random (5x))."""
 
     name = "random5"
@@ -73,7 +73,8 @@ class Random5Mapper(Mapper):
         rng = np.random.default_rng(unit.seed)
         want, cap = int(params.get("valid", 5)), int(params.get("max_samples", 100000))
         best, best_v, best_rep = None, math.inf, None
-        hist, valid_vals = [], []
+        hist: list[float] = []
+        valid_vals: list[float] = []
         while len(valid_vals) < want and len(hist) < cap:
             s = space.random_state(rng)
             v, rep = space.evaluate(s, problem.objective)
@@ -89,7 +90,7 @@ class Random5Mapper(Mapper):
 
 
 
-class HybridMapper(Mapper):
+class HybridMapper(LayerMapper):
     """Timeloop-Hybrid-like: random tiling, linear walk over loop permutations, per-thread patience."""
 
     name = "hybrid"

@@ -86,7 +86,7 @@ import numpy as np
 
 from costmodel.loopnest.reference import evaluate, footprint, operand_bits
 from costmodel.loopnest.mapping import OPERANDS, RELEVANT, SPATIAL_DIMS, Mapping, SpatialMapping, prime_factors
-from mappers.base import LayerProblem, Param, SearchResult, WorkUnit, Mapper, chain_seeds, objective_value, resolve_params
+from mappers.base import LayerMapper, LayerProblem, Param, SearchResult, WorkUnit, chain_seeds, objective_value, resolve_params
 
 __all__ = ["PrimitiveSpace", "PrimitiveSAMapper", "PRIMITIVE_SA", "chain_seeds", "resolve_params",
            "make_fullspace_result", "MOVES", "HINT_PARAM", "problem_space"]
@@ -127,7 +127,8 @@ class PrimitiveSpace:
         self.mem_inside = [[i for i, a in enumerate(self.adims) if a not in m.private_to] for m in arch.memories]
         self.mem_private = [[i for i, a in enumerate(self.adims) if a in m.private_to] for m in arch.memories]
         # per array dim: the loop dims the hint allows (None: any) and how many at once
-        self.allow = [None if hint is None else frozenset(hint.allowed(a)) for a in self.adims]
+        # without a hint every dim is allowed (read only under a hint, like max_mix)
+        self.allow = [frozenset(SPATIAL_DIMS if hint is None else hint.allowed(a)) for a in self.adims]
         self.max_mix = [len(SPATIAL_DIMS) if hint is None else hint.max_mixed(a) for a in self.adims]
         self.min_util = 0.0 if hint is None else hint.min_utilization
 
@@ -327,10 +328,10 @@ class PrimitiveSpace:
             while j >= 0 and not sec[self.A + j]:
                 j -= 1
             if j < 0:  # boundary already 0: move a spatial primitive out
-                k = max((k for k in range(self.A) if sec[k]), default=None)
-                if k is None:
+                full = max((k for k in range(self.A) if sec[k]), default=None)
+                if full is None:
                     return sec, False
-                sec[top].append(sec[k].pop())
+                sec[top].append(sec[full].pop())
                 continue
             sec[self.A + m + 1].insert(0, sec[self.A + j].pop())
         return sec, self.over_capacity(sec) is None
@@ -483,7 +484,7 @@ def anneal_chain(space: PrimitiveSpace, objective: str, rng: np.random.Generator
                 moves=moves, moves_accepted=moves_acc, history=np.array(hist))
 
 
-class PrimitiveSAMapper(Mapper):
+class PrimitiveSAMapper(LayerMapper):
     """SA over the primitive list of the full mapspace (tiling, order and spatial unrolling at once).
 
     `units`: one WorkUnit(kind="sa") per chain, seeds from `chain_seeds` (seed, chains); `run` runs

@@ -17,7 +17,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from costmodel.loopnest.mapping import SpatialMapping
-from mappers.base import ExtraColumn, LayerProblem, Mapper, Param, SearchResult, WorkUnit
+from mappers.base import ExtraColumn, LayerMapper, LayerProblem, Param, SearchResult, WorkUnit
 from mappers.loop_order.lpf import merge_lpfs
 from mappers.spatial import RANKS, spatial_candidates, spatial_mode
 
@@ -137,7 +137,7 @@ def _spatial_object(d: dict) -> SpatialMapping:
     return sp
 
 
-class LoopOrderMapper(Mapper):
+class LoopOrderMapper(LayerMapper):
     """A loop-ordering search, run on one spatial unrolling or on each of a layer's candidates.
 
     Subclasses implement `order_units` and `run_order` (their search on ``problem.spatial``).

@@ -22,7 +22,7 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from mappers.base import LayerProblem, Param, SearchResult, WorkUnit, Mapper
+from mappers.base import LayerProblem, Param, SearchResult, WorkUnit
 from mappers.loop_order.base import SPATIAL_PARAMS, LoopOrderMapper, make_result, problem_evaluator
 from mappers.loop_order.lpf import iter_permutations, multiset_count, shard_range
 

@@ -170,7 +170,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from mappers.base import LayerProblem, Mapper, Param, SearchResult, WorkUnit, best_of, chain_seeds, objective_index
+from mappers.base import LayerProblem, Param, SearchResult, WorkUnit, best_of, chain_seeds, objective_index
 from mappers.loop_order.base import SPATIAL_PARAMS, LoopOrderMapper, make_result, problem_evaluator
 from mappers.loop_order.loma import exhaustive_range
 from mappers.loop_order.lpf import expand, iter_permutations, multiset_count, shard_range
@@ -295,7 +295,7 @@ def anneal(ev, objective: str, rngs: Sequence[np.random.Generator], iterations: 
     temps = (t0 * rho ** np.arange(iterations)).tolist()
     iu, ju = np.triu_indices(n, 1)
     pairs = list(zip(iu.tolist(), ju.tolist()))
-    draws = []
+    draws: list[tuple[list[float], PairStream | MoveStream] | None] = []  # None: no valid start
     for (o, x, k), r in zip(init, rngs):
         if not np.isfinite(x):
             draws.append(None)
@@ -430,7 +430,8 @@ def _final_descent(ev, objective: str, chains: Sequence[ChainResult], budget: in
     seen: dict[tuple, float] = {}
     for r in chains:
         seen.update(r.seen or {})
-    ends = list({tuple(r.ordering.tolist()): r.value for r in chains if np.isfinite(r.value)}.items())
+    ends = list({tuple(r.ordering.tolist()): r.value for r in chains
+                 if np.isfinite(r.value) and r.ordering is not None}.items())  # finite value: an ordering
     best = min(chains, key=lambda r: r.value)
     if not ends:
         return best.value, best.ordering, 0

@@ -33,6 +33,7 @@ import bisect
 import itertools
 import math
 from dataclasses import dataclass, field
+from typing import cast
 
 from costmodel.npu import NPUArch, Tiling, conv_cycles, tile_bytes, transfer_cycles
 
@@ -199,7 +200,7 @@ class Engine:
         self.loads = [0] * nt         # DRAM -> buffer moves per tile
         self.writes = [0] * nt        # buffer -> DRAM moves per tile (PS spills + final write-back)
         self.bytes = {"IN": 0, "WT": 0, "OT": 0, "PS": 0}
-        self.op_rec: list[tuple | None] = [None] * dfg.n_ops   # (core, start, end)
+        self.op_rec: list[tuple[int, int, int] | None] = [None] * dfg.n_ops   # (core, start, end)
         self.mem_rec: list[tuple] = []                         # (kind, tile, start, end)
         self.open_res: dict[int, list] = {}                    # tile -> [addr, size, start, valid_from]
         self.first_left = sum(dfg.tile_final)                  # bytes of first loads / final writes to come
@@ -276,7 +277,8 @@ class Engine:
         start = max(self.core_free[core], self.ready_at[ti], self.ready_at[tw], self.ready_at[to])
         p = g.op_pred[op]
         if p >= 0:
-            start = max(start, self.op_rec[p][2])
+            # an op is issued only once its predecessor is done (the ready lists), so it has a record
+            start = max(start, cast(tuple[int, int, int], self.op_rec[p])[2])
         end = start + g.op_cycles[op]
         self.core_free[core] = end
         self.op_rec[op] = (core, start, end)
@@ -339,7 +341,8 @@ class Engine:
     def trace(self) -> list[tuple[str, int, int, str]]:
         """(resource, start, end, what), sorted by start: resources "core<i>" and "dram"."""
         g = self.g
-        out = [(f"core{c}", s, e, f"tCONV{g.op_idx[o]}") for o, (c, s, e) in enumerate(self.op_rec)]
+        recs = cast(list[tuple[int, int, int]], self.op_rec)  # a finished schedule: every op has run
+        out = [(f"core{c}", s, e, f"tCONV{g.op_idx[o]}") for o, (c, s, e) in enumerate(recs)]
         for kind, t, s, e in self.mem_rec:
             typ = TYPE_NAMES[g.tile_type[t]]
             if typ == "OT" and kind != "writeback":
@@ -386,8 +389,9 @@ def validate(eng: Engine, capacity: int | None = None) -> list[str]:
             continue
         c, s, e = rec
         p = g.op_pred[o]
-        if p >= 0 and eng.op_rec[p] is not None and eng.op_rec[p][2] > s:
-            errs.append(f"op {o} starts at {s} before its predecessor {p} ends at {eng.op_rec[p][2]}")
+        prec = eng.op_rec[p] if p >= 0 else None
+        if prec is not None and prec[2] > s:
+            errs.append(f"op {o} starts at {s} before its predecessor {p} ends at {prec[2]}")
         for t in g.tiles_of(o):
             if not any(rs <= s and v <= s and re_ >= e for _, _, _, rs, v, re_ in by_tile.get(t, [])):
                 errs.append(f"op {o}: tile {g.tile_key[t]} not resident and valid over [{s}, {e}]")

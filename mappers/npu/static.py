@@ -45,7 +45,7 @@ def _sets(g: DFG, dataflow: str, n: int) -> list[list[int]]:
     order = g.order(dataflow)
     eff = effective_order(g, dataflow)
     inner = g.counts[_POS[eff[-1]]] if eff else 1
-    out = []
+    out: list[list[int]] = []
     for r in range(0, len(order), inner):
         run = order[r:r + inner]
         out.extend(run[i:i + n] for i in range(0, len(run), n))

@@ -11,19 +11,34 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Any, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar, Iterator, Mapping
 
 from costmodel.npu import NPUArch, Tiling, tilings
-from mappers.base import ExtraColumn, LayerProblem, Mapper, Param, SearchResult, WorkUnit
+from costmodel.workload import Layer
+from mappers.base import ExtraColumn, Mapper, Param, SearchResult, WorkUnit
 from mappers.npu.graph import DFG, Cutoff, Engine, build_dfg, latency_lower_bound, metric_value, summarize
 
-__all__ = ["TiledNPUMapper", "METRICS"]
+__all__ = ["TiledNPUMapper", "NPUProblem", "METRICS"]
 
 #: How schedules are ranked: latency (cycles) x transferred bytes, latency alone, or bytes alone.
 METRICS = ("latency_bytes", "latency", "bytes")
 
 
-class TiledNPUMapper(Mapper):
+@dataclass(frozen=True)
+class NPUProblem:
+    """Schedule one layer on one Flexer multi-NPU (`costmodel.npu.NPUArch`).
+
+    ``objective`` is the campaign's objective, one of `METRICS`; the mappers rank schedules by
+    their ``metric`` parameter, which the engine sets to the objective.
+    """
+
+    layer: Layer
+    arch: NPUArch
+    objective: str = "latency_bytes"
+
+
+class TiledNPUMapper(Mapper[NPUProblem]):
     """What flexer and static share: units over contiguous chunks of the tiling list, and a `run`
     that builds every schedule of its chunk (`schedules`, per subclass) and keeps the best by
     ``metric`` (first of equal values, in tiling then schedule order)."""
@@ -43,16 +58,24 @@ class TiledNPUMapper(Mapper):
         Param("prune", "bool", True, "skip tilings whose lower bound (flexer_graph.lower_bound) exceeds the "
               "best value found; the result is unchanged, only faster"),
     )
-    params: tuple[Param, ...] = common_params
+    params: ClassVar[tuple[Param, ...]] = common_params
 
-    def tiling_list(self, problem: LayerProblem, params: Mapping[str, Any]) -> list[Tiling]:
-        """The viable tilings of the problem (raises TypeError unless its arch is an `NPUArch`)."""
-        if not isinstance(problem.arch, NPUArch):
-            raise TypeError(f"{self.name} needs an NPUArch (costmodel.npu), got {type(problem.arch).__name__}")
+    def make_problem(self, layer: Layer, arch: Any, spatial: Any = None,
+                     objective: str = "latency_bytes") -> NPUProblem:
+        """`NPUProblem` (layer, arch, objective). Raises TypeError unless ``arch`` is an `NPUArch`,
+        ValueError if a spatial unrolling is given (an NPU has none to choose)."""
+        if not isinstance(arch, NPUArch):
+            raise TypeError(f"{self.name} needs an NPUArch (costmodel.npu), got {type(arch).__name__}")
+        if spatial is not None:
+            raise ValueError(f"{self.name} maps on an NPUArch, which takes no spatial unrolling (got {spatial!r})")
+        return NPUProblem(layer, arch, objective)
+
+    def tiling_list(self, problem: NPUProblem, params: Mapping[str, Any]) -> list[Tiling]:
+        """The viable tilings of the problem."""
         return tilings(problem.layer, problem.arch, int(params["min_spatial"]), int(params["min_channels"]),
                        int(params["max_ops"]))
 
-    def units(self, problem: LayerProblem, params: Mapping[str, Any]) -> list[WorkUnit]:
+    def units(self, problem: NPUProblem, params: Mapping[str, Any]) -> list[WorkUnit]:
         """One unit per chunk of ``tilings_per_unit`` tilings (at least one unit)."""
         n = len(self.tiling_list(problem, params))
         per = int(params["tilings_per_unit"])
@@ -66,7 +89,7 @@ class TiledNPUMapper(Mapper):
         every schedule of ``g``."""
         raise NotImplementedError
 
-    def run(self, problem: LayerProblem, unit: WorkUnit, params: Mapping[str, Any]) -> SearchResult:
+    def run(self, problem: NPUProblem, unit: WorkUnit, params: Mapping[str, Any]) -> SearchResult:
         t0 = time.perf_counter()
         metric = params["metric"]
         layer = problem.layer

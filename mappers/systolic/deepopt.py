@@ -175,10 +175,10 @@ class AllocationProblem:
     chunk_points: int = 4096
 
 
-class DeepOptMapper(Mapper):
+class DeepOptMapper(Mapper[AllocationProblem]):
     """DeepOpt LOS/FS scheduling over hardware points (see `mappers.base.Mapper`).
 
-    Work units are contiguous chunks of the problem's hardware points (``budget`` = global
+    Work units are contiguous chunks of the problem's hardware points (``spec`` = global
     ``start`` / ``stop`` point indices). A unit's result keeps every point in two tables
     (`SearchResult.tables`), concatenated over the networks in their order:
 

@@ -31,7 +31,7 @@ import pyarrow as pa
 
 from costmodel.loopnest.reference import MODEL_VERSION
 from mappers import declared_columns, get_mapper
-from mappers.base import LayerProblem, WorkUnit
+from mappers.base import WorkUnit
 from mappers.spatial import spatial_mode
 from sweep.ids import canonical_json, stable_hash
 
@@ -46,7 +46,7 @@ class LayerUnit:
     unit_index: int
     mapper: str
     params: dict[str, Any]
-    problem: LayerProblem
+    problem: Any                  # the mapper's own problem type (`Mapper.make_problem`)
     arch_name: str
     seed: int | None
     unit: WorkUnit
@@ -90,7 +90,7 @@ def _searched_hint(mapper, layer, acc, campaign, params, objective):
         return None
     names = {p.name for p in mapper.params}
     if "spatial" in names:
-        prob = LayerProblem(layer, acc, campaign.architectures.spatial, objective)
+        prob = mapper.make_problem(layer, acc, campaign.architectures.spatial, objective)
         return acc.spatial_hint if spatial_mode(prob, params) == "search" else None
     if "hint" in names and params.get("hint", True) is not False:
         return acc.spatial_hint
@@ -136,8 +136,10 @@ def _problems(campaign) -> tuple[list[tuple], dict[str, list]]:
 def count_layer_tasks(campaign) -> int:
     """How many tasks `expand_layers` yields: the problems' work units, batched."""
     problems, _ = _problems(campaign)
-    units = sum(len(get_mapper(m).units(LayerProblem(layer, acc, campaign.architectures.spatial, obj), params))
-                for _, layer, acc, _, m, params, obj, _ in problems)
+    units = 0
+    for _, layer, acc, _, m, params, obj, _ in problems:
+        mapper = get_mapper(m)
+        units += len(mapper.units(mapper.make_problem(layer, acc, campaign.architectures.spatial, obj), params))
     return -(-units // campaign.run.units_per_task)
 
 
@@ -153,8 +155,9 @@ def expand_layers(campaign) -> Iterator[LayerTask]:
     step = campaign.run.units_per_task
     batch: list[LayerUnit] = []
     for pid, layer, acc, arch_name, mname, params, objective, seed in problems:
-        prob = LayerProblem(layer, acc, campaign.architectures.spatial, objective)
-        for ui, wu in enumerate(get_mapper(mname).units(prob, params)):
+        mapper = get_mapper(mname)
+        prob = mapper.make_problem(layer, acc, campaign.architectures.spatial, objective)
+        for ui, wu in enumerate(mapper.units(prob, params)):
             batch.append(LayerUnit(pid, ui, mname, params, prob, arch_name, seed, wu,
                                    tuple(aliases[pid]) if ui == 0 else ()))
             if len(batch) == step:

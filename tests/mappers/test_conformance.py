@@ -38,6 +38,7 @@ from mappers import MAPPER_NAMES, declared_columns, get_mapper
 from mappers.base import KINDS, ExtraColumn, LayerProblem, Param, SearchResult, WorkUnit
 from mappers.loop_order.base import problem_evaluator
 from mappers.npu.graph import build_dfg, lower_bound
+from mappers.npu.tiled import NPUProblem
 from mappers.systolic.deepopt import AllocationProblem
 
 LAYER = Layer(name="small", K=16, C=8, OY=7, OX=7, FY=3, FX=3)
@@ -49,9 +50,9 @@ FAST = {"primitive_sa": {"iterations": 300}, "hybrid": {"threads": 2, "patience"
 
 def _problem(mapper):
     if mapper.kind == "loopnest":
-        return LayerProblem(LAYER, load_accelerator("eyeriss_like"), objective="energy")
+        return mapper.make_problem(LAYER, load_accelerator("eyeriss_like"), None, "energy")
     if mapper.kind == "npu":
-        return LayerProblem(LAYER, load_npu("arch1"), objective="latency_bytes")
+        return mapper.make_problem(LAYER, load_npu("arch1"), None, "latency_bytes")
     nets = (Network("a", (Layer(name="c1", K=32, C=16, OY=14, OX=14, FY=3, FX=3),
                           Layer(name="fc", K=10, C=64)), (1, 2)),
             Network("b", (Layer(name="c1", K=8, C=3, OY=28, OX=28, FY=5, FX=5),), (1,)))
@@ -126,6 +127,24 @@ def test_declaration(case):
     for p in m.params:
         assert p.check(p.default) is None, (p.name, p.default)
     assert all(isinstance(c, ExtraColumn) and c.type in ("float", "int", "str") for c in m.columns)
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_make_problem_builds_the_kinds_problem(name):
+    """A mapper of one layer builds its own kind's problem (the engine names no problem type) and
+    refuses an architecture of another kind; DeepOpt maps no single layer."""
+    m = get_mapper(name)
+    acc, npu = load_accelerator("eyeriss_like"), load_npu("arch1")
+    if m.kind == "systolic":
+        with pytest.raises(TypeError):
+            m.make_problem(LAYER, acc)
+        return
+    own, other = (acc, npu) if m.kind == "loopnest" else (npu, acc)
+    p = m.make_problem(LAYER, own, None, "latency")
+    assert isinstance(p, LayerProblem if m.kind == "loopnest" else NPUProblem)
+    assert (p.layer, p.arch, p.objective) == (LAYER, own, "latency")
+    with pytest.raises(TypeError):
+        m.make_problem(LAYER, other)
 
 
 def test_declared_columns_do_not_clash_with_engine_columns():

@@ -119,10 +119,10 @@ from typing import Any, Mapping as _Mapping, Sequence
 import numpy as np
 
 from costmodel.loopnest.allocation import allocate
-from costmodel.loopnest.reference import evaluate
+from costmodel.loopnest.reference import CostReport, evaluate
 from costmodel.loopnest.mapping import (OPERANDS, SPATIAL_DIMS, Mapping, MappingError, SpatialMapping,
                                         TemporalMapping)
-from mappers.base import (ExtraColumn, LayerProblem, Mapper, Param, SearchResult, WorkUnit, best_of,
+from mappers.base import (ExtraColumn, LayerMapper, LayerProblem, Param, SearchResult, WorkUnit, best_of,
                           objective_value)
 from mappers.fullspace.cosa.model import CosaModel, build_model
 
@@ -264,7 +264,7 @@ def best_decode(model: CosaModel, choice: Sequence[int], objective: str, ways=("
     Returns:
         (way, mapping, layer evaluated, CostReport); mapping None (report None) if no way decodes.
     """
-    best = (None, None, model.real_layer, None)
+    best: tuple[str | None, Mapping | None, Any, CostReport | None] = (None, None, model.real_layer, None)
     bval = math.inf
     for way in ways:
         try:
@@ -288,6 +288,7 @@ def best_decode(model: CosaModel, choice: Sequence[int], objective: str, ways=("
 def _fit_padded(mapping: Mapping, model: CosaModel) -> Mapping | None:
     """Fit a mapping of the padded layer to the real one (None if the factors cannot cover it)."""
     real = model.real_layer
+    assert mapping.spatial is not None  # decode and decode_loma give every mapping its unrolling
     sp = mapping.spatial.fit(real)
     need = sp.temporal_bounds(real)
     loops = list(mapping.temporal.loops)
@@ -307,7 +308,7 @@ def _fit_padded(mapping: Mapping, model: CosaModel) -> Mapping | None:
     return m
 
 
-class CosaMapper(Mapper):
+class CosaMapper(LayerMapper):
     """CoSA's MIP scheduler (HiGHS), a few MIP variants per problem (module docstring, Version 3).
 
     One work unit per entry of ``solves`` (kind "mip", ``budget["solve"]`` the entry): `run` builds

@@ -4,11 +4,11 @@ import pytest
 
 from costmodel.npu import NPUArch, Tiling, load_npu, tilings
 from costmodel.workload import Layer
-from mappers.base import LayerProblem
 from mappers.npu.flexer import FLEXER, flexer_schedule
 from mappers.npu.graph import IN, OT, WT, build_dfg, summarize, validate
 from mappers.npu.memory import best_fit, find_inplace, find_victims, place_tile
 from mappers.npu.static import STATIC, static_schedule
+from mappers.npu.tiled import NPUProblem
 
 SMALL = Layer("small", K=64, C=32, OY=8, OX=8, FY=3, FX=3)
 STRIDED = Layer("strided", K=48, C=24, OY=7, OX=5, FY=3, FX=3, SY=2, SX=2)
@@ -172,7 +172,7 @@ PARAMS = {"max_ops": 32, "min_spatial": 2, "min_channels": 16, "tilings_per_unit
 
 
 def test_flexer_mapper_result_and_units():
-    p = LayerProblem(POINT, load_npu("arch1"))
+    p = NPUProblem(POINT, load_npu("arch1"))
     prm = FLEXER.resolve(dict(PARAMS, keep_trace=True, prune=False))
     units = FLEXER.units(p, prm)
     n = len(tilings(POINT, p.arch, 2, 16, 32))
@@ -189,7 +189,7 @@ def test_flexer_mapper_result_and_units():
 
 
 def test_static_mapper_and_metrics():
-    p = LayerProblem(POINT, load_npu("arch5"))
+    p = NPUProblem(POINT, load_npu("arch5"))
     few = dict(PARAMS, dataflows=["oy-ox-c-k", "k-c-oy-ox", "c-k-ox-oy", "ox-oy-k-c"])
     rb = STATIC.search(p, dict(few, metric="bytes"))
     rl = STATIC.search(p, dict(few, metric="latency"))
@@ -199,13 +199,15 @@ def test_static_mapper_and_metrics():
     with pytest.raises(ValueError):
         STATIC.resolve({"metric": "energy"})
     with pytest.raises(TypeError):
-        STATIC.search(LayerProblem(POINT, object()), PARAMS)
+        STATIC.make_problem(POINT, object())
+    with pytest.raises(ValueError):
+        STATIC.make_problem(POINT, load_npu("arch5"), spatial=object())
 
 
 def test_batch_and_groups_scale():
     a = load_npu("arch2")
-    one = FLEXER.search(LayerProblem(POINT, a), dict(PARAMS, metric="latency"))
-    two = FLEXER.search(LayerProblem(POINT.with_(B=2), a), dict(PARAMS, metric="latency"))
+    one = FLEXER.search(NPUProblem(POINT, a), dict(PARAMS, metric="latency"))
+    two = FLEXER.search(NPUProblem(POINT.with_(B=2), a), dict(PARAMS, metric="latency"))
     assert two.latency_cycles == 2 * one.latency_cycles
     assert two.extra["transferred_bytes"] == 2 * one.extra["transferred_bytes"]
 

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from costmodel.npu import NPUArch, tilings
 from costmodel.workload import Layer
-from mappers.base import LayerProblem
+from mappers.npu.tiled import NPUProblem
 from mappers.npu.flexer import FLEXER, flexer_schedule
 from mappers.npu.memory import find_victims
 from mappers.npu.graph import DATAFLOWS, Cutoff, build_dfg, latency_lower_bound, lower_bound, summarize
@@ -76,7 +76,7 @@ def test_pruned_search_equals_exhaustive(mapper, metric):
     extra = {} if mapper is FLEXER else {"dataflows": list(DATAFLOWS[::3])}
     for layer in LAYERS:
         for arch in ARCHS:
-            p = LayerProblem(layer, arch)
+            p = NPUProblem(layer, arch)
             a = mapper.search(p, dict(PARAMS, metric=metric, prune=True, **extra))
             b = mapper.search(p, dict(PARAMS, metric=metric, prune=False, **extra))
             key = lambda r: (r.value, r.latency_cycles, r.extra.get("transferred_bytes"), r.extra.get("tiling"),
