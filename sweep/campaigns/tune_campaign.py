@@ -51,7 +51,7 @@ Example (``campaigns/tune_salsa_eyeriss.toml`` is the commented one)::
 Space entries: ``{low, high}`` (with optional ``log = true`` and, for ints, ``step``) for int and
 float parameters, ``{choices = [...]}`` for any parameter. A tuned ``chains`` or ``iterations``
 must divide ``budget`` for every value it can take (so every trial spends exactly ``budget``
-proposals; `mappers.tuning`).
+proposals; `sweep.tune.objective`).
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ from costmodel.loopnest.arch import list_accelerators, load_accelerator
 from costmodel.zoo import list_networks, load_network
 from mappers import get_mapper
 from mappers.base import Param
-from mappers.tuning import RESERVED, TUNABLE_MAPPERS, derive_params
+from sweep.tune.objective import RESERVED, TUNABLE_MAPPERS, derive_params
 from sweep.campaigns.validation import (NOT_FINITE, Bad, Findings, check_table, is_finite, is_int, is_number,
                                     read_toml)
 from sweep.ids import stable_hash

@@ -1,2 +1,2 @@
 """`sweep tune`: the Optuna driver (`driver`) that tunes an annealer's schedule, trials as calls of
-the engine's executor; the objective it optimises is `mappers.tuning` (no Optuna, no Ray)."""
+the engine's executor; the objective it optimises is `sweep.tune.objective` (no Optuna, no Ray)."""

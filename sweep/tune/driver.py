@@ -4,8 +4,8 @@ What a trial is
 ---------------
 Optuna's ask/tell interface (`optuna.Study.ask` / `tell`): the driver asks for a schedule (the
 campaign's ``[space]``), completes it to the mapper's parameters at the fixed budget
-(`mappers.tuning.derive_params`), evaluates it layer by layer on the training layers (all seeds of
-a layer in one task, `mappers.tuning.evaluate_layer`), and tells the mean relative gap over the
+(`sweep.tune.objective.derive_params`), evaluates it layer by layer on the training layers (all seeds of
+a layer in one task, `sweep.tune.objective.evaluate_layer`), and tells the mean relative gap over the
 layers (and, for a two-objective study, the mean proposals to reach ``reach_gap``). After each
 layer the running mean gap is reported as the intermediate value of step k (layer k in campaign
 order), so Optuna's pruner (MedianPruner by default) can stop a hopeless trial after a few layers.
@@ -37,7 +37,7 @@ Outputs (``OUT``)
 tuning directory by it); ``rows/part-*.parquet``: one row per finished trial (task_id
 ``trial-<number>``, written once; rebuilt from the study if a driver died between tell and write);
 ``references.parquet``: the reference optimum of every training and held-out layer, computed once
-(`mappers.tuning.reference_plan`); ``best_params.toml``: the best schedule as a campaign snippet
+(`sweep.tune.objective.reference_plan`); ``best_params.toml``: the best schedule as a campaign snippet
 (``[mappers.salsa]``; use it with ``params_file``); ``heldout.parquet``: tuned vs default schedule
 on the held-out layers and seeds at the same budget.
 """
@@ -93,12 +93,12 @@ class TuneSummary:
 
 # -- tasks (module level: Ray pickles them by reference) ------------------------------------------
 def _eval_task(mapper: str, spec: tuple, params: dict, seeds: list, reference: float, reach_gap: float) -> dict:
-    from mappers.tuning import evaluate_layer, layer_problem
+    from sweep.tune.objective import evaluate_layer, layer_problem
     return evaluate_layer(mapper, layer_problem(*spec), params, seeds, reference, reach_gap, spec[1]).to_dict()
 
 
 def _ref_task(mapper: str, spec: tuple, params: dict, unit) -> tuple[float, float]:
-    from mappers.tuning import layer_problem, run_reference_unit
+    from sweep.tune.objective import layer_problem, run_reference_unit
     r = run_reference_unit(mapper, layer_problem(*spec), params, unit)
     return float(r.value), float(r.wall_s)
 
@@ -199,7 +199,7 @@ def is_tune_dir(path: str | Path) -> bool:
 
 # -- references ---------------------------------------------------------------------------------------
 def _references(c: TuneCampaign, out: Path, pool: Executor, limit: int) -> tuple[dict, float]:
-    from mappers.tuning import layer_problem, reference_plan
+    from sweep.tune.objective import layer_problem, reference_plan
     have = read_references(out)
     done = {} if have.empty else {(r.network, r.layer): r.reference for r in have.itertuples()}
     todo, calls, rows = [], [], [] if have.empty else have.to_dict("records")
@@ -261,13 +261,13 @@ class _TuneObjective:
         return self._finished_running(study)[0] >= self.n_target
 
     def suggest(self, trial) -> _Active:
-        from mappers.tuning import derive_params
+        from sweep.tune.objective import derive_params
         full = derive_params(self.c.mapper, _suggest(trial, self.c.space), self.c.fixed, self.c.budget)
         trial.set_user_attr("full_params", full)
         return _Active(full)
 
     def restore(self, ft) -> tuple[_Active, int]:
-        from mappers.tuning import derive_params
+        from sweep.tune.objective import derive_params
         full = ft.user_attrs.get("full_params") or derive_params(self.c.mapper, dict(ft.params), self.c.fixed,
                                                                  self.c.budget)
         a = _Active(full, list(ft.user_attrs.get("layers", [])))
@@ -395,7 +395,7 @@ def _heldout(c: TuneCampaign, out: Path, pool: Executor, refs: dict, best: dict,
     """Tuned (best trial) vs default schedule on the held-out layers and seeds, same budget;
     written to ``heldout.parquet`` (one row per config, layer, seed). Reused if the best trial
     has not changed."""
-    from mappers.tuning import REACH_TOL, derive_params
+    from sweep.tune.objective import REACH_TOL, derive_params
     path = out / HELDOUT
     if path.exists():
         old = pd.read_parquet(path)

@@ -1,4 +1,4 @@
-"""mappers.tuning: gaps, evaluations-to-reach, the fixed budget, reference optima (no Ray, no Optuna)."""
+"""sweep.tune.objective: gaps, evaluations-to-reach, the fixed budget, reference optima (no Ray, no Optuna)."""
 
 import math
 
@@ -7,7 +7,7 @@ import pytest
 
 from mappers.loop_order.loma import LOMA
 from mappers.loop_order.salsa import INIT_TRIES
-from mappers.tuning import (GAP_CAP, derive_params, evals_to_reach, evaluate_layer, layer_problem,
+from sweep.tune.objective import (GAP_CAP, derive_params, evals_to_reach, evaluate_layer, layer_problem,
                             reduce_reference, reference_plan, relative_gap, run_reference_unit, summarise_gaps)
 
 
@@ -36,7 +36,7 @@ def test_evals_to_reach_by_hand():
 
 
 def test_summarise_gaps_weighs_layers_equally():
-    from mappers.tuning import LayerOutcome
+    from sweep.tune.objective import LayerOutcome
     a = LayerOutcome("a", [0, 1], 1.0, [1, 1], [0.0, 0.0], [10, 10], [9, 9], [3, 5], 0.0, 0.1)
     b = LayerOutcome("b", [0, 1, 2, 3], 1.0, [1] * 4, [0.1, 0.1, 0.0, 0.2], [10] * 4, [9] * 4, [10] * 4, 0.0, 0.1)
     s = summarise_gaps([a, b])
