@@ -420,3 +420,29 @@ def trials_of(study, *states: str) -> list:
     st = tuple(getattr(TrialState, s) for s in states) or None
     return study.get_trials(deepcopy=False, states=st)
 
+
+
+def param_importances(study, target=None) -> dict[str, float] | None:
+    """Optuna's parameter importances (its default fANOVA evaluator) of the complete trials,
+    parameter -> share; None with fewer than 2 complete trials or when Optuna cannot compute them
+    (e.g. a single distinct value). ``target`` picks the value of a multi-objective study."""
+    optuna = quiet_optuna()
+    from optuna.trial import TrialState
+    if len(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))) < 2:
+        return None
+    try:
+        return {k: float(v) for k, v in optuna.importance.get_param_importances(study, target=target).items()}
+    except (RuntimeError, ValueError):
+        return None
+
+
+def plot_history(study, target=None, target_name: str = "Objective Value"):
+    """Optuna's optimisation-history plot (matplotlib Axes) of ``study``."""
+    import optuna.visualization.matplotlib as ovm
+    return ovm.plot_optimization_history(study, target=target, target_name=target_name)
+
+
+def plot_importances(study, target=None, target_name: str = "Objective Value"):
+    """Optuna's parameter-importance plot (matplotlib Axes) of ``study``."""
+    import optuna.visualization.matplotlib as ovm
+    return ovm.plot_param_importances(study, target=target, target_name=target_name)

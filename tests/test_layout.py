@@ -152,10 +152,7 @@ def test_one_toml_writer():
 
 
 #: Library modules that import optuna besides the study driver `sweep.study`, each with its reason.
-OPTUNA_EXEMPT = {
-    "sweep.reports.tune": "plots a finished study (Optuna's matplotlib visualisation, fANOVA "
-                          "importances); reads only, never asks or tells",
-}
+OPTUNA_EXEMPT: dict[str, str] = {}
 
 
 def _imports_optuna(path: Path) -> bool:

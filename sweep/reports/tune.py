@@ -22,17 +22,14 @@ import pandas as pd
 
 from sweep.errors import StoreError
 from sweep.reports.plots import figure, pyplot, save
+from sweep.study import param_importances, plot_history, plot_importances
 
 __all__ = ["build", "show"]
 
 
 def _study(directory: Path, manifest: dict):
-    import optuna
-    from optuna.storages import JournalStorage
-    from optuna.storages.journal import JournalFileBackend
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
-    storage = manifest.get("storage") or JournalStorage(JournalFileBackend(str(directory / "study.journal")))
-    return optuna.load_study(study_name=manifest["config"]["name"], storage=storage)
+    from sweep.study import load_study
+    return load_study(directory, manifest["config"]["name"], manifest.get("storage"))
 
 
 def build(directory: Path, manifest: dict, plots_dir: str | Path | None = None) -> dict[str, Any]:
@@ -65,7 +62,7 @@ def build(directory: Path, manifest: dict, plots_dir: str | Path | None = None) 
     if best_file.exists():
         rep["best_params_toml"] = best_file.read_text()
     target = (lambda t: t.values[0]) if len(cfg.get("objectives", ["gap"])) > 1 else None
-    rep["importances"] = _importances(study, target)
+    rep["importances"] = param_importances(study, target)
     refs = read_references(directory)
     if not refs.empty:
         seen = _best_seen(trials)
@@ -79,17 +76,6 @@ def build(directory: Path, manifest: dict, plots_dir: str | Path | None = None) 
     return rep
 
 
-def _importances(study, target) -> dict[str, float] | None:
-    import optuna
-    from optuna.trial import TrialState
-    if len(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))) < 2:
-        return None
-    try:
-        return {k: float(v) for k, v in optuna.importance.get_param_importances(study, target=target).items()}
-    except (RuntimeError, ValueError):  # e.g. a single distinct parameter value
-        return None
-
-
 def _best_seen(trials: pd.DataFrame) -> dict[str, float]:
     """Per training layer, the smallest cost any trial found (pJ, cycles or pJ x cycles)."""
     seen: dict[str, float] = {}
@@ -101,7 +87,6 @@ def _best_seen(trials: pd.DataFrame) -> dict[str, float]:
 
 def _plots(study, target, rep: dict, plots: Path) -> list[str]:
     plt = pyplot()
-    import optuna.visualization.matplotlib as ovm
     from matplotlib.transforms import offset_copy
     plots.mkdir(parents=True, exist_ok=True)
     out = []
@@ -109,11 +94,11 @@ def _plots(study, target, rep: dict, plots: Path) -> list[str]:
     with plt.rc_context(), warnings.catch_warnings():
         warnings.simplefilter("ignore")  # Optuna's matplotlib plots are marked experimental
         name = "mean relative gap" if target else "Objective Value"
-        ax = ovm.plot_optimization_history(study, target=target, target_name=name)
+        ax = plot_history(study, target, name)
         ax.set_yscale("symlog", linthresh=1e-4)
         out.append(save(ax.figure, plots / "optimization_history.png"))
         if rep.get("importances"):
-            ax = ovm.plot_param_importances(study, target=target, target_name=name)
+            ax = plot_importances(study, target, name)
             for t in ax.texts:  # the value labels: a little off the bar ends and the y axis
                 t.set_transform(offset_copy(t.get_transform(), fig=ax.figure, x=4, units="points"))
             out.append(save(ax.figure, plots / "param_importances.png"))
