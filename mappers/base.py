@@ -27,7 +27,8 @@ if TYPE_CHECKING:  # types only: importing them here would load the cost model w
     from costmodel.workload import Layer
 
 __all__ = ["Param", "Mapper", "LayerMapper", "ProblemT", "KINDS", "ExtraColumn", "Columns", "check_params", "LayerProblem", "WorkUnit",
-           "SearchResult", "best_of", "concat_columns", "resolve_params", "chain_seeds", "OBJECTIVES", "objective_value"]
+           "SearchResult", "LoopNestDetail", "AllocationDetail", "best_of", "concat_columns", "resolve_params",
+           "chain_seeds", "OBJECTIVES", "objective_value"]
 
 #: A batch of result rows as columns of equal length (name -> 1-D array or list).
 Columns = dict[str, Any]
@@ -265,19 +266,42 @@ class WorkUnit:
     spec: dict = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class LoopNestDetail:
+    """What a loop-nest mapper found besides the figures (`SearchResult.detail`): ``loops`` the
+    best temporal loops innermost first as (dim, factor); ``ordering`` the same as LPF type ids of
+    the batch evaluator (loop-order mappers only; None for the full-space mappers)."""
+
+    loops: tuple[tuple[str, int], ...]
+    ordering: tuple[int, ...] | None = None
+
+
+@dataclass(frozen=True)
+class AllocationDetail:
+    """What DeepOpt's result says besides the figures (`SearchResult.detail`): ``network_pm``, how a
+    network's PM is formed ("sum" of per-layer PMs, or "product" of the network totals). The
+    result's ``engine`` holds the same string (the rows' ``engine`` column)."""
+
+    network_pm: str
+
+
 @dataclass
 class SearchResult:
     """The outcome of a search or of one of its work units (SciPy's OptimizeResult idea).
 
-    ``value`` is the objective (+inf if nothing valid was found); ``energy_pj`` pJ;
-    ``latency_cycles`` cycles; ``loops`` the best temporal loops innermost first as (dim, factor);
-    ``ordering`` the same as LPF type ids of the evaluator; ``evaluations`` cost-model evaluations
-    done; ``wall_s`` seconds; ``history`` optionally the objective of every visited state (for
-    distribution plots). ``extra`` holds the mapper's own figures (the mapping, solver status,
-    bytes by type, ...): the engine stores it as JSON, and the keys the mapper declares in
-    `Mapper.columns` also in columns of their own. ``tables`` holds the rows of a unit that keeps
-    every candidate it evaluated (DeepOpt: one row per hardware point x network x PM), table name
-    -> `Columns`; the engine stores them as they are.
+    The figures every mapper has: ``value`` the objective (+inf if nothing valid was found);
+    ``energy_pj`` pJ (NaN for the npu kind, whose model has no energy); ``latency_cycles`` cycles;
+    ``engine`` the variant of the search that ran (e.g. salsa's "sa" or "exhaustive", "mip";
+    DeepOpt: its network PM mode); ``evaluations`` cost-model evaluations done; ``wall_s``
+    seconds; ``history`` optionally the objective of every visited state (for distribution plots).
+
+    Kind-specific results: ``detail`` is typed per kind (`LoopNestDetail`: the best loops and
+    ordering; `AllocationDetail`: DeepOpt's PM mode), None when the kind has none or nothing valid
+    was found. ``extra`` holds the mapper's own figures (the mapping, solver status, bytes by type,
+    ...): the engine stores it as JSON, and the keys the mapper declares in `Mapper.columns` also
+    in columns of their own. ``tables`` holds the rows of a unit that keeps every candidate it
+    evaluated (DeepOpt: one row per hardware point x network x PM), table name -> `Columns`; the
+    engine stores them as they are.
     """
 
     mapper: str
@@ -286,19 +310,28 @@ class SearchResult:
     value: float
     energy_pj: float
     latency_cycles: float
-    ordering: tuple[int, ...] | None
-    loops: tuple[tuple[str, int], ...] | None
     evaluations: int
     wall_s: float
     seed: int | None = None
     history: Any = None
     extra: dict = field(default_factory=dict)
     tables: dict = field(default_factory=dict)
+    detail: LoopNestDetail | AllocationDetail | None = None
 
     @property
     def edp(self) -> float:
         """Energy-delay product, pJ x cycles."""
         return self.energy_pj * self.latency_cycles
+
+    @property
+    def loops(self) -> tuple[tuple[str, int], ...] | None:
+        """The best temporal loops (`LoopNestDetail.loops`) of a loop-nest result, else None."""
+        return self.detail.loops if isinstance(self.detail, LoopNestDetail) else None
+
+    @property
+    def ordering(self) -> tuple[int, ...] | None:
+        """The best ordering (`LoopNestDetail.ordering`) of a loop-order result, else None."""
+        return self.detail.ordering if isinstance(self.detail, LoopNestDetail) else None
 
 
 def best_of(results: Sequence[SearchResult]) -> SearchResult:

@@ -86,7 +86,8 @@ import numpy as np
 
 from costmodel.loopnest.reference import evaluate, footprint, operand_bits
 from costmodel.loopnest.mapping import OPERANDS, RELEVANT, SPATIAL_DIMS, Mapping, SpatialMapping, prime_factors
-from mappers.base import LayerMapper, LayerProblem, Param, SearchResult, WorkUnit, chain_seeds, objective_value, resolve_params
+from mappers.base import (LayerMapper, LayerProblem, LoopNestDetail, Param, SearchResult, WorkUnit, chain_seeds,
+                          objective_value, resolve_params)
 
 __all__ = ["PrimitiveSpace", "PrimitiveSAMapper", "PRIMITIVE_SA", "chain_seeds", "resolve_params",
            "make_fullspace_result", "MOVES", "HINT_PARAM", "problem_space"]
@@ -421,13 +422,13 @@ def make_fullspace_result(space: PrimitiveSpace, problem: LayerProblem, mapper: 
     """A `SearchResult` of a full-mapspace search; ``extra['mapping']`` the best `Mapping` as a dict."""
     extra = dict(extra or {})
     if best is None or not math.isfinite(value):
-        return SearchResult(mapper, engine, problem.objective, math.inf, math.inf, math.inf, None, None,
+        return SearchResult(mapper, engine, problem.objective, math.inf, math.inf, math.inf,
                             int(evaluations), wall_s, seed, history, extra)
     mp = space.decode(best)
     extra["mapping"] = mp.to_dict()
     return SearchResult(mapper, engine, problem.objective, float(value), float(report.energy_pj),
-                        float(report.latency_cycles), None, tuple((str(d), int(f)) for d, f in mp.temporal.loops),
-                        int(evaluations), wall_s, seed, history, extra)
+                        float(report.latency_cycles), int(evaluations), wall_s, seed, history, extra,
+                        detail=LoopNestDetail(tuple((str(d), int(f)) for d, f in mp.temporal.loops)))
 
 
 def anneal_chain(space: PrimitiveSpace, objective: str, rng: np.random.Generator, iterations: int,

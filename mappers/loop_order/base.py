@@ -17,7 +17,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from costmodel.loopnest.mapping import SpatialMapping
-from mappers.base import ExtraColumn, LayerMapper, LayerProblem, Param, SearchResult, WorkUnit
+from mappers.base import ExtraColumn, LayerMapper, LayerProblem, LoopNestDetail, Param, SearchResult, WorkUnit
 from mappers.loop_order.lpf import merge_lpfs
 from mappers.spatial import RANKS, spatial_candidates, spatial_mode
 
@@ -82,16 +82,17 @@ def make_result(ev, problem: LayerProblem, mapper: str, engine: str, ordering, v
     from one more evaluator call (not counted in ``evaluations``); value +inf = nothing valid."""
     if ordering is None or not np.isfinite(value):
         return SearchResult(mapper=mapper, engine=engine, objective=problem.objective, value=float("inf"),
-                            energy_pj=float("inf"), latency_cycles=float("inf"), ordering=None, loops=None,
+                            energy_pj=float("inf"), latency_cycles=float("inf"),
                             evaluations=int(evaluations), wall_s=wall_s, seed=seed, history=history,
                             extra=dict(extra or {}))
     o = np.asarray(ordering, dtype=np.int64)
     cost = ev.evaluate(o[None, :])
     return SearchResult(mapper=mapper, engine=engine, objective=problem.objective, value=float(value),
                         energy_pj=float(cost.energy_pj[0]), latency_cycles=float(cost.latency_cycles[0]),
-                        ordering=tuple(int(t) for t in o), loops=tuple((str(d), int(f)) for d, f in ev.loops(o)),
                         evaluations=int(evaluations), wall_s=wall_s, seed=seed, history=history,
-                        extra=dict(extra or {}))
+                        extra=dict(extra or {}),
+                        detail=LoopNestDetail(loops=tuple((str(d), int(f)) for d, f in ev.loops(o)),
+                                              ordering=tuple(int(t) for t in o)))
 
 
 #: The spatial-search parameters of every loop-order mapper.

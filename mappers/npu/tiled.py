@@ -126,8 +126,8 @@ class TiledNPUMapper(Mapper[NPUProblem]):
         base = {"metric": metric, "tilings": len(tl), "tilings_scheduled": done, "schedules_cut": cut}
         if best is None:
             return SearchResult(mapper=self.name, engine=self.engine, objective=metric, value=float("inf"),
-                                energy_pj=float("nan"), latency_cycles=float("inf"), ordering=None, loops=None,
-                                evaluations=evals, wall_s=wall, extra=base)
+                                energy_pj=float("nan"), latency_cycles=float("inf"), evaluations=evals, wall_s=wall,
+                                extra=base)
         s, tiling, label, eng = best[:4]
         extra = {"transferred_bytes": s["transferred_bytes"], "bytes_by_type": s["bytes_by_type"],
                  "reloads": s["reloads"], "peak_buffer_bytes": s["peak_buffer_bytes"],
@@ -135,5 +135,5 @@ class TiledNPUMapper(Mapper[NPUProblem]):
         if params.get("keep_trace"):
             extra["trace"] = eng.trace()
         return SearchResult(mapper=self.name, engine=self.engine, objective=metric, value=float(s["value"]),
-                            energy_pj=float("nan"), latency_cycles=float(s["latency"]), ordering=None, loops=None,
-                            evaluations=evals, wall_s=wall, extra=extra)
+                            energy_pj=float("nan"), latency_cycles=float(s["latency"]), evaluations=evals,
+                            wall_s=wall, extra=extra)

@@ -31,7 +31,7 @@ import numpy as np
 from costmodel.systolic.points import HW_COLUMNS, SystolicPoints
 from costmodel.systolic import BRANCHES, SystolicParams, SystolicResult, evaluate
 from costmodel.workload import Network
-from mappers.base import Columns, Mapper, Param, SearchResult, WorkUnit, best_of, concat_columns
+from mappers.base import AllocationDetail, Columns, Mapper, Param, SearchResult, WorkUnit, best_of, concat_columns
 
 __all__ = ["PMS", "pm_value", "los", "fixed_scheduling", "product_pm", "pareto_front", "AllocationProblem", "evaluate_per_image",
            "DeepOptMapper", "DEEPOPT"]
@@ -230,10 +230,11 @@ class DeepOptMapper(Mapper[AllocationProblem]):
         else:
             value = energy = cycles = float("inf")
             extra = {}
-        return SearchResult(mapper=self.name, engine=str(params.get("network_pm", "sum")),
-                            objective=problem.pms[0], value=value, energy_pj=energy, latency_cycles=cycles,
-                            ordering=None, loops=None, evaluations=len(pts) * len(problem.networks),
-                            wall_s=time.perf_counter() - t0, extra=extra, tables=tables)
+        mode = str(params.get("network_pm", "sum"))
+        return SearchResult(mapper=self.name, engine=mode, objective=problem.pms[0], value=value, energy_pj=energy,
+                            latency_cycles=cycles, evaluations=len(pts) * len(problem.networks),
+                            wall_s=time.perf_counter() - t0, extra=extra, tables=tables,
+                            detail=AllocationDetail(network_pm=mode))
 
     def reduce(self, results: Sequence[SearchResult]) -> SearchResult:
         """The best unit (`mappers.base.best_of`) with every unit's tables concatenated."""

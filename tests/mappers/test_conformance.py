@@ -35,7 +35,8 @@ from costmodel.npu import load_npu, tilings
 from costmodel.systolic.points import SystolicPoints
 from costmodel.workload import Layer, Network
 from mappers import MAPPER_NAMES, declared_columns, get_mapper
-from mappers.base import KINDS, ExtraColumn, LayerProblem, Param, SearchResult, WorkUnit
+from mappers.base import (KINDS, AllocationDetail, ExtraColumn, LayerProblem, LoopNestDetail, Param, SearchResult,
+                          WorkUnit)
 from mappers.loop_order.base import problem_evaluator
 from mappers.npu.graph import build_dfg, lower_bound
 from mappers.npu.tiled import NPUProblem
@@ -173,6 +174,23 @@ def _same(a: SearchResult, b: SearchResult) -> bool:
 def test_run_is_deterministic(case):
     m, prob, p, units, results, _ = case
     assert _same(m.run(prob, units[0], p), results[0])
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_result_detail_is_the_kinds(case):
+    """A found result's kind-specific fields are in its kind's typed detail: the loops (and for the
+    loop-order mappers the ordering) of a loop-nest result, DeepOpt's PM mode (also its engine);
+    npu results have none and no energy (NaN)."""
+    m, _, p, _, _, best = case
+    assert math.isfinite(best.value)
+    if m.kind == "loopnest":
+        assert isinstance(best.detail, LoopNestDetail) and best.loops == best.detail.loops and best.loops
+        assert (best.ordering is not None) == (_family(m) == "loop_order")
+    elif m.kind == "systolic":
+        assert best.detail == AllocationDetail(p["network_pm"]) and best.engine == p["network_pm"]
+        assert best.loops is None and best.ordering is None
+    else:
+        assert best.detail is None and best.loops is None and math.isnan(best.energy_pj)
 
 
 @pytest.mark.parametrize("name", ALL)

@@ -122,8 +122,8 @@ from costmodel.loopnest.allocation import allocate
 from costmodel.loopnest.reference import CostReport, evaluate
 from costmodel.loopnest.mapping import (OPERANDS, SPATIAL_DIMS, Mapping, MappingError, SpatialMapping,
                                         TemporalMapping)
-from mappers.base import (ExtraColumn, LayerMapper, LayerProblem, Param, SearchResult, WorkUnit, best_of,
-                          objective_value)
+from mappers.base import (ExtraColumn, LayerMapper, LayerProblem, LoopNestDetail, Param, SearchResult, WorkUnit,
+                          best_of, objective_value)
 from mappers.fullspace.cosa.model import CosaModel, build_model
 
 __all__ = ["CosaMapper", "COSA", "solve_model", "decode", "decode_loma", "best_decode", "DECODE_ORDER",
@@ -387,7 +387,7 @@ class CosaMapper(LayerMapper):
             status, choice = "error", None
             extra.update(status="error", solver_s=0.0, mip_gap=inf, mip_objective=inf, error=repr(e))
         if choice is None:
-            return SearchResult(self.name, "mip", problem.objective, inf, inf, inf, None, None, 0,
+            return SearchResult(self.name, "mip", problem.objective, inf, inf, inf, 0,
                                 time.perf_counter() - t0, extra=extra)
         ways = ("even", "loma") if p["decode"] == "best" else (p["decode"],)
         way, mapping, layer, rep = best_decode(model, choice, problem.objective, ways)
@@ -395,18 +395,19 @@ class CosaMapper(LayerMapper):
         extra["decode"] = way
         if mapping is None:
             extra["reason"] = "no decode fits"
-            return SearchResult(self.name, "mip", problem.objective, inf, inf, inf, None, None, 0,
+            return SearchResult(self.name, "mip", problem.objective, inf, inf, inf, 0,
                                 time.perf_counter() - t0, extra=extra)
         if layer is model.layer and model.padded:
             extra["padded_eval"] = True
         extra["mapping"] = mapping.to_dict()
         if not rep.valid:
             extra["reason"] = rep.reason
-            return SearchResult(self.name, "mip", problem.objective, inf, inf, inf, None,
-                                tuple(mapping.temporal.loops), len(ways), time.perf_counter() - t0, extra=extra)
+            return SearchResult(self.name, "mip", problem.objective, inf, inf, inf, len(ways),
+                                time.perf_counter() - t0, extra=extra,
+                                detail=LoopNestDetail(tuple(mapping.temporal.loops)))
         return SearchResult(self.name, "mip", problem.objective, objective_value(rep, problem.objective),
-                            float(rep.energy_pj), float(rep.latency_cycles), None, tuple(mapping.temporal.loops),
-                            len(ways), time.perf_counter() - t0, extra=extra)
+                            float(rep.energy_pj), float(rep.latency_cycles), len(ways), time.perf_counter() - t0,
+                            extra=extra, detail=LoopNestDetail(tuple(mapping.temporal.loops)))
 
 
 COSA = CosaMapper()
