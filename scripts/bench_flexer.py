@@ -16,7 +16,7 @@ import time
 
 from costmodel.npu import load_npu
 from costmodel.zoo import load_network
-from mappers.base import LayerProblem
+from mappers.npu.tiled import NPUProblem
 from mappers.npu.flexer import FLEXER
 from mappers.npu.static import STATIC
 
@@ -34,7 +34,7 @@ def main() -> None:
     ap.add_argument("--metric", default="latency_bytes")
     a = ap.parse_args()
     layer = {l.name: l for l, _ in load_network(a.network)}[a.layer]
-    prob = LayerProblem(layer, load_npu(a.arch))
+    prob = NPUProblem(layer, load_npu(a.arch), a.metric)
     common = {"max_ops": a.max_ops, "min_spatial": a.min_spatial, "min_channels": a.min_channels, "metric": a.metric}
     n = len(FLEXER.tiling_list(prob, FLEXER.resolve(common)))
     print(f"{a.layer} K={layer.K} C={layer.C} OY={layer.OY} OX={layer.OX} F={layer.FY}x{layer.FX} S={layer.SY} "

@@ -38,6 +38,7 @@ from __future__ import annotations
 import math
 import os
 from dataclasses import dataclass
+from typing import cast
 from pathlib import Path
 
 from costmodel.importers.errors import OnnxError
@@ -185,11 +186,12 @@ def _conv(node, shapes: dict, name: str) -> Layer:
         if o_given is not None and o != o_given:
             raise _NodeError(f"output size {o_given} on spatial axis {ax} differs from the {o} computed "
                              f"from input {i}, kernel {ks[ax]}, stride {strides[ax]}, dilation {dil[ax]}, pads {p}")
-        sizes.append((o, ks[ax], strides[ax], dil[ax], (p[0] + p[1]) / 2))
+        # o is None only with neither an input nor an output shape: Layer then refuses OY / OX = None
+        sizes.append((cast(int, o), ks[ax], strides[ax], dil[ax], (p[0] + p[1]) / 2))
     if nd == 1:
         sizes.insert(0, (1, 1, 1, 1, 0))
     (oy, fy, sy, dy, py), (ox, fx, sx, dx, px) = sizes
-    batch = x[0] if x is not None else y[0]
+    batch = x[0] if x is not None else cast(tuple, y)[0]   # a conv node has an input or an output shape
     kind = "dwconv" if group > 1 and cg == 1 else "conv"
     return Layer(name=name, K=m // group, C=cg, OY=oy, OX=ox, FY=fy, FX=fx, B=batch, G=group,
                  SY=sy, SX=sx, DY=dy, DX=dx, PY=_num(py), PX=_num(px), kind=kind)
@@ -230,6 +232,7 @@ def _matmul(node, shapes: dict, name: str) -> Layer:
     for s, t, what in ((sa, node.input[0], "A"), (sb, node.input[1], "B")):
         if s is None:
             raise _NodeError(f"no shape for its input {what} {t!r}")
+    assert sa is not None and sb is not None  # both checked just above
     sa = _known(sa, node.input[0], batch_axis=len(sa) > 1)
     sb = _known(sb, node.input[1], batch_axis=len(sb) > 2)
     a2 = (1,) + sa if len(sa) == 1 else sa

@@ -229,7 +229,7 @@ def _mapping_entry(src: str, data: Any, layer_type: str, array: dict[str, int],
         if sm is not None and all(a in sm for a in array):
             notes.append(f"{src}: {where}spatial_mapping covers every array dim: ZigZag uses it and not the hint; "
                          f"both written ([spatial] for spatial = fixed, [spatial_hint] for spatial = search)")
-        partial = [str(a) for a in (sm or {}) if str(a) in array and not all(a in sm for a in array)]
+        partial = [str(a) for a in (sm or {}) if str(a) in array and not all(b in (sm or {}) for b in array)]
         if partial:
             notes.append(f"{src}: {where}spatial_mapping fixes {partial} only: ZigZag searches the other array dims; "
                          f"[spatial_hint] lists the fixed dims' loop dims for them (their factors are searched too)")

@@ -31,6 +31,7 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 from costmodel.importers.errors import ZooCsvError
 from costmodel.workload import Layer, Network
@@ -162,7 +163,7 @@ def _parse_row(raw: str, header: list[str], path: str, lineno: int, names: dict[
     def colerr(col: str, msg: str) -> ZooCsvError:
         return _err(path, lineno, header.index(col) + 1, col, msg)
 
-    lname = row["name"]
+    lname = cast(str, row["name"])   # the name column is parsed as its text
     if lname in names:
         raise colerr("name", f"duplicate layer name {lname!r} (first on line {names[lname]})")
     names[lname] = lineno

@@ -65,7 +65,7 @@ from costmodel.loopnest.arch import list_accelerators, load_accelerator
 from costmodel.zoo import list_networks, load_network
 from mappers import get_mapper
 from mappers.base import Param
-from sweep.tune.objective import RESERVED, TUNABLE_MAPPERS, derive_params
+from mappers.schedule import RESERVED, TUNABLE_MAPPERS, derive_params
 from sweep.campaigns.validation import (NOT_FINITE, Bad, Findings, check_table, is_finite, is_int, is_number,
                                     read_toml)
 from sweep.ids import stable_hash

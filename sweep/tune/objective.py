@@ -51,54 +51,17 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from mappers import get_mapper
-from mappers.base import LayerProblem, WorkUnit, resolve_params
+from mappers.base import LayerProblem, WorkUnit
+from mappers.schedule import TUNABLE_MAPPERS, derive_params
 
 __all__ = ["TUNABLE_MAPPERS", "GAP_CAP", "REACH_TOL", "derive_params", "relative_gap", "evals_to_reach",
            "layer_problem", "LayerOutcome", "evaluate_layer", "reference_plan", "run_reference_unit",
            "reduce_reference", "summarise_gaps"]
 
-#: Mappers whose schedule `sweep tune` can tune (both anneal with T_i = t0 * rho^i).
-TUNABLE_MAPPERS = ("salsa", "primitive_sa")
 #: Largest relative gap reported (1000 %); also the gap of a run without a valid mapping.
 GAP_CAP = 10.0
 #: A run reaches the optimum when its relative gap is at most this.
 REACH_TOL = 1e-9
-#: Parameters a tuning campaign may not tune or fix: the seed comes from the seed lists, the
-#: engine is forced to SA, lockstep only changes how chains are batched.
-RESERVED = ("seed", "engine", "lockstep")
-
-
-def derive_params(mapper_name: str, tuned: Mapping[str, Any], fixed: Mapping[str, Any], budget: int) -> dict[str, Any]:
-    """The full, resolved parameters of one trial at ``budget`` proposals per (layer, seed).
-
-    ``fixed`` is applied first, then ``tuned``; ``chains`` / ``iterations`` are derived so that
-    chains x iterations == budget (see the module docstring); ``salsa`` gets ``engine = "sa"`` and,
-    unless ``fixed`` or ``tuned`` sets it, ``descent = False``.
-
-    Raises:
-        ValueError: reserved or unknown parameters, values out of range, or a budget that the
-            tuned chains / iterations do not divide.
-    """
-    p = {**fixed, **tuned}
-    bad = sorted(set(p) & set(RESERVED))
-    if bad:
-        raise ValueError(f"parameters {bad} are set by the tuner, not by the campaign")
-    if "chains" in p and "iterations" in p and int(p["chains"]) * int(p["iterations"]) != budget:
-        raise ValueError(f"chains {p['chains']} x iterations {p['iterations']} != budget {budget}")
-    if "iterations" in p:
-        it = int(p["iterations"])
-        if it <= 0 or budget % it:
-            raise ValueError(f"iterations {it} does not divide the budget {budget}")
-        p["chains"] = budget // it
-    else:
-        ch = int(p.get("chains", 1))
-        if ch <= 0 or budget % ch:
-            raise ValueError(f"chains {ch} does not divide the budget {budget}")
-        p["chains"], p["iterations"] = ch, budget // ch
-    if mapper_name == "salsa":
-        p["engine"] = "sa"
-        p.setdefault("descent", False)
-    return resolve_params(get_mapper(mapper_name), p)
 
 
 def relative_gap(value: float, reference: float) -> float:
