@@ -65,7 +65,7 @@ def timing(directory: Path, wall: float | None) -> dict:
 
 def scaling(campaign: Path, designs: int) -> dict:
     import tomllib
-    from sweep.campaigns.campaign import parse_campaign
+    from sweep.kinds import parse_campaign
     from sweep.engine.runner import run_campaign
     data = tomllib.loads(campaign.read_text())
     data["search"] = {"sampler": "random", "trials": designs, "seed": 0, "objectives": ["edp"]}
@@ -83,7 +83,7 @@ def scaling(campaign: Path, designs: int) -> dict:
 
 def _lookup(directory: Path):
     """The grid run's campaign (design space) and design_id -> per-network totals."""
-    from sweep.campaigns.campaign import load_campaign
+    from sweep.kinds import load_campaign
     from sweep.engine.store import Store
     c = load_campaign(Store(directory).manifest()["source"])   # design ids do not depend on the order
     known: dict[str, list[dict]] = {}
@@ -184,7 +184,7 @@ num_cpus = 2
 
 
 def projection(designs: int, real: dict | None) -> dict:
-    from sweep.campaigns.campaign import load_campaign
+    from sweep.kinds import load_campaign
     from sweep.engine.runner import run_campaign
     with tempfile.TemporaryDirectory() as tmp:
         net = Path(tmp) / "one.csv"

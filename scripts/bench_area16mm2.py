@@ -24,7 +24,7 @@ def main() -> None:
     args = ap.parse_args()
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 
-    from sweep.campaigns.campaign import load_campaign
+    from sweep.kinds import load_campaign
     from sweep.engine.runner import run_campaign
 
     out = Path(tempfile.mkdtemp(prefix="bench_area16_")) / "out"

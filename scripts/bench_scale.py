@@ -26,7 +26,7 @@ from synthetic_campaign import write_campaign  # noqa: E402
 
 CHILD = r"""
 import json, resource, sys, time
-from sweep.campaigns.campaign import load_campaign
+from sweep.kinds import load_campaign
 from sweep.engine.runner import run_campaign
 from sweep.engine.store import Store
 c = load_campaign(sys.argv[1])

@@ -78,7 +78,7 @@ def main() -> None:
     mapper, params = spec["name"], dict(spec.get("params", {}))
     objective = camp.get("objectives", ["energy"])[0]
     dataflows = camp["architectures"]["dataflows"]
-    from sweep.reports import build_report
+    from sweep.kinds import build_report
     rep = build_report(a.results)
     out = {}
     for net_name, net_rep in rep["networks"].items():

@@ -17,8 +17,8 @@ from rich.console import Console
 from rich.table import Table
 
 from mappers import mappers_by_kind
+from sweep.kinds.registry import for_mapper_kind, kind_named
 from sweep.errors import CampaignError, Finding, StoreError, SweepError
-from sweep.study import runs_study
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, rich_markup_mode="rich",
                   help="dse-sweep: distributed design-space exploration of DNN accelerators.\n\n"
@@ -49,25 +49,6 @@ def _guard(fn):
     return wrapper
 
 
-def _arch_count(c) -> str:
-    n = len(c.architectures)
-    if c.kind == "archsearch":
-        return f"{n:,} design(s) of {c.architectures.template.base.name}"
-    return f"{n:,} hardware point(s)" if c.kind == "systolic" else f"{n} accelerator(s)"
-
-
-def _describe_search(c) -> str:
-    """What an architecture search would run: grid points, valid designs, what was dropped and why."""
-    sp, s = c.architectures, c.search
-    lines = [f"  template {sp.template_ref!r}, parameters {list(sp.names)}",
-             f"  {sp.total:,} grid point(s), {len(sp):,} valid design(s); dropped: "
-             + (", ".join(f"{k}: {v:,}" for k, v in sp.dropped.items()) or "none"),
-             f"  area of the valid designs {sp.area_mm2.min():.2f}..{sp.area_mm2.max():.2f} mm^2",
-             f"  search: {s.sampler}" + (f", {s.trials} trial(s), seed {s.seed}" if s.trials else "")
-             + f", objectives {list(s.objectives)}"]
-    return "\n".join(lines)
-
-
 class ExecutorKind(str, Enum):
     ray = "ray"
     local = "local"
@@ -83,7 +64,7 @@ def run(
     executor: Annotated[ExecutorKind, typer.Option("--executor", help="'ray' (parallel) or 'local' (in-process, same rows).", rich_help_panel="Execution")] = ExecutorKind.ray,
 ) -> None:
     """Run a campaign: every task of it, in parallel on Ray, results into Parquet."""
-    from sweep.campaigns.campaign import load_campaign
+    from sweep.kinds import load_campaign
 
     c = load_campaign(campaign, output=out_dir)
     _execute(c, resume, executor, address,
@@ -101,7 +82,7 @@ def rerun(
 ) -> None:
     """Rerun the campaign recorded in DIR/manifest.json into a new directory (same task_ids and
     rows; refused with exit 2 if its input files or mapper versions changed since)."""
-    from sweep.engine.runner import campaign_from_manifest
+    from sweep.kinds import campaign_from_manifest
 
     c = campaign_from_manifest(directory, out_dir)
     _execute(c, resume, executor, address, f"sweep rerun {directory} --out {out_dir} --resume")
@@ -114,7 +95,7 @@ def _execute(c, resume: bool, executor: ExecutorKind, address: str | None, resum
 
     from sweep.engine.runner import Interrupted, run_campaign
 
-    err.print(f"campaign [bold]{c.name}[/]: {len(c.networks)} network(s) x {_arch_count(c)} x {len(c.mappers)} mapper(s) x {len(c.objectives)} objective(s) "
+    err.print(f"campaign [bold]{c.name}[/]: {len(c.networks)} network(s) x {c.plan.describe_archs(c)} x {len(c.mappers)} mapper(s) x {len(c.objectives)} objective(s) "
               f"-> {c.output}")
     with Progress(TextColumn("[progress.description]{task.description}"), BarColumn(),
                   MofNCompleteColumn(), TextColumn("tasks"), TimeElapsedColumn(),
@@ -131,8 +112,7 @@ def _execute(c, resume: bool, executor: ExecutorKind, address: str | None, resum
             err.print(f"interrupted: {i.summary.tasks_run} task(s) stored in {c.output}; "
                       f"complete it with: {resume_hint}")
             raise typer.Exit(130)
-    optuna_search = c.kind == "archsearch" and runs_study(c.search.sampler, "archsearch")
-    skipped = "suggested design(s) told their stored figures" if optuna_search else "already stored"
+    skipped = "suggested design(s) told their stored figures" if c.plan.runs_study(c) else "already stored"
     err.print(f"done: {s.tasks_run} task(s) run, {s.tasks_skipped} {skipped}, "
               f"{s.tasks_failed} failed, {s.rows_written:,} rows in {s.seconds:.1f} s "
               f"(executor start {s.executor_start_s:.1f} s) -> {s.output}")
@@ -146,28 +126,10 @@ def _execute(c, resume: bool, executor: ExecutorKind, address: str | None, resum
 @_guard
 def validate(campaign: Annotated[Path, typer.Argument(help="Campaign TOML file.")]) -> None:
     """Check a campaign file (or a tuning campaign) and say what it would run; writes nothing."""
-    from sweep.campaigns.campaign import load_campaign
-    from sweep.campaigns.validation import is_tune_campaign, read_toml
-    from sweep.engine.tasks import expand
-    from sweep.campaigns.tune_campaign import load_tune_campaign
+    from sweep.kinds import load_any
 
-    if is_tune_campaign(read_toml(campaign)):
-        t = load_tune_campaign(campaign)
-        out.print(f"{campaign}: valid tuning campaign. {t.mapper} on {t.arch}, {len(t.space)} tuned parameter(s) "
-                  f"{[s.name for s in t.space]}, budget {t.budget} per (layer, seed), training {t.training[0]} "
-                  f"x {len(t.training[1])} layer(s) x {len(t.seeds)} seed(s), held out {t.heldout[0]} x "
-                  f"{len(t.heldout[1])}, {t.trials} trial(s) -> {t.output}; run it with `sweep tune {campaign}`")
-        return
-    c = load_campaign(campaign)
-    if c.kind == "archsearch":
-        from sweep.engine.tasks import count_tasks
-        out.print(f"{campaign}: valid architecture search. {len(c.networks)} network(s), mapper "
-                  f"{c.mappers[0].name}, objective {c.objectives[0]}, {count_tasks(c):,} task(s) -> {c.output}")
-        out.print(_describe_search(c), highlight=False)
-        return
-    n_tasks = sum(1 for _ in expand(c))
-    out.print(f"{campaign}: valid. {len(c.networks)} network(s), {_arch_count(c)}, mappers {[m.name for m in c.mappers]}, objectives {list(c.objectives)}, "
-              f"{n_tasks} task(s) -> {c.output}")
+    kind, c = load_any(campaign)
+    out.print(kind.describe_valid(c, campaign), highlight=False)
 
 
 _LAYER_PANEL = "Layer (zoo / file / ONNX layer, a whole network, or explicit dimensions)"
@@ -175,10 +137,8 @@ _LAYER_PANEL = "Layer (zoo / file / ONNX layer, a whole network, or explicit dim
 NetworkOpt = Annotated[Optional[str], typer.Option("--network", help="Zoo network, e.g. resnet34 (see `sweep list networks`), or a network file: .csv (zoo format) or .onnx (Conv, Gemm, MatMul nodes; `sweep list networks --file F`). `sweep map` without --layer maps every unique layer.", rich_help_panel=_LAYER_PANEL)]
 LayerOpt = Annotated[Optional[str], typer.Option("--layer", help="Layer name or 0-based index of the network's layers (its CSV rows or ONNX Conv/Gemm/MatMul nodes, as `sweep list networks --file`); omit it in `sweep map` to map the whole network.", rich_help_panel=_LAYER_PANEL)]
 DimsOpt = Annotated[Optional[str], typer.Option("--dims", help="Explicit layer, e.g. K=64,C=64,OY=56,OX=56,FY=3,FX=3 (unlisted dims 1; B, G, SY, SX allowed).", rich_help_panel=_LAYER_PANEL)]
-_KIND_WHAT = {"loopnest": "loop-nest accelerators (eyeriss_like, simba_like, tpu_like or a TOML file)",
-              "npu": "the multi-NPU archs arch1..arch8", "systolic": "DeepOpt's systolic grid, `sweep run` only"}
 _MAPPER_HELP = "Mapper, by the kind of architecture it maps: " + "; ".join(
-    f"{', '.join(names)} ({kind}: {_KIND_WHAT[kind]})" for kind, names in mappers_by_kind().items() if names
+    f"{', '.join(names)} ({kind}: {for_mapper_kind(kind).arch_help})" for kind, names in mappers_by_kind().items() if names
 ) + ". Parameters: `sweep list mappers`."
 ArchOpt = Annotated[str, typer.Option("--arch", help="Accelerator preset (see `sweep list archs`) or TOML file.")]
 
@@ -279,7 +239,7 @@ def _map_network(network: str, arch: str, mapper: str, objective: str | None, se
                f"energy {fmt(tot['energy_pj'], ',.1f')} pJ, latency {fmt(tot['latency_cycles'], ',.0f')} cycles "
                "(layers one after another), EDP = total energy x total latency "
                f"{fmt(tot['edp'], '.4g')}", highlight=False)
-    if res["arch_kind"] == "npu":
+    if not kind_named(res["arch_kind"]).energy_model:
         wide.print("multi-NPU archs have no energy model: energy and EDP are n/a (NaN); "
                    f"{tot.get('transferred_bytes', 0):,} bytes transferred in total", highlight=False)
 
@@ -398,7 +358,7 @@ def report(
 
     On a `sweep tune` directory: optimisation history and parameter importances (PNGs, default
     DIR/plots) and the held-out gap of the tuned vs the default schedule."""
-    from sweep.reports import build_report, print_report
+    from sweep.kinds import build_report, print_report
 
     rep = build_report(directory, plots)
     if as_json:

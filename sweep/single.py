@@ -16,7 +16,6 @@ from costmodel.workload import LOOP_DIMS, Layer, Network
 from sweep.errors import CampaignError, Finding
 
 __all__ = ["resolve_layer", "resolve_network", "parse_dims", "parse_param", "map_layer", "map_network",
-           "network_totals",
            "eval_mapping", "load_arch"]
 
 
@@ -127,26 +126,24 @@ def map_layer(layer: Layer, arch, mapper_name: str, objective: str | None = None
     """
     from mappers import MAPPER_NAMES, get_mapper, mapper_kind
     from mappers.base import check_params
-    from costmodel.npu import NPUArch
-    from sweep.campaigns.campaign import LOOPNEST_OBJECTIVES, NPU_OBJECTIVES
+    from sweep.kinds.registry import for_arch, for_mapper_kind
 
-    kind = "npu" if isinstance(arch, NPUArch) else "loopnest"
-    allowed = NPU_OBJECTIVES if kind == "npu" else LOOPNEST_OBJECTIVES
-    known = [m for m in MAPPER_NAMES if mapper_kind(m) == kind]
+    arch_kind = for_arch(arch)
+    kind, allowed = arch_kind.name, arch_kind.objectives
+    known = [m for m in MAPPER_NAMES if mapper_kind(m) == arch_kind.mapper_kind]
     if mapper_name not in MAPPER_NAMES:
         raise _bad("--mapper", "--mapper", mapper_name, f"unknown mapper; for this --arch ({kind}): {known}")
-    if mapper_kind(mapper_name) != kind:
+    if mapper_kind(mapper_name) != arch_kind.mapper_kind:
         other = mapper_kind(mapper_name)
-        hint = "; it runs in `sweep run` campaigns only" if other == "systolic" else ""
-        raise _bad("--mapper", "--mapper", mapper_name, f"maps {other} architectures, but --arch is {kind}{hint}; "
-                   f"mappers for this --arch: {known}")
+        raise _bad("--mapper", "--mapper", mapper_name, f"maps {other} architectures, but --arch is {kind}"
+                   f"{for_mapper_kind(other).map_note}; mappers for this --arch: {known}")
     objective = objective or allowed[0]
     if objective not in allowed:
         raise _bad("--objective", "--objective", objective, f"expected one of {list(allowed)} for {kind} architectures")
     mapper = get_mapper(mapper_name)
     given = dict(params or {})
-    if kind == "npu":
-        given["metric"] = objective
+    if arch_kind.rules.objective_param is not None:  # e.g. the multi-NPU schedule metric
+        given[arch_kind.rules.objective_param] = objective
     if any(p.name == "seed" for p in mapper.params):
         given.setdefault("seed", seed)
     resolved, probs = check_params(mapper.params, given)
@@ -174,7 +171,7 @@ def map_layer(layer: Layer, arch, mapper_name: str, objective: str | None = None
               "transferred_bytes", "metric", "bytes_by_type", "tiling", "dataflow"):  # flexer / static
         if k in best.extra:
             out[k] = best.extra[k]
-    if kind == "npu":  # no energy model for the multi-NPU schedules: null, not NaN, in JSON
+    if not arch_kind.energy_model:  # no energy model for the multi-NPU schedules: null, not NaN, in JSON
         return {k: (None if isinstance(v, float) and v != v else v) for k, v in out.items()}
     from costmodel.loopnest.mapping import Mapping, SpatialMapping, format_loop_nest
     m = None
@@ -229,34 +226,17 @@ def map_network(network: Network, arch, mapper_name: str, objective: str | None 
     if progress:
         progress(n, n, "")
 
+    from sweep.engine.totals import network_totals, total
     tot: dict[str, Any] = {**network_totals(rows),
                            "macs": network.macs, "layers": n, "executed_layers": network.layer_count,
                            "evaluations": sum(r["evaluations"] for r in rows),
                            "wall_s": sum(r["wall_s"] for r in rows)}
     if all("transferred_bytes" in r for r in rows):
-        tot["transferred_bytes"] = _total(rows, "transferred_bytes")
-    from costmodel.npu import NPUArch
-    return {"network": network.name, "arch_kind": "npu" if isinstance(arch, NPUArch) else "loopnest",
+        tot["transferred_bytes"] = total(rows, "transferred_bytes")
+    from sweep.kinds.registry import for_arch
+    return {"network": network.name, "arch_kind": for_arch(arch).name,
             "mapper": mapper_name, "objective": used,
             "layers": rows, "total": tot}
-
-
-def _total(rows: list[dict[str, Any]], key: str):
-    """sum over ``rows`` of ``row[key] * row["repeat"]`` in row order; None if any is None."""
-    vals = [r[key] for r in rows]
-    return None if any(v is None for v in vals) else sum(v * r["repeat"] for v, r in zip(vals, rows))
-
-
-def network_totals(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """A network's totals from its unique layers' rows (in network order, each with ``repeat``,
-    ``energy_pj`` in pJ and ``latency_cycles``): energy and latency summed over the layers times
-    their repeats (layers run one after another, as ZigZag sums them) and ``edp`` = total energy x
-    total latency (pJ x cycles); None where a layer has none. The one place both `map_network` and
-    architecture-search tasks (`sweep.engine.design_tasks`) total a network, so their floats agree
-    to the bit."""
-    energy, latency = _total(rows, "energy_pj"), _total(rows, "latency_cycles")
-    return {"energy_pj": energy, "latency_cycles": latency,
-            "edp": None if energy is None or latency is None else energy * latency}
 
 
 def eval_mapping(layer: Layer, arch, mapping_file: str | Path) -> dict[str, Any]:

@@ -177,3 +177,54 @@ def test_the_study_driver_stays_below_the_runner_and_kinds():
     assert not any(m == "sweep.engine.runner" or m.startswith("sweep.kinds") for m in GRAPH["sweep.study"])
     assert not any(m.startswith("sweep.kinds") for n, deps in GRAPH.items() if n.startswith("sweep.engine")
                    for m in deps)
+
+
+#: The campaign kinds' names, which only the kind registry (`sweep.kinds`) may compare.
+CAMPAIGN_KINDS = {"systolic", "loopnest", "npu", "archsearch", "tune"}
+
+
+def _kind_literals(node: ast.AST) -> set[str]:
+    """Campaign kind names written as literals in ``node`` (a string, or a tuple / list / set of them)."""
+    if isinstance(node, ast.Constant) and node.value in CAMPAIGN_KINDS:
+        return {node.value}
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        return {e.value for e in node.elts if isinstance(e, ast.Constant) and e.value in CAMPAIGN_KINDS}
+    return set()
+
+
+def kind_dispatch(tree: ast.AST) -> list[tuple[int, str]]:
+    """(line, source) of every dispatch on a campaign kind's name in ``tree``: a comparison (``==``,
+    ``!=``, ``in``, ``not in``) with a kind name, a ``match`` case on one, or a table keyed by two or
+    more kind names (a registry of its own)."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare) and any(_kind_literals(o) for o in (node.left, *node.comparators)):
+            found.append((node.lineno, ast.unparse(node)))
+        elif isinstance(node, ast.MatchValue) and _kind_literals(node.value):
+            found.append((node.lineno, ast.unparse(node.value)))
+        elif isinstance(node, ast.Dict) and len(set().union(*map(_kind_literals, filter(None, node.keys)))) >= 2:
+            found.append((node.lineno, ast.unparse(node)[:80]))
+    return found
+
+
+def test_the_checker_finds_kind_dispatch():
+    """The checker itself, on the shapes the kinds replaced (cli.py, tasks.py, reports/__init__.py,
+    campaigns/report_table.py before the kind registry), and not on what is not a dispatch."""
+    caught = ['c.kind == "archsearch"', 'campaign.kind in ("loopnest", "archsearch")', 'kind != "systolic"',
+              'match kind:\n    case "npu":\n        pass',
+              'KINDS = {"systolic": systolic, "loopnest": loopnest}']
+    passed = ['row = {"name": k, "kind": "systolic"}', 'runs_study(s.sampler, "archsearch")',
+              'if sp.kind == "categorical": pass', 'x = {"npu": 1}']
+    assert all(kind_dispatch(ast.parse(src)) for src in caught)
+    assert not any(kind_dispatch(ast.parse(src)) for src in passed)
+
+
+def test_only_the_kind_registry_dispatches_on_campaign_kinds():
+    """Campaign kinds as a protocol (DESIGN.md): every question about a kind goes to its class in
+    `sweep.kinds` (``campaign.plan`` in the engine, `sweep.kinds.registry` elsewhere); no module
+    outside that package compares a kind's name or keeps a table keyed by kind names."""
+    from sweep.kinds import KINDS
+    assert set(KINDS) == CAMPAIGN_KINDS
+    bad = {name: found for name, path in MODULES.items() if not name.startswith("sweep.kinds")
+           if (found := kind_dispatch(ast.parse(path.read_text())))}
+    assert not bad, f"campaign-kind dispatch outside sweep.kinds: {bad}"

@@ -30,14 +30,10 @@ from costmodel.systolic.points import HW_COLUMNS, SystolicPoints
 from sweep.campaigns.validation import NOT_FINITE, is_finite, is_number, read_toml_file, resolve_path
 from sweep.campaigns.expr import ExprError, evaluate, parse
 
-__all__ = ["parse_architectures", "ArchSet", "ARCH_KINDS", "axis_values", "area_window"]
+__all__ = ["parse_points", "parse_archset", "ArchSet", "axis_values", "area_window"]
 
 _ARCH_KEYS = {"kind", "preset", "file", "points", "grid"}
 _ARCHSET_KEYS = {"kind", "presets", "files", "spatial"}  # kinds "loopnest" and "npu" ("spatial": loopnest only)
-#: The kinds of architecture a campaign can sweep.
-ARCH_KINDS = ("systolic", "loopnest", "npu")
-#: What an architecture of each non-systolic kind is called in messages.
-_WHAT = {"loopnest": "accelerator", "npu": "multi-NPU architecture"}
 _GRID_KEYS = set(HW_COLUMNS) | {"constraints", "area_budget_mm2", "min_area_fraction"}
 
 
@@ -174,24 +170,18 @@ def _grid(grid: Any, bad) -> tuple[dict[str, np.ndarray] | None, dict]:
     return out, {"grid": grid}
 
 
-def parse_architectures(value: Any, base_dir: Path,
-                        bad: Callable[[str, Any, str], None]) -> SystolicPoints | ArchSet | None:
-    """Resolve the ``[architectures]`` table to a `costmodel.systolic.points.SystolicPoints` (kind
-    "systolic") or an `ArchSet` (kinds "loopnest" and "npu"); None if unusable. Findings go to ``bad``."""
+def parse_points(value: Any, base_dir: Path,
+                 bad: Callable[[str, Any, str], None]) -> SystolicPoints | None:
+    """Resolve the ``[architectures]`` table of a systolic campaign (``kind = "systolic"``, the
+    default) to a `costmodel.systolic.points.SystolicPoints`; None if unusable. Findings go to ``bad``."""
     from costmodel.presets import systolic_presets
 
     if not isinstance(value, dict):
         bad("architectures", value, "required: a table with one of preset, file, points or grid")
         return None
-    if value.get("kind", "systolic") in ("loopnest", "npu"):
-        return parse_archset(value, base_dir, bad)
     for k in value:
         if k not in _ARCH_KEYS:
             bad(f"architectures.{k}", value[k], f"unknown key; known: {sorted(_ARCH_KEYS)}")
-    kind = value.get("kind", "systolic")
-    if kind != "systolic":
-        bad("architectures.kind", kind, f"expected one of {list(ARCH_KINDS)}")
-        return None
     forms = [k for k in ("preset", "file", "points", "grid") if k in value]
     if len(forms) != 1:
         bad("architectures", {k: value[k] for k in forms},
@@ -290,15 +280,6 @@ def _check_spatial_fits(spatial, archs, raw, bad) -> None:
                     f"{adim} = {acc.array[adim]} of accelerator {name!r}: no mapping fits")
 
 
-def _catalog(kind: str) -> tuple[Callable[[], list[str]], Callable[[Any], Any]]:
-    """(list the presets, load a preset or file) of the architectures of ``kind`` ("loopnest" or "npu")."""
-    if kind == "npu":
-        from costmodel.npu import list_npus, load_npu
-        return list_npus, load_npu
-    from costmodel.loopnest.arch import list_accelerators, load_accelerator
-    return list_accelerators, load_accelerator
-
-
 def _load_files(files: list[str], load: Callable[[Any], Any], base_dir: Path, bad) -> list[tuple[str, Any]]:
     """(name, architecture) of each of ``files`` (``architectures.files``) that loads; findings for the others."""
     out = []
@@ -312,12 +293,14 @@ def _load_files(files: list[str], load: Callable[[Any], Any], base_dir: Path, ba
     return out
 
 
-def parse_archset(value: dict, base_dir: Path, bad) -> ArchSet | None:
-    """``[architectures] kind = "loopnest"`` (accelerators with a memory hierarchy) or ``"npu"``
-    (Flexer's multi-NPU presets arch1..arch8): ``presets`` (names, see `sweep list archs`) and/or
-    ``files`` (TOML files), optional ``spatial`` override (loopnest only)."""
+def parse_archset(value: dict, base_dir: Path, bad, list_presets: Callable[[], list[str]],
+                  load: Callable[[Any], Any], what: str, spatial: bool) -> ArchSet | None:
+    """The ``[architectures]`` table of a campaign that maps layers on named architectures
+    (``kind = "loopnest"``: accelerators with a memory hierarchy; ``"npu"``: Flexer's multi-NPU
+    presets arch1..arch8): ``presets`` (names, see `sweep list archs`) and/or ``files`` (TOML
+    files), each loaded by ``load`` (presets listed by ``list_presets``; ``what`` names one in
+    messages), and a ``spatial`` override if the kind has one (``spatial``)."""
     kind = value.get("kind")
-    list_presets, load = _catalog(kind)
     for k in value:
         if k not in _ARCHSET_KEYS:
             bad(f"architectures.{k}", value[k], f"unknown key for kind {kind!r}; known: {sorted(_ARCHSET_KEYS)}")
@@ -336,19 +319,19 @@ def parse_archset(value: dict, base_dir: Path, bad) -> ArchSet | None:
     archs = []
     for i, name in enumerate(presets):
         if name not in known:
-            bad(f"architectures.presets[{i}]", name, f"unknown {_WHAT[kind]}; known: {known}")
+            bad(f"architectures.presets[{i}]", name, f"unknown {what}; known: {known}")
             continue
         archs.append((name, load(name)))
     archs += _load_files(files, load, base_dir, bad)
     names = [n for n, _ in archs]
     if len(set(names)) != len(names):
-        bad("architectures", value, f"{_WHAT[kind]} names must be unique, got {names}")
-    spatial = None
+        bad("architectures", value, f"{what} names must be unique, got {names}")
+    override = None
     if "spatial" in value:
-        if kind == "npu":
-            bad("architectures.spatial", value["spatial"], "not used by kind 'npu'")
+        if not spatial:
+            bad("architectures.spatial", value["spatial"], f"not used by kind {kind!r}")
         else:
-            spatial = parse_spatial(value["spatial"], "architectures.spatial", bad)
-            if spatial is not None:
-                _check_spatial_fits(spatial, archs, value["spatial"], bad)
-    return ArchSet(tuple(archs), spatial, spec={k: value[k] for k in value})
+            override = parse_spatial(value["spatial"], "architectures.spatial", bad)
+            if override is not None:
+                _check_spatial_fits(override, archs, value["spatial"], bad)
+    return ArchSet(tuple(archs), override, spec={k: value[k] for k in value})

@@ -33,9 +33,12 @@ whose ``[mappers.<name>]`` table gives parameters, e.g. the ``best_params.toml``
 inline ``params`` override the file's values. ``[report]`` holds options of `sweep report`; its keys
 depend on the architecture kind (`sweep.campaigns.report_table`).
 
-`parse_campaign` checks each table in a function of its own (`sweep.campaigns.archspace`,
-`sweep.campaigns.networks`, `sweep.campaigns.report_table` and the ``_parse_*`` / ``_check_*``
-functions here); what it shares with tuning campaigns is in `sweep.campaigns.validation`.
+This module holds the `Campaign` and the checks of the tables every kind has (name and output,
+seeds, ``[[mappers]]``, ``[run]``, ``[systolic]``); the kind of a campaign (`sweep.kinds`) parses
+its own sections and drives `sweep.kinds.parse_campaign`, which calls these. Each table is checked
+in a function of its own (here, `sweep.campaigns.archspace`, `sweep.campaigns.networks`,
+`sweep.campaigns.report_table`); what they share with tuning campaigns is in
+`sweep.campaigns.validation`.
 """
 
 from __future__ import annotations
@@ -43,37 +46,28 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Union
+from typing import Any, Iterator, Protocol, Union
 
-from costmodel.loopnest.reference import MODEL_VERSION
 from costmodel.systolic import SystolicParams
 from costmodel.systolic.points import SystolicPoints
 from costmodel.workload import Network
 from mappers import MAPPER_NAMES, get_mapper, mapper_kind
 from mappers.base import check_params
-from mappers.systolic.deepopt import PMS
-from sweep.campaigns.archspace import ArchSet, parse_architectures
-from sweep.campaigns.designspace import check_dataflow_mappers, is_design_space, parse_design_space, parse_search
-from sweep.campaigns.validation import (NOT_FINITE, Bad, Findings, check_table, is_finite, is_number,
-                                    is_tune_campaign, read_params_file, read_toml)
-from sweep.campaigns.networks import parse_networks
-from sweep.campaigns.report_table import parse_report
-from sweep.errors import CampaignError, Finding
+from sweep.campaigns.archspace import ArchSet
+from sweep.campaigns.validation import NOT_FINITE, Bad, is_finite, is_number, read_params_file
 from sweep.ids import stable_hash
 
-__all__ = ["Campaign", "MapperSpec", "RunOptions", "Architectures", "load_campaign", "parse_campaign",
-           "LOOPNEST_OBJECTIVES", "NPU_OBJECTIVES"]
+__all__ = ["Campaign", "KindPlan", "MapperSpec", "RunOptions", "Architectures", "TOP_KEYS", "parse_name_output",
+           "parse_objectives", "parse_seeds", "parse_mappers", "parse_run", "parse_systolic", "mapper_names",
+           "network_names", "network_json"]
 
-#: Objectives of loop-nest campaigns: energy (pJ), latency (cycles), EDP (pJ x cycles).
-LOOPNEST_OBJECTIVES = ("energy", "latency", "edp")
-#: Objectives of multi-NPU (Flexer) campaigns: latency (cycles) x transferred bytes, latency, bytes.
-NPU_OBJECTIVES = ("latency_bytes", "latency", "bytes")
 #: The resolved ``[architectures]`` of a campaign: the hardware points of a ``kind = "systolic"``
 #: campaign, or the accelerators (with an optional spatial override) of a ``"loopnest"`` or
 #: ``"npu"`` campaign. Both have ``len()`` and ``describe()`` (JSON-able, part of the config hash).
 Architectures = Union[SystolicPoints, ArchSet]
 
-_TOP_KEYS = {"name", "description", "output", "networks", "objectives", "seeds", "architectures",
+#: The top-level keys of a campaign file (each kind reads the ones it uses).
+TOP_KEYS = {"name", "description", "output", "networks", "objectives", "seeds", "architectures",
              "mappers", "run", "systolic", "report", "search"}
 _MAPPER_KEYS = ("name", "params", "params_file")
 _RUN_KEYS = {"chunk_points": (int, 1, 10**7), "units_per_task": (int, 1, 10**5),
@@ -108,10 +102,43 @@ class RunOptions:
     max_retries: int = 3               # Ray retries of a task whose worker died
 
 
+class KindPlan(Protocol):
+    """What the engine asks of a campaign's kind (`sweep.kinds.base.CampaignKind` implements it; the
+    engine reaches it as ``campaign.plan`` and never imports `sweep.kinds`)."""
+
+    name: str
+
+    def expand(self, campaign: "Campaign") -> Iterator[Any]:
+        """The campaign's tasks in a deterministic order (each with ``task_id`` and ``run()``)."""
+        ...
+
+    def count(self, campaign: "Campaign") -> int:
+        """How many tasks `expand` yields, without building them."""
+        ...
+
+    def warm_up(self, task: Any) -> None:
+        """Prepare the driver before ``task`` (the first) reaches a worker, e.g. compile a kernel."""
+        ...
+
+    def runs_study(self, campaign: "Campaign") -> bool:
+        """True if the campaign runs as an Optuna study (designs asked as it goes), not a task list."""
+        ...
+
+    def config_extras(self, campaign: "Campaign") -> dict[str, Any]:
+        """The kind's entries of `Campaign.resolved_config` (part of the config hash)."""
+        ...
+
+    def describe_archs(self, campaign: "Campaign") -> str:
+        """The architectures in a few words ("1,233 design(s) of eyeriss_like")."""
+        ...
+
+
 @dataclass(frozen=True)
 class Campaign:
-    """A validated campaign. ``architectures`` is the resolved `Architectures` of its ``kind``: the
-    systolic hardware point set (columns) or the loop-nest / multi-NPU accelerators."""
+    """A validated campaign. ``architectures`` is the resolved `Architectures` of its kind: the
+    systolic hardware point set (columns) or the loop-nest / multi-NPU accelerators (or an
+    architecture-search design space). ``plan`` is the kind (`sweep.kinds`): how the campaign
+    expands to tasks, counts them, warms up and runs."""
 
     name: str
     source: str
@@ -124,17 +151,22 @@ class Campaign:
     systolic: dict[str, Any]
     run: RunOptions
     report: dict[str, Any]
-    kind: str = "systolic"             # "systolic" (DeepOpt allocation), "loopnest" or "npu" (layer mapping),
-                                       # "archsearch" (a loop-nest template grid, `sweep.campaigns.designspace`)
+    plan: KindPlan = field(repr=False, compare=False)  # the kind: "systolic" (DeepOpt allocation),
+    # "loopnest" or "npu" (layer mapping), "archsearch" (a loop-nest template grid)
     description: str = ""
     search: Any = None                 # archsearch: the [search] table (`SearchSpec`)
     raw: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def kind(self) -> str:
+        """The kind's name, as recorded in the manifest (``config.kind``)."""
+        return self.plan.name
 
     def resolved_config(self) -> dict[str, Any]:
         """Everything that determines the results, as JSON-able data (networks in full)."""
         return {
             "name": self.name,
-            "networks": [_network_json(n) for n in self.networks],
+            "networks": [network_json(n) for n in self.networks],
             "objectives": list(self.objectives),
             "seeds": list(self.seeds),
             "architectures": self.architectures.describe(),
@@ -143,9 +175,7 @@ class Campaign:
             "chunk_points": self.run.chunk_points,
             "units_per_task": self.run.units_per_task,
             "kind": self.kind,
-            **({"loopnest_model": MODEL_VERSION} if self.kind in ("loopnest", "archsearch") else {}),
-            **({"search": self.search.describe(), "designs_per_task": self.run.designs_per_task}
-               if self.kind == "archsearch" else {}),
+            **self.plan.config_extras(self),
         }
 
     def config_hash(self) -> str:
@@ -153,71 +183,15 @@ class Campaign:
         return stable_hash(self.resolved_config())
 
 
-def _network_json(net: Network) -> dict[str, Any]:
+def network_json(net: Network) -> dict[str, Any]:
+    """A network in full as JSON-able data (name, every layer's fields, repeats): part of config
+    hashes and task ids."""
     return {"name": net.name,
             "layers": [dict(l.__dict__) for l in net.layers],
             "repeats": list(net.repeats)}
 
 
-
-def load_campaign(path: str | Path, output: str | Path | None = None) -> Campaign:
-    """Read and validate a campaign file.
-
-    Args:
-        path: the TOML file. Relative file names inside it are resolved against its folder.
-        output: overrides the file's ``output`` (the CLI's ``--out``).
-
-    Raises:
-        CampaignError: the file cannot be read or parsed, or has problems (all are listed).
-    """
-    p = Path(path)
-    data = read_toml(p)
-    if is_tune_campaign(data):
-        raise CampaignError(str(p), [Finding("<file>", str(p), "a tuning campaign ([space] and [training] tables): "
-                                             "run it with `sweep tune`")])
-    return parse_campaign(data, source=str(p), base_dir=p.parent, output=output)
-
-
-def parse_campaign(data: dict[str, Any], source: str = "<campaign>", base_dir: Path | None = None,
-                   output: str | Path | None = None) -> Campaign:
-    """Validate parsed TOML ``data``; see `load_campaign`. Each table has its own function; every
-    finding of every table is collected before the one `CampaignError` is raised."""
-    base_dir = base_dir or Path(".")
-    findings = Findings()
-    bad = findings.bad
-    check_table(data, "", _TOP_KEYS, bad)
-    name, out = _parse_name_output(data, output, bad)
-    networks = parse_networks(data.get("networks"), base_dir, bad)
-    kind = _arch_kind(data.get("architectures"))
-    objectives = _parse_objectives(data, kind, bad)
-    seeds = _parse_seeds(data.get("seeds", [0]), bad)
-    systolic = _check_systolic(data.get("systolic", {}), bad)
-    search = None
-    if kind == "archsearch":
-        archs = parse_design_space(data["architectures"], base_dir, bad)
-        search = parse_search(data.get("search"), len(archs) if archs is not None else None, bad)
-        _check_archsearch(data, objectives, seeds, bad)
-    else:
-        archs = parse_architectures(data.get("architectures"), base_dir, bad)
-        if "search" in data:
-            bad("search", data["search"], "only for architecture search ([architectures] kind = \"loopnest\" "
-                "with a template and a grid)")
-    mappers = _parse_mappers(data.get("mappers"), kind, base_dir, bad)
-    if kind == "loopnest" and archs is not None:
-        _check_spatial_search(networks, archs, mappers, bad)
-    if kind == "archsearch":
-        check_dataflow_mappers(archs, mappers, networks, bad)
-    run = _check_run(data.get("run", {}), bad)
-    report = parse_report(data.get("report", {}), kind, _network_names(data.get("networks"), networks),
-                          _mapper_names(data.get("mappers")), bad)
-    findings.raise_if_any(source)
-    return Campaign(name=name, source=source, output=Path(out), networks=tuple(networks), kind=kind,
-                    objectives=tuple(objectives), seeds=tuple(seeds), architectures=archs,
-                    mappers=tuple(mappers), systolic=systolic, run=run, report=report,
-                    description=str(data.get("description", "")), raw=data, search=search)
-
-
-def _parse_name_output(data: dict[str, Any], output: str | Path | None, bad: Bad) -> tuple[Any, Any]:
+def parse_name_output(data: dict[str, Any], output: str | Path | None, bad: Bad) -> tuple[Any, Any]:
     """``name`` (required) and ``output`` (``--out`` wins; default ``results/<name>``)."""
     name = data.get("name")
     if not isinstance(name, str) or not name.strip():
@@ -230,45 +204,24 @@ def _parse_name_output(data: dict[str, Any], output: str | Path | None, bad: Bad
     return name, out
 
 
-def _arch_kind(arch_raw: Any) -> str:
-    """``architectures.kind`` as given (default "systolic"; `parse_architectures` checks it), or
-    "archsearch" for a loop-nest template with a grid (`sweep.campaigns.designspace`)."""
-    if is_design_space(arch_raw):
-        return "archsearch"
-    return arch_raw.get("kind", "systolic") if isinstance(arch_raw, dict) else "systolic"
-
-
-def _check_archsearch(data: dict[str, Any], objectives: list, seeds: list, bad: Bad) -> None:
-    """Architecture search maps with one mapper, one objective and one seed: a design's totals
-    are one number each (several are several campaigns)."""
-    if len(objectives) != 1:
-        bad("objectives", objectives, "architecture search maps every layer for one objective: give one")
-    if len(seeds) != 1:
-        bad("seeds", seeds, "architecture search maps with one seed: give one")
-    if isinstance(data.get("mappers"), list) and len(data["mappers"]) != 1:
-        bad("mappers", [m.get("name") if isinstance(m, dict) else m for m in data["mappers"]],
-            "architecture search maps every design's layers with one mapper: give one [[mappers]] entry")
-
-
-def _parse_objectives(data: dict[str, Any], kind: str, bad: Bad) -> list:
-    """``objectives``: DeepOpt's PMs (systolic, default all), or one of the loop-nest / multi-NPU
-    objectives (default the first)."""
-    allowed = {"systolic": list(PMS), "npu": list(NPU_OBJECTIVES)}.get(kind, list(LOOPNEST_OBJECTIVES))
-    if kind == "archsearch" and "objectives" not in data:
-        return ["edp"]
-    objectives = data.get("objectives", allowed if kind == "systolic" else [allowed[0]])
+def parse_objectives(data: dict[str, Any], kind: str, allowed: tuple[str, ...], default: tuple[str, ...],
+                     bad: Bad) -> list:
+    """``objectives``: a non-empty list of the ``allowed`` objectives of a campaign of ``kind``
+    (default ``default``; DeepOpt's PMs for systolic campaigns, one loop-nest / multi-NPU objective
+    otherwise)."""
+    objectives = data.get("objectives", list(default))
     if not isinstance(objectives, list) or not objectives:
-        bad("objectives", objectives, f"expected a non-empty list of {allowed}")
+        bad("objectives", objectives, f"expected a non-empty list of {list(allowed)}")
         return []
     for i, o in enumerate(objectives):
         if o not in allowed:
-            bad(f"objectives[{i}]", o, f"unknown objective for {kind} architectures; known: {allowed}")
+            bad(f"objectives[{i}]", o, f"unknown objective for {kind} architectures; known: {list(allowed)}")
     if len(set(map(str, objectives))) != len(objectives):
         bad("objectives", objectives, "duplicate entries")
     return objectives
 
 
-def _parse_seeds(seeds: Any, bad: Bad) -> list[int]:
+def parse_seeds(seeds: Any, bad: Bad) -> list[int]:
     """``seeds``: the seeds of stochastic mappers (default [0])."""
     if not isinstance(seeds, list) or not seeds or not all(
             isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in seeds):
@@ -277,16 +230,18 @@ def _parse_seeds(seeds: Any, bad: Bad) -> list[int]:
     return seeds
 
 
-def _parse_mappers(raw_m: Any, kind: str, base_dir: Path, bad: Bad) -> list[MapperSpec]:
-    """``[[mappers]]``: each a mapper of the campaign's architecture kind with its parameters."""
+def parse_mappers(raw_m: Any, kind: str | None, maps: str | None, base_dir: Path, bad: Bad) -> list[MapperSpec]:
+    """``[[mappers]]``: each a mapper of the architectures the campaign's ``kind`` maps (mapper kind
+    ``maps``; None: the kind is unknown, only names and parameters are checked) with its parameters."""
     if not isinstance(raw_m, list) or not raw_m:
         bad("mappers", raw_m, "required: a non-empty array of tables, e.g. [[mappers]] name = \"deepopt\"")
         return []
-    specs = (_parse_mapper(m, f"mappers[{i}]", kind, base_dir, bad) for i, m in enumerate(raw_m))
+    specs = (_parse_mapper(m, f"mappers[{i}]", kind, maps, base_dir, bad) for i, m in enumerate(raw_m))
     return [s for s in specs if s is not None]
 
 
-def _parse_mapper(m: Any, key: str, kind: str, base_dir: Path, bad: Bad) -> MapperSpec | None:
+def _parse_mapper(m: Any, key: str, kind: str | None, maps: str | None, base_dir: Path,
+                  bad: Bad) -> MapperSpec | None:
     """One ``[[mappers]]`` entry at ``key``: ``name``, inline ``params`` over a ``params_file``'s,
     each checked by the mapper's declared `mappers.base.Param`; None if unusable."""
     if not isinstance(m, dict):
@@ -299,7 +254,7 @@ def _parse_mapper(m: Any, key: str, kind: str, base_dir: Path, bad: Bad) -> Mapp
     if mname not in MAPPER_NAMES:
         bad(f"{key}.name", mname, f"unknown mapper; known: {list(MAPPER_NAMES)}")
         return None
-    if mapper_kind(mname) != ("loopnest" if kind == "archsearch" else kind):
+    if maps is not None and mapper_kind(mname) != maps:
         bad(f"{key}.name", mname, f"maps {mapper_kind(mname)} architectures, but the campaign's "
             f"architectures.kind is {kind!r}")
         return None
@@ -319,39 +274,19 @@ def _parse_mapper(m: Any, key: str, kind: str, base_dir: Path, bad: Bad) -> Mapp
     return MapperSpec(mname, resolved)
 
 
-def _check_spatial_search(networks: list[Network], archs, mappers: list[MapperSpec], bad: Bad) -> None:
-    """Mappers that search spatial unrollings (`mappers.spatial.spatial_mode`) need a hint on each
-    accelerator, and every layer needs at least one unrolling under it."""
-    from mappers.base import LayerProblem
-    from mappers.spatial import first_missing, spatial_mode
-    layers = list(dict.fromkeys(l for net in networks for l, _ in net.unique()))
-    for i, spec in enumerate(mappers):
-        if not any(p.name == "spatial" for p in get_mapper(spec.name).params):
-            continue
-        for arch_name, acc in archs.archs:
-            if not layers or spatial_mode(LayerProblem(layers[0], acc, archs.spatial), spec.params) != "search":
-                continue
-            if acc.spatial_hint is None:
-                bad(f"mappers[{i}].params.spatial", spec.params.get("spatial"),
-                    f"accelerator {arch_name!r} has no [spatial_hint] to search; add one or use \"fixed\"")
-                continue
-            if (e := first_missing(layers, acc)) is not None:
-                bad(f"spatial_hint of {arch_name}", acc.spatial_hint.to_dict(), str(e))
-
-
-def _mapper_names(raw_m: Any) -> list[str]:
+def mapper_names(raw_m: Any) -> list[str]:
     """The mapper names a campaign lists (for ``report.baseline``), in order, each once."""
     names = [m.get("name") for m in raw_m if isinstance(m, dict)] if isinstance(raw_m, list) else []
     return list(dict.fromkeys(n for n in names if isinstance(n, str)))
 
 
-def _network_names(raw: Any, networks: list[Network]) -> list[str]:
+def network_names(raw: Any, networks: list[Network]) -> list[str]:
     """The network names of a campaign (for ``report.network``): zoo names and loaded files."""
     names = [n for n in raw if isinstance(n, str)] if isinstance(raw, list) else []
     return list(dict.fromkeys(names + [n.name for n in networks]))
 
 
-def _check_run(run: Any, bad: Bad) -> RunOptions:
+def parse_run(run: Any, bad: Bad) -> RunOptions:
     """``[run]``: how to run (`RunOptions`), each an integer in its range."""
     if not isinstance(run, dict):
         bad("run", run, "expected a table")
@@ -369,7 +304,7 @@ def _check_run(run: Any, bad: Bad) -> RunOptions:
     return RunOptions(**vals)
 
 
-def _check_systolic(sys_: Any, bad: Bad) -> dict[str, Any]:
+def parse_systolic(sys_: Any, bad: Bad) -> dict[str, Any]:
     """``[systolic]``: overrides of `costmodel.systolic.SystolicParams` (bools, or finite positive numbers)."""
     if not isinstance(sys_, dict):
         bad("systolic", sys_, "expected a table of systolic model parameters")

@@ -76,7 +76,7 @@ from sweep.campaigns.expr import ExprError, evaluate, parse
 from sweep.ids import stable_hash
 from sweep.study import sampler_names
 
-__all__ = ["DesignSpace", "SearchSpec", "parse_design_space", "parse_search", "is_design_space",
+__all__ = ["DesignSpace", "SearchSpec", "parse_design_space", "parse_search", 
            "check_dataflow_mappers", "SAMPLERS", "SEARCH_OBJECTIVES"]
 
 #: Samplers of ``[search]``: every valid design, a seeded uniform sample, or an Optuna study
@@ -88,11 +88,6 @@ _ARCH_KEYS = {"kind", "template", "grid", "dataflows"}
 _WINDOW_KEYS = {"constraints", "area_budget_mm2", "min_area_fraction"}
 _SEARCH_KEYS = {"sampler", "trials", "seed", "objectives", "batch"}
 _NAME = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_0-9]\w*)+")
-
-
-def is_design_space(arch_raw: Any) -> bool:
-    """``[architectures]`` is an architecture-search space (a loop-nest ``template`` with a grid)."""
-    return isinstance(arch_raw, dict) and arch_raw.get("kind") == "loopnest" and "template" in arch_raw
 
 
 @dataclass(frozen=True)

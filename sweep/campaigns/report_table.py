@@ -24,23 +24,18 @@ from typing import Any
 from costmodel.systolic.points import HW_COLUMNS
 from sweep.campaigns.validation import NOT_FINITE, Bad, is_finite, is_int, is_number
 
-__all__ = ["REPORT_KEYS", "parse_report"]
-
-#: The keys of ``[report]`` that `sweep report` reads, per architecture kind.
-REPORT_KEYS = {"systolic": ("fs_point", "worst_case_window"),
-               "loopnest": ("baseline", "network"),
-               "npu": ("baseline", "mapper", "network"),
-               "archsearch": ("area_budgets", "top_k", "network")}
+__all__ = ["parse_report"]
 
 
-def parse_report(value: Any, kind: str, networks: list[str], mappers: list[str], bad: Bad) -> dict[str, Any]:
-    """Check the ``[report]`` table of a campaign of architecture ``kind`` whose networks and
-    mappers have the names ``networks`` and ``mappers`` (empty: not known, not checked); returns
-    the table (unchanged) or {} if it is not a table. Findings go to ``bad``."""
+def parse_report(value: Any, kind: str, known: tuple[str, ...], networks: list[str], mappers: list[str],
+                 bad: Bad) -> dict[str, Any]:
+    """Check the ``[report]`` table of a campaign of ``kind``, whose report reads the keys ``known``
+    (`sweep.kinds.base.CampaignKind.report_keys`) and whose networks and mappers have the names
+    ``networks`` and ``mappers`` (empty: not known, not checked); returns the table (unchanged) or
+    {} if it is not a table. Findings go to ``bad``."""
     if not isinstance(value, dict):
         bad("report", value, "expected a table")
         return {}
-    known = REPORT_KEYS.get(kind) or sorted({k for keys in REPORT_KEYS.values() for k in keys})
     for k, v in value.items():
         key = f"report.{k}"
         if k not in known:

@@ -5,7 +5,7 @@ each design it builds the accelerator (`costmodel.loopnest.template.ArchTemplate
 every unique layer of every network once (a layer shape shared by two networks is mapped once)
 with the campaign's mapper, objective and seed, running all the mapper's work units in-process
 and reducing them (exactly what `sweep map` does, so `sweep map --network N --arch DESIGN.toml`
-reproduces a design's totals), and totals each network as `sweep.single.network_totals` does.
+reproduces a design's totals), and totals each network by `sweep.engine.totals.network_totals` (as `sweep map --network` does).
 
 Tables of a task (every row carries ``task_id`` and ``status``):
 
@@ -88,7 +88,7 @@ def evaluate_design(template, design_id: str, values: dict, networks: Sequence, 
     [the design's arch row]) as lists of dicts (module docstring). A failure (a layer no mapping
     fits, a mapper error) gives rows with status "error" and NaN totals for that network."""
     from costmodel.loopnest.physics import design_area_mm2
-    from sweep.single import network_totals
+    from sweep.engine.totals import network_totals
 
     mapper = get_mapper(mapper_name)
     p = dict(params)

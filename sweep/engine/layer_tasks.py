@@ -24,18 +24,34 @@ from __future__ import annotations
 import time
 import traceback
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any, Iterator, NamedTuple
 
 import numpy as np
 import pyarrow as pa
 
-from costmodel.loopnest.reference import MODEL_VERSION
 from mappers import declared_columns, get_mapper
 from mappers.base import WorkUnit
 from mappers.spatial import spatial_mode
 from sweep.ids import canonical_json, stable_hash
 
-__all__ = ["LayerTask", "LayerUnit", "expand_layers", "count_layer_tasks", "execute_layers", "problem_id"]
+__all__ = ["LayerRules", "LayerTask", "LayerUnit", "expand_layers", "count_layer_tasks", "execute_layers", "problem_id"]
+
+
+class LayerRules(NamedTuple):
+    """How a kind's problems are built (`sweep.kinds.layers.LayerKind.rules`).
+
+    Attributes:
+        model: the cost model's version in every problem id
+            (`costmodel.loopnest.reference.MODEL_VERSION`), or None (no loop-nest model).
+        objective_param: the mapper parameter the campaign objective is also passed as (Flexer's
+            and static's ``metric``), or None.
+        hints: whether a mapper may depend on the accelerator's spatial hint (then the hint is in
+            the problem id where it does, `_searched_hint`).
+    """
+
+    model: int | None
+    objective_param: str | None
+    hints: bool
 
 
 @dataclass(frozen=True)
@@ -82,11 +98,11 @@ def problem_id(layer, arch_desc: str, spatial, mapper: str, version: str, params
     return stable_hash(doc, 24)
 
 
-def _searched_hint(mapper, layer, acc, campaign, params, objective):
+def _searched_hint(mapper, layer, acc, campaign, params, objective, rules: LayerRules):
     """The accelerator's hint if ``mapper`` depends on it, else None: a loop-order mapper searching
     spatial unrollings (`mappers.spatial.spatial_mode`), or a full-space mapper whose ``hint``
     parameter is not false."""
-    if campaign.kind != "loopnest":
+    if not rules.hints:
         return None
     names = {p.name for p in mapper.params}
     if "spatial" in names:
@@ -102,12 +118,12 @@ def _seeds_for(mapper, seeds) -> list:
     return list(seeds) if any(p.name == "seed" for p in mapper.params) else [None]
 
 
-def _problems(campaign) -> tuple[list[tuple], dict[str, list]]:
+def _problems(campaign, rules: LayerRules) -> tuple[list[tuple], dict[str, list]]:
     """The unique problems in order, as (pid, layer, acc, arch_name, mapper, params, objective,
     seed), and the (network, layer index, layer name, repeat) aliases of each problem_id."""
     problems: list[tuple] = []
     aliases: dict[str, list] = {}
-    model = MODEL_VERSION if campaign.kind == "loopnest" else None
+    model = rules.model
     for net in campaign.networks:
         for li, (layer, rep) in enumerate(net.unique()):
             for arch_name, acc in campaign.architectures.archs:
@@ -119,11 +135,11 @@ def _problems(campaign) -> tuple[list[tuple], dict[str, list]]:
                             params = dict(spec.params)
                             if seed is not None:
                                 params["seed"] = seed
-                            if campaign.kind == "npu":  # the objective is the schedule metric
-                                params["metric"] = objective
+                            if rules.objective_param is not None:  # e.g. the schedule metric
+                                params[rules.objective_param] = objective
                             pid = problem_id(layer, arch_desc, campaign.architectures.spatial,
                                              spec.name, mapper.version, params, objective, seed, model,
-                                             _searched_hint(mapper, layer, acc, campaign, params, objective))
+                                             _searched_hint(mapper, layer, acc, campaign, params, objective, rules))
                             alias = (net.name, li, layer.name, rep)
                             if pid in aliases:  # identical layer elsewhere: add an alias only
                                 aliases[pid].append(alias)
@@ -133,9 +149,9 @@ def _problems(campaign) -> tuple[list[tuple], dict[str, list]]:
     return problems, aliases
 
 
-def count_layer_tasks(campaign) -> int:
+def count_layer_tasks(campaign, rules: LayerRules) -> int:
     """How many tasks `expand_layers` yields: the problems' work units, batched."""
-    problems, _ = _problems(campaign)
+    problems, _ = _problems(campaign, rules)
     units = 0
     for _, layer, acc, _, m, params, obj, _ in problems:
         mapper = get_mapper(m)
@@ -143,7 +159,7 @@ def count_layer_tasks(campaign) -> int:
     return -(-units // campaign.run.units_per_task)
 
 
-def expand_layers(campaign) -> Iterator[LayerTask]:
+def expand_layers(campaign, rules: LayerRules) -> Iterator[LayerTask]:
     """The campaign's tasks in a deterministic order (problem order, then unit order), streamed.
 
     Two passes: the first finds the unique problems and the (network, layer) aliases of each (one
@@ -151,7 +167,7 @@ def expand_layers(campaign) -> Iterator[LayerTask]:
     the second asks each problem's mapper for its work units only when the tasks reach it, so
     the driver never holds every unit or task at once (see scripts/bench_scale.py).
     """
-    problems, aliases = _problems(campaign)
+    problems, aliases = _problems(campaign, rules)
     step = campaign.run.units_per_task
     batch: list[LayerUnit] = []
     for pid, layer, acc, arch_name, mname, params, objective, seed in problems:

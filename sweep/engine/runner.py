@@ -10,14 +10,12 @@ from typing import Callable, Iterator
 import pyarrow.compute as pc
 
 from sweep.campaigns.campaign import Campaign
-from sweep.errors import StoreError
 from sweep.engine.executor import Executor
 from sweep.engine.signals import sigterm_as_interrupt
 from sweep.engine.store import Store, code_version
 from sweep.engine.tasks import Task, count_tasks, error_table, execute, expand
-from sweep.study import runs_study
 
-__all__ = ["RunSummary", "run_campaign", "Interrupted", "campaign_from_manifest"]
+__all__ = ["RunSummary", "run_campaign", "Interrupted"]
 
 
 #: A completed run whose ``rows`` table has more fragments than this merges them (`Store.compact`).
@@ -100,8 +98,8 @@ def run_campaign(campaign: Campaign, *, resume: bool = False, executor: str = "r
             timings["expand_s"] += time.perf_counter() - t1
             if task is None:
                 return
-            if first and campaign.kind in ("loopnest", "archsearch"):  # before the first task reaches
-                _warm_up(task)  # a worker (npu mappers have no compiled kernel)
+            if first:  # before the first task reaches a worker (e.g. compile the loop-nest kernel)
+                campaign.plan.warm_up(task)
             first = False
             if task.task_id in done_ids:
                 summary.tasks_skipped += 1
@@ -124,7 +122,7 @@ def run_campaign(campaign: Campaign, *, resume: bool = False, executor: str = "r
         buf, buf_rows, last_flush = [], 0, time.monotonic()
         timings["write_s"] += time.perf_counter() - t1
 
-    if campaign.kind == "archsearch" and runs_study(campaign.search.sampler, "archsearch"):
+    if campaign.plan.runs_study(campaign):
         return _optuna_search(campaign, store, stamp, summary, resume, executor, address, progress, t0)
     ex = Executor(executor, address, campaign.run.num_cpus, campaign.run.max_in_flight,
                   campaign.run.max_retries)
@@ -183,47 +181,3 @@ def _finish(summary: RunSummary, ex, t0: float) -> RunSummary:
     summary.timings.update(getattr(ex, "timers", {}))
     summary.seconds = time.perf_counter() - t0
     return summary
-
-
-def campaign_from_manifest(directory: str | Path, output: str | Path) -> Campaign:
-    """The campaign that produced the result directory ``directory``, to rerun into ``output``:
-    the campaign file's parsed contents, stored in ``manifest.json``, validated again with file
-    names relative to the original campaign file's folder.
-
-    Raises:
-        StoreError: not a result directory, no stored campaign (written by an older version, or a
-            `sweep tune` directory), or the inputs changed since (a network or accelerator file,
-            a preset, a mapper version: the resolved configuration's hash differs), so a rerun
-            would not reproduce the rows.
-    """
-    from sweep.campaigns.campaign import parse_campaign
-    m = Store(directory).manifest()
-    if not isinstance(m.get("campaign"), dict):
-        raise StoreError(f"{Path(directory) / 'manifest.json'}: campaign = None: no stored campaign to rerun "
-                         "(a `sweep tune` directory, or written before rows recorded their configuration)")
-    source = str(m.get("source", "<manifest>"))
-    c = parse_campaign(m["campaign"], source=f"{source} (from {directory}/manifest.json)",
-                       base_dir=Path(m.get("base_dir") or Path(source).parent), output=output)
-    if c.config_hash() != m.get("config_hash"):
-        raise StoreError(f"{Path(directory) / 'manifest.json'}: config_hash = {str(m.get('config_hash'))[:12]}: "
-                         f"the campaign now resolves to {c.config_hash()[:12]} (its network/accelerator files, "
-                         "presets or mapper versions changed), so a rerun would not reproduce the rows")
-    return c
-
-
-def _warm_up(task) -> None:
-    """Compile (or load from the on-disk cache) the loop-nest evaluator's kernel once in the
-    driver, so that Ray workers starting together load it instead of each compiling it."""
-    try:
-        from costmodel.loopnest.ordering import OrderingEvaluator
-        if hasattr(task, "designs"):  # an architecture-search task: its first design, first layer
-            did, values = task.designs[0]
-            layer, arch, spatial = task.networks[0].layers[0], task.template.design(values), None
-        else:
-            u = task.units[0]
-            layer, arch, spatial = u.problem.layer, u.problem.arch, u.problem.spatial
-        ev = OrderingEvaluator(layer, arch, spatial)
-        import numpy as np
-        ev.evaluate(np.repeat(np.arange(len(ev.counts)), ev.counts)[None, :])
-    except Exception:  # noqa: BLE001 - a warm-up only; the task itself reports real errors
-        pass

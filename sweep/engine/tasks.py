@@ -23,12 +23,12 @@ from costmodel.systolic.points import SystolicPoints
 from mappers import get_mapper
 from mappers.base import WorkUnit
 from mappers.systolic.deepopt import AllocationProblem
-from sweep.campaigns.campaign import Campaign, _network_json
-from sweep.engine.design_tasks import DesignTask, count_design_tasks, design_tasks
-from sweep.engine.layer_tasks import LayerTask, count_layer_tasks, expand_layers
+from sweep.campaigns.campaign import Campaign, network_json
+from sweep.engine.design_tasks import DesignTask
+from sweep.engine.layer_tasks import LayerTask
 from sweep.ids import stable_hash
 
-__all__ = ["Task", "expand", "count_tasks", "execute", "TABLES"]
+__all__ = ["Task", "systolic_tasks", "expand", "count_tasks", "execute", "TABLES"]
 
 #: Tables a task writes; ``rows`` is written last and marks a task as stored.
 TABLES = ("layers", "problems", "archs", "totals", "rows")
@@ -61,13 +61,14 @@ class Task:
 def _task_id(mapper: str, params: dict, networks, points: SystolicPoints, offset: int, objectives, systolic) -> str:
     m = get_mapper(mapper)
     doc = {"mapper": mapper, "version": m.version, "params": params,
-           "networks": [_network_json(n) for n in networks], "points": points.digest(),
+           "networks": [network_json(n) for n in networks], "points": points.digest(),
            "offset": offset, "objectives": list(objectives), "systolic": systolic}
     return stable_hash(doc, 24)
 
 
-def _systolic_tasks(campaign: Campaign) -> Iterator[Task]:
-    """One task per (mapper, work unit of the whole grid), units in the mapper's order."""
+def systolic_tasks(campaign: Campaign) -> Iterator[Task]:
+    """The tasks of a systolic campaign: one per (mapper, work unit of the whole grid), units in
+    the mapper's order."""
     pts = campaign.architectures
     sp = replace(SystolicParams(), **campaign.systolic)
     whole = AllocationProblem(tuple(campaign.networks), pts, tuple(campaign.objectives), sp,
@@ -83,26 +84,17 @@ def _systolic_tasks(campaign: Campaign) -> Iterator[Task]:
 
 
 def expand(campaign: Campaign) -> Iterator[Task | LayerTask | DesignTask]:
-    """The campaign's tasks in a deterministic order: systolic campaigns by mapper, then point
-    chunk; loop-nest and npu campaigns by `sweep.engine.layer_tasks.expand_layers`; architecture
-    searches by design (`sweep.engine.design_tasks.design_tasks`; an Optuna search asks its
-    designs as it goes, `sweep.search`)."""
-    if campaign.kind == "systolic":
-        return _systolic_tasks(campaign)
-    if campaign.kind == "archsearch":
-        return design_tasks(campaign)
-    return expand_layers(campaign)
+    """The campaign's tasks in a deterministic order, as its kind expands them
+    (``campaign.plan``, `sweep.kinds`): systolic campaigns by mapper, then point chunk
+    (`systolic_tasks`); loop-nest and npu campaigns by `sweep.engine.layer_tasks.expand_layers`;
+    architecture searches by design (`sweep.engine.design_tasks.design_tasks`; an Optuna search
+    asks its designs as it goes, `sweep.search`)."""
+    return campaign.plan.expand(campaign)
 
 
 def count_tasks(campaign: Campaign) -> int:
-    """How many tasks `expand` yields, without building them: arithmetic for systolic campaigns,
-    the unique problems' work units otherwise (`sweep.engine.layer_tasks.count_layer_tasks`)."""
-    if campaign.kind == "systolic":
-        n, step = len(campaign.architectures), campaign.run.chunk_points
-        return len(campaign.mappers) * max(1, -(-n // step))
-    if campaign.kind == "archsearch":
-        return count_design_tasks(campaign)
-    return count_layer_tasks(campaign)
+    """How many tasks `expand` yields, without building them (the kind's count)."""
+    return campaign.plan.count(campaign)
 
 
 def _to_table(cols: dict[str, Any], task_id: str) -> pa.Table:

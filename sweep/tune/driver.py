@@ -64,7 +64,7 @@ from sweep.engine.signals import sigterm_as_interrupt
 from sweep.engine.store import Store
 from sweep.campaigns.tune_campaign import TuneCampaign
 
-__all__ = ["TuneSummary", "run_tune", "open_study", "is_tune_dir", "read_trials", "read_references",
+__all__ = ["TuneSummary", "run_tune", "open_study", "read_trials", "read_references",
            "write_best_params", "STALE_S", "Interrupted"]
 
 STALE_S = st.STALE_S
@@ -189,15 +189,6 @@ def read_references(out: str | Path) -> pd.DataFrame:
     return pd.read_parquet(p) if p.exists() else pd.DataFrame()
 
 
-def is_tune_dir(path: str | Path) -> bool:
-    """True if ``path`` is an output directory of `sweep tune` (its manifest says kind "tune")."""
-    try:
-        return json.loads((Path(path) / "manifest.json").read_text()).get("config", {}).get("kind") == "tune"
-    except (OSError, ValueError, AttributeError):
-        return False
-
-
-# -- references ---------------------------------------------------------------------------------------
 def _references(c: TuneCampaign, out: Path, pool: Executor, limit: int) -> tuple[dict, float]:
     from sweep.tune.objective import layer_problem, reference_plan
     have = read_references(out)

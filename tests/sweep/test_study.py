@@ -18,7 +18,7 @@ import pytest
 from campaign_util import freeze_when, kill_group
 from paths import REPO
 from sweep import study as st
-from sweep.campaigns.campaign import load_campaign
+from sweep.kinds import load_campaign
 from sweep.campaigns.designspace import SAMPLERS as SEARCH_SAMPLERS
 from sweep.campaigns.tune_campaign import SAMPLERS as TUNE_SAMPLERS, load_tune_campaign
 from sweep.engine.runner import run_campaign

@@ -78,7 +78,7 @@ def test_table5_cross_network_penalty_on_published_hardware():
 
 @pytest.fixture(scope="module")
 def grid():
-    from sweep.campaigns.campaign import load_campaign
+    from sweep.kinds import load_campaign
     c = load_campaign(CAMPAIGNS / "area16mm2.toml")
     assert c.systolic == {"fc_batch_quirk": True}
     return c.architectures
@@ -138,7 +138,7 @@ def test_table5_optimal_hardware_per_network(grid, name):
 
 
 def test_min_area_fraction_keeps_the_10_percent_window(tmp_path):
-    from sweep.campaigns.campaign import load_campaign
+    from sweep.kinds import load_campaign
     src = (CAMPAIGNS / "area16mm2.toml").read_text()
     p = tmp_path / "c.toml"
     p.write_text(src.replace("min_area_fraction = 0.0", "min_area_fraction = 0.9"))

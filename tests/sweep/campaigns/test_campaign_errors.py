@@ -5,7 +5,7 @@ import re
 import pytest
 from typer.testing import CliRunner
 
-from sweep.campaigns.campaign import load_campaign
+from sweep.kinds import load_campaign
 from sweep.cli import app
 from sweep.errors import CampaignError
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from costmodel.loopnest.mapping import SpatialMapping
-from sweep.campaigns.campaign import load_campaign
+from sweep.kinds import load_campaign
 from sweep.errors import CampaignError
 from sweep.ids import stable_hash
 from test_designspace import assert_bad, eyeriss_area, write

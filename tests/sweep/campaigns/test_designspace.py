@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from costmodel.systolic.area import A_PE_UM2, A_SRAM_UM2_PER_BYTE
 from paths import REPO
-from sweep.campaigns.campaign import load_campaign, parse_campaign
+from sweep.kinds import load_campaign, parse_campaign
 from sweep.cli import app
 from sweep.errors import CampaignError
 

@@ -6,7 +6,7 @@ import re
 import pytest
 from typer.testing import CliRunner
 
-from sweep.campaigns.campaign import parse_campaign
+from sweep.kinds import parse_campaign
 from sweep.cli import app
 from sweep.errors import CampaignError
 from sweep.campaigns.tune_campaign import load_tune_campaign, parse_tune_campaign

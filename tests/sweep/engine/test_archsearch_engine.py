@@ -17,11 +17,11 @@ from costmodel.loopnest.arch import load_accelerator
 from costmodel.loopnest.template import ArchTemplate
 from costmodel.zoo import load_network_file
 from paths import REPO
-from sweep.campaigns.campaign import load_campaign
+from sweep.kinds import load_campaign
 from sweep.cli import app
 from sweep.engine.runner import Interrupted, run_campaign
 from sweep.engine.store import Store
-from sweep.reports import build_report
+from sweep.kinds import build_report
 from sweep.single import map_network
 
 TINY_NET = REPO / "tests" / "data" / "tiny_net.csv"
@@ -116,7 +116,7 @@ def test_report_commands_reproduce_the_totals(grid_run):
 
 def test_resume_of_a_complete_run_runs_nothing(grid_run, tmp_path):
     c, store = grid_run
-    from sweep.engine.runner import campaign_from_manifest
+    from sweep.kinds import campaign_from_manifest
     assert campaign_from_manifest(store.root, tmp_path / "again").config_hash() == c.config_hash()
     before = store.read("totals").sort_values("design_id").reset_index(drop=True)
     s = run_campaign(c, executor="local", resume=True)

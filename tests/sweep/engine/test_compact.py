@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from sweep.campaigns.campaign import load_campaign
+from sweep.kinds import load_campaign
 from sweep.cli import app
 from sweep.engine.runner import run_campaign
 from sweep.engine.store import Store

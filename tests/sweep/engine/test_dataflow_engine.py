@@ -16,11 +16,11 @@ from costmodel.loopnest.arch import load_accelerator
 from costmodel.loopnest.hint import SpatialHint
 from costmodel.loopnest.mapping import SpatialMapping
 from costmodel.zoo import load_network_file
-from sweep.campaigns.campaign import load_campaign
+from sweep.kinds import load_campaign
 from sweep.cli import app
 from sweep.engine.runner import run_campaign
 from sweep.engine.store import Store
-from sweep.reports import build_report
+from sweep.kinds import build_report
 from sweep.single import map_network
 from test_archsearch_engine import CAMPAIGN, PARAMS, TINY_NET, run_local
 
@@ -83,7 +83,7 @@ def test_rerun_from_the_manifest_is_the_same_campaign(df_run, tmp_path):
     """The manifest's campaign (JSON, keys sorted: dataflows in another order) has the config
     hash, designs and task ids of the run; a resume runs nothing."""
     from sweep.engine.design_tasks import design_tasks
-    from sweep.engine.runner import campaign_from_manifest
+    from sweep.kinds import campaign_from_manifest
     c, store = df_run
     again = campaign_from_manifest(store.root, tmp_path / "again")
     assert again.config_hash() == c.config_hash()

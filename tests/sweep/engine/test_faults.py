@@ -15,7 +15,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from sweep.campaigns.campaign import load_campaign
+from sweep.kinds import load_campaign
 from sweep.engine.runner import run_campaign
 from sweep.engine.store import Store
 from paths import SCRIPTS

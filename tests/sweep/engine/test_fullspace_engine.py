@@ -9,9 +9,9 @@ from costmodel.loopnest.arch import load_accelerator
 from costmodel.loopnest.reference import evaluate
 from costmodel.loopnest.mapping import Mapping
 from costmodel.zoo import load_network_file
-from sweep.campaigns.campaign import load_campaign
+from sweep.kinds import load_campaign
 from sweep.cli import app
-from sweep.reports import build_report
+from sweep.kinds import build_report
 from sweep.engine.runner import run_campaign
 from sweep.engine.store import Store
 from paths import DATA

@@ -6,9 +6,9 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from sweep.campaigns.campaign import load_campaign
+from sweep.kinds import load_campaign
 from sweep.cli import app
-from sweep.reports import build_report
+from sweep.kinds import build_report
 from sweep.engine.runner import Interrupted, run_campaign
 from sweep.engine.store import Store
 from paths import DATA

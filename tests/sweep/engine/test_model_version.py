@@ -4,17 +4,21 @@ problem_id and of the campaign's config hash (so `--resume` into an old director
 from __future__ import annotations
 
 from paths import CAMPAIGNS
-from sweep.campaigns.campaign import load_campaign
+from sweep.kinds import load_campaign
 from sweep.engine.layer_tasks import _problems
 
 
+def _with_model(monkeypatch, version):
+    """The loop-nest kind as if the model's version were ``version`` (its rules say it)."""
+    from sweep.kinds.loopnest import LoopnestKind
+    monkeypatch.setattr(LoopnestKind, "rules", LoopnestKind.rules._replace(model=version))
+    return LoopnestKind.rules
+
+
 def _ids_and_hash(monkeypatch, version):
-    import sweep.campaigns.campaign as campaign_mod
-    import sweep.engine.layer_tasks as layer_tasks_mod
-    monkeypatch.setattr(campaign_mod, "MODEL_VERSION", version)
-    monkeypatch.setattr(layer_tasks_mod, "MODEL_VERSION", version)
+    rules = _with_model(monkeypatch, version)
     c = load_campaign(CAMPAIGNS / "salsa_eyeriss.toml")
-    return [p[0] for p in _problems(c)[0]], c.config_hash()
+    return [p[0] for p in _problems(c, rules)[0]], c.config_hash()
 
 
 def test_loopnest_ids_and_hash_follow_the_model_version(monkeypatch):
@@ -26,8 +30,7 @@ def test_loopnest_ids_and_hash_follow_the_model_version(monkeypatch):
 
 
 def test_npu_campaigns_do_not_carry_the_loopnest_model(monkeypatch):
-    import sweep.campaigns.campaign as campaign_mod
     c = load_campaign(CAMPAIGNS / "flexer_multinpu.toml")
     before = c.config_hash()
-    monkeypatch.setattr(campaign_mod, "MODEL_VERSION", 99)
+    _with_model(monkeypatch, 99)
     assert load_campaign(CAMPAIGNS / "flexer_multinpu.toml").config_hash() == before

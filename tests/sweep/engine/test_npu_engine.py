@@ -5,9 +5,9 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from sweep.campaigns.campaign import load_campaign
+from sweep.kinds import load_campaign
 from sweep.cli import app
-from sweep.reports import build_report
+from sweep.kinds import build_report
 from sweep.engine.runner import run_campaign
 from sweep.engine.store import Store
 from paths import DATA

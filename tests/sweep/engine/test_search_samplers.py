@@ -13,7 +13,7 @@ import optuna
 import pytest
 
 from paths import DATA
-from sweep.campaigns.campaign import load_campaign
+from sweep.kinds import load_campaign
 from sweep.campaigns.designspace import SearchSpec
 from sweep.search import driver
 from sweep.study import open_study

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 from costmodel.workload import Layer
 from mappers.spatial import spatial_candidates
 from paths import DATA, REPO as ROOT
-from sweep.campaigns.campaign import load_campaign
+from sweep.kinds import load_campaign
 from sweep.cli import app
 from sweep.engine.runner import run_campaign
 from sweep.engine.store import Store

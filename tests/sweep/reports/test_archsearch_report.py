@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from costmodel.loopnest.arch import load_accelerator
 from sweep.cli import app
 from sweep.engine.store import Store
-from sweep.reports import build_report
+from sweep.kinds import build_report
 from sweep.reports.archsearch import best_per_budget, design_table, map_command, toml_literal
 from sweep.reports.pareto import even_budgets, pareto_front
 

@@ -14,7 +14,7 @@ from costmodel.loopnest.hint import SpatialHint
 from costmodel.loopnest.mapping import SpatialMapping
 from sweep.cli import app
 from sweep.engine.store import Store
-from sweep.reports import build_report
+from sweep.kinds import build_report
 
 HINT = {"D1": ["K", "C"], "D2": ["OX", "OY"]}
 DATAFLOWS = {"ws": {"spatial": {"D1": [["C", 14]], "D2": [["K", 12]]}},

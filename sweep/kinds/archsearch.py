@@ -1,0 +1,94 @@
+"""Kind ``archsearch``: architecture search over a loop-nest template's parameter grid (array,
+memories, optionally the dataflow), every design's layers mapped with one mapper; a grid, a seeded
+random sample or an Optuna study (`sweep.search.driver`) picks the designs
+(`sweep.campaigns.designspace`, `sweep.engine.design_tasks`); `sweep.reports.archsearch` reports the
+fronts and the best design per area budget."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Iterator
+
+from costmodel.loopnest.reference import MODEL_VERSION
+from sweep.campaigns.designspace import check_dataflow_mappers, parse_design_space, parse_search
+from sweep.campaigns.validation import Bad
+from sweep.engine.design_tasks import count_design_tasks, design_tasks
+from sweep.kinds.base import CampaignKind, arch_kind
+from sweep.kinds.layers import compile_kernel
+from sweep.kinds.loopnest import LOOPNEST_OBJECTIVES
+from sweep.study import runs_study
+
+__all__ = ["ArchsearchKind"]
+
+
+class ArchsearchKind(CampaignKind):
+    """``[architectures] kind = "loopnest"`` with a ``template`` and a ``grid`` (and ``[search]``):
+    one mapper, one objective (default EDP), one seed; a task is ``run.designs_per_task`` designs
+    (grid / random) or one asked design (an Optuna study)."""
+
+    name = "archsearch"
+    mapper_kind = "loopnest"
+    objectives = LOOPNEST_OBJECTIVES
+    default_objectives = ("edp",)
+    report_keys = ("area_budgets", "top_k", "network")
+    report_module = "sweep.reports.archsearch"
+    tables = ("archs", "totals", "rows")
+
+    def matches(self, data: dict[str, Any]) -> bool:
+        """A loop-nest ``[architectures]`` with a ``template`` (a design space, not named accelerators)."""
+        arch = data.get("architectures")
+        return arch_kind(data) == "loopnest" and isinstance(arch, dict) and "template" in arch
+
+    def parse_sections(self, data: dict[str, Any], base_dir: Path, objectives: list, seeds: list,
+                       bad: Bad) -> tuple[Any, Any]:
+        """The design space and the ``[search]`` table; a design's totals are one number each, so
+        one mapper, one objective and one seed (several are several campaigns)."""
+        archs = parse_design_space(data["architectures"], base_dir, bad)
+        search = parse_search(data.get("search"), len(archs) if archs is not None else None, bad)
+        if len(objectives) != 1:
+            bad("objectives", objectives, "architecture search maps every layer for one objective: give one")
+        if len(seeds) != 1:
+            bad("seeds", seeds, "architecture search maps with one seed: give one")
+        if isinstance(data.get("mappers"), list) and len(data["mappers"]) != 1:
+            bad("mappers", [m.get("name") if isinstance(m, dict) else m for m in data["mappers"]],
+                "architecture search maps every design's layers with one mapper: give one [[mappers]] entry")
+        return archs, search
+
+    def check(self, networks: list, archs: Any, mappers: list, bad: Bad) -> None:
+        check_dataflow_mappers(archs, mappers, networks, bad)
+
+    def config_extras(self, campaign: Any) -> dict[str, Any]:
+        return {"loopnest_model": MODEL_VERSION, "search": campaign.search.describe(),
+                "designs_per_task": campaign.run.designs_per_task}
+
+    def expand(self, campaign: Any) -> Iterator[Any]:
+        """Grid / random: the selected designs in order (an Optuna study asks its designs as it goes)."""
+        return design_tasks(campaign)
+
+    def count(self, campaign: Any) -> int:
+        return count_design_tasks(campaign)
+
+    def runs_study(self, campaign: Any) -> bool:
+        return runs_study(campaign.search.sampler, self.name)
+
+    def warm_up(self, task: Any) -> None:
+        """The first design's first layer."""
+        _, values = task.designs[0]
+        compile_kernel(task.networks[0].layers[0], task.template.design(values), None)
+
+    def describe_archs(self, campaign: Any) -> str:
+        return f"{len(campaign.architectures):,} design(s) of {campaign.architectures.template.base.name}"
+
+    def describe_valid(self, campaign: Any, path: Path) -> str:
+        """The counts, then the grid, the valid designs, what was dropped and why, the search."""
+        c = campaign
+        sp, s = c.architectures, c.search
+        return "\n".join([
+            f"{path}: valid architecture search. {len(c.networks)} network(s), mapper {c.mappers[0].name}, "
+            f"objective {c.objectives[0]}, {self.count(c):,} task(s) -> {c.output}",
+            f"  template {sp.template_ref!r}, parameters {list(sp.names)}",
+            f"  {sp.total:,} grid point(s), {len(sp):,} valid design(s); dropped: "
+            + (", ".join(f"{k}: {v:,}" for k, v in sp.dropped.items()) or "none"),
+            f"  area of the valid designs {sp.area_mm2.min():.2f}..{sp.area_mm2.max():.2f} mm^2",
+            f"  search: {s.sampler}" + (f", {s.trials} trial(s), seed {s.seed}" if s.trials else "")
+            + f", objectives {list(s.objectives)}"])

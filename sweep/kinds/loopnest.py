@@ -1,0 +1,70 @@
+"""Kind ``loopnest``: layers mapped on accelerators with a memory hierarchy
+(`costmodel.loopnest`) by the loop-order and full-mapspace mappers (SALSA, LOMA, random, CPEN 513
+primitive SA, Random-5 / hybrid, CoSA); `sweep.reports.loopnest` compares them per layer."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from costmodel.loopnest.reference import MODEL_VERSION
+from mappers import get_mapper
+from sweep.campaigns.validation import Bad
+from sweep.engine.layer_tasks import LayerRules
+from sweep.kinds.layers import LayerKind, compile_kernel
+
+__all__ = ["LoopnestKind", "LOOPNEST_OBJECTIVES"]
+
+#: Objectives of loop-nest campaigns: energy (pJ), latency (cycles), EDP (pJ x cycles).
+LOOPNEST_OBJECTIVES = ("energy", "latency", "edp")
+
+
+class LoopnestKind(LayerKind):
+    """Named accelerators (presets, TOML files) with an optional ``spatial`` override; problem ids
+    carry the loop-nest model's version and, where a mapper searches spatial unrollings, the
+    accelerator's hint."""
+
+    name = "loopnest"
+    arch_kind = "loopnest"
+    mapper_kind = "loopnest"
+    objectives = LOOPNEST_OBJECTIVES
+    report_module = "sweep.reports.loopnest"
+    arch_help = "loop-nest accelerators (eyeriss_like, simba_like, tpu_like or a TOML file)"
+    what = "accelerator"
+    spatial_override = True
+    rules = LayerRules(model=MODEL_VERSION, objective_param=None, hints=True)
+
+    def catalog(self) -> tuple[Callable[[], list[str]], Callable[[Any], Any]]:
+        from costmodel.loopnest.arch import list_accelerators, load_accelerator
+        return list_accelerators, load_accelerator
+
+    def arch_type(self) -> type:
+        from costmodel.loopnest.arch import Accelerator
+        return Accelerator
+
+    def check(self, networks: list, archs: Any, mappers: list, bad: Bad) -> None:
+        """Mappers that search spatial unrollings (`mappers.spatial.spatial_mode`) need a hint on
+        each accelerator, and every layer needs at least one unrolling under it."""
+        if archs is None:
+            return
+        from mappers.base import LayerProblem
+        from mappers.spatial import first_missing, spatial_mode
+        layers = list(dict.fromkeys(l for net in networks for l, _ in net.unique()))
+        for i, spec in enumerate(mappers):
+            if not any(p.name == "spatial" for p in get_mapper(spec.name).params):
+                continue
+            for arch_name, acc in archs.archs:
+                if not layers or spatial_mode(LayerProblem(layers[0], acc, archs.spatial), spec.params) != "search":
+                    continue
+                if acc.spatial_hint is None:
+                    bad(f"mappers[{i}].params.spatial", spec.params.get("spatial"),
+                        f"accelerator {arch_name!r} has no [spatial_hint] to search; add one or use \"fixed\"")
+                    continue
+                if (e := first_missing(layers, acc)) is not None:
+                    bad(f"spatial_hint of {arch_name}", acc.spatial_hint.to_dict(), str(e))
+
+    def config_extras(self, campaign: Any) -> dict[str, Any]:
+        return {"loopnest_model": self.rules.model}
+
+    def warm_up(self, task: Any) -> None:
+        u = task.units[0]
+        compile_kernel(u.problem.layer, u.problem.arch, u.problem.spatial)
