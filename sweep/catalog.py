@@ -1,11 +1,19 @@
-"""What `sweep list` shows: the network zoo, the architecture presets, the mappers, and the
-layers of one network file (CSV or ONNX)."""
+"""What `sweep list` shows: the network zoo, the architecture presets, the mappers with their
+declared parameters, and the layers of one zoo network or network file (CSV or ONNX)."""
 
 from __future__ import annotations
 
-__all__ = ["catalog", "network_file"]
+__all__ = ["catalog", "mapper_params", "network_file", "zoo_network"]
 
 _LAYER_COLUMNS = ("K", "C", "OY", "OX", "FY", "FX", "B", "G", "SY", "SX", "DY", "DX", "PY", "PX", "kind")
+
+
+def _layers_doc(net, path: str, source: str, ops: list[str], ignored: list[dict]) -> dict:
+    """The `network_file` / `zoo_network` dict of ``net`` (its layers with ``ops``)."""
+    layers = [{"name": l.name, "op": op, **{k: getattr(l, k) for k in _LAYER_COLUMNS}, "repeat": r,
+               "macs": l.macs} for (l, r), op in zip(net, ops)]
+    return {"network": net.name, "path": str(path), "source": source, "layers": layers,
+            "ignored": ignored, "total_macs": net.macs, "unique_layers": len(net.unique())}
 
 
 def network_file(path: str) -> dict:
@@ -32,11 +40,52 @@ def network_file(path: str) -> dict:
     except (OSError, ValueError) as e:
         raise CampaignError(path, [Finding("--file", path, str(e))]) from None
     ops = [op for _, op in info.get("nodes", [])] or ["csv"] * len(net)
-    layers = [{"name": l.name, "op": op, **{k: getattr(l, k) for k in _LAYER_COLUMNS}, "repeat": r,
-               "macs": l.macs} for (l, r), op in zip(net, ops)]
     ignored = [{"node": n, "op": op} for n, op in info.get("ignored", [])]
-    return {"network": net.name, "path": str(path), "source": info.get("source", ""), "layers": layers,
-            "ignored": ignored, "total_macs": net.macs, "unique_layers": len(net.unique())}
+    return _layers_doc(net, path, info.get("source", ""), ops, ignored)
+
+
+def zoo_network(name: str) -> dict:
+    """The layers of the zoo network ``name`` for `sweep list networks NAME`: the dict of
+    `network_file` (``op`` is ``zoo``; ``path`` the zoo's CSV file; no ``ignored`` rows), plus
+    ``published_macs`` (None if the zoo states none).
+
+    Raises:
+        CampaignError: no zoo network of that name (key ``NAME``; the message lists the zoo).
+    """
+    from costmodel.zoo import list_networks, load_network, network_info
+    from sweep.errors import CampaignError, Finding
+
+    if name not in list_networks():
+        raise CampaignError("sweep list networks", [Finding(
+            "NAME", name, f"no zoo network of that name; the zoo: {', '.join(list_networks())} "
+                          "(a network file: `sweep list networks --file F`)")])
+    net, info = load_network(name), network_info(name)
+    doc = _layers_doc(net, info.get("path", ""), info.get("source", ""), ["zoo"] * len(net), [])
+    doc["published_macs"] = int(info["published_macs"]) if info.get("published_macs") else None
+    return doc
+
+
+def mapper_params(name: str) -> list[dict]:
+    """The declared parameters (`mappers.base.Param`) of mapper ``name``, one dict each: ``name``,
+    ``type`` (int, float, str, bool, list[str], int|all), ``default`` (None: optional, absent by
+    default), ``range`` ([low, high], inclusive, either None if unbounded; None for non-numbers;
+    ``seed``: the one seed rule's [0, 2**32 - 1]), ``choices`` (None or the allowed strings) and
+    ``doc``.
+
+    Raises:
+        KeyError: unknown mapper.
+    """
+    from mappers import get_mapper
+    from sweep.campaigns.validation import SEED_MAX
+
+    out = []
+    for p in get_mapper(name).params:
+        numeric = p.type in ("int", "float", "int|all")
+        high = SEED_MAX if p.name == "seed" and p.high is None else p.high
+        out.append({"name": p.name, "type": p.type, "default": p.default,
+                    "range": [p.low, high] if numeric and (p.low is not None or high is not None) else None,
+                    "choices": list(p.choices) if p.choices is not None else None, "doc": p.help})
+    return out
 
 
 def catalog(what: str) -> list[dict]:
@@ -91,7 +140,6 @@ def catalog(what: str) -> list[dict]:
         for name in MAPPER_NAMES:
             m = get_mapper(name)
             rows.append({"name": name, "kind": m.kind, "version": m.version,
-                         "params": "; ".join(f"{p.name}={p.default!r} ({p.help})" for p in m.params),
-                         "doc": (m.__doc__ or "").strip().splitlines()[0]})
+                         "doc": (m.__doc__ or "").strip().splitlines()[0], "params": mapper_params(name)})
         return rows
     raise ValueError(f"unknown list {what!r}; expected networks, archs or mappers")

@@ -7,7 +7,11 @@ resumable with ``--resume``); 130 interrupted by Ctrl-C (resumable).
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import json
+import os
+import sys
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Optional
@@ -19,13 +23,18 @@ from rich.table import Table
 from mappers import mappers_by_kind
 from sweep.kinds.registry import for_mapper_kind, kind_named
 from sweep.errors import CampaignError, Finding, StoreError, SweepError
+from sweep import fmt
+from sweep.cli_text import param_option, plain_help, seed_option
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, rich_markup_mode="rich",
                   help="dse-sweep: distributed design-space exploration of DNN accelerators.\n\n"
                        "Typical use: [bold]sweep validate campaigns/area16mm2.toml[/], then "
                        "[bold]sweep run campaigns/area16mm2.toml[/], then "
                        "[bold]sweep report results/area16mm2 --plots plots/[/].")
-out = Console()
+#: stdout and stderr for people. soft_wrap: a message is one line however long (the terminal folds
+#: it; a pipe, a log or a copied command keeps it whole); tables keep the terminal's width or,
+#: printed with `sweep.fmt.print_wide`, the width their content needs.
+out = Console(soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)
 
 
@@ -41,12 +50,55 @@ def _guard(fn):
     @functools.wraps(fn)
     def wrapper(*a, **kw):
         try:
-            return fn(*a, **kw)
+            with _json_only(bool(kw.get("as_json"))):
+                return fn(*a, **kw)
         except (CampaignError, StoreError) as e:
             _fail(e, 2)
         except SweepError as e:
             _fail(e, 1)
     return wrapper
+
+
+#: The real standard output while a --json command runs with file descriptor 1 sent to stderr.
+_JSON_FD: int | None = None
+
+
+@contextlib.contextmanager
+def _json_only(on: bool):
+    """Under --json, everything the work writes to file descriptor 1 (Python, Rich, and C
+    libraries such as HiGHS, which write below Python) goes to stderr; `_echo_json` writes the one
+    JSON document to the real stdout. No-op when off or when stdout is not file descriptor 1
+    (Typer's test runner captures it in memory)."""
+    global _JSON_FD
+    try:
+        real = on and sys.stdout.fileno() == 1
+    except (AttributeError, OSError, ValueError):  # io.UnsupportedOperation is an OSError
+        real = False
+    if not real:
+        yield
+        return
+    sys.stdout.flush()
+    _JSON_FD = os.dup(1)
+    os.dup2(2, 1)
+    try:
+        yield
+    finally:
+        sys.stdout.flush()
+        ctypes.CDLL(None).fflush(None)  # C stdio buffers too, while fd 1 is still stderr
+        os.dup2(_JSON_FD, 1)
+        os.close(_JSON_FD)
+        _JSON_FD = None
+
+
+def _echo_json(doc, default=str) -> None:
+    """Print ``doc`` as one indented JSON document on the real stdout (see `_json_only`)."""
+    text = json.dumps(doc, indent=1, default=default) + "\n"
+    if _JSON_FD is None:
+        typer.echo(text, nl=False)
+        return
+    data = text.encode()
+    while data:
+        data = data[os.write(_JSON_FD, data):]
 
 
 class ExecutorKind(str, Enum):
@@ -64,9 +116,9 @@ def run(
     executor: Annotated[ExecutorKind, typer.Option("--executor", help="'ray' (parallel) or 'local' (in-process, same rows).", rich_help_panel="Execution")] = ExecutorKind.ray,
 ) -> None:
     """Run a campaign: every task of it, in parallel on Ray, results into Parquet."""
-    from sweep.kinds import load_campaign
+    from sweep import api
 
-    c = load_campaign(campaign, output=out_dir)
+    c = api.load_campaign(campaign, output=out_dir)
     _execute(c, resume, executor, address,
              f"sweep run {campaign} --resume" + (f" --out {out_dir}" if out_dir else ""))
 
@@ -117,8 +169,9 @@ def _execute(c, resume: bool, executor: ExecutorKind, address: str | None, resum
               f"{s.tasks_failed} failed, {s.rows_written:,} rows in {s.seconds:.1f} s "
               f"(executor start {s.executor_start_s:.1f} s) -> {s.output}")
     if s.tasks_failed:
-        err.print(f"[yellow]{s.tasks_failed} task(s) failed; their rows have status 'error' "
-                  f"(see `sweep report {s.output}`)[/]")
+        err.print(f"{s.tasks_failed} task(s) failed; their rows have status 'error' (what failed, first "
+                  f"error per mapper and layer: `sweep report {s.output}`)", style="yellow", markup=False,
+                  highlight=False)
         raise typer.Exit(1)
 
 
@@ -151,38 +204,47 @@ def map_(
     network: NetworkOpt = None,
     layer: LayerOpt = None,
     dims: DimsOpt = None,
-    objective: Annotated[Optional[str], typer.Option("--objective", help="What to minimise: energy (pJ), latency (cycles) or edp (default energy); on the multi-NPU archs arch1..arch8: latency_bytes (default), latency or bytes.")] = None,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of stochastic mappers.")] = 0,
-    param: Annotated[Optional[list[str]], typer.Option("--param", help="Mapper parameter KEY=VALUE (repeatable), e.g. --param iterations=2000 --param engine=sa.")] = None,
+    objective: Annotated[Optional[str], typer.Option("--objective", help="What to minimise: energy (pJ), latency (cycles) or edp (default energy); on the multi-NPU archs arch1..arch8: latency_bytes (default), latency or bytes; on DeepOpt's systolic presets the PM: E (default), D, ED, E2D or ED2.")] = None,
+    seed: Annotated[int, typer.Option("--seed", metavar="SEED", callback=seed_option, help="Seed of stochastic mappers, 0 <= SEED < 2**32.")] = 0,
+    param: Annotated[Optional[list[str]], typer.Option("--param", metavar="KEY=VALUE", callback=param_option, help="Mapper parameter KEY=VALUE (repeatable), e.g. --param iterations=2000 --param engine=sa; on systolic presets also DeepOpt's model parameters (a campaign's [systolic] table), e.g. --param fc_batch_quirk=true.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    point: Annotated[Optional[int], typer.Option("--point", min=0, metavar="N", help="With a systolic preset of several hardware points (deepopt_table5, ...): which one, numbered as a campaign's rows number them (the message without it lists them).")] = None,
 ) -> None:
     """Map one layer on one accelerator and print the best mapping as a loop nest; with --network
-    and no --layer, map every unique layer of the network and print a per-layer table and totals."""
-    from sweep.single import load_arch, map_layer, parse_param, resolve_layer
+    and no --layer, map every unique layer of the network and print a per-layer table and totals.
+    On a DeepOpt systolic preset (--mapper deepopt): each layer's LOS branch, energy and cycles, the
+    network PM and the fixed-scheduling PMs, as a campaign stores that point."""
+    from sweep import api
+    from sweep.single import load_arch, parse_param
 
     if network and layer is None and not dims:
-        _map_network(network, arch, mapper, objective, seed, param or [], as_json)
+        _map_network(network, arch, mapper, objective, seed, param or [], as_json, point)
         return
-    lay = resolve_layer(network, layer, dims)
-    acc = load_arch(arch)
+    lay = api.load_layer(network, layer, dims)
+    acc = api.load_accelerator(load_arch(arch, point))
     params = dict(parse_param(p) for p in (param or []))
-    res = map_layer(lay, acc, mapper, objective, seed, params)
+    res = api.map_layer(lay, acc, mapper, objective, seed, params=params).to_dict()
     if as_json:
-        typer.echo(json.dumps({k: v for k, v in res.items() if k != "loop_nest"}, indent=1, default=str))
+        _echo_json({k: v for k, v in res.items() if k != "loop_nest"})
         return
     wide = Console(width=max(out.width, 160), soft_wrap=True)
+    if "branch" in res:  # DeepOpt on a systolic hardware point
+        wide.print(f"{mapper} on {_point_text(res['point'])}: layer {res['layer']}: LOS branch {res['branch']}, "
+                   f"energy {fmt.energy(res['energy_pj'])}, {fmt.cycles(res['latency_cycles'])} per image, "
+                   f"PM {res['objective']} {fmt.sig(res['value'])}; {_fs_text(res)}", highlight=False)
+        return
     wide.print(res.get("loop_nest", ""), highlight=False, markup=False)
     if "transferred_bytes" in res:  # multi-NPU schedule
         wide.print(f"{mapper} ({res['engine']}): tiling {res.get('tiling')} {res.get('dataflow')}, latency "
-                   f"{res['latency_cycles']:,.0f} cycles, {res['transferred_bytes']:,.0f} bytes transferred "
+                   f"{fmt.cycles(res['latency_cycles'])}, {res['transferred_bytes']:,.0f} bytes transferred "
                    f"{res.get('bytes_by_type')}, {res['objective']} {res['value']:.4g}; {res['evaluations']:,} "
                    f"schedules in {res['wall_s']:.3f} s")
         return
     if res.get("spatial_candidates", 1) > 1:
         wide.print(f"spatial unrolling {_spatial_text(res['spatial'])}: best of {res['spatial_candidates']} "
                    f"candidates under the hint of {acc.name}")
-    wide.print(f"{mapper} ({res['engine']}): energy {res['energy_pj']:,.1f} pJ, latency "
-              f"{res['latency_cycles']:,.0f} cycles, EDP {res['edp']:.4g}; {res['evaluations']:,} "
+    wide.print(f"{mapper} ({res['engine']}): energy {fmt.energy(res['energy_pj'])}, latency "
+              f"{fmt.cycles(res['latency_cycles'])}, EDP {fmt.edp(res['edp'])}; {res['evaluations']:,} "
               f"evaluations in {res['wall_s']:.3f} s")
 
 
@@ -193,8 +255,24 @@ def _spatial_text(spatial: dict | None) -> str:
     return " | ".join(f"{a}: " + " x ".join(f"{d} {f}" for d, f in loops) for a, loops in spatial.items())
 
 
+def _num(v, spec: str) -> str:
+    """``v`` formatted by ``spec``, "n/a" for None (no figure: no energy model, or no schedule fits)."""
+    return "n/a" if v is None else format(v, spec)
+
+
+def _point_text(p: dict) -> str:
+    """A systolic hardware point in words (``point`` of `sweep.single.map_network`'s result)."""
+    return (f"point {p['index']} (J x K = {p['J']} x {p['K']}, fSRAM {p['fsram_kib']}, iSRAM {p['isram_kib']}, "
+            f"pSRAM {p['psram_kib']} KiB, {p['area_mm2']:.3f} mm^2)")
+
+
+def _fs_text(fig: dict) -> str:
+    """The fixed-scheduling (FS) PMs of a DeepOpt result, one per branch (``fs_<branch>`` keys)."""
+    return "FS: " + ", ".join(f"{k[3:]} {fmt.sig(v)}" for k, v in fig.items() if k.startswith("fs_"))
+
+
 def _map_network(network: str, arch: str, mapper: str, objective: str | None, seed: int,
-                 param: list[str], as_json: bool) -> None:
+                 param: list[str], as_json: bool, point: int | None = None) -> None:
     """`sweep map --network N` without --layer: every unique layer, a Rich progress bar on stderr,
     then the per-layer table and the totals (or one JSON object)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -202,43 +280,50 @@ def _map_network(network: str, arch: str, mapper: str, objective: str | None, se
     from sweep.single import load_arch, map_network, parse_param, resolve_network
 
     net = resolve_network(network)
-    acc = load_arch(arch)
+    acc = load_arch(arch, point)
     params = dict(parse_param(p) for p in param)
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=err, transient=True) as bar:
         task = bar.add_task(f"mapping {net.name}", total=len(net.unique()))
 
         def progress(done: int, total: int, name: str) -> None:
-            bar.update(task, completed=done, description=f"mapping {net.name}: {name}" if name else "done")
+            bar.update(task, completed=done, total=total, description=f"mapping {net.name}: {name}" if name else "done")
 
         res = map_network(net, acc, mapper, objective, seed, params, progress)
     if as_json:
-        typer.echo(json.dumps(res, indent=1, default=str))
+        _echo_json(res)
         return
+    _print_network(res, arch, mapper)
+
+
+def _print_network(res: dict, arch: str, mapper: str) -> None:
+    """The per-layer table and the totals of `sweep.single.map_network`'s result ``res``; on a
+    systolic hardware point also each layer's LOS branch, the network PM and the FS PMs."""
     t = Table(title=f"{res['network']} on {arch}: {mapper}, objective {res['objective']}")
     searched = any(r.get("spatial_candidates", 1) > 1 for r in res["layers"])
-    cols = ("layer", "repeats", "energy pJ", "latency cycles", "EDP", "evaluations", "wall s") + \
-        (("spatial unrolling",) if searched else ())
+    branches = "point" in res  # DeepOpt: the schedule (branch) of each layer
+    cols = ("layer", "repeats") + (("LOS branch",) if branches else ()) + \
+        ("energy", "latency", "EDP pJ*cycles", "evaluations", "wall s") + (("spatial unrolling",) if searched else ())
     for c in cols:
-        t.add_column(c, justify="left" if c in ("layer", "spatial unrolling") else "right")
-
-    def fmt(v, spec: str) -> str:
-        return "n/a" if v is None else format(v, spec)
-
+        t.add_column(c, justify="left" if c in ("layer", "LOS branch", "spatial unrolling") else "right")
     for r in res["layers"]:
-        t.add_row(r["layer"], f"{r['repeat']:,}", fmt(r["energy_pj"], ",.1f"), fmt(r["latency_cycles"], ",.0f"),
-                  fmt(r["edp"], ".4g"), f"{r['evaluations']:,}", f"{r['wall_s']:.3f}",
+        t.add_row(r["layer"], f"{r['repeat']:,}", *((r["branch"],) if branches else ()),
+                  fmt.energy(r["energy_pj"]), fmt.cycles(r["latency_cycles"]),
+                  fmt.edp(r["edp"], unit=False), f"{r['evaluations']:,}", _num(r["wall_s"], ".3f"),
                   *((_spatial_text(r.get("spatial")),) if searched else ()))
     tot = res["total"]
-    t.add_row("total (x repeats)", f"{tot['executed_layers']:,}", fmt(tot["energy_pj"], ",.1f"),
-              fmt(tot["latency_cycles"], ",.0f"), fmt(tot["edp"], ".4g"), f"{tot['evaluations']:,}",
-              f"{tot['wall_s']:.3f}", style="bold")
+    t.add_row("total (x repeats)", f"{tot['executed_layers']:,}", *(("",) if branches else ()),
+              fmt.energy(tot["energy_pj"]), fmt.cycles(tot["latency_cycles"]), fmt.edp(tot["edp"], unit=False),
+              f"{tot['evaluations']:,}", f"{tot['wall_s']:.3f}", style="bold")
     wide = Console(width=max(out.width, 160), soft_wrap=True)
     wide.print(t)
-    wide.print(f"network {res['network']}: {len(res['layers'])} unique layer(s), {tot['executed_layers']} executed; "
-               f"energy {fmt(tot['energy_pj'], ',.1f')} pJ, latency {fmt(tot['latency_cycles'], ',.0f')} cycles "
-               "(layers one after another), EDP = total energy x total latency "
-               f"{fmt(tot['edp'], '.4g')}", highlight=False)
+    wide.print(f"network {res['network']}: {len(res['layers'])} {'' if branches else 'unique '}layer(s), "
+               f"{tot['executed_layers']} executed; energy {fmt.energy(tot['energy_pj'])}, latency "
+               f"{fmt.cycles(tot['latency_cycles'])} (layers one after another), EDP = total energy x total "
+               f"latency {fmt.edp(tot['edp'])}", highlight=False)
+    if branches:
+        wide.print(f"{_point_text(res['point'])}: network PM {res['objective']} ({res['network_pm']} over the layers) "
+                   f"{fmt.sig(tot['pm_value'])}; {_fs_text(tot)}", highlight=False)
     if not kind_named(res["arch_kind"]).energy_model:
         wide.print("multi-NPU archs have no energy model: energy and EDP are n/a (NaN); "
                    f"{tot.get('transferred_bytes', 0):,} bytes transferred in total", highlight=False)
@@ -255,11 +340,12 @@ def eval_(
     as_json: Annotated[bool, typer.Option("--json", help="Print the cost report as JSON.")] = False,
 ) -> None:
     """Evaluate a given mapping: accesses and energy per operand and memory level, latency split."""
-    from sweep.single import eval_mapping, load_arch, resolve_layer
+    from sweep import api
+    from sweep.single import eval_arch
 
-    rep = eval_mapping(resolve_layer(network, layer, dims), load_arch(arch), mapping)
+    rep = api.evaluate(api.load_layer(network, layer, dims), api.load_accelerator(eval_arch(arch)), mapping).to_dict()
     if as_json:
-        typer.echo(json.dumps({k: v for k, v in rep.items() if k != "loop_nest"}, indent=1, default=str))
+        _echo_json({k: v for k, v in rep.items() if k != "loop_nest"})
         return
     wide = Console(width=max(out.width, 160), soft_wrap=True)
     wide.print(rep.pop("loop_nest", ""), highlight=False, markup=False)
@@ -274,20 +360,20 @@ def _print_cost_report(rep: dict, console: Console) -> None:
     b = rep.get("breakdown", {})
     t = Table(title="Accesses and energy per operand and memory level")
     for c in ("operand", "memory", "reads", "writes", "fills", "psum read-backs", "tile bits",
-              "instances", "energy pJ"):
+              "instances", "energy"):
         t.add_column(c, justify="left" if c in ("operand", "memory") else "right")
     for op, levels in b.get("operands", {}).items():
         for lv in levels:
             t.add_row(op, lv["memory"], f"{lv['reads']:,}", f"{lv['writes']:,}", f"{lv['fills']:,}",
                       f"{lv['readbacks']:,}", f"{lv['tile_bits']:,}", f"{lv['instances']:,}",
-                      f"{lv['energy_pj']:,.1f}")
-    t.add_row("MAC", "", f"{b.get('macs', 0):,}", "", "", "", "", "", f"{b.get('mac_energy_pj', 0):,.1f}")
+                      fmt.energy(lv['energy_pj']))
+    t.add_row("MAC", "", f"{b.get('macs', 0):,}", "", "", "", "", "", fmt.energy(b.get('mac_energy_pj', 0)))
     console.print(t)
     stalls = {k: v for k, v in b.get("stall_cycles", {}).items() if v}
-    console.print(f"energy {rep['energy_pj']:,.1f} pJ; latency {rep['latency_cycles']:,.0f} cycles = "
+    console.print(f"energy {fmt.energy(rep['energy_pj'])}; latency {fmt.cycles(rep['latency_cycles'])} = "
                   f"compute {b.get('compute_cycles', 0):,} + stall (largest of "
                   f"{', '.join(f'{k} {v:,.0f}' for k, v in stalls.items()) or 'none'}); "
-                  f"utilisation {b.get('utilization', 1):.1%}; EDP {rep['edp']:.4g}")
+                  f"utilisation {b.get('utilization', 1):.1%}; EDP {fmt.edp(rep['edp'])}")
 
 
 class ListWhat(str, Enum):
@@ -299,52 +385,39 @@ class ListWhat(str, Enum):
 @app.command("list")
 @_guard
 def list_(what: Annotated[ListWhat, typer.Argument(help="networks | archs | mappers")],
+          name: Annotated[Optional[str], typer.Argument(help="With `networks`: one zoo network's layers (shapes, MACs); with `mappers`: one mapper's parameters.", show_default=False)] = None,
           as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
-          file: Annotated[Optional[str], typer.Option("--file", help="With `networks`: the layers of one network file (.csv or .onnx) and, for ONNX, the nodes ignored.")] = None) -> None:
-    """List the networks of the zoo, the architecture presets or the mappers."""
-    from sweep.catalog import catalog
-    if file is not None:
-        _list_network_file(what.value, file, as_json)
-        return
-    rows = catalog(what.value)
+          file: Annotated[Optional[str], typer.Option("--file", metavar="FILE", help="With `networks`: the layers of one network file (.csv or .onnx) and, for ONNX, the nodes ignored.")] = None) -> None:
+    """List the networks of the zoo, the architecture presets or the mappers; with a NAME, the
+    layers of one zoo network or the parameters of one mapper."""
+    from sweep import catalog as cat, cli_text
+
+    if (file is not None or name is not None) and what.value == "archs":
+        key, value = ("--file", file) if file is not None else ("NAME", name)
+        raise CampaignError("sweep list", [Finding(key, value, "`sweep list archs` takes no NAME or --file; "
+                                                   "the presets' details: `sweep list archs --json`")])
+    if file is not None and name is not None:
+        raise CampaignError("sweep list", [Finding("--file", file, f"give a zoo NAME ({name}) or --file, not both")])
+    if file is not None and what.value != "networks":
+        raise CampaignError("--file", [Finding("--file", file, f"only `sweep list networks` takes --file, not {what.value}")])
+    if what.value == "mappers" and name is not None:
+        rows = [r for r in cat.catalog("mappers") if r["name"] == name]
+        if not rows:
+            from mappers import MAPPER_NAMES
+            raise CampaignError("sweep list mappers", [Finding("NAME", name, f"unknown mapper; known: {', '.join(MAPPER_NAMES)}")])
+        doc: object = rows[0]
+    elif what.value == "networks" and (name is not None or file is not None):
+        doc = cat.network_file(file) if file is not None else cat.zoo_network(str(name))
+    else:
+        doc = cat.catalog(what.value)
     if as_json:
-        typer.echo(json.dumps(rows, indent=1))
-        return
-    _print_rows(what.value, [{k: v for k, v in r.items() if k not in ("grid_parameters", "spatial", "spatial_hint")}
-                             for r in rows])
-    if what.value == "archs":
-        out.print("loop-nest presets are templates of architecture search: `sweep list archs --json` gives "
-                  "each one's grid_parameters (array.<dim>, memory.<name>.size_bits | size_kib | word_bits), "
-                  "its fixed spatial unrolling and its spatial_hint (the unrollings searched with "
-                  "--param spatial=search)", soft_wrap=True)
-
-
-def _list_network_file(what: str, file: str, as_json: bool) -> None:
-    """`sweep list networks --file F`: the layers found and the nodes ignored."""
-    from sweep.catalog import network_file
-    if what != "networks":
-        raise CampaignError("--file", [Finding("--file", file, f"only `sweep list networks` takes --file, not {what}")])
-    doc = network_file(file)
-    if as_json:
-        typer.echo(json.dumps(doc, indent=1))
-        return
-    _print_rows(f"{doc['network']} ({doc['path']}): {len(doc['layers'])} layer(s), {doc['unique_layers']} unique, "
-                f"{doc['total_macs']:,} MACs", doc["layers"], width=230)
-    if doc["ignored"]:
-        _print_rows(f"{len(doc['ignored'])} node(s) ignored (not Conv, Gemm or MatMul)", doc["ignored"])
-
-
-def _print_rows(title: str, rows: list[dict], width: int = 150) -> None:
-    """One Rich table of dict rows (the keys of the first row are the columns), at least ``width``
-    characters wide."""
-    t = Table(title=title)
-    for k in rows[0]:
-        numeric = isinstance(rows[0][k], (int, float))
-        t.add_column(k, justify="right" if numeric else "left", no_wrap=True,
-                     overflow="ellipsis", max_width=None if numeric or k == "name" else 60)
-    for r in rows:
-        t.add_row(*[f"{v:,}" if isinstance(v, int) else ("-" if v is None else str(v)) for v in r.values()])
-    Console(width=max(out.width, width)).print(t)
+        _echo_json(doc)
+    elif isinstance(doc, list):
+        cli_text.print_catalog(what.value, doc, out)
+    elif what.value == "mappers":
+        cli_text.print_mapper(doc, out)
+    else:
+        cli_text.print_network(doc, out)
 
 
 @app.command()
@@ -353,18 +426,31 @@ def report(
     directory: Annotated[Path, typer.Argument(help="A result directory written by `sweep run`.")],
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
     plots: Annotated[Optional[Path], typer.Option("--plots", help="Write PNG plots into this directory.")] = None,
+    html: Annotated[Optional[Path], typer.Option("--html", help="Also write an interactive report: one self-contained HTML file (Plotly; opens offline).")] = None,
 ) -> None:
     """Summarise a result directory: paper-style tables, and PNG plots with --plots.
 
     On a `sweep tune` directory: optimisation history and parameter importances (PNGs, default
-    DIR/plots) and the held-out gap of the tuned vs the default schedule."""
+    DIR/plots) and the held-out gap of the tuned vs the default schedule. With --html FILE, the
+    same as an interactive page (hover, zoom, click a design)."""
     from sweep.kinds import build_report, print_report
+    from sweep.kinds.registry import build_html
 
+    if html is not None:
+        from sweep.reports.html import PLOTLY_MISSING, plotly_available
+        if not plotly_available():
+            _fail(SweepError(f"--html {PLOTLY_MISSING}"), 2)
+        if html.is_dir():
+            _fail(SweepError(f"--html {html}: is a directory; give the HTML file to write"), 2)
     rep = build_report(directory, plots)
     if as_json:
-        typer.echo(json.dumps(rep, indent=1, default=float))
+        _echo_json(rep, default=float)
     else:
         print_report(rep, Console(width=max(out.width, 150)))
+    if html is not None:
+        written = build_html(directory, html, rep)
+        (err if as_json else out).print(f"interactive report: {written}", highlight=False, markup=False,
+                                        soft_wrap=True)
 
 
 @app.command()
@@ -472,6 +558,9 @@ def import_zigzag_(
     out.print(f"{out_file}: accelerator {acc.name!r}, array {acc.array}, {len(acc.memories)} memories "
               f"({', '.join(m.name for m in acc.memories)}), spatial {acc.spatial.to_dict()}; "
               f"use it with --arch {out_file}", highlight=False, markup=False)
+
+
+plain_help(app)  # `--help` without <bool> / <list[str]> (every command is registered by now)
 
 
 def main() -> None:  # console-script entry point

@@ -6,11 +6,13 @@ All run in-process (no Ray): a single layer is seconds of work at most.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import sys
 import time
 import tomllib
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from costmodel.workload import LOOP_DIMS, Layer, Network
 from sweep.errors import CampaignError, Finding
@@ -87,11 +89,23 @@ def resolve_layer(network: str | None, layer: str | None, dims: str | None) -> L
                f"no such layer in {network}; layers: {[l.name for l in layers][:60]} (or an index 0..{len(layers) - 1})")
 
 
-def load_arch(name: str):
-    """An accelerator preset by name (loop-nest accelerators, or Flexer's multi-NPU arch1..arch8)
-    or a TOML file path. Raises `CampaignError`."""
+def load_arch(name: str, point: int | None = None):
+    """An architecture by name: a loop-nest accelerator preset or TOML file path, one of Flexer's
+    multi-NPU arch1..arch8, or one hardware point of a DeepOpt systolic preset (`systolic_point`;
+    ``point`` its index, needed when the preset has several).
+
+    Raises:
+        CampaignError: unknown name, an unreadable or invalid file (key ``--arch``), or a ``point``
+            that is missing, out of range or given for another kind of architecture (``--point``).
+    """
     from costmodel.loopnest.arch import list_accelerators, load_accelerator
     from costmodel.npu import list_npus, load_npu
+    from costmodel.presets import systolic_presets
+    systolic = sorted(systolic_presets())
+    if name in systolic:
+        return systolic_point(name, point)
+    if point is not None:
+        raise _bad("--point", "--point", point, f"only for the systolic presets {systolic}, not --arch {name}")
     if name in list_npus():
         return load_npu(name)
     if name in list_accelerators() or Path(name).is_file():
@@ -100,7 +114,34 @@ def load_arch(name: str):
         except (OSError, ValueError) as e:
             raise _bad(name, "--arch", name, str(e)) from None
     raise _bad("--arch", "--arch", name,
-               f"unknown accelerator; known: {list_accelerators() + list_npus()} or a TOML file")
+               f"unknown accelerator; known: {list_accelerators() + list_npus() + systolic} or a TOML file")
+
+
+def systolic_point(preset: str, point: int | None = None):
+    """Hardware point number ``point`` of the systolic preset ``preset`` (`costmodel/presets/
+    systolic.toml`) as a one-point `costmodel.systolic.points.SystolicPoints` whose ``spec`` records
+    ``{"preset", "point"}``: numbered as a campaign of that preset numbers its rows' ``point`` (J, K,
+    fsram, isram, psram ascending, `sweep.campaigns.archspace.parse_points`), with its area (mm^2).
+    ``point`` may be omitted for a preset of one point.
+
+    Raises:
+        CampaignError: ``point`` missing for a preset of several points, or out of range (``--point``).
+    """
+    from dataclasses import replace
+
+    from sweep.campaigns.archspace import parse_points
+    found: list[Finding] = []
+    pts = parse_points({"preset": preset}, Path.cwd(), lambda k, v, m: found.append(Finding(k, v, m)))
+    if pts is None:  # a preset of the shipped file that does not parse: a bug of the file
+        raise CampaignError(preset, found)
+    listing = "; ".join(f"{i}: J x K = {pts.J[i]} x {pts.K[i]}, fSRAM {pts.fsram_kib[i]}, iSRAM {pts.isram_kib[i]}, "
+                        f"pSRAM {pts.psram_kib[i]} KiB" for i in range(len(pts)))
+    if point is None and len(pts) > 1:
+        raise _bad("--point", "--point", None, f"--arch {preset} has {len(pts)} hardware points; give --point N ({listing})")
+    i = 0 if point is None else point
+    if not 0 <= i < len(pts):
+        raise _bad("--point", "--point", point, f"--arch {preset} has {len(pts)} point(s): {listing}")
+    return replace(pts.take(slice(i, i + 1)), spec={"preset": preset, "point": i})
 
 
 def parse_param(text: str) -> tuple[str, Any]:
@@ -115,17 +156,53 @@ def parse_param(text: str) -> tuple[str, Any]:
     return k.strip(), value
 
 
-def map_layer(layer: Layer, arch, mapper_name: str, objective: str | None = None, seed: int = 0,
-              params: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Search a mapping of ``layer`` on ``arch`` with a loop-nest mapper; every work unit runs
-    in-process and the results are reduced. Returns a JSON-able dict (energy_pj, latency_cycles,
-    edp, evaluations, wall_s, mapper, engine, mapping, loop_nest).
+#: What `sweep map` says on stderr while Numba compiles the loop-nest kernel (its cache is cold).
+COMPILE_NOTICE = ("compiling the cost model once (about 15 s); later runs load it from Numba's cache "
+                  "(NUMBA_CACHE_DIR, else costmodel/loopnest/__pycache__)")
+_noticed = False
+
+
+@contextlib.contextmanager
+def compile_notice(arch) -> Iterator[None]:
+    """Say `COMPILE_NOTICE` on stderr (once per process) if, while the block runs, Numba starts
+    compiling a function of the cost model (`costmodel.loopnest.kernel`, its first call on a
+    loop-nest accelerator ``arch``). Numba fires its "numba:compile" event only when the on-disk
+    cache holds no machine code for the function, never when it loads the cache, so a warm cache
+    says nothing. Nothing is imported for other architectures or with numba absent or disabled
+    (``DSE_SWEEP_NO_NUMBA``). Never raises of its own."""
+    from costmodel.loopnest.arch import Accelerator
+    if _noticed or not isinstance(arch, Accelerator):
+        yield
+        return
+    from costmodel.loopnest.kernel import JIT, numba_disabled  # numba itself: 0.2 s
+    if not JIT or numba_disabled():
+        yield
+        return
+    from numba.core import event
+
+    class Notice(event.Listener):
+        def on_start(self, ev) -> None:
+            global _noticed
+            func = getattr(ev.data.get("dispatcher"), "py_func", None)
+            if not _noticed and getattr(func, "__module__", "").startswith("costmodel."):
+                _noticed = True
+                print(COMPILE_NOTICE, file=sys.stderr, flush=True)
+
+        def on_end(self, ev) -> None:
+            pass
+
+    with event.install_listener("numba:compile", Notice()):
+        yield
+
+
+def _checked(arch, mapper_name: str, objective: str | None):
+    """(the kind `sweep map` asks about ``arch``, the objective: ``objective`` or the kind's default),
+    once the mapper is known to map that kind of architecture.
 
     Raises:
-        CampaignError: unknown mapper, a mapper of another kind, bad parameters or objective.
+        CampaignError: unknown mapper, a mapper of another kind, an objective the kind does not have.
     """
-    from mappers import MAPPER_NAMES, get_mapper, mapper_kind
-    from mappers.base import check_params
+    from mappers import MAPPER_NAMES, mapper_kind
     from sweep.kinds.registry import for_arch, for_mapper_kind
 
     arch_kind = for_arch(arch)
@@ -140,6 +217,29 @@ def map_layer(layer: Layer, arch, mapper_name: str, objective: str | None = None
     objective = objective or allowed[0]
     if objective not in allowed:
         raise _bad("--objective", "--objective", objective, f"expected one of {list(allowed)} for {kind} architectures")
+    return arch_kind, objective
+
+
+def map_layer(layer: Layer, arch, mapper_name: str, objective: str | None = None, seed: int = 0,
+              params: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Search a mapping of ``layer`` on ``arch`` with a mapper of its kind; every work unit runs
+    in-process and the results are reduced. Returns a JSON-able dict (energy_pj, latency_cycles,
+    edp, evaluations, wall_s, mapper, engine, mapping, loop_nest). On a systolic hardware point
+    (`load_arch`): DeepOpt's schedule of the layer (`SystolicKind.map_network` of a one-layer
+    network): its LOS ``branch``, energy (pJ) and cycles per image, ``value`` the PM, ``point`` the
+    hardware, ``fs_<branch>`` the PM of each fixed schedule.
+
+    Raises:
+        CampaignError: unknown mapper, a mapper of another kind, bad parameters or objective.
+    """
+    from mappers import get_mapper
+    from mappers.base import check_params
+    from sweep.kinds.layers import LayerKind
+
+    arch_kind, objective = _checked(arch, mapper_name, objective)
+    if not isinstance(arch_kind, LayerKind):  # a network scheduled on a hardware point
+        return _one_layer(arch_kind.map_network(Network(layer.name, (layer,)), arch, mapper_name, objective,
+                                                dict(params or {})))
     mapper = get_mapper(mapper_name)
     given = dict(params or {})
     if arch_kind.rules.objective_param is not None:  # e.g. the multi-NPU schedule metric
@@ -151,13 +251,14 @@ def map_layer(layer: Layer, arch, mapper_name: str, objective: str | None = None
         raise CampaignError("--param", [Finding(f"--param {k}", v, m) for k, v, m in probs])
     prob = mapper.make_problem(layer, arch, None, objective)
     t0 = time.perf_counter()
-    try:
-        units = mapper.units(prob, resolved)
-    except ValueError as e:  # spatial search: no hint, or no unrolling of this layer under it
-        if getattr(arch, "spatial_hint", None) is None:
-            raise _bad("--param", "--param spatial", resolved.get("spatial"), str(e)) from None
-        raise _bad("--arch", "spatial_hint", arch.spatial_hint.to_dict(), str(e)) from None
-    results = [mapper.run(prob, u, resolved) for u in units]
+    with compile_notice(arch):
+        try:
+            units = mapper.units(prob, resolved)
+        except ValueError as e:  # spatial search: no hint, or no unrolling of this layer under it
+            if getattr(arch, "spatial_hint", None) is None:
+                raise _bad("--param", "--param spatial", resolved.get("spatial"), str(e)) from None
+            raise _bad("--arch", "spatial_hint", arch.spatial_hint.to_dict(), str(e)) from None
+        results = [mapper.run(prob, u, resolved) for u in units]
     best = mapper.reduce(results)
     wall = time.perf_counter() - t0
     out = {"mapper": mapper_name, "engine": best.engine, "objective": objective,
@@ -187,6 +288,41 @@ def map_layer(layer: Layer, arch, mapper_name: str, objective: str | None = None
     return out
 
 
+def _one_layer(res: dict[str, Any]) -> dict[str, Any]:
+    """`map_layer`'s dict of a one-layer network scheduled on a hardware point
+    (`SystolicKind.map_network`): the network totals as the layer's figures, its LOS ``branch``
+    (None if no branch fits), the ``point``, model parameters and fixed-schedule PMs."""
+    tot, rows = res["total"], res["layers"]
+    out = {"mapper": res["mapper"], "engine": res["network_pm"], "objective": res["objective"],
+           "value": tot["pm_value"], "energy_pj": tot["energy_pj"], "latency_cycles": tot["latency_cycles"],
+           "edp": tot["edp"], "evaluations": tot["evaluations"], "wall_s": tot["wall_s"], "units": 1,
+           "params": res["params"], "layer": res["network"], "branch": rows[0]["branch"] if rows else None,
+           "point": res["point"], "systolic": res["systolic"]}
+    return out | {k: v for k, v in tot.items() if k.startswith("fs_")}
+
+
+def eval_arch(name: str):
+    """The loop-nest accelerator ``name`` (`load_arch`) for `sweep eval`, which costs a loop-nest
+    mapping; any other kind of architecture is refused with what to run instead.
+
+    Raises:
+        CampaignError: as `load_arch`, or ``name`` is not a loop-nest accelerator (``--arch``).
+    """
+    from costmodel.loopnest.arch import Accelerator
+    from costmodel.presets import systolic_presets
+    from mappers import MAPPER_NAMES, mapper_kind
+    from sweep.kinds.registry import for_arch
+
+    arch = load_arch(name, 0 if name in systolic_presets() else None)
+    if isinstance(arch, Accelerator):
+        return arch
+    kind = for_arch(arch)
+    known = [m for m in MAPPER_NAMES if mapper_kind(m) == kind.mapper_kind]
+    raise _bad("--arch", "--arch", name, f"`sweep eval` costs a loop-nest mapping (--mapping) on a loop-nest "
+               f"accelerator, and this is a {kind.name} architecture ({kind.arch_help}); its schedule comes from "
+               f"`sweep map --arch {name} --mapper {known[0]} --network N`")
+
+
 def map_network(network: Network, arch, mapper_name: str, objective: str | None = None, seed: int = 0,
                 params: dict[str, Any] | None = None,
                 progress: Callable[[int, int, str], None] | None = None) -> dict[str, Any]:
@@ -203,13 +339,27 @@ def map_network(network: Network, arch, mapper_name: str, objective: str | None 
     (null in JSON), per layer and in total. ``progress(done, total, layer_name)`` is called
     before each layer and once at the end (done = total).
 
+    On a systolic hardware point (`load_arch`) the network is scheduled as a whole, its layers as
+    listed (not merged), exactly as a campaign stores that point (`SystolicKind.map_network`: the
+    same keys, each layer's LOS ``branch``, the totals' ``pm_value`` and ``fs_<branch>``, the
+    ``point``).
+
     Raises:
         CampaignError: as `map_layer` (raised on the first layer, before any long work).
     """
+    from sweep.kinds.layers import LayerKind
+
+    arch_kind, used = _checked(arch, mapper_name, objective)
+    if not isinstance(arch_kind, LayerKind):  # the whole network scheduled on a hardware point
+        if progress:
+            progress(0, 1, network.name)
+        res = arch_kind.map_network(network, arch, mapper_name, used, dict(params or {}))
+        if progress:
+            progress(1, 1, "")
+        return res
     net = network.unique()
     rows: list[dict[str, Any]] = []
     n = len(net)
-    used = objective
     for i, (layer, rep) in enumerate(net):
         if progress:
             progress(i, n, layer.name)

@@ -205,7 +205,8 @@ def open_study(out: str | Path, name: str, n_objectives: int, sampler: str, seed
                pruner=None, seed_offset: int | None = None, checkpoint: dict | None = None):
     """Create or load study ``name`` (journal in ``out`` unless ``storage`` is an RDB URL), all
     objectives minimised. Its sampler: the ``checkpoint``'s if given, else ``sampler`` seeded with
-    ``seed + seed_offset`` (default: the number of trials in the study), with ``options``
+    ``(seed + seed_offset) mod 2**32`` (default offset: the number of trials in the study; the
+    modulus keeps a seed near the top of the allowed range inside numpy's), with ``options``
     (`make_sampler`)."""
     optuna = quiet_optuna()
     st = _storage(Path(out), storage)
@@ -215,7 +216,7 @@ def open_study(out: str | Path, name: str, n_objectives: int, sampler: str, seed
         smp = checkpoint["sampler"]
     else:
         n = len(probe.trials) if seed_offset is None else seed_offset
-        smp = make_sampler(sampler, int(seed) + n, **dict(options or {}))
+        smp = make_sampler(sampler, (int(seed) + n) % 2**32, **dict(options or {}))  # (numpy's seed range)
     return optuna.load_study(study_name=name, storage=st, sampler=smp, pruner=pruner)
 
 
@@ -446,3 +447,17 @@ def plot_importances(study, target=None, target_name: str = "Objective Value"):
     """Optuna's parameter-importance plot (matplotlib Axes) of ``study``."""
     import optuna.visualization.matplotlib as ovm
     return ovm.plot_param_importances(study, target=target, target_name=target_name)
+
+
+def history_figure(study, target=None, target_name: str = "Objective Value"):
+    """Optuna's optimisation-history plot of ``study`` as a Plotly figure (needs Plotly): one
+    marker per complete trial and the best value so far (`sweep report --html`)."""
+    import optuna.visualization as ov
+    return ov.plot_optimization_history(study, target=target, target_name=target_name)
+
+
+def importances_figure(study, target=None, target_name: str = "Objective Value"):
+    """Optuna's parameter-importance plot of ``study`` as a Plotly figure (needs Plotly; its
+    default fANOVA evaluator, as `param_importances`)."""
+    import optuna.visualization as ov
+    return ov.plot_param_importances(study, target=target, target_name=target_name)

@@ -438,8 +438,9 @@ def import_zigzag(accelerator: str | Path, mapping: str | Path, out: str | Path,
     ``out`` atomically (temp file + rename; nothing is written on error). Returns (Accelerator, notes).
 
     Raises:
-        ZigzagError: a YAML we cannot read or model (file, key and value named), or a result that
-            our loader refuses.
+        ZigzagError: a YAML we cannot read or model (file, key and value named), a result that
+            our loader refuses, or an ``out`` that cannot be written (source and key ``--out``: a
+            directory, in a missing or unwritable folder).
     """
     from costmodel.loopnest.arch import accelerator_from_dict, load_accelerator
 
@@ -454,7 +455,13 @@ def import_zigzag(accelerator: str | Path, mapping: str | Path, out: str | Path,
                              f"by `sweep import zigzag` (see costmodel/importers/zigzag.py for the translation).")
     if not out.parent.is_dir():
         raise _err("--out", "--out", str(out), "directory does not exist")
-    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
+    if out.is_dir():
+        raise _err("--out", "--out", str(out), "is a directory; give the accelerator TOML file to write, "
+                   f"e.g. {out / (d['name'] + '.toml')}")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
+    except OSError as e:
+        raise _err("--out", "--out", str(out), f"cannot write in {out.parent}: {e.strerror}") from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
@@ -467,5 +474,7 @@ def import_zigzag(accelerator: str | Path, mapping: str | Path, out: str | Path,
             pass
         if isinstance(e, ValueError):
             raise _err(str(accelerator), "(translated accelerator)", d["name"], str(e)) from None
+        if isinstance(e, OSError):
+            raise _err("--out", "--out", str(out), f"cannot write: {e.strerror or e}") from None
         raise
     return acc, notes

@@ -54,7 +54,8 @@ from costmodel.workload import Network
 from mappers import MAPPER_NAMES, get_mapper, mapper_kind
 from mappers.base import check_params
 from sweep.campaigns.archspace import ArchSet
-from sweep.campaigns.validation import NOT_FINITE, Bad, is_finite, is_number, read_params_file
+from sweep.campaigns.validation import (NOT_FINITE, Bad, check_seed, check_seeds, is_finite, is_number,
+                                        read_params_file)
 from sweep.ids import stable_hash
 
 __all__ = ["Campaign", "KindPlan", "MapperSpec", "RunOptions", "Architectures", "TOP_KEYS", "parse_name_output",
@@ -222,12 +223,9 @@ def parse_objectives(data: dict[str, Any], kind: str, allowed: tuple[str, ...], 
 
 
 def parse_seeds(seeds: Any, bad: Bad) -> list[int]:
-    """``seeds``: the seeds of stochastic mappers (default [0])."""
-    if not isinstance(seeds, list) or not seeds or not all(
-            isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in seeds):
-        bad("seeds", seeds, "expected a non-empty list of integers >= 0")
-        return [0]
-    return seeds
+    """``seeds``: the seeds of stochastic mappers (default [0]), each by the one seed rule
+    (`sweep.campaigns.validation.check_seeds`: 0 <= seed <= 2**32 - 1)."""
+    return seeds if check_seeds(seeds, "seeds", bad) else [0]
 
 
 def parse_mappers(raw_m: Any, kind: str | None, maps: str | None, base_dir: Path, bad: Bad) -> list[MapperSpec]:
@@ -271,6 +269,8 @@ def _parse_mapper(m: Any, key: str, kind: str | None, maps: str | None, base_dir
     for pk, pv, msg in pprobs:
         where = f"{key}.params.{pk}" if pk in params else f"{key}.params_file[{m['params_file']}].{pk}"
         bad(where, pv, msg)
+    if "seed" in params and not any(pk == "seed" for pk, _, _ in pprobs):
+        check_seed(params["seed"], f"{key}.params.seed", bad)
     return MapperSpec(mname, resolved)
 
 

@@ -71,7 +71,7 @@ import numpy as np
 
 from costmodel.loopnest.template import DATAFLOW
 from sweep.campaigns.archspace import area_window, axis_values
-from sweep.campaigns.validation import Bad, check_table, is_int, resolve_path
+from sweep.campaigns.validation import Bad, check_seed, check_table, is_int, resolve_path
 from sweep.campaigns.expr import ExprError, evaluate, parse
 from sweep.ids import stable_hash
 from sweep.study import sampler_names
@@ -87,6 +87,8 @@ SEARCH_OBJECTIVES = ("edp", "energy_pj", "latency_cycles", "area_mm2")
 _ARCH_KEYS = {"kind", "template", "grid", "dataflows"}
 _WINDOW_KEYS = {"constraints", "area_budget_mm2", "min_area_fraction"}
 _SEARCH_KEYS = {"sampler", "trials", "seed", "objectives", "batch"}
+#: The most designs ``[search] trials`` asks for.
+MAX_TRIALS = 10 ** 7
 _NAME = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_0-9]\w*)+")
 
 
@@ -456,19 +458,18 @@ def parse_search(value: Any, n_designs: int | None, bad: Bad) -> SearchSpec:
         bad("search.sampler", sampler, f"expected one of {list(SAMPLERS)}")
         sampler = "grid"
     trials = v.get("trials")
-    if trials is not None and not is_int(trials, 1, 10 ** 7):
-        bad("search.trials", trials, "expected a positive integer")
-        trials = None
-    if sampler != "grid" and trials is None:
-        bad("search.trials", trials, f"required with sampler {sampler!r}: how many designs to evaluate")
+    most = MAX_TRIALS if n_designs is None else min(MAX_TRIALS, n_designs)
     if sampler == "grid" and trials is not None:
         bad("search.trials", trials, "sampler \"grid\" evaluates every valid design; use sampler \"random\" "
             "for a sample")
-    if sampler != "grid" and trials is not None and n_designs is not None and trials > n_designs:
-        bad("search.trials", trials, f"more than the {n_designs} valid designs")
+    elif sampler != "grid" and trials is None:
+        bad("search.trials", trials, f"required with sampler {sampler!r}: how many designs to evaluate")
+    elif trials is not None and not is_int(trials, 1, most):
+        bad("search.trials", trials, f"expected an integer in [1, {most:,}]: how many designs to evaluate"
+            + (f" (the campaign has {n_designs:,} valid designs)" if most == n_designs else ""))
+        trials = None
     seed = v.get("seed", 0)
-    if not is_int(seed, 0):
-        bad("search.seed", seed, "expected an integer >= 0")
+    if not check_seed(seed, "search.seed", bad):
         seed = 0
     objs = v.get("objectives", ["edp"])
     if (not isinstance(objs, list) or not 1 <= len(objs) <= 2 or any(o not in SEARCH_OBJECTIVES for o in objs)

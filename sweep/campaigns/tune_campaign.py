@@ -66,8 +66,8 @@ from costmodel.zoo import list_networks, load_network
 from mappers import get_mapper
 from mappers.base import Param
 from mappers.schedule import RESERVED, TUNABLE_MAPPERS, derive_params
-from sweep.campaigns.validation import (NOT_FINITE, Bad, Findings, check_table, is_finite, is_int, is_number,
-                                    read_toml)
+from sweep.campaigns.validation import (NOT_FINITE, Bad, Findings, check_seed, check_seeds, check_table, is_finite,
+                                    is_int, is_number, read_toml)
 from sweep.ids import stable_hash
 from sweep.study import SAMPLERS as _ALL_SAMPLERS, sampler_names
 
@@ -267,8 +267,7 @@ def _parse_sampler(raw: Any, objectives: list[str], bad: Bad) -> dict[str, Any]:
     sampler.setdefault("seed", 0)
     if sampler["name"] not in SAMPLERS:
         bad("sampler.name", sampler["name"], f"expected one of {list(SAMPLERS)}")
-    if not is_int(sampler["seed"], 0):
-        bad("sampler.seed", sampler["seed"], "expected an integer >= 0")
+    check_seed(sampler["seed"], "sampler.seed", bad)
     if "n_startup_trials" in sampler and not is_int(sampler["n_startup_trials"], 0):
         bad("sampler.n_startup_trials", sampler["n_startup_trials"], "expected an integer >= 0")
     info = _ALL_SAMPLERS.get(sampler["name"])
@@ -340,10 +339,8 @@ def _check_arch(arch, base_dir: Path, bad: Bad) -> None:
 
 
 def _seeds(v, key: str, bad: Bad) -> list[int]:
-    if not isinstance(v, list) or not v or not all(is_int(s, 0) for s in v) or len(set(v)) != len(v):
-        bad(key, v, "expected a non-empty list of distinct integers >= 0")
-        return [0]
-    return list(v)
+    """A list of distinct seeds at ``key`` by the one seed rule (`check_seeds`); [0] if bad."""
+    return list(v) if check_seeds(v, key, bad, distinct=True) else [0]
 
 
 def _check_values(values: dict, key: str, decl: dict, mapper, bad: Bad) -> None:

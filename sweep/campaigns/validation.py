@@ -15,8 +15,9 @@ from typing import Any, Callable
 
 from sweep.errors import CampaignError, Finding
 
-__all__ = ["Bad", "Findings", "NOT_FINITE", "read_toml", "read_toml_file", "resolve_path", "is_tune_campaign",
-           "check_table", "is_int", "is_number", "is_finite", "read_params_file"]
+__all__ = ["Bad", "Findings", "NOT_FINITE", "SEED_MAX", "SEED_RULE", "read_toml", "read_toml_file", "resolve_path",
+           "is_tune_campaign", "check_table", "is_int", "is_number", "is_finite", "is_seed", "check_seed", "check_seeds",
+           "read_params_file"]
 
 #: Reports one finding: ``bad(key, value, message)`` (key: the TOML key path, e.g. ``run.chunk_points``).
 Bad = Callable[[str, Any, str], None]
@@ -24,6 +25,16 @@ Bad = Callable[[str, Any, str], None]
 #: The message of a NaN or infinite number where a campaign expects a finite one (TOML has ``nan``
 #: and ``inf``); mapper parameters say the same through `mappers.base.Param.check`.
 NOT_FINITE = "expected a finite number (NaN and infinities are refused)"
+
+#: The largest seed, the one rule for every seed (campaign ``seeds``, ``[search] seed``, a tuning
+#: campaign's seeds and ``[sampler] seed``, ``[[mappers]] params.seed``, `sweep map --seed` and
+#: ``--param seed``): 0 <= seed <= 2**32 - 1. The narrowest of the places a seed goes: Optuna's
+#: samplers seed ``numpy.random.RandomState``, which takes 0..2**32 - 1 (ValueError beyond); a
+#: row's ``seed`` column is a signed 64-bit Parquet integer (pyarrow's OverflowError at 2**63,
+#: after the task ran); `numpy.random.default_rng` / ``SeedSequence`` take any integer >= 0.
+SEED_MAX = 2 ** 32 - 1
+#: What `check_seed` says of a value outside the rule.
+SEED_RULE = f"expected an integer >= 0 and <= {SEED_MAX} (seeds are 0 <= seed < 2**32, the range Optuna's samplers take)"
 
 
 class Findings:
@@ -99,6 +110,37 @@ def check_table(value: Any, key: str, known, bad: Bad) -> dict:
 def is_int(v: Any, lo: int, hi: int | None = None) -> bool:
     """``v`` is an integer (not a bool) in ``[lo, hi]``."""
     return isinstance(v, int) and not isinstance(v, bool) and v >= lo and (hi is None or v <= hi)
+
+
+def is_seed(v: Any) -> bool:
+    """``v`` is a seed: an integer (not a bool) in [0, `SEED_MAX`]."""
+    return is_int(v, 0, SEED_MAX)
+
+
+def check_seed(v: Any, key: str, bad: Bad) -> bool:
+    """The one seed rule (`SEED_MAX`): True if ``v`` is a seed, else a finding at ``key`` (e.g.
+    ``seeds[1]``, ``search.seed``, ``--seed``) saying the range, and False."""
+    if is_seed(v):
+        return True
+    bad(key, v, SEED_RULE)
+    return False
+
+
+def check_seeds(v: Any, key: str, bad: Bad, distinct: bool = False) -> bool:
+    """A list of seeds at ``key`` (e.g. ``seeds``): non-empty, each by the one seed rule
+    (`check_seed`), distinct if ``distinct``; True, or one finding naming the first bad entry and
+    False."""
+    if not isinstance(v, list) or not v:
+        bad(key, v, "expected a non-empty list of integers, e.g. [0, 1, 2]")
+        return False
+    first = next((i for i, s in enumerate(v) if not is_seed(s)), None)
+    if first is not None:
+        bad(key, v, f"{key}[{first}] = {v[first]!r}: {SEED_RULE}")
+        return False
+    if distinct and len(set(v)) != len(v):
+        bad(key, v, "duplicate seeds: expected distinct integers")
+        return False
+    return True
 
 
 def is_number(v: Any) -> bool:

@@ -4,8 +4,8 @@
 ``(item, result, error)`` in completion order:
 
 * "local": in this process, one call after another (debugging, tests, tiny runs).
-* "ray": Ray tasks, a local Ray started in-process by default or an existing cluster
-  (``address`` / ``RAY_ADDRESS``). At most ``max_in_flight`` calls are pending (Ray's
+* "ray": Ray tasks, a local Ray started in-process by default (quietly: without Ray's
+  token-authentication notice) or an existing cluster (``address`` / ``RAY_ADDRESS``). At most ``max_in_flight`` calls are pending (Ray's
   limit-pending-tasks pattern, `ray.wait`), items are pulled from the stream only as slots free
   up (so a lazy stream is never listed), a call whose worker dies is retried by Ray
   (``max_retries``), results are consumed in completion order, and leaving the ``with`` block
@@ -19,6 +19,8 @@ depend on the executor; `ordered` collects them in call order.
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
 import time
 from typing import Any, Callable, Iterable, Iterator
@@ -33,6 +35,31 @@ EXECUTORS = ("ray", "local")
 #: ``ray.wait`` (the cluster computing, scheduling), ``get_s`` fetching and deserialising results,
 #: ``compute_s`` the calls' own run time summed over workers (CPU-seconds of useful work).
 TIMERS = ("submit_s", "wait_s", "get_s", "compute_s")
+
+
+#: The logger of Ray's token-authentication set-up, and the start of the warning it logs on every
+#: new local Ray when ``RAY_AUTH_MODE`` is unset ("Token authentication is enabled for this Ray
+#: cluster. Set RAY_AUTH_MODE=disabled to opt out. ..."): the secure default, not news on every
+#: `sweep run`. Other records of that logger (a missing or invalid token) still show.
+_TOKEN_LOGGER = "ray._private.authentication.authentication_token_setup"
+_TOKEN_NOTICE = "Token authentication is enabled for this Ray cluster"
+
+
+class _DropTokenNotice(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith(_TOKEN_NOTICE)
+
+
+@contextlib.contextmanager
+def _quiet_token_notice():
+    """While it lasts, Ray's token-authentication notice (`_TOKEN_NOTICE`) is not logged; token
+    authentication itself stays as Ray sets it up."""
+    logger, drop = logging.getLogger(_TOKEN_LOGGER), _DropTokenNotice()
+    logger.addFilter(drop)
+    try:
+        yield
+    finally:
+        logger.removeFilter(drop)
 
 
 def _timed(fn: Callable[[Any], Any], item: Any) -> tuple[Any, float]:
@@ -88,7 +115,7 @@ class Executor:
         meanwhile then stops the fully started Ray and raises KeyboardInterrupt (exit 130)."""
         from sweep.engine.signals import interrupts_deferred
         kw = dict(include_dashboard=False, log_to_driver=True, configure_logging=False)
-        with interrupts_deferred() as got:
+        with interrupts_deferred() as got, _quiet_token_notice():
             try:
                 if self.address:
                     ray.init(address=self.address, **kw)

@@ -32,6 +32,7 @@ class ArchsearchKind(CampaignKind):
     default_objectives = ("edp",)
     report_keys = ("area_budgets", "top_k", "network")
     report_module = "sweep.reports.archsearch"
+    html_module = "sweep.reports.html.archsearch"
     tables = ("archs", "totals", "rows")
 
     def matches(self, data: dict[str, Any]) -> bool:
@@ -81,14 +82,15 @@ class ArchsearchKind(CampaignKind):
 
     def describe_valid(self, campaign: Any, path: Path) -> str:
         """The counts, then the grid, the valid designs, what was dropped and why, the search."""
+        from sweep.fmt import words
         c = campaign
         sp, s = c.architectures, c.search
         return "\n".join([
             f"{path}: valid architecture search. {len(c.networks)} network(s), mapper {c.mappers[0].name}, "
             f"objective {c.objectives[0]}, {self.count(c):,} task(s) -> {c.output}",
-            f"  template {sp.template_ref!r}, parameters {list(sp.names)}",
+            f"  template {sp.template_ref}, parameters {words(sp.names)}",
             f"  {sp.total:,} grid point(s), {len(sp):,} valid design(s); dropped: "
             + (", ".join(f"{k}: {v:,}" for k, v in sp.dropped.items()) or "none"),
             f"  area of the valid designs {sp.area_mm2.min():.2f}..{sp.area_mm2.max():.2f} mm^2",
             f"  search: {s.sampler}" + (f", {s.trials} trial(s), seed {s.seed}" if s.trials else "")
-            + f", objectives {list(s.objectives)}"])
+            + f", objectives {words(s.objectives)}"])

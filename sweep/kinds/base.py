@@ -52,6 +52,8 @@ class CampaignKind:
         default_objectives: used when a campaign gives none (default: the first of ``objectives``).
         report_keys: the keys of ``[report]`` its report reads (`sweep.campaigns.report_table`).
         report_module: the `sweep.reports` module that builds and shows its report.
+        html_module: the `sweep.reports.html` module that writes its interactive page
+            (``build(directory, manifest, out_file, rep)``, `sweep report --html`); "" = none.
         tables: the Parquet tables its tasks write (`sweep.engine.store.Store`), ``rows`` last.
         arch_help: its architectures in a few words for ``--help`` (kinds selected by
             ``[architectures] kind``).
@@ -67,6 +69,7 @@ class CampaignKind:
     default_objectives: ClassVar[tuple[str, ...] | None] = None
     report_keys: ClassVar[tuple[str, ...]] = ()
     report_module: ClassVar[str]
+    html_module: ClassVar[str] = ""
     tables: ClassVar[tuple[str, ...]] = ("rows",)
     arch_help: ClassVar[str] = ""
     map_note: ClassVar[str] = ""
@@ -137,5 +140,7 @@ class CampaignKind:
         """What `sweep validate` prints for a valid campaign of this kind."""
         c = campaign
         n_tasks = sum(1 for _ in self.expand(c))
+        from sweep.fmt import words
         return (f"{path}: valid. {len(c.networks)} network(s), {self.describe_archs(c)}, mappers "
-                f"{[m.name for m in c.mappers]}, objectives {list(c.objectives)}, {n_tasks} task(s) -> {c.output}")
+                f"{words(m.name for m in c.mappers)}, objectives {words(c.objectives)}, {n_tasks:,} task(s) -> "
+                f"{c.output}")

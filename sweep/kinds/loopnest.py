@@ -28,6 +28,7 @@ class LoopnestKind(LayerKind):
     mapper_kind = "loopnest"
     objectives = LOOPNEST_OBJECTIVES
     report_module = "sweep.reports.loopnest"
+    html_module = "sweep.reports.html.loopnest"
     arch_help = "loop-nest accelerators (eyeriss_like, simba_like, tpu_like or a TOML file)"
     what = "accelerator"
     spatial_override = True

@@ -25,6 +25,7 @@ class NPUKind(LayerKind):
     objectives = NPU_OBJECTIVES
     report_keys = ("baseline", "mapper", "network")
     report_module = "sweep.reports.npu"
+    html_module = "sweep.reports.html.npu"
     arch_help = "the multi-NPU archs arch1..arch8"
     what = "multi-NPU architecture"
     rules = LayerRules(model=None, objective_param="metric", hints=False)

@@ -20,7 +20,7 @@ from sweep.kinds.systolic import SystolicKind
 from sweep.kinds.tune import TuneKind
 
 __all__ = ["KINDS", "kind_named", "detect", "arch_kinds", "for_arch", "for_mapper_kind", "of_directory",
-           "build_report", "print_report"]
+           "build_report", "print_report", "build_html"]
 
 #: Every kind by name, in the order `detect` asks them (kinds recognised by other tables than
 #: ``[architectures] kind`` first).
@@ -53,15 +53,17 @@ def unknown_kind_message() -> str:
     return f"expected one of {arch_kinds()}"
 
 
-def for_arch(arch: Any) -> LayerKind:
-    """The kind that maps layers on ``arch`` (an `costmodel.loopnest.arch.Accelerator` or a
-    `costmodel.npu.NPUArch`), for `sweep map` / `sweep.single`.
+def for_arch(arch: Any) -> LayerKind | SystolicKind:
+    """The kind that `sweep map` / `sweep.single` asks about ``arch``: a `LayerKind` for an
+    `costmodel.loopnest.arch.Accelerator` or a `costmodel.npu.NPUArch` (layers mapped one by one),
+    the `SystolicKind` for `costmodel.systolic.points.SystolicPoints` (a network scheduled on a
+    hardware point: `SystolicKind.map_network`).
 
     Raises:
         TypeError: ``arch`` is of no such kind.
     """
     for k in KINDS.values():
-        if isinstance(k, LayerKind) and isinstance(arch, k.arch_type()):
+        if isinstance(k, (LayerKind, SystolicKind)) and isinstance(arch, k.arch_type()):
             return k
     raise TypeError(f"no campaign kind maps layers on a {type(arch).__name__}")
 
@@ -105,6 +107,29 @@ def build_report(directory: str | Path, plots_dir: str | Path | None = None) -> 
     directory = Path(directory)
     manifest = Store(directory).manifest()
     return of_directory(directory, manifest).report().build(directory, manifest, plots_dir)
+
+
+def build_html(directory: str | Path, out_file: str | Path, rep: dict[str, Any] | None = None) -> Path:
+    """Write the interactive report of a result or tuning directory to ``out_file``: one
+    self-contained HTML page (Plotly, its JavaScript inline) built by its kind's `html_module`
+    from ``rep`` (`build_report` of ``directory``; built here when None). Returns the path written.
+
+    Raises:
+        StoreError: not a result directory, an unknown kind, a kind without an HTML report,
+            unreadable, or empty.
+        ImportError: Plotly is not installed (the `html` extra).
+    """
+    import importlib
+
+    from sweep.engine.store import Store
+    directory = Path(directory)
+    manifest = Store(directory).manifest()
+    kind = of_directory(directory, manifest)
+    if not kind.html_module:
+        raise StoreError(f"{directory}: `sweep report --html` has no interactive report of {kind.name} results")
+    if rep is None:
+        rep = build_report(directory)
+    return importlib.import_module(kind.html_module).build(directory, manifest, out_file, rep)
 
 
 def print_report(rep: dict[str, Any], console: Any) -> None:

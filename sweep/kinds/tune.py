@@ -22,6 +22,7 @@ class TuneKind(CampaignKind):
 
     name = "tune"
     report_module = "sweep.reports.tune"
+    html_module = "sweep.reports.html.tune"
     tables = ("rows",)
 
     def matches(self, data: dict[str, Any]) -> bool:
@@ -36,8 +37,9 @@ class TuneKind(CampaignKind):
         return load_tune_campaign(path, output)
 
     def describe_valid(self, campaign: Any, path: Path) -> str:
+        from sweep.fmt import words
         t = campaign
         return (f"{path}: valid tuning campaign. {t.mapper} on {t.arch}, {len(t.space)} tuned parameter(s) "
-                f"{[s.name for s in t.space]}, budget {t.budget} per (layer, seed), training {t.training[0]} "
+                f"({words(s.name for s in t.space)}), budget {t.budget} per (layer, seed), training {t.training[0]} "
                 f"x {len(t.training[1])} layer(s) x {len(t.seeds)} seed(s), held out {t.heldout[0]} x "
                 f"{len(t.heldout[1])}, {t.trials} trial(s) -> {t.output}; run it with `sweep tune {path}`")

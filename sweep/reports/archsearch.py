@@ -39,6 +39,8 @@ import pandas as pd
 
 from costmodel.importers import toml_out
 from costmodel.loopnest.template import DATAFLOW
+from sweep import fmt
+from sweep.fmt import print_wide
 from sweep.reports import dataflow
 from sweep.reports.summary import print_plots, print_summary, read_rows, summary
 from sweep.reports.designs import _py, _record, best_per_budget, parameter_effects, pareto_designs
@@ -264,7 +266,8 @@ def build(directory: Path, manifest: dict, plots_dir: str | Path | None = None) 
     df = design_table(designs)
     if not designs.empty:
         d = designs.drop_duplicates(["design_id", "network"], keep="first")
-        rep["design_rows"] = {str(k): int(v) for k, v in d["status"].astype(str).value_counts().items()}
+        status = d["status"].astype(str).value_counts()
+        rep["design_rows"] = {k: int(status[k]) for k in sorted(status.index, key=lambda k: (k != "ok", k))}
         rep["designs_evaluated"] = int(d["design_id"].nunique())
     order = [n.get("name") for n in cfg.get("networks", []) if isinstance(n, dict)]
     nets = [n for n in order if n in set(df.get("network", []))]
@@ -381,44 +384,77 @@ def _effects_plot(net: str, effects: dict[str, list[dict]], path: Path) -> str:
 # -- show --------------------------------------------------------------------------------------
 
 def _fmt_value(v: Any) -> str:
-    return f"{v:g}" if isinstance(v, float) else str(v)
+    return fmt.sig(v) if isinstance(v, float) else str(v)
+
+
+def _fixed_params(params: list[str], n: dict[str, Any]) -> dict[str, Any]:
+    """The parameters that take one value over the network's designs (parameter -> that value):
+    their columns say nothing, a line above the tables does."""
+    eff = n.get("parameter_effects") or {}
+    return {p: eff[p][0]["value"] for p in params if len(eff.get(p) or []) == 1}
 
 
 def _design_table(title: str, recs: list[dict], params: list[str], extra: list[tuple[str, str]] = (),
                   limit: int | None = None):
+    """Designs as a table: id, area (mm^2), energy, latency, EDP (pJ x cycles) in engineering
+    units, then the values of ``params``."""
     from rich.table import Table
 
-    t = Table(title=title)
+    t = Table(title=title, title_justify="left")
     for c, _ in extra:
-        t.add_column(c, justify="right")
-    for c in ("design", "area mm2", "energy pJ", "latency cycles", "EDP", *params):
-        t.add_column(c, justify="left" if c == "design" else "right")
+        t.add_column(c, justify="right", no_wrap=True)
+    for c in ("design", "area mm^2", "energy", "latency", "EDP pJ*cycles", *params):
+        t.add_column(c, justify="left" if c == "design" else "right", no_wrap=True)
     shown = recs if limit is None else recs[:limit]
     for r in shown:
-        lead = [str(r.get(k, "")) if not isinstance(r.get(k), float) else f"{r[k]:.4g}" for _, k in extra]
+        lead = [str(r.get(k, "")) if not isinstance(r.get(k), float) else fmt.sig(r[k]) for _, k in extra]
         if r.get("design_id") is None:
             t.add_row(*lead, "(none fits)", *[""] * (4 + len(params)))
             continue
-        t.add_row(*lead, r["design_id"], f"{r['area_mm2']:.3f}", f"{r['energy_pj']:.4g}",
-                  f"{r['latency_cycles']:,.0f}", f"{r['edp']:.4g}",
+        t.add_row(*lead, r["design_id"], fmt.sig(r["area_mm2"]), fmt.energy(r["energy_pj"]),
+                  fmt.cycles(r["latency_cycles"]), fmt.edp(r["edp"], unit=False),
                   *[_fmt_value(r["params"].get(p, "")) for p in params])
     if limit is not None and len(recs) > limit:
         t.caption = f"{len(recs) - limit} more design(s) in `sweep report --json`"
+        t.caption_justify = "left"
     return t
 
 
 def _effects_table(net: str, effects: dict[str, list[dict]]):
     from rich.table import Table
 
-    t = Table(title=f"{net}: effect of each parameter (EDP; x: over the network's best design)")
+    t = Table(title=f"{net}: effect of each parameter (EDP in pJ*cycles; x: over the network's best design)",
+              title_justify="left")
     for c in ("parameter", "value", "designs", "best EDP", "x best", "median EDP", "x median", "best design"):
-        t.add_column(c, justify="left" if c in ("parameter", "best design") else "right")
+        t.add_column(c, justify="left" if c in ("parameter", "best design") else "right", no_wrap=True)
     for p, recs in effects.items():
         for i, r in enumerate(recs):
-            t.add_row(p if i == 0 else "", _fmt_value(r["value"]), str(r["designs"]), f"{r['best_edp']:.4g}",
-                      f"{r['best_vs_best']:.2f}", f"{r['median_edp']:.4g}", f"{r['median_vs_best']:.2f}",
+            t.add_row(p if i == 0 else "", _fmt_value(r["value"]), str(r["designs"]), fmt.edp(r["best_edp"], unit=False),
+                      f"{r['best_vs_best']:.2f}", fmt.edp(r["median_edp"], unit=False), f"{r['median_vs_best']:.2f}",
                       r["best_design_id"])
     return t
+
+
+def _show_network(net: str, n: dict[str, Any], params: list[str], top_objective: str, console) -> None:
+    """One network's tables: fronts, best per budget, parameter effects, dataflows, top designs;
+    the parameters that take one value named once above them instead of as columns."""
+    fixed = _fixed_params(params, n)
+    cols = [p for p in params if p not in fixed]
+    if fixed:
+        console.print(f"{net}: every design has " + ", ".join(f"{p} = {_fmt_value(v)}" for p, v in fixed.items()),
+                      soft_wrap=True, highlight=False, markup=False)
+    print_wide(console, _design_table(f"{net}: Pareto front of area and EDP ({len(n['pareto_area_edp'])} designs of "
+                                      f"{n['designs']})", n["pareto_area_edp"], cols, limit=_SHOWN_ROWS))
+    print_wide(console, _design_table(f"{net}: Pareto front of energy and latency", n["pareto_energy_latency"],
+                                      cols, limit=_SHOWN_ROWS))
+    print_wide(console, _design_table(f"{net}: best EDP within each area budget", n["best_per_budget"], cols,
+                                      extra=[("budget mm^2", "budget_mm2"), ("fit", "feasible")]))
+    effects = {p: r for p, r in n["parameter_effects"].items()
+               if p not in fixed and not (p == DATAFLOW and "dataflows" in n)}
+    if effects:
+        print_wide(console, _effects_table(net, effects))
+    dataflow.show_network(net, n, console)
+    print_wide(console, _design_table(f"{net}: top {len(n['top'])} designs by {top_objective}", n["top"], cols))
 
 
 def show(rep: dict[str, Any], console) -> None:
@@ -428,33 +464,25 @@ def show(rep: dict[str, Any], console) -> None:
     then the design files with their `sweep map` commands."""
     print_summary(rep, console)
     s = rep.get("search") or {}
-    console.print(f"architecture search on {rep.get('template')}: parameters {', '.join(rep.get('params', []))}; "
-                  f"sampler {s.get('sampler')}, objectives {s.get('objectives')}; "
-                  f"{rep.get('designs_evaluated', 0)} design(s) evaluated, (design, network) rows "
-                  f"{rep.get('design_rows', {})}", highlight=False)
+    console.print(f"architecture search on {rep.get('template')}: parameters {fmt.words(rep.get('params', []))}; "
+                  f"sampler {s.get('sampler')}, objective(s) {fmt.words(s.get('objectives') or [])}; "
+                  f"{rep.get('designs_evaluated', 0)} design(s) evaluated, (design, network) rows: "
+                  f"{fmt.counts(rep.get('design_rows', {}))}", soft_wrap=True, highlight=False, markup=False)
+    if not rep.get("networks") and rep.get("failures"):
+        console.print("no design finished on any network: no front, budget or parameter table (the failures "
+                      "are listed above)", style="yellow", soft_wrap=True, highlight=False)
     params = rep.get("params", [])
     for net, n in rep.get("networks", {}).items():
-        console.print(_design_table(f"{net}: Pareto front of area and EDP ({len(n['pareto_area_edp'])} designs "
-                                    f"of {n['designs']})", n["pareto_area_edp"], params, limit=_SHOWN_ROWS))
-        console.print(_design_table(f"{net}: Pareto front of energy and latency", n["pareto_energy_latency"],
-                                    params, limit=_SHOWN_ROWS))
-        console.print(_design_table(f"{net}: best EDP within each area budget", n["best_per_budget"], params,
-                                    extra=[("budget mm2", "budget_mm2"), ("fit", "feasible")]))
-        effects = {p: r for p, r in n["parameter_effects"].items() if not (p == DATAFLOW and "dataflows" in n)}
-        if effects:
-            console.print(_effects_table(net, effects))
-        dataflow.show_network(net, n, console)
-        console.print(_design_table(f"{net}: top {len(n['top'])} designs by {rep.get('top_objective')}",
-                                    n["top"], params))
+        _show_network(net, n, params, rep.get("top_objective", "edp"), console)
     if rep.get("designs"):
         console.print("[bold]Design files of the area-EDP fronts[/]"
                       + (" and of each dataflow's best" if any(d.get("why") for d in rep["designs"]) else "")
-                      + " (the command maps the network on the design):")
+                      + " (the command maps the network on the design):", soft_wrap=True)
     for d in rep.get("designs", []):
-        console.print(f"{d['network']} / {d['design_id']}: area {d['area_mm2']:.3f} mm2, EDP {d['edp']:.4g}"
+        console.print(f"{d['network']} / {d['design_id']}: area {fmt.area(d['area_mm2'])}, EDP {fmt.edp(d['edp'])}"
                       + (f" ({d['why']})" if d.get("why") else "") + f" -> {d['file']}", highlight=False, markup=False, soft_wrap=True)
         if d.get("command"):
             console.print(f"  {d['command']}", highlight=False, markup=False, soft_wrap=True)
     for p in rep.get("design_file_problems", []):
-        console.print(f"design file not written: {p}", style="red", highlight=False, markup=False)
+        console.print(f"design file not written: {p}", style="red", highlight=False, markup=False, soft_wrap=True)
     print_plots(rep, console)

@@ -32,6 +32,8 @@ from typing import Any
 import pandas as pd
 
 from costmodel.loopnest.template import DATAFLOW
+from sweep import fmt
+from sweep.fmt import print_wide
 from sweep.reports.designs import _record, best_per_budget, parameter_effects, pareto_designs
 from sweep.reports.pareto import even_budgets
 
@@ -92,25 +94,26 @@ def show_network(net: str, rep: dict[str, Any], console) -> None:
     if not d:
         return
     names = d["names"]
-    t = Table(title=f"{net}: best EDP per dataflow and area budget (design)")
-    t.add_column("budget mm2", justify="right")
+    t = Table(title=f"{net}: best EDP per dataflow and area budget (EDP in pJ*cycles, design)", title_justify="left")
+    t.add_column("budget mm^2", justify="right", no_wrap=True)
     for n in names:
-        t.add_column(f"{n} ({d['kinds'][n]})", justify="right")
+        t.add_column(f"{n} ({d['kinds'][n]})", justify="right", no_wrap=True)
     budgets = [r["budget_mm2"] for r in next(iter(d["best_per_budget"].values()), [])]
     for i, b in enumerate(budgets):
         cells = []
         for n in names:
             r = d["best_per_budget"][n][i]
-            cells.append("-" if r.get("design_id") is None else f"{r['edp']:.4g} ({r['design_id']})")
-        t.add_row(f"{b:.4g}", *cells)
-    console.print(t)
-    t = Table(title=f"{net}: effect of the dataflow (EDP; x: over the best)")
+            cells.append("-" if r.get("design_id") is None else f"{fmt.edp(r['edp'], unit=False)} ({r['design_id']})")
+        t.add_row(fmt.sig(b), *cells)
+    print_wide(console, t)
+    t = Table(title=f"{net}: effect of the dataflow (EDP in pJ*cycles; x: over the best)", title_justify="left")
     for c in ("dataflow", "kind", "designs", "best EDP", "x best", "median EDP", "x median", "best design"):
-        t.add_column(c, justify="left" if c in ("dataflow", "kind", "best design") else "right")
+        t.add_column(c, justify="left" if c in ("dataflow", "kind", "best design") else "right", no_wrap=True)
     for r in d["effects"]:
-        t.add_row(r["dataflow"], r["kind"], str(r["designs"]), f"{r['best_edp']:.4g}", f"{r['best_vs_best']:.2f}",
-                  f"{r['median_edp']:.4g}", f"{r['median_vs_best']:.2f}", r["best_design_id"])
-    console.print(t)
+        t.add_row(r["dataflow"], r["kind"], str(r["designs"]), fmt.edp(r["best_edp"], unit=False),
+                  f"{r['best_vs_best']:.2f}", fmt.edp(r["median_edp"], unit=False), f"{r['median_vs_best']:.2f}",
+                  r["best_design_id"])
+    print_wide(console, t)
 
 
 # -- plot --------------------------------------------------------------------------------------

@@ -24,7 +24,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from sweep import fmt
 from sweep.engine.store import Store
+from sweep.fmt import print_wide
 from sweep.reports.summary import print_plots, print_summary, read_rows, summary
 from sweep.reports.plots import (
     category_ticks,
@@ -61,9 +63,9 @@ def assemble(directory: Path, manifest: dict, rows: pd.DataFrame, problems: pd.D
     """`summary` and `layer_report` of ``rows``; with ``plots_dir``, also the plots (their paths
     under ``"plots"``)."""
     cfg = manifest.get("report") or {}
-    rep = summary(directory, manifest, rows)
+    rep = summary(directory, manifest, rows, problems)
     rep.update(layer_report(rows, problems, cfg.get("baseline", "random")))
-    if plots_dir is not None:
+    if plots_dir is not None and "problem_id" in problems:
         named = rows.merge(problems[["problem_id", "network", "layer_index"]], on="problem_id", how="left")
         rep["plots"] = write_layer_plots(rep, named, plots_dir, cfg.get("network"))
     return rep
@@ -94,7 +96,16 @@ def mapper_label(mapper: str, params_json: str) -> str:
     return mapper + ("(" + ", ".join(f"{k}={v}" for k, v in sorted(shown.items())) + ")" if shown else "")
 
 
+def finished(rows: pd.DataFrame, problems: pd.DataFrame) -> bool:
+    """Whether ``rows`` hold a finished unit row a report can use: some row "ok" with its figures
+    (a run whose tasks all failed as a whole stores only ``task_id``, ``status``, ``mapper`` and
+    ``error``) and a problems table naming the problems."""
+    return "value" in rows and "problem_id" in rows and "problem_id" in problems and bool((rows["status"] == "ok").any())
+
+
 def _problems(rows: pd.DataFrame, problems: pd.DataFrame) -> pd.DataFrame:
+    if not finished(rows, problems):
+        return pd.DataFrame()
     ok = rows[rows["status"] == "ok"].copy()
     ok["value"] = ok["value"].astype(float)
     ok = ok[np.isfinite(ok["value"])]  # skipped searches (e.g. loma over max_orderings) and failures
@@ -111,10 +122,13 @@ def _problems(rows: pd.DataFrame, problems: pd.DataFrame) -> pd.DataFrame:
 
 
 def layer_report(rows: pd.DataFrame, problems: pd.DataFrame, baseline: str = "random") -> dict[str, Any]:
-    """Per-layer and per-network tables as JSON-able data (see the module docstring)."""
+    """Per-layer and per-network tables as JSON-able data (see the module docstring), and
+    ``unreported``: the problems with no finished row (every unit failed, or the search was
+    skipped), counted per mapper, which the tables leave out."""
     df = _problems(rows, problems)
+    missing = _unreported(rows, df)
     if df.empty:
-        return {"layers": [], "networks": []}
+        return {"layers": [], "networks": [], "unreported": missing}
     keys = ["network", "layer_index", "layer", "arch", "objective", "label"]
     per = df.groupby(keys, sort=False, observed=True).agg(
         value=("value", "mean"), energy_pj=("energy_pj", "mean"), latency_cycles=("latency_cycles", "mean"),
@@ -152,7 +166,17 @@ def layer_report(rows: pd.DataFrame, problems: pd.DataFrame, baseline: str = "ra
                              "speedup_vs_baseline": float(tb[m].sum() / max(t[m].sum(), 1e-12)),
                              "search_s": float(t[m].sum()),
                              "wins": int((winners.loc[idx] == lab).sum())})
-    return {"baseline": base, "mappers": labels, "layers": layers, "networks": nets}
+    return {"baseline": base, "mappers": labels, "layers": layers, "networks": nets, "unreported": missing}
+
+
+def _unreported(rows: pd.DataFrame, df: pd.DataFrame) -> dict[str, int]:
+    """Mapper -> problems of ``rows`` absent from ``df`` (the finished problems of `_problems`)."""
+    if "problem_id" not in rows:  # only whole-task failures: their problems are not even named
+        return {}
+    done = set(df.index if "problem_id" not in df else df["problem_id"]) if not df.empty else set()
+    per = rows[rows["problem_id"].notna()].drop_duplicates("problem_id")
+    per = per[~per["problem_id"].isin(done)]
+    return {str(k): int(v) for k, v in per["mapper"].astype(str).value_counts(sort=False).items() if v}
 
 
 def print_layer_report(rep: dict[str, Any], console) -> None:
@@ -160,11 +184,14 @@ def print_layer_report(rep: dict[str, Any], console) -> None:
     from rich.table import Table
 
     labels = rep.get("mappers", [])
+    _print_unreported(rep, console)
     if not rep.get("layers"):
         return
     layers = pd.DataFrame(rep["layers"])
+    base = rep.get("baseline")
     for (net, arch, obj), g in layers.groupby(["network", "arch", "objective"], sort=False):
-        t = Table(title=f"{net} on {arch}: best {obj} per layer (x: {rep.get('baseline')} / mapper) / time to solution (s)")
+        ratio_note = f"(x: {base} / mapper) " if base else ""
+        t = Table(title=f"{net} on {arch}: best {obj} per layer {ratio_note}/ time to solution (s)")
         t.add_column("layer")
         for lab in labels:
             t.add_column(lab, justify="right")
@@ -173,9 +200,10 @@ def print_layer_report(rep: dict[str, Any], console) -> None:
             for lab in labels:
                 r = gl[gl["label"] == lab]
                 ratio = r["vs_baseline"].iloc[0] if not r.empty and "vs_baseline" in r else float("nan")
-                cells.append("-" if r.empty else f"{r['value'].iloc[0]:.4g} ({ratio:.2f}x) / {r['search_s'].iloc[0]:.2f}s")
+                cells.append("-" if r.empty else f"{_value(r['value'].iloc[0], obj)}"
+                             + (f" ({ratio:.2f}x)" if ratio == ratio else "") + f" / {r['search_s'].iloc[0]:.2f}s")
             t.add_row(str(lname), *cells)
-        console.print(t)
+        print_wide(console, t)
     if rep.get("networks"):
         t = Table(title=f"Per network and objective, vs {rep['baseline']}: mean reduction, geomean improvement "
                         f"(baseline / mapper; for latency the speed-up, CoSA Figs. 6-7), search speed-up (SALSA Fig. 5)")
@@ -188,6 +216,28 @@ def print_layer_report(rep: dict[str, Any], console) -> None:
                       f"{r['geomean_improvement_vs_baseline']:.2f}x", f"{r['speedup_vs_baseline']:.2f}x",
                       f"{r['search_s']:.2f}")
         console.print(t)
+
+
+def _value(v: float, objective: str) -> str:
+    """A best value in its unit: energy (pJ), latency (cycles), EDP (pJ x cycles), else 4 digits."""
+    f = {"energy": fmt.energy, "latency": fmt.cycles, "edp": fmt.edp}.get(objective, fmt.sig)
+    return f(v)
+
+
+def _print_unreported(rep: dict[str, Any], console) -> None:
+    """Say why problems are missing from the tables: no finished row at all, or per mapper the
+    problems whose units all failed (or whose search was skipped)."""
+    missing = rep.get("unreported") or {}
+    if not rep.get("layers") and rep.get("failures"):
+        console.print("no per-layer table: no problem has a finished row (the failures are listed above)",
+                      style="yellow", soft_wrap=True, highlight=False)
+    elif missing:
+        console.print("left out of the tables, no finished row (every unit failed or the search was skipped): "
+                      + ", ".join(f"{n} problem(s) of {m}" for m, n in missing.items()),
+                      style="yellow", soft_wrap=True, highlight=False, markup=False)
+    if rep.get("layers") and rep.get("mappers") and not rep.get("baseline"):
+        console.print("no ratios to a baseline: the baseline mapper has no finished row or is not in the "
+                      "campaign (`[report] baseline`)", style="yellow", soft_wrap=True, highlight=False, markup=False)
 
 
 def write_layer_plots(rep: dict[str, Any], rows: pd.DataFrame, plots_dir: str | Path,

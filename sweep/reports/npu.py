@@ -29,8 +29,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from sweep import fmt
+from sweep.fmt import print_wide
 from sweep.reports.summary import print_plots, print_summary
-from sweep.reports.loopnest import assemble, print_layer_report, read
+from sweep.reports.loopnest import assemble, finished, print_layer_report, read
 from sweep.reports.plots import category_ticks, figure, rotate_xticklabels, save
 
 __all__ = ["PAPER_FIGURES", "build", "npu_report", "paper_comparison", "print_npu_report", "show", "write_npu_plots"]
@@ -84,9 +86,11 @@ def npu_report(rows: pd.DataFrame, problems: pd.DataFrame, mapper: str = "flexer
     """Per-layer and per-network speed-up and data reduction of ``mapper`` over ``baseline``
     (module doc), and the per-layer frame the plots are drawn from (with both mappers' stored
     ``extra`` and ``params``); empty tables and None when either mapper has no finished row."""
+    if not finished(rows, problems):
+        return {"npu_mapper": mapper, "npu_baseline": baseline, "npu_layers": [], "npu_networks": []}, None
     f, s = _best(rows, problems, mapper), _best(rows, problems, baseline)
     if f.empty or s.empty:
-        return {"npu_layers": [], "npu_networks": []}, None
+        return {"npu_mapper": mapper, "npu_baseline": baseline, "npu_layers": [], "npu_networks": []}, None
     key = ["network", "layer_index", "layer", "arch", "repeat"]
     cols = ["value", "latency_cycles", "transferred_bytes", "extra", "params"]
     m = f[key + cols].merge(s[key + cols], on=key, suffixes=("", "_base"))
@@ -134,20 +138,23 @@ def print_npu_report(rep: dict[str, Any], console) -> None:
     """Rich tables of `npu_report` (per network; the per-layer table of each network on one arch)."""
     from rich.table import Table
 
+    f, b = rep.get("npu_mapper"), rep.get("npu_baseline")
     if not rep.get("npu_networks"):
+        if rep.get("failures") and f:
+            console.print(f"no {f} vs {b} comparison: a layer needs a finished row of both (the failures are "
+                          "listed above)", style="yellow", soft_wrap=True, highlight=False, markup=False)
         return
-    f, b = rep["npu_mapper"], rep["npu_baseline"]
     t = Table(title=f"{f} over the best {b} schedule per network (Flexer Fig. 8): latency and bytes summed "
                     f"over layers x repeats")
-    for c in ("network", "arch", "layers", f"{f} Mcycles", f"{b} Mcycles", "speed-up", f"{f} MB", f"{b} MB",
+    for c in ("network", "arch", "layers", f"{f} latency", f"{b} latency", "speed-up", f"{f} MB", f"{b} MB",
               "data reduction", "latency x bytes gain", "max layer speed-up", "layers faster/slower"):
-        t.add_column(c, justify="left" if c in ("network", "arch") else "right")
+        t.add_column(c, justify="left" if c in ("network", "arch") else "right", no_wrap=True)
     for r in rep["npu_networks"]:
-        t.add_row(r["network"], r["arch"], str(r["layers"]), f"{r['latency_cycles'] / 1e6:.3f}",
-                  f"{r['latency_cycles_base'] / 1e6:.3f}", f"{r['speedup']:.3f}x", f"{r['bytes'] / 1e6:.2f}",
-                  f"{r['bytes_base'] / 1e6:.2f}", f"{r['data_reduction']:.3f}x", f"{r['metric_gain']:.3f}x",
+        t.add_row(r["network"], r["arch"], str(r["layers"]), fmt.cycles(r["latency_cycles"]),
+                  fmt.cycles(r["latency_cycles_base"]), f"{r['speedup']:.3f}x", fmt.sig(r["bytes"] / 1e6),
+                  fmt.sig(r["bytes_base"] / 1e6), f"{r['data_reduction']:.3f}x", f"{r['metric_gain']:.3f}x",
                   f"{r['max_layer_speedup']:.3f}x", f"{r['layers_faster']}/{r['layers_slower']}")
-    console.print(t)
+    print_wide(console, t)
     t = Table(title=f"{f} against the figures Flexer's paper states (Figs. 8-9, section 5)")
     for c in ("largest", "paper", "ours", "where"):
         t.add_column(c, justify="left" if c in ("largest", "where") else "right")

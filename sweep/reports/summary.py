@@ -1,5 +1,6 @@
-"""What the reports of `sweep run` result directories share (systolic, loop-nest and NPU kinds):
-reading the unit rows, the summary at the head of every report, and printing it."""
+"""What the reports of `sweep run` result directories share (systolic, loop-nest, NPU and
+architecture-search kinds): reading the unit rows, the summary at the head of every report (with
+what failed: rows and tasks counted, the first error per mapper and layer), and printing it."""
 
 from __future__ import annotations
 
@@ -8,10 +9,13 @@ from typing import Any
 
 import pandas as pd
 
+from rich.markup import escape
+
 from sweep.engine.store import Store
 from sweep.errors import StoreError
+from sweep.fmt import counts, words
 
-__all__ = ["print_plots", "print_summary", "read_rows", "summary"]
+__all__ = ["failures", "print_failures", "print_plots", "print_summary", "read_rows", "summary"]
 
 #: Columns with few distinct strings: as categories, filters and groupbys on them are fast.
 _CATEGORICAL = ("network", "pm", "network_pm", "status", "mapper", "branch")
@@ -37,38 +41,100 @@ def read_rows(directory: Path, *tables: str) -> list[pd.DataFrame]:
     return [_categorical(rows)] + [_categorical(store.read(t)) for t in tables]
 
 
-def summary(directory: Path, manifest: dict, rows: pd.DataFrame) -> dict[str, Any]:
-    """The head of a report: campaign, code and configuration, tasks and rows stored, and up to
-    20 failed tasks with their errors."""
+def summary(directory: Path, manifest: dict, rows: pd.DataFrame,
+            problems: pd.DataFrame | None = None) -> dict[str, Any]:
+    """The head of a report: campaign, code and configuration, tasks and rows stored, up to 20
+    failed tasks with their errors (``errors``: task_id and the whole error text) and, when rows
+    failed, ``failures`` (`failures`; ``problems``: the problems table naming a row's network and
+    layer, for the loop-nest kinds)."""
     status = rows["status"].value_counts().to_dict()
     rep: dict[str, Any] = {
         "campaign": manifest.get("name"), "directory": str(directory),
         "code_version": manifest.get("code_version"), "config_hash": manifest.get("config_hash"),
         "tasks_expected": manifest.get("tasks"), "tasks_stored": int(rows["task_id"].nunique()),
-        "rows": {k: int(v) for k, v in status.items()},
+        "rows": {str(k): int(status[k]) for k in sorted(status, key=lambda k: (k != "ok", str(k))) if status[k]},
         # which code and configuration produced the rows (several versions after resumes)
         "row_code_versions": sorted(rows["code_version"].dropna().unique().tolist()) if "code_version" in rows else [],
         "row_config_hashes": sorted(rows["config_hash"].dropna().unique().tolist()) if "config_hash" in rows else [],
     }
     errors = rows[rows["status"] != "ok"]
     if not errors.empty:
-        rep["errors"] = errors[["task_id", "error"]].drop_duplicates().head(20).to_dict("records")
+        cols = [c for c in ("task_id", "error") if c in errors]
+        rep["errors"] = errors[cols].drop_duplicates().head(20).to_dict("records")
+        rep["failures"] = failures(rows, problems)
     return rep
 
 
+#: Failure groups shown in a report; the rest are counted.
+_SHOWN_FAILURES = 20
+
+
+def _first_line(error: Any) -> str:
+    """The message of a stored error (its first line: ``RuntimeError: solver exploded``), not
+    the traceback after it."""
+    text = "" if error is None or (isinstance(error, float) and error != error) else str(error)
+    return next((line.strip() for line in text.splitlines() if line.strip()), "(no message)")
+
+
+def failures(rows: pd.DataFrame, problems: pd.DataFrame | None = None) -> dict[str, Any]:
+    """What failed among ``rows`` (status not "ok"): ``rows`` and ``tasks`` counted, and
+    ``groups``, one per (mapper, network, layer) in the order first met (network and layer None
+    where a row does not say, e.g. a task that failed as a whole): its failed ``rows`` and the
+    ``error`` of its first row (first line only; `sweep report --json`'s ``errors`` keep the
+    tracebacks). At most 20 groups; ``more_groups`` counts the rest."""
+    err = rows[rows["status"].astype(str) != "ok"].copy()
+    if problems is not None and not problems.empty and "problem_id" in err and "problem_id" in problems:
+        names = problems.drop_duplicates("problem_id").set_index("problem_id")
+        for c in ("network", "layer"):
+            if c in names and c not in err:
+                err[c] = err["problem_id"].map(names[c].astype(object))
+    keys = ["mapper", "network", "layer"]
+    for c in keys:
+        err[c] = err[c].astype(object).where(err[c].notna(), None) if c in err else None
+    if "error" not in err:
+        err["error"] = None
+    groups = []
+    for key, g in err.groupby(keys, sort=False, dropna=False):
+        groups.append({**{k: (None if v is None or v != v else str(v)) for k, v in zip(keys, key)},
+                       "rows": int(len(g)), "error": _first_line(g["error"].iloc[0])})
+    return {"rows": int(len(err)), "tasks": int(err["task_id"].nunique()), "groups": groups[:_SHOWN_FAILURES],
+            "more_groups": max(0, len(groups) - _SHOWN_FAILURES)}
+
+
 def print_summary(rep: dict[str, Any], console) -> None:
-    """Print the head of ``rep`` (`summary`)."""
-    console.print(f"[bold]{rep['campaign']}[/] in {rep['directory']} (code {rep['code_version']}): "
-                  f"{rep['tasks_stored']}/{rep['tasks_expected']} tasks stored, rows {rep['rows']}")
+    """Print the head of ``rep`` (`summary`): the campaign, the rows by status, the code and
+    configuration, and what failed (count, first error per mapper and layer)."""
+    console.print(f"[bold]{escape(str(rep['campaign']))}[/] in {escape(rep['directory'])} (code {rep['code_version']}): "
+                  f"{rep['tasks_stored']}/{rep['tasks_expected']} tasks stored, rows: {counts(rep['rows'])}",
+                  soft_wrap=True, highlight=False)
     if rep.get("row_code_versions"):
-        console.print(f"rows from code {', '.join(rep['row_code_versions'])}, config "
-                      f"{', '.join(h[:12] for h in rep['row_config_hashes'])} (manifest.json: the full "
-                      f"resolved configuration; rerun with `sweep rerun {rep['directory']} --out NEW`)")
-    for e in rep.get("errors", []):
-        console.print(f"[red]task {e['task_id']}: {e['error']}[/]")
+        console.print(f"rows from code {words(rep['row_code_versions'])}, config "
+                      f"{words(h[:12] for h in rep['row_config_hashes'])} (manifest.json: the full "
+                      f"resolved configuration; rerun with `sweep rerun {rep['directory']} --out NEW`)",
+                      soft_wrap=True, highlight=False, markup=False)
+    print_failures(rep, console)
+
+
+def print_failures(rep: dict[str, Any], console) -> None:
+    """The ``failures`` of ``rep``: how many rows and tasks failed and, per mapper and layer, the
+    first error; nothing when every row is ok."""
+    f = rep.get("failures")
+    if not f:
+        return
+    ok = rep.get("rows", {}).get("ok", 0)
+    what = "every row failed" if not ok else f"{f['rows']:,} of {f['rows'] + ok:,} rows failed"
+    console.print(f"[red]{what}[/] ({f['tasks']:,} task(s)); the report below covers the {ok:,} finished "
+                  "row(s). First error per mapper and layer (`sweep report --json`: the tracebacks):",
+                  soft_wrap=True, highlight=False)
+    for g in f["groups"]:
+        where = " / ".join(str(g[k]) for k in ("mapper", "network", "layer") if g.get(k) is not None) or "?"
+        console.print(f"  {where}: {g['rows']:,} row(s): {g['error']}", style="red", soft_wrap=True,
+                      highlight=False, markup=False)
+    if f.get("more_groups"):
+        console.print(f"  ... and {f['more_groups']} more (mapper, layer) group(s)", style="red", highlight=False)
 
 
 def print_plots(rep: dict[str, Any], console) -> None:
     """Print the paths of the PNGs written (``rep["plots"]``)."""
     for p in rep.get("plots", []):
-        console.print(f"plot: {p}")
+        console.print(f"plot: {p}", soft_wrap=True, highlight=False, markup=False)

@@ -20,6 +20,8 @@ import numpy as np
 import pandas as pd
 
 from costmodel.workload import Layer, Network
+from sweep import fmt
+from sweep.fmt import print_wide
 from sweep.reports.summary import print_plots, print_summary, read_rows, summary
 from sweep.reports.plots import figure, log_axis, save
 
@@ -158,19 +160,22 @@ def show(rep: dict[str, Any], console) -> None:
 
     print_summary(rep, console)
     if "optimal" not in rep:
+        if rep.get("failures"):
+            console.print("no allocation table: no hardware point has a finished row (the failures are listed "
+                          "above)", style="yellow", soft_wrap=True, highlight=False)
         print_plots(rep, console)
         return
-    t = Table(title="Optimal hardware allocation per network and PM (DeepOpt Table 4)")
-    for c in ("network", "PM", "J", "K", "SRAM KiB f/i/p", "area mm2", "E (uJ)", "D (Mcycles)",
+    t = Table(title="Optimal hardware allocation per network and PM (DeepOpt Table 4)", title_justify="left")
+    for c in ("network", "PM", "J", "K", "SRAM KiB f/i/p", "area mm^2", "energy E", "delay D",
               "x worst", "x worst in window"):
-        t.add_column(c, justify="left" if c in ("network", "PM") else "right")
+        t.add_column(c, justify="left" if c in ("network", "PM") else "right", no_wrap=True)
     for r in rep["optimal"]:
         win = r.get("improvement_over_worst_in_window")
         t.add_row(r["network"], r["pm"] + ("" if r["network_pm"] == "sum" else " (product)"),
                   str(r["J"]), str(r["K"]), f"{r['fsram_kib']}/{r['isram_kib']}/{r['psram_kib']}",
-                  f"{r['area_mm2']:.2f}", f"{r['energy_pj'] / 1e6:,.1f}", f"{r['cycles'] / 1e6:,.3f}",
+                  fmt.sig(r["area_mm2"]), fmt.energy(r["energy_pj"]), fmt.cycles(r["cycles"]),
                   f"{r['improvement_over_worst']:,.1f}", "-" if win is None else f"{win:,.1f}")
-    console.print(t)
+    print_wide(console, t)
     w = next((r["window_mm2"] for r in rep["optimal"] if "window_mm2" in r), None)
     if w:
         console.print(f"x worst: PM of the worst feasible point / optimum; in window: among points of "

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from sweep import fmt
 from sweep.errors import StoreError
 from sweep.reports.plots import figure, pyplot, save
 from sweep.study import param_importances, plot_history, plot_importances
@@ -120,29 +121,37 @@ def _plots(study, target, rep: dict, plots: Path) -> list[str]:
 def show(rep: dict, console) -> None:
     """Print ``rep`` (from `build`) as Rich tables."""
     from rich.table import Table
+    smp = rep.get("sampler") or {}
+    sampler = (f"{smp.get('name')} (" + ", ".join(f"{k} {v}" for k, v in smp.items() if k != "name") + ")"
+               if isinstance(smp, dict) else str(smp))
     console.print(f"[bold]{rep['campaign']}[/]: tuning {rep['mapper']} at {rep['budget']} proposals per layer and "
-                  f"seed, seeds {rep['seeds']}, sampler {rep['sampler']}; trials {rep['trials']}, "
-                  f"{rep['trial_seconds_mean']:.2f} s per trial")
+                  f"seed, seeds {fmt.words(rep.get('seeds') or [])}, sampler {sampler}; trials: "
+                  f"{fmt.counts(rep['trials'])}, {rep['trial_seconds_mean']:.2f} s per trial", soft_wrap=True,
+                  highlight=False)
     b = rep.get("best")
     if b:
-        sched = {k: v for k, v in b["full_params"].items() if k not in ("seed", "engine", "lockstep")}
-        console.print(f"best trial {b['trial']}: mean gap {100 * b['value_gap']:.4f} %, schedule {sched}")
-        console.print("per training layer: " + ", ".join(f"{k} {100 * v:.4f} %" for k, v in b["layer_gaps"].items()))
+        sched = ", ".join(f"{k} = {fmt.sig(v) if isinstance(v, float) else v}" for k, v in b["full_params"].items()
+                          if k not in ("seed", "engine", "lockstep"))
+        console.print(f"best trial {b['trial']}: mean gap {100 * b['value_gap']:.4f} %, schedule {sched}",
+                      soft_wrap=True, highlight=False, markup=False)
+        console.print("per training layer: " + ", ".join(f"{k} {100 * v:.4f} %" for k, v in b["layer_gaps"].items()),
+                      soft_wrap=True, highlight=False, markup=False)
     if rep.get("importances"):
         console.print("parameter importances (fANOVA, mean gap): " +
-                      ", ".join(f"{k} {v:.2f}" for k, v in rep["importances"].items()))
+                      ", ".join(f"{k} {v:.2f}" for k, v in rep["importances"].items()), soft_wrap=True,
+                      highlight=False, markup=False)
     if rep.get("references"):
         t = Table(title="reference optima")
         for c in ("set", "layer", "method", "space", "reference", "best_seen", "wall_s"):
             t.add_column(c, justify="left" if c in ("set", "layer", "method") else "right")
         for r in rep["references"]:
             t.add_row(r["set"], r["layer"], r["method"], "-" if r["space"] is None or r["space"] != r["space"]
-                      else f"{int(r['space']):,}", f"{r['reference']:.6g}", f"{r['best_seen']:.6g}",
+                      else f"{int(r['space']):,}", fmt.sig(r["reference"]), fmt.sig(r["best_seen"]),
                       f"{r['wall_s']:.1f}")
         console.print(t)
     h = rep.get("heldout")
     if h and {"tuned", "default"} <= set(h):
-        t = Table(title=f"held-out layers, same budget, seeds {h['tuned']['seeds']}")
+        t = Table(title=f"held-out layers, same budget, seeds {fmt.words(h['tuned']['seeds'])}")
         for c in ("layer", "default gap %", "tuned gap %", "default reach", "tuned reach",
                   "default evals to opt", "tuned evals to opt"):
             t.add_column(c, justify="left" if c == "layer" else "right")

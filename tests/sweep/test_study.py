@@ -218,3 +218,15 @@ def test_search_interrupted_within_a_round_resumes_to_the_same_study(tmp_path, m
     assert any(t.state.name == "RUNNING" for t in st.load_study(c.output, c.name).trials)
     run_campaign(c, executor="local", resume=True)
     assert _study_key(tmp_path / "int", c.name) == _study_key(tmp_path / "ref", ref.name)
+
+
+def test_a_study_seeded_at_the_top_of_the_seed_range_resumes(tmp_path):
+    """The largest seed a campaign may give (`sweep.campaigns.validation.SEED_MAX`, numpy's 2**32 - 1)
+    plus the trials already in the study stays a seed numpy takes when the study is reopened."""
+    import optuna
+
+    from sweep.campaigns.validation import SEED_MAX
+    s = st.open_study(tmp_path, "top", 1, "tpe", SEED_MAX)
+    s.tell(s.ask({"x": optuna.distributions.FloatDistribution(0, 1)}), 0.5)
+    again = st.open_study(tmp_path, "top", 1, "tpe", SEED_MAX)   # seed SEED_MAX + 1: out of numpy's range before
+    assert len(again.trials) == 1

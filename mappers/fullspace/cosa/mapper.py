@@ -112,6 +112,8 @@ error (value inf); the solver never raises out of `CosaMapper.run`.
 from __future__ import annotations
 
 import math
+import os
+import sys
 import time
 from dataclasses import replace
 from typing import Any, Mapping as _Mapping, Sequence
@@ -152,8 +154,39 @@ def parse_solve(spec: str) -> tuple[float, tuple[str, ...]]:
     return wf, tuple(m for m in mems.split("+") if m)
 
 
+def _quiet_highs(highspy):
+    """A new ``highspy.Highs()`` whose start-up banner ("Running HiGHS 1.x ...") is kept off stdout.
+
+    HiGHS prints the banner from C when a process builds its first solver, before any option
+    (``output_flag``, ``log_to_console``) can be set, so file descriptor 1 points at the null
+    device while the object is built (C's buffers flushed before it is restored). Then output is
+    switched off for everything the solver would print later. Raises what ``Highs()`` raises."""
+    import ctypes
+    if sys.stdout is not None:
+        sys.stdout.flush()
+    try:
+        saved = os.dup(1)
+    except OSError:  # no file descriptor 1 (a daemon): nothing to keep clean
+        saved = -1
+    if saved < 0:
+        h = highspy.Highs()
+    else:
+        null = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(null, 1)
+            h = highspy.Highs()
+            ctypes.CDLL(None).fflush(None)
+        finally:
+            os.dup2(saved, 1)
+            os.close(saved)
+            os.close(null)
+    h.setOptionValue("output_flag", False)
+    h.setOptionValue("log_to_console", False)
+    return h
+
+
 def solve_model(model: CosaModel, time_limit_s: float = 60.0, mip_gap: float = 1e-4):
-    """Solve with HiGHS (threads=1, no output).
+    """Solve with HiGHS (threads=1, no output: `_quiet_highs`).
 
     Returns:
         (status, choice or None, mip_objective, mip_gap, solver_s, col_values or None); status one
@@ -163,8 +196,7 @@ def solve_model(model: CosaModel, time_limit_s: float = 60.0, mip_gap: float = 1
     from scipy.sparse import coo_matrix
     t0 = time.perf_counter()
     try:
-        h = highspy.Highs()
-        h.setOptionValue("output_flag", False)
+        h = _quiet_highs(highspy)
         h.setOptionValue("threads", 1)
         h.setOptionValue("time_limit", float(time_limit_s))
         h.setOptionValue("mip_rel_gap", float(mip_gap))

@@ -106,7 +106,7 @@ CASES = [
      ["eyeriss_lik", "unknown accelerator"]),
     ("map-unknown-mapper", {}, [_sub(" ".join(MAP), "salsa", "sals").split()], ["--mapper", "sals"]),
     ("map-mapper-of-another-kind", {}, [_sub(" ".join(MAP), "salsa", "deepopt").split()],
-     ["--mapper = 'deepopt'", "maps systolic architectures", "sweep run"]),
+     ["--mapper = 'deepopt'", "maps systolic architectures", "deepopt_table3"]),
     ("map-nan-param", {}, [MAP + ["--param", "t0=nan", "--param", "engine=sa"]], ["--param t0 = nan", "finite"]),
     ("map-zero-dim", {}, [_sub(" ".join(MAP), "K=8", "K=0").split()], ["--dims K = 0", "positive integer"]),
     ("map-unknown-param", {}, [MAP + ["--param", "tempreature=1"]], ["--param tempreature", "unknown parameter"]),

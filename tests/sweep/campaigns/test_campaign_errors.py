@@ -162,7 +162,7 @@ NONFINITE_CASES = [
      "architectures.grid.constraints[0]", r"only finite numbers"),
     ("run-inf", _edit(BASE, "chunk_points = 8", "chunk_points = inf"), "run.chunk_points", r"expected an integer"),
     ("seeds-nan", _edit(LOOPS, 'objectives = ["energy"]', 'objectives = ["energy"]\nseeds = [nan]'), "seeds",
-     r"integers >= 0"),
+     r"seeds\[0\] = nan: expected an integer >= 0 and <= 4294967295"),
     ("mapper-param-nan", _edit(LOOPS, "iterations = 50", "iterations = 50, t0 = nan"), "mappers[0].params.t0",
      r"nan: expected a finite float"),
     ("mapper-param-inf", _edit(LOOPS, "iterations = 50", "iterations = 50, rho = -inf"), "mappers[0].params.rho",

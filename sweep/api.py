@@ -1,0 +1,520 @@
+"""The Python API of dse-sweep, for notebooks and scripts: the same functions the ``sweep`` command
+line calls, returning typed results instead of printing.
+
+    from sweep import api
+
+    layer = api.load_layer("resnet18", "layer1.0.conv1")
+    res = api.map_layer(layer, "eyeriss_like", "salsa", iterations=300)
+    res.energy_pj, res.latency_cycles, res.edp          # pJ, cycles, pJ x cycles
+    print(res.loop_nest)
+
+    run = api.run_campaign({"name": "s", "networks": ["deepbench_ocr"], ...}, output="out")
+    results = api.load_results(run.output)
+    api.pareto_front(results.totals, "area_mm2", "edp")
+
+What each part wraps (one code path with the CLI): `load_accelerator`, `load_network`, `load_layer`,
+`map_layer`, `map_network` and `evaluate` are `sweep.single` (``sweep map`` / ``sweep eval``);
+`load_campaign` and `run_campaign` are `sweep.kinds.load` and `sweep.engine.runner`
+(``sweep run``); `load_results` reads a result directory with `sweep.engine.store.Store` and builds
+the per-layer table with `sweep.reports.loopnest.layer_report` (``sweep report``); `pareto_front`
+is `sweep.reports.pareto.pareto_front` on DataFrame columns.
+
+Errors are the CLI's, raised instead of turned into exit codes: `sweep.errors.CampaignError` (a
+bad argument, file or campaign: each finding names the key, as the CLI option or TOML key, and the
+value; the CLI exits 2), `sweep.errors.StoreError` (an output or result directory that cannot be
+used; exit 2), `Interrupted` (Ctrl-C during `run_campaign`; what finished is stored and
+``resume=True`` completes it; exit 130). Nothing here prints.
+
+Units everywhere: energy in pJ, latency in cycles, EDP in pJ x cycles (energy x latency), area in
+mm^2, wall times in seconds. Where the numbers come from: the loop-nest cost model
+(`costmodel.loopnest.reference`, Timeloop/ZigZag-style access counting, CACTI 65 nm SRAM energies)
+and Flexer's multi-NPU model (`costmodel.npu`: SCALE-Sim fold latency, no energy model: energy and
+EDP are None).
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field, replace
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Mapping, NamedTuple, Union
+
+from costmodel.loopnest.arch import Accelerator
+from costmodel.npu import NPUArch
+from costmodel.workload import Layer, Network
+from sweep.errors import CampaignError, Finding, StoreError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from costmodel.loopnest.mapping import Mapping as LoopNestMapping
+    from sweep.campaigns.campaign import Campaign
+    from sweep.engine.runner import Interrupted, RunSummary
+
+__all__ = ["Architecture", "CampaignRun", "Evaluation", "LayerResult", "NetworkResult", "Results",
+           "CampaignError", "StoreError", "Interrupted", "RunSummary",
+           "load_accelerator", "load_network", "load_layer", "map_layer", "map_network", "evaluate",
+           "load_campaign", "run_campaign", "load_results", "pareto_front"]
+
+
+def __getattr__(name: str) -> Any:
+    """`Interrupted` and `RunSummary` of `sweep.engine.runner`, imported on first use (the runner
+    brings pandas and pyarrow, which ``sweep map`` does not need)."""
+    if name in ("Interrupted", "RunSummary"):
+        from sweep.engine import runner
+        return getattr(runner, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+#: What a layer is mapped on: a loop-nest accelerator or one of Flexer's multi-NPU architectures.
+Architecture = Union[Accelerator, NPUArch]
+
+
+# -- loading -------------------------------------------------------------------------------------
+
+def load_accelerator(spec: Architecture | str | Path, *, mapping: str | Path | None = None,
+                     layer_type: str = "default") -> Architecture:
+    """An accelerator from a preset name (``"eyeriss_like"``, ``"arch5"``: ``sweep list archs``), a
+    TOML file, or an `Accelerator` / `NPUArch` object (returned as is). With ``mapping``, ``spec``
+    is a ZigZag hardware YAML and ``mapping`` its mapping YAML, translated as ``sweep import
+    zigzag`` does (`costmodel.importers.zigzag`; the mapping entry ``layer_type``), without
+    writing a file.
+
+    Raises:
+        CampaignError: unknown preset, unreadable or invalid file (key ``--arch``), or a ZigZag
+            YAML that cannot be modelled (the YAML key and value named).
+        TypeError: ``spec`` is an object of no architecture kind.
+    """
+    if not isinstance(spec, (str, Path)):
+        from sweep.kinds.registry import for_arch
+        for_arch(spec)  # TypeError for anything no kind maps
+        return spec
+    if mapping is None:
+        from sweep.single import load_arch
+        return load_arch(str(spec))
+    from costmodel.importers.errors import ZigzagError
+    from costmodel.importers.zigzag import zigzag_to_dict
+    from costmodel.loopnest.arch import accelerator_from_dict
+    try:
+        return accelerator_from_dict(zigzag_to_dict(spec, mapping, layer_type=layer_type), str(spec))
+    except ZigzagError as e:  # the importer's error -> ours, as `sweep import zigzag` does
+        raise CampaignError(e.source, [Finding(e.key, e.value, e.message)]) from None
+    except ValueError as e:  # our loader refusing the translated accelerator
+        raise CampaignError(str(spec), [Finding("accelerator", str(spec), str(e))]) from None
+
+
+def load_network(spec: Network | str | Path) -> Network:
+    """A network: a zoo name (``sweep list networks``), a ``.csv`` file in the zoo format or an
+    ``.onnx`` model (Conv, Gemm, MatMul nodes become layers), or a `Network` (returned as is).
+    ``len(net)`` layers, each with a repeat count (``for layer, repeat in net``).
+
+    Raises:
+        CampaignError: unknown name, missing or invalid file (key ``--network``; for ONNX the node).
+    """
+    if isinstance(spec, Network):
+        return spec
+    from sweep.single import resolve_network
+    return resolve_network(str(spec))
+
+
+def load_layer(network: str | Path | None = None, layer: str | int | None = None,
+               dims: str | None = None) -> Layer:
+    """One layer: ``layer`` (its name, or its 0-based index among the layers of ``network`` as
+    ``sweep list networks --file`` numbers them) of ``network`` (as `load_network`), or explicit
+    dimensions ``dims="K=64,C=64,OY=56,OX=56,FY=3,FX=3"`` (unlisted dims 1).
+
+    Raises:
+        CampaignError: both or neither of network/layer and dims, an unknown network or layer
+            (keys ``--network``, ``--layer``, ``--dims``).
+    """
+    from sweep.single import resolve_layer
+    return resolve_layer(None if network is None else str(network), None if layer is None else str(layer), dims)
+
+
+# -- mapping -------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class LayerResult:
+    """The best mapping a mapper found for one layer (`map_layer`).
+
+    Attributes:
+        layer, mapper, engine, objective: what was mapped, by which mapper and engine, minimising what.
+        value: the objective's value of the best mapping (pJ, cycles, pJ x cycles, or the
+            multi-NPU metric).
+        energy_pj: energy in pJ (None on the multi-NPU archs: no energy model).
+        latency_cycles: latency in cycles.
+        edp: energy x latency in pJ x cycles (None without an energy model).
+        evaluations: mappings (or schedules) the search evaluated; wall_s: its time in seconds.
+        params: the mapper's parameters as resolved (defaults filled in, the seed included).
+        mapping: the best mapping in `costmodel.loopnest.mapping` form (spatial, temporal loops
+            innermost first, per-operand boundaries), `evaluate` takes it back; None if the
+            mapper gives none (multi-NPU schedules).
+        loop_nest: the mapping as the loop nest ``sweep map`` prints (None without a mapping).
+        details: every other figure of ``sweep map --json`` (``units``; loop-order mappers'
+            ``spatial`` and ``spatial_candidates``; MIP ``status``, ``mip_gap``; multi-NPU
+            ``transferred_bytes``, ``tiling``, ``dataflow``, ...).
+    """
+
+    layer: str
+    mapper: str
+    engine: str
+    objective: str
+    value: float
+    energy_pj: float | None
+    latency_cycles: float
+    edp: float | None
+    evaluations: int
+    wall_s: float
+    params: dict[str, Any]
+    mapping: dict[str, Any] | None
+    loop_nest: str | None
+    details: dict[str, Any]
+    _raw: dict[str, Any] = field(repr=False, compare=False)
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> LayerResult:
+        """From the dict `sweep.single.map_layer` returns (``sweep map --json`` plus ``loop_nest``)."""
+        named = ("layer", "mapper", "engine", "objective", "value", "energy_pj", "latency_cycles", "edp",
+                 "evaluations", "wall_s", "params", "mapping", "loop_nest")
+        return cls(layer=str(d.get("layer", "")), mapper=str(d.get("mapper", "")), engine=str(d.get("engine", "")),
+                   objective=str(d.get("objective", "")), value=d.get("value", float("nan")),
+                   energy_pj=d.get("energy_pj"), latency_cycles=d["latency_cycles"], edp=d.get("edp"),
+                   evaluations=int(d.get("evaluations", 0)), wall_s=float(d.get("wall_s", 0.0)),
+                   params=dict(d.get("params") or {}), mapping=d.get("mapping"), loop_nest=d.get("loop_nest"),
+                   details={k: v for k, v in d.items() if k not in named}, _raw=copy.deepcopy(dict(d)))
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON object ``sweep map --json`` prints for the same layer and arguments, plus
+        ``loop_nest`` (a copy: changing it changes nothing here)."""
+        return copy.deepcopy(self._raw)
+
+
+@dataclass(frozen=True)
+class NetworkResult:
+    """Every unique layer of a network mapped, and the network's totals (`map_network`).
+
+    Attributes:
+        network, arch_kind, mapper, objective: what was mapped, on which kind of architecture.
+        rows: one dict per unique layer, in network order (``layer``, ``repeat``, ``energy_pj``,
+            ``latency_cycles``, ``edp``, ``value``, ``evaluations``, ``wall_s``, ``engine``,
+            ``macs``, and ``mapping`` / ``spatial`` / ``transferred_bytes`` where the mapper gives them).
+        total: per inference, energy (pJ) and latency (cycles) summed over the layers times their
+            repeats (layers run one after another), ``edp`` = total energy x total latency,
+            ``macs``, ``layers`` (unique), ``executed_layers``, ``evaluations``, ``wall_s``.
+    """
+
+    network: str
+    arch_kind: str
+    mapper: str
+    objective: str
+    rows: tuple[dict[str, Any], ...] = field(repr=False)
+    total: dict[str, Any]
+    _raw: dict[str, Any] = field(repr=False, compare=False)
+
+    @property
+    def layers(self) -> pd.DataFrame:
+        """`rows` as a DataFrame: one row per unique layer (n_unique x columns of `rows`)."""
+        import pandas as pd
+        return pd.DataFrame(list(self.rows))
+
+    @property
+    def energy_pj(self) -> float | None:
+        """Total energy per inference in pJ (None without an energy model)."""
+        return self.total["energy_pj"]
+
+    @property
+    def latency_cycles(self) -> float:
+        """Total latency per inference in cycles."""
+        return self.total["latency_cycles"]
+
+    @property
+    def edp(self) -> float | None:
+        """Total energy x total latency, pJ x cycles (None without an energy model)."""
+        return self.total["edp"]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON object ``sweep map --network N --json`` (no ``--layer``) prints (a copy)."""
+        return copy.deepcopy(self._raw)
+
+
+def _params(params: Mapping[str, Any] | None, more: dict[str, Any]) -> dict[str, Any]:
+    """The mapper parameters: ``params`` updated with the keyword arguments."""
+    return {**dict(params or {}), **more}
+
+
+def map_layer(layer: Layer, accelerator: Architecture | str | Path, mapper: str = "salsa",
+              objective: str | None = None, seed: int = 0, *, params: Mapping[str, Any] | None = None,
+              **more_params: Any) -> LayerResult:
+    """Search a mapping of ``layer`` on ``accelerator`` (as `load_accelerator`) with ``mapper``
+    (``sweep list mappers``), in-process: what ``sweep map`` does, the same numbers as ``sweep
+    map --json`` with the same arguments.
+
+    Args:
+        objective: what to minimise: ``"energy"`` (pJ, the default on loop-nest accelerators),
+            ``"latency"`` (cycles) or ``"edp"``; on the multi-NPU archs ``"latency_bytes"``
+            (default), ``"latency"`` or ``"bytes"``.
+        seed: the seed of stochastic mappers (a ``seed`` parameter wins).
+        params, **more_params: mapper parameters (``iterations=300``, ``engine="sa"``, ...),
+            checked against the mapper's declaration; keyword arguments win over ``params``.
+
+    Raises:
+        CampaignError: unknown mapper, a mapper of another kind of architecture, a bad objective
+            or parameter (keys ``--mapper``, ``--objective``, ``--param KEY``), or no spatial
+            unrolling of the layer under the accelerator's hint.
+    """
+    from sweep.single import map_layer as _map_layer
+    arch = load_accelerator(accelerator)
+    return LayerResult.from_dict(_map_layer(layer, arch, mapper, objective, seed, _params(params, more_params)))
+
+
+def map_network(network: Network | str | Path, accelerator: Architecture | str | Path, mapper: str = "salsa",
+                objective: str | None = None, seed: int = 0, *, params: Mapping[str, Any] | None = None,
+                progress: Callable[[int, int, str], None] | None = None, **more_params: Any) -> NetworkResult:
+    """Map every unique layer of ``network`` (as `load_network`; layers of equal shape merged,
+    repeats added) on ``accelerator`` with `map_layer`'s arguments, in order, and total them:
+    ``sweep map --network N`` without ``--layer``. ``progress(done, total, layer_name)`` is called
+    before each layer and once at the end (done = total, name "").
+
+    Raises:
+        CampaignError: as `load_network`, `load_accelerator` and `map_layer` (on the first layer,
+            before any long work).
+    """
+    from sweep.single import map_network as _map_network
+    res = _map_network(load_network(network), load_accelerator(accelerator), mapper, objective, seed,
+                       _params(params, more_params), progress)
+    return NetworkResult(network=res["network"], arch_kind=res["arch_kind"], mapper=res["mapper"],
+                         objective=res["objective"], rows=tuple(res["layers"]), total=dict(res["total"]),
+                         _raw=copy.deepcopy(res))
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """The cost of one given mapping (`evaluate`), from the reference cost model
+    (`costmodel.loopnest.reference.evaluate`).
+
+    Attributes:
+        energy_pj: energy in pJ; latency_cycles: latency in cycles; edp: pJ x cycles (all None if
+            the mapping is invalid).
+        valid, reason: whether the mapping fits the layer and the accelerator, and if not, why.
+        breakdown: ``operands`` (per operand, a list of per-memory-level dicts innermost first:
+            ``reads``, ``writes``, ``fills``, ``readbacks``, ``energy_pj``, ``tile_bits``,
+            ``instances``), ``mac_energy_pj``, ``macs``, ``compute_cycles``, ``stall_cycles``
+            (memory -> cycles), ``utilization`` (real MACs / (compute cycles x PEs)).
+        mapping: the mapping evaluated; loop_nest: it as the loop nest ``sweep eval`` prints.
+    """
+
+    energy_pj: float | None
+    latency_cycles: float | None
+    edp: float | None
+    valid: bool
+    reason: str
+    breakdown: dict[str, Any]
+    mapping: dict[str, Any] | None
+    loop_nest: str
+    _raw: dict[str, Any] = field(repr=False, compare=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON object ``sweep eval --json`` prints, plus ``loop_nest`` (a copy)."""
+        return copy.deepcopy(self._raw)
+
+
+def evaluate(layer: Layer, accelerator: Accelerator | str | Path,
+             mapping: Mapping[str, Any] | LoopNestMapping | LayerResult | str | Path) -> Evaluation:
+    """The cost of ``mapping`` for ``layer`` on the loop-nest ``accelerator`` (as
+    `load_accelerator`): what ``sweep eval`` prints. ``mapping`` is a mapping file (JSON or TOML,
+    as ``sweep eval --mapping``), a dict in `costmodel.loopnest.mapping.Mapping.to_dict` form, a
+    `Mapping`, or a `LayerResult` (its best mapping).
+
+    Raises:
+        CampaignError: an unreadable file or an invalid mapping (key ``--mapping``, the reason
+            named), a result without a mapping, or an accelerator that is not a loop-nest one.
+    """
+    from sweep.single import eval_mapping
+    arch = load_accelerator(accelerator)
+    if not isinstance(arch, Accelerator):
+        raise CampaignError("accelerator", [Finding("accelerator", getattr(arch, "name", arch),
+                                                    "evaluate takes a loop-nest accelerator (sweep list archs)")])
+    if isinstance(mapping, (str, Path)):
+        rep = eval_mapping(layer, arch, mapping)
+    else:
+        rep = _evaluate_mapping(layer, arch, mapping)
+    return Evaluation(energy_pj=rep["energy_pj"], latency_cycles=rep["latency_cycles"], edp=rep["edp"],
+                      valid=rep["valid"], reason=rep["reason"], breakdown=rep["breakdown"],
+                      mapping=rep["mapping"], loop_nest=rep["loop_nest"], _raw=copy.deepcopy(rep))
+
+
+def _evaluate_mapping(layer: Layer, arch: Accelerator, mapping: Any) -> dict[str, Any]:
+    """`sweep.single.eval_mapping`'s report for a mapping given as data rather than a file."""
+    from costmodel.loopnest.mapping import Mapping as LoopNest, format_loop_nest
+    from costmodel.loopnest.reference import evaluate as reference
+    if isinstance(mapping, LayerResult):
+        if mapping.mapping is None:
+            raise CampaignError("mapping", [Finding("mapping", mapping.mapper, "this result has no mapping")])
+        mapping = mapping.mapping
+    if not isinstance(mapping, LoopNest):
+        try:
+            mapping = LoopNest.from_dict(mapping)
+        except (ValueError, KeyError, TypeError, AttributeError) as e:
+            raise CampaignError("mapping", [Finding("--mapping", "<dict>", f"not a valid mapping: {e}")]) from None
+    out = reference(layer, arch, mapping).to_dict()
+    out["loop_nest"] = format_loop_nest(mapping, layer, arch)
+    return out
+
+
+# -- campaigns -----------------------------------------------------------------------------------
+
+class CampaignRun(NamedTuple):
+    """What `run_campaign` did: the result directory and the run's `RunSummary` (tasks run,
+    skipped, failed, rows written, seconds). Unpacks as ``output, summary = run_campaign(...)``."""
+
+    output: Path
+    summary: RunSummary
+
+    @property
+    def ok(self) -> bool:
+        """True if no task failed (a failed task's rows have status "error"; ``sweep run`` exits 1)."""
+        return self.summary.tasks_failed == 0
+
+
+def load_campaign(campaign: str | Path | Mapping[str, Any], output: str | Path | None = None,
+                  base_dir: str | Path | None = None) -> Campaign:
+    """A validated campaign from a TOML file (what ``sweep run`` reads) or from a dict with the
+    same tables (``{"name": ..., "networks": [...], "architectures": {...}, "mappers": [...]}``);
+    relative file names in a dict are resolved against ``base_dir`` (default: the current
+    directory). ``output`` overrides the campaign's ``output`` (``--out``).
+
+    Raises:
+        CampaignError: unreadable file or invalid campaign: every problem, each with its TOML key
+            path and value.
+    """
+    from sweep.kinds.load import load_campaign as _load, parse_campaign
+    if isinstance(campaign, (str, Path)):
+        return _load(campaign, output=output)
+    return parse_campaign(dict(campaign), source="<dict>", base_dir=Path(base_dir or "."), output=output)
+
+
+def run_campaign(campaign: str | Path | Mapping[str, Any] | Campaign, output: str | Path | None = None, *,
+                 executor: str = "local", resume: bool = False,
+                 progress: Callable[[int, int], None] | None = None, address: str | None = None,
+                 base_dir: str | Path | None = None) -> CampaignRun:
+    """Run a campaign (as `load_campaign`, or a loaded `Campaign`) into ``output`` (default: the
+    campaign's own): ``sweep run``, the same task_ids and rows for a file and for the equal dict.
+
+    Args:
+        executor: ``"local"`` (in-process) or ``"ray"`` (parallel; ``address`` an existing
+            cluster, default ``RAY_ADDRESS`` or a new local Ray); the rows are the same.
+        resume: complete an interrupted run in the same directory (stored tasks are skipped).
+        progress: called as ``progress(done, total)`` (tasks) once at the start and after each task.
+
+    Returns:
+        `CampaignRun`: the output directory and the summary; failed tasks do not raise (their
+        rows have status "error", ``run.ok`` is False).
+
+    Raises:
+        CampaignError: invalid campaign or executor (nothing written).
+        StoreError: ``output`` holds something else, or results of this campaign without
+            ``resume`` (nothing written).
+        Interrupted: Ctrl-C (or SIGTERM); finished tasks are stored, ``resume=True`` completes it.
+    """
+    from sweep.campaigns.campaign import Campaign
+    from sweep.engine.runner import run_campaign as _run
+    if executor not in ("local", "ray"):
+        raise CampaignError("executor", [Finding("executor", executor, "expected 'local' or 'ray'")])
+    if isinstance(campaign, Campaign):
+        c = campaign if output is None else replace(campaign, output=Path(output))
+    else:
+        c = load_campaign(campaign, output, base_dir)
+    summary = _run(c, resume=resume, executor=executor, address=address, progress=progress)
+    return CampaignRun(Path(c.output), summary)
+
+
+# -- results -------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Results:
+    """A result directory written by ``sweep run`` (or `run_campaign`), read as DataFrames; each
+    table is read on first use and kept.
+
+    Attributes:
+        directory: the result directory; manifest: its ``manifest.json`` (campaign name,
+            ``config`` = the resolved configuration, ``config_hash``, ``tasks``, ``code_version``).
+        kind: the campaign kind that wrote it (``config.kind``).
+    """
+
+    directory: Path
+    manifest: dict[str, Any] = field(repr=False)
+    kind: str
+
+    def _table(self, name: str) -> pd.DataFrame | None:
+        from sweep.engine.store import Store
+        from sweep.kinds.registry import kind_named
+        return Store(self.directory).read(name) if name in kind_named(self.kind).tables else None
+
+    @cached_property
+    def rows(self) -> pd.DataFrame:
+        """Every stored row (n_rows x columns): one per work unit of a layer (loop-nest, multi-NPU),
+        per (design, layer) (architecture search) or per hardware point and layer (systolic), with
+        ``status`` ("ok" / "error"), ``error``, ``energy_pj`` (pJ), ``latency_cycles`` (cycles),
+        ``edp`` (pJ x cycles) and the kind's own columns (see README "Result columns")."""
+        from sweep.engine.store import Store
+        return Store(self.directory).read("rows")
+
+    @cached_property
+    def totals(self) -> pd.DataFrame | None:
+        """Architecture search: one row per (design, network) with the network totals per inference
+        (``energy_pj``, ``latency_cycles``, ``edp``), the design's ``area_mm2`` (mm^2), its
+        ``design_id`` and one column per searched parameter (``array.D1``, ...). None for other kinds."""
+        return self._table("totals")
+
+    @cached_property
+    def layers(self) -> pd.DataFrame | None:
+        """Loop-nest and multi-NPU campaigns: per (network, layer, arch, objective, mapper
+        configuration ``label``) the best unit of each problem, averaged over seeds: ``value``,
+        ``energy_pj``, ``latency_cycles``, ``evaluations``, ``search_s`` (seconds), ``seeds``,
+        ``repeat`` and ``vs_baseline`` (baseline value / value) when the baseline mapper ran:
+        the per-layer table of ``sweep report`` (`sweep.reports.loopnest.layer_report`). None
+        for kinds without a problems table; empty if no row is "ok"."""
+        import pandas as pd
+
+        from sweep.reports.loopnest import layer_report
+        problems = self._table("problems")
+        if problems is None:
+            return None
+        rows = self.rows
+        if rows.empty or problems.empty:
+            return pd.DataFrame()
+        baseline = (self.manifest.get("report") or {}).get("baseline", "random")
+        return pd.DataFrame(layer_report(rows, problems, baseline)["layers"])
+
+
+def load_results(directory: str | Path) -> Results:
+    """The result directory ``directory`` as `Results` (``.rows``, ``.totals``, ``.layers``,
+    ``.manifest``).
+
+    Raises:
+        StoreError: not a dse-sweep result directory, an unknown kind, or (on reading a table) an
+            unreadable fragment.
+    """
+    from sweep.engine.store import Store
+    from sweep.kinds.registry import of_directory
+    d = Path(directory)
+    manifest = Store(d).manifest()
+    return Results(directory=d, manifest=manifest, kind=of_directory(d, manifest).name)
+
+
+def pareto_front(df: pd.DataFrame, x: str, y: str, *more: str) -> pd.DataFrame:
+    """The rows of ``df`` no other row dominates in columns ``x``, ``y`` (and ``more``), every
+    column minimised (`sweep.reports.pareto.pareto_front`: no worse in all and better in one;
+    rows with NaN or infinite values never on the front), sorted by ``x``, then ``y``, ...;
+    the index of ``df`` is kept. E.g. ``pareto_front(results.totals, "area_mm2", "edp")``.
+
+    Raises:
+        KeyError: a column is missing. ValueError: a column is not numeric.
+    """
+    from sweep.reports.pareto import pareto_front as _front
+    cols = [x, y, *more]
+    missing = [c for c in cols if c not in df.columns]
+    if missing:
+        raise KeyError(f"pareto_front: no column(s) {missing}; columns: {list(df.columns)}")
+    return df.iloc[_front(df[cols].to_numpy(dtype=float))]

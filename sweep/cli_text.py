@@ -1,0 +1,165 @@
+"""The parts of the command line (`sweep.cli`) that face people, kept apart from the commands:
+
+* `sweep list`'s tables: the zoo, the presets and the mappers, the layers of one network (zoo
+  name or file) with their shapes and MACs, and one mapper's parameters. Tables are as wide as
+  their content (`sweep.fmt.print_wide`): identifiers and numbers are never cut, prose columns
+  (descriptions, docs) wrap. ``--json`` is printed by `sweep.cli` from `sweep.catalog`.
+* `seed_option` / `param_option`: `sweep map --seed` and ``--param seed=...`` checked by the one
+  seed rule (`sweep.campaigns.validation.check_seed`), exit 2 naming the option.
+* `plain_help`: `--help` without Typer's ``<bool>`` and ``<list[str]>`` type labels.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import typer
+
+from sweep.errors import CampaignError
+from sweep.fmt import print_wide
+
+__all__ = ["param_option", "plain_help", "print_catalog", "print_mapper", "print_network", "print_rows",
+           "seed_option"]
+
+
+def seed_option(value: int) -> int:
+    """`--seed` by the one seed rule (`sweep.campaigns.validation.check_seed`).
+
+    Raises:
+        typer.BadParameter: outside the rule (exit 2, the message names ``--seed`` and the value).
+    """
+    from sweep.campaigns.validation import SEED_RULE, is_seed
+    if not is_seed(value):
+        raise typer.BadParameter(f"{value}: {SEED_RULE}")
+    return value
+
+
+def param_option(values: list[str] | None) -> list[str] | None:
+    """`--param`: a ``seed=...`` entry by the one seed rule; the other entries are checked by the
+    mapper's declared parameters (`sweep map` itself).
+
+    Raises:
+        typer.BadParameter: a seed outside the rule (exit 2, naming ``--param seed`` and the value).
+    """
+    from sweep.campaigns.validation import SEED_RULE, is_seed
+    from sweep.single import parse_param
+    for item in values or []:
+        try:
+            key, value = parse_param(item)
+        except CampaignError:  # not KEY=VALUE: said by `sweep map` itself
+            continue
+        if key == "seed" and not is_seed(value):
+            raise typer.BadParameter(f"seed={value!r}: {SEED_RULE}", param_hint="'--param seed'")
+    return values
+
+
+class _PlainMetavars:
+    """`--help` without Typer's type labels where they say nothing: a flag (``--json``,
+    ``--help``) shows no ``<bool>``, a repeatable option shows its upper-cased name, not
+    ``<list[str]>``; an option's own ``metavar=`` wins."""
+
+    def get_params(self, ctx):
+        params = super().get_params(ctx)  # type: ignore[misc]
+        for p in params:
+            if p.metavar is None and getattr(p, "is_flag", False):
+                p.metavar = ""
+            elif p.metavar is None and getattr(p, "multiple", False):
+                p.metavar = (p.name or "").upper()
+        return params
+
+
+def plain_help(t: typer.Typer) -> None:
+    """Give every command and group of ``t`` (and of its sub-apps) `_PlainMetavars`; call it once
+    every command is registered."""
+    from typer.core import TyperCommand, TyperGroup
+    from typer.models import DefaultPlaceholder
+
+    command = type("SweepCommand", (_PlainMetavars, TyperCommand), {})
+    group = type("SweepGroup", (_PlainMetavars, TyperGroup), {})
+    if t.info.cls in (None, TyperGroup) or isinstance(t.info.cls, DefaultPlaceholder):
+        t.info.cls = group
+    for info in t.registered_commands:
+        if info.cls in (None, TyperCommand):
+            info.cls = command
+    for g in t.registered_groups:
+        if g.typer_instance is not None:
+            plain_help(g.typer_instance)
+
+#: Columns of prose: wrapped at this many characters, never cut.
+_PROSE = {"description": 60, "doc": 70, "source": 50, "parameters": 60}
+
+
+def _cell(v: Any) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, bool):
+        return str(v).lower()
+    if isinstance(v, int):
+        return f"{v:,}"
+    if isinstance(v, (list, tuple)):
+        return ", ".join(str(x) for x in v)
+    return str(v)
+
+
+def print_rows(title: str, rows: list[dict], console: Any, caption: str | None = None) -> None:
+    """One Rich table of dict rows (the keys of the first row are the columns): numbers right
+    aligned, prose columns (`_PROSE`) wrapped, every other column whole."""
+    from rich.table import Table
+
+    t = Table(title=title, caption=caption, title_justify="left", caption_justify="left")
+    for k in rows[0]:
+        numeric = isinstance(rows[0][k], (int, float)) and not isinstance(rows[0][k], bool)
+        t.add_column(k, justify="right" if numeric else "left", no_wrap=k not in _PROSE,
+                     max_width=_PROSE.get(k), overflow="fold")
+    for r in rows:
+        t.add_row(*[_cell(v) for v in r.values()])
+    print_wide(console, t)
+
+
+def print_catalog(what: str, rows: list[dict], console: Any) -> None:
+    """`sweep list networks | archs | mappers`: one table (mappers: their parameter names; the
+    parameters themselves with `sweep list mappers NAME`)."""
+    if what == "mappers":
+        rows = [{"name": r["name"], "kind": r["kind"], "version": r["version"], "doc": r["doc"],
+                 "parameters": ", ".join(p["name"] for p in r["params"])} for r in rows]
+        print_rows("mappers (the parameters of one: `sweep list mappers NAME`)", rows, console)
+        return
+    print_rows(what, [{k: v for k, v in r.items() if k not in ("grid_parameters", "spatial", "spatial_hint")}
+                      for r in rows], console)
+    if what == "archs":
+        console.print("loop-nest presets are templates of architecture search: `sweep list archs --json` gives "
+                      "each one's grid_parameters (array.<dim>, memory.<name>.size_bits | size_kib | word_bits), "
+                      "its fixed spatial unrolling and its spatial_hint (the unrollings searched with "
+                      "--param spatial=search)", soft_wrap=True, highlight=False)
+    elif what == "networks":
+        console.print("the layers of one: `sweep list networks NAME` (a file: `sweep list networks --file F`)",
+                      soft_wrap=True, highlight=False)
+
+
+def _range(p: dict) -> str:
+    if p["choices"] is not None:
+        return "one of " + ", ".join(p["choices"]) if p["type"] == "str" else "any of " + ", ".join(p["choices"])
+    if p["range"] is None:
+        return "-"
+    lo, hi = p["range"]
+    return f"{'-inf' if lo is None else _cell(lo)} .. {'inf' if hi is None else _cell(hi)}"
+
+
+def print_mapper(row: dict, console: Any) -> None:
+    """`sweep list mappers NAME`: one row per declared parameter (name, type, default, range or
+    choices, doc)."""
+    rows = [{"parameter": p["name"], "type": p["type"], "default": _cell(p["default"]) if p["default"] is not None
+             else "(absent)", "range / choices": _range(p), "doc": p["doc"]} for p in row["params"]]
+    print_rows(f"{row['name']} ({row['kind']} mapper, version {row['version']}): {row['doc']}", rows, console,
+               caption="set them with `sweep map --param NAME=VALUE` or a campaign's [[mappers]] params")
+
+
+def print_network(doc: dict, console: Any) -> None:
+    """`sweep list networks NAME` / ``--file F``: the layers (shapes, strides, paddings, repeats,
+    MACs) and, for ONNX, the nodes ignored."""
+    published = doc.get("published_macs")
+    print_rows(f"{doc['network']} ({doc['path']}): {len(doc['layers'])} layer(s), {doc['unique_layers']} unique, "
+               f"{doc['total_macs']:,} MACs" + (f" (published {published:,})" if published else ""),
+               doc["layers"], console)
+    if doc["ignored"]:
+        print_rows(f"{len(doc['ignored'])} node(s) ignored (not Conv, Gemm or MatMul)", doc["ignored"], console)

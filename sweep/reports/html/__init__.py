@@ -1,0 +1,175 @@
+"""The interactive report, `sweep report DIR --html FILE`: one self-contained HTML page per result
+directory, with Plotly figures (one module of this package per campaign kind, named by
+`sweep.kinds.base.CampaignKind.html_module`, each ``build(directory, manifest, out_file, rep)``).
+
+The page carries plotly.js inline (no CDN, nothing fetched: it opens from disk, offline), the
+figures as JSON, the data its own scripts read (``window.SWEEP_DATA``) and one status line that
+its script fills in once every figure is drawn::
+
+    <p id="render-status" data-done="1" data-figures="3" data-points="96" data-errors="0">
+
+(``data-points``: the scatter markers drawn, ``.scatterlayer .point``), which a headless browser
+test reads back. A kind module builds a `Page` (headings, paragraphs, figures, data, a script run
+after drawing) and writes it with `write_page`. Plotly is the optional ``html`` extra:
+`plotly_available` says whether it is installed.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = ["COLOURS", "PLOTLY_MISSING", "Page", "plotly_available", "short", "write_page"]
+
+#: Trace colours, one per mapper, dataflow or arch (Plotly's qualitative "D3" set), so that one
+#: name keeps its colour in every panel of a figure.
+COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf",
+           "#d62728")
+
+#: What `sweep report --html` says when Plotly is not installed (after "--html ").
+PLOTLY_MISSING = 'needs Plotly: pip install -e ".[html]"'
+
+
+def plotly_available() -> bool:
+    """True if Plotly (the ``html`` extra) can be imported."""
+    try:
+        import plotly.io  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def short(v: Any, digits: int = 4) -> str:
+    """A number as ``digits`` significant digits (``1.245e+07``, ``0.5``, ``1344``); anything else
+    as ``str``."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return str(v)
+    return f"{v:.{digits}g}"
+
+
+@dataclass
+class Page:
+    """One report page being built: ``title``, HTML fragments in order (``blocks``), the figures
+    (id -> Plotly figure as JSON-able dict), ``data`` (``window.SWEEP_DATA`` in the page) and
+    ``script``: JavaScript run after every figure is drawn (it may use ``SWEEP_DATA`` and
+    ``Plotly``)."""
+
+    title: str
+    blocks: list[str] = field(default_factory=list)
+    figures: list[dict[str, Any]] = field(default_factory=list)
+    data: dict[str, Any] = field(default_factory=dict)
+    script: str = ""
+
+    def heading(self, text: str, level: int = 2) -> None:
+        """A heading (``<h2>`` by default) of plain ``text``."""
+        self.blocks.append(f"<h{level}>{html.escape(text)}</h{level}>")
+
+    def text(self, text: str, cls: str = "") -> None:
+        """A paragraph of plain ``text`` (``cls``: its CSS class, e.g. "note")."""
+        attr = f' class="{cls}"' if cls else ""
+        self.blocks.append(f"<p{attr}>{html.escape(text)}</p>")
+
+    def pre(self, text: str, element_id: str) -> None:
+        """A preformatted block of plain ``text`` with the id ``element_id`` (scripts rewrite it)."""
+        self.blocks.append(f'<pre id="{html.escape(element_id)}">{html.escape(text)}</pre>')
+
+    def figure(self, fig: Any, name: str) -> str:
+        """Add the Plotly figure ``fig`` under the element id ``fig-<name>`` and return that id."""
+        import plotly.io as pio
+
+        fid = f"fig-{len(self.figures)}-{''.join(c if c.isalnum() else '-' for c in name)}"
+        self.figures.append({"id": fid, "figure": json.loads(pio.to_json(fig, validate=False))})
+        self.blocks.append(f'<div class="figure" id="{fid}"></div>')
+        return fid
+
+    def summary(self, rep: dict[str, Any]) -> None:
+        """The head every `sweep run` report has (`sweep.reports.summary.summary`): campaign,
+        directory, code, tasks and rows stored, and the first failed tasks with their errors."""
+        rows = ", ".join(f"{k} {v}" for k, v in (rep.get("rows") or {}).items())
+        self.text(f"{rep.get('campaign')} in {rep.get('directory')} (code {rep.get('code_version')}): "
+                  f"{rep.get('tasks_stored')}/{rep.get('tasks_expected')} tasks stored; rows: {rows}.")
+        errors = rep.get("errors") or []
+        if errors:
+            self.text(f"{len(errors)} failed task(s) shown (`sweep report {rep.get('directory')}` lists "
+                      "them); their rows are left out of the figures:", "note")
+            self.blocks.append("<ul class=\"errors\">" + "".join(
+                f"<li>task {html.escape(str(e['task_id']))}: {html.escape(str(e['error']).splitlines()[0])}</li>"
+                for e in errors[:5]) + "</ul>")
+
+
+_STYLE = """
+body { font-family: system-ui, sans-serif; margin: 1.5em auto; max-width: 1280px; color: #222; padding: 0 1em; }
+h1 { font-size: 1.5em; } h2 { font-size: 1.2em; margin-top: 1.6em; border-bottom: 1px solid #ddd; }
+.figure { width: 100%; min-height: 300px; }
+.note { color: #555; font-size: 0.92em; }
+pre { background: #f6f6f6; padding: 0.6em; white-space: pre-wrap; word-break: break-all; font-size: 0.85em; }
+#render-status { color: #888; font-size: 0.8em; }
+"""
+
+#: Draw every figure, run the page's script, then fill in the status line (module docstring).
+_MAIN = """
+(function () {
+  var status = document.getElementById("render-status");
+  var errors = 0;
+  window.addEventListener("error", function (e) {
+    errors += 1; status.dataset.errors = errors; status.textContent = "error: " + e.message;
+  });
+  var figures = JSON.parse(document.getElementById("sweep-figures").textContent);
+  window.SWEEP_DATA = JSON.parse(document.getElementById("sweep-data").textContent);
+  Promise.all(figures.map(function (f) {
+    return Plotly.newPlot(f.id, f.figure.data, f.figure.layout, {responsive: true, displaylogo: false});
+  })).then(function () {
+    if (typeof window.sweepAfterDraw === "function") { window.sweepAfterDraw(); }
+    var points = document.querySelectorAll(".scatterlayer .point").length;
+    status.dataset.points = points; status.dataset.figures = figures.length;
+    status.dataset.errors = errors; status.dataset.done = "1";
+    status.textContent = figures.length + " figure(s), " + points + " point(s) drawn";
+  }).catch(function (e) {
+    errors += 1; status.dataset.errors = errors; status.textContent = "error: " + e;
+    console.error("Error while drawing the report: " + e);
+  });
+})();
+"""
+
+
+def _json_script(element_id: str, value: Any) -> str:
+    """``value`` as JSON inside a non-executed ``<script>`` (``</`` escaped so it cannot end it)."""
+    text = json.dumps(value, separators=(",", ":"), allow_nan=False).replace("</", "<\\/")
+    return f'<script type="application/json" id="{element_id}">{text}</script>'
+
+
+def write_page(page: Page, out_file: str | Path) -> Path:
+    """Write ``page`` as one self-contained HTML file (plotly.js inline) to ``out_file``,
+    atomically (a temporary file renamed into place; parent folders made). Returns its path.
+
+    Raises:
+        ImportError: Plotly is not installed.
+        ValueError: the page's data holds NaN or infinity (not JSON).
+        OSError: the file cannot be written (e.g. ``out_file`` is a directory).
+    """
+    from plotly.offline import get_plotlyjs
+
+    out = Path(out_file)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    doc = "\n".join([
+        "<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
+        f"<title>{html.escape(page.title)}</title>", f"<style>{_STYLE}</style>",
+        f'<script type="text/javascript">{get_plotlyjs()}</script>', "</head>", "<body>",
+        f"<h1>{html.escape(page.title)}</h1>", *page.blocks,
+        '<p id="render-status" data-done="0">drawing the figures ...</p>',
+        _json_script("sweep-figures", page.figures), _json_script("sweep-data", page.data),
+        f"<script>{page.script}</script>", f"<script>{_MAIN}</script>", "</body>", "</html>", ""])
+    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(doc)
+        os.chmod(tmp, 0o644)  # a page to share, not mkstemp's owner-only mode
+        os.replace(tmp, out)
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+    return out

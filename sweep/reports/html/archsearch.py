@@ -1,0 +1,224 @@
+"""The interactive report of an architecture search (`sweep report DIR --html FILE`).
+
+Per network, one figure of two panels: EDP (pJ x cycles) over area (mm^2) and energy (pJ) over
+latency (cycles), every design a point (coloured by dataflow when the search has a ``dataflow``
+axis; designs on that panel's Pareto front larger and outlined; the front itself a red step
+line), hovering shows the design's parameters, area, energy, latency, EDP, id and the `sweep
+map` command that reproduces its totals. Clicking a design shows its per-layer energy by memory
+level (`sweep.reports.html.breakdown`: the stored mappings re-costed) in the figure below, and
+its details with the command in a copyable block; the best-EDP design is shown first.
+
+The commands are those `sweep report` prints for the Pareto designs
+(`sweep.reports.archsearch.map_command` on a design file in ``DIR/designs``); the files of the
+designs on no front, which `sweep report` does not write, are written here, each saying why.
+A page address ending in ``#select=<network>/<design_id>`` selects that design on opening.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from costmodel.loopnest.template import DATAFLOW
+from sweep import fmt
+from sweep.reports.archsearch import (
+    _mapper_params,
+    design_table,
+    map_command,
+    network_arguments,
+    pareto_designs,
+    write_design_files,
+)
+from sweep.reports.designs import _record
+from sweep.reports.html import COLOURS, Page, short, write_page
+from sweep.reports.html.breakdown import UNSPLIT, level_breakdown
+from sweep.reports.summary import read_rows
+
+__all__ = ["build", "design_commands", "fronts_figure"]
+
+#: The note of a design file written only for the interactive report.
+_NOTE = "written by `sweep report --html` (the design is on no area-EDP front) for its reproducing command"
+
+
+def design_commands(directory: Path, manifest: dict, archs: pd.DataFrame, df: pd.DataFrame,
+                    rep: dict[str, Any]) -> tuple[dict[tuple[str, str], str], list[str]]:
+    """(design_id, network) -> the `sweep map` command mapping the network on the design (as
+    `sweep report` prints for its Pareto designs), for every design of ``df`` (`design_table`);
+    design files `sweep report` did not write (``rep["designs"]``) are written to ``DIR/designs``
+    first. Returns (commands, problems: designs without a loadable accelerator, no command)."""
+    files = {d["design_id"]: d["file"] for d in rep.get("designs", []) if d.get("file")}
+    params = list(rep.get("params", []))
+    first = df.drop_duplicates("design_id")
+    missing = first[~first["design_id"].isin(files)]
+    values = {str(r["design_id"]): _record(r, params)["params"] for _, r in missing.iterrows()}
+    if values:
+        if archs.empty or "arch" not in archs:
+            archs = pd.DataFrame(columns=["design_id", "arch"])
+        new, problems = write_design_files(directory.resolve(), manifest, archs.assign(
+            design_id=archs["design_id"].astype(str)), {}, values, {d: [_NOTE] for d in values})
+        files.update(new)
+    else:
+        problems = []
+    net_args = network_arguments(manifest)
+    out = {}
+    for r in df.itertuples():
+        if r.design_id in files:
+            out[(r.design_id, r.network)] = map_command(net_args.get(r.network, r.network), files[r.design_id],
+                                                        str(r.mapper), str(r.objective), int(r.seed),
+                                                        _mapper_params(manifest, str(r.mapper)))
+    return out, problems
+
+
+def _describe(r: dict[str, Any], fronts: list[str], command: str | None) -> list[str]:
+    """A design as lines of plain text: id, totals with units, parameters, fronts, command."""
+    lines = [f"design {r['design_id']}", f"area {fmt.area(r['area_mm2'])}, EDP {fmt.edp(r['edp'])}",
+             f"energy {fmt.energy(r['energy_pj'])}, latency {fmt.cycles(r['latency_cycles'])}"]
+    lines += [f"{k} = {short(v)}" for k, v in r["params"].items()]
+    if fronts:
+        lines.append("on the " + " and the ".join(fronts) + " Pareto front")
+    lines.append(f"command: {command}" if command else "command: none (no design file: see `sweep report`)")
+    return lines
+
+
+def _hover(lines: list[str]) -> str:
+    """Plain lines as Plotly hover text: HTML-escaped, the command broken before each option."""
+    import html
+
+    out = [html.escape(line) for line in lines[:-1]]
+    out += [html.escape(part) for part in lines[-1].replace(" --", "\n  --").split("\n")]
+    return "<br>".join(out)
+
+
+def fronts_figure(net: str, d: pd.DataFrame, params: list[str], text: dict[str, list[str]]) -> Any:
+    """The two-panel figure of one network's designs ``d`` (module docstring); ``text``: design_id
+    -> its lines (`_describe`). Every design is one marker in each panel (customdata: its id)."""
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    fig = make_subplots(1, 2, subplot_titles=("EDP over area", "energy over latency"), horizontal_spacing=0.09)
+    panels = (("area_mm2", "edp"), ("latency_cycles", "energy_pj"))
+    fronts = [set(pareto_designs(d, cols)["design_id"]) for cols in panels]
+    groups = list(d.groupby(DATAFLOW, sort=True)) if DATAFLOW in params else [("designs", d)]
+    for i, (name, g) in enumerate(groups):
+        label = f"{DATAFLOW} {name}" if DATAFLOW in params else str(name)
+        ids = g["design_id"].tolist()
+        for col, ((x, y), front) in enumerate(zip(panels, fronts), 1):
+            on = [did in front for did in ids]
+            fig.add_trace(go.Scatter(
+                x=g[x].tolist(), y=g[y].tolist(), mode="markers", name=f"{label} ({len(g)})", legendgroup=label,
+                showlegend=col == 1, customdata=ids, text=[_hover(text[did]) for did in ids],
+                hovertemplate="%{text}<extra></extra>",
+                marker={"color": COLOURS[i % len(COLOURS)], "size": [10 if o else 6 for o in on], "opacity": 0.8,
+                        "line": {"color": "black", "width": [1.5 if o else 0 for o in on]}}), row=1, col=col)
+    for col, (x, y) in enumerate(panels, 1):
+        f = pareto_designs(d, (x, y)).sort_values([x, y])
+        fig.add_trace(go.Scatter(x=f[x].tolist(), y=f[y].tolist(), mode="lines", line={"color": "red", "shape": "hv"},
+                                 name="Pareto front", legendgroup="front", showlegend=col == 1, hoverinfo="skip"),
+                      row=1, col=col)
+    fig.update_xaxes(title_text="area (mm^2)", row=1, col=1)
+    fig.update_yaxes(title_text="EDP (pJ x cycles)", type="log", row=1, col=1)
+    fig.update_xaxes(title_text="latency (cycles)", type="log", row=1, col=2)
+    fig.update_yaxes(title_text="energy (pJ)", type="log", row=1, col=2)
+    fig.update_layout(height=480, template="plotly_white", hovermode="closest", clickmode="event",
+                      title=f"{net}: {len(d)} designs (click one for its energy per layer and memory level)",
+                      legend={"orientation": "h", "y": -0.18})
+    return fig
+
+
+def _breakdown_figure(net: str, bd: dict[str, Any], did: str) -> Any:
+    """Stacked bars: per layer of ``net``, the energy (pJ x repeats) of design ``did`` per level."""
+    import plotly.graph_objects as go
+
+    fig = go.Figure()
+    for level, values in zip(bd["levels"], bd["designs"][did]):
+        fig.add_trace(go.Bar(x=bd["layers"], y=values, name=level,
+                             hovertemplate=f"%{{x}}<br>{level}: %{{y:.4g}} pJ<extra></extra>"))
+    fig.update_layout(barmode="stack", height=420, template="plotly_white", title=_breakdown_title(net, did),
+                      xaxis_title=f"unique layer of {net}", yaxis_title="energy (pJ, x the layer's repeats)")
+    return fig
+
+
+def _breakdown_title(net: str, did: str) -> str:
+    return f"{net} on design {did}: energy per layer by memory level"
+
+
+_SCRIPT = """
+function sweepSelect(net, did) {
+  var n = SWEEP_DATA.networks[net], vals = n.designs[did];
+  if (!vals) { return; }
+  Plotly.restyle(n.breakdown, {y: vals}, vals.map(function (_, i) { return i; }));
+  Plotly.relayout(n.breakdown, {"title.text": n.title.replace("{id}", did)});
+  var pre = document.getElementById(n.detail);
+  pre.textContent = n.details[did]; pre.dataset.design = did;
+  var gd = document.getElementById(n.fronts), at = n.points[did];
+  var marks = (gd.layout.annotations || []).filter(function (a) { return a.name !== "selected"; });
+  [["x", "y", at[0], Math.log10(at[1])], ["x2", "y2", Math.log10(at[2]), Math.log10(at[3])]].forEach(function (p) {
+    marks.push({name: "selected", xref: p[0], yref: p[1], x: p[2], y: p[3], text: "selected", showarrow: true,
+                arrowhead: 2, ax: 35, ay: -30, font: {color: "#d62728"}, arrowcolor: "#d62728"});
+  });
+  Plotly.relayout(gd, {annotations: marks});
+}
+window.sweepAfterDraw = function () {
+  var nets = SWEEP_DATA.networks;
+  Object.keys(nets).forEach(function (net) {
+    document.getElementById(nets[net].fronts).on("plotly_click", function (ev) {
+      if (ev && ev.points && ev.points.length) { sweepSelect(net, ev.points[0].customdata); }
+    });
+  });
+  Object.keys(nets).forEach(function (net) { sweepSelect(net, nets[net].first); });
+  var m = /^#select=(.+)\\/([0-9A-Za-z_-]+)$/.exec(decodeURIComponent(window.location.hash));
+  if (m && nets[m[1]]) {
+    document.getElementById(nets[m[1]].fronts).emit("plotly_click", {points: [{customdata: m[2]}]});
+  }
+};
+"""
+
+
+def build(directory: Path, manifest: dict, out_file: str | Path, rep: dict[str, Any]) -> Path:
+    """Write the interactive page of an architecture-search directory (module docstring) from its
+    report ``rep`` (`sweep.reports.archsearch.build`) to ``out_file``; returns the path.
+
+    Raises:
+        StoreError: unreadable, or no result row stored yet.
+        OSError: ``out_file`` cannot be written.
+    """
+    rows, designs, archs = read_rows(Path(directory), "totals", "archs")
+    df = design_table(designs)
+    params = list(rep.get("params", []))
+    commands, problems = design_commands(Path(directory), manifest, archs, df, rep)
+    bd = level_breakdown(rows, archs, manifest, set(zip(df["design_id"], df["network"])) if not df.empty else set())
+    page = Page(f"{rep.get('campaign')}: architecture search on {rep.get('template')}")
+    page.summary(rep)
+    page.text(f"{rep.get('designs_evaluated', 0)} design(s) evaluated, parameters {', '.join(params)}; "
+              "hover a design for its figures and the command reproducing them, click it for its energy per "
+              "layer and memory level (the stored mappings re-costed by the reference model).", "note")
+    for p in problems:
+        page.text(f"no command: {p}", "note")
+    page.data["networks"] = {}
+    for net in rep.get("networks", {}):
+        d = df[df["network"] == net]
+        if d.empty or net not in bd:
+            continue
+        fronts = [set(pareto_designs(d, c)["design_id"]) for c in (("area_mm2", "edp"), ("energy_pj", "latency_cycles"))]
+        recs = {str(r["design_id"]): _record(r, params) for _, r in d.iterrows()}
+        text = {did: _describe(r, [n for n, f in zip(("area-EDP", "energy-latency"), fronts) if did in f],
+                               commands.get((did, net))) for did, r in recs.items()}
+        page.heading(f"{net}: {len(d)} designs")
+        fid = page.figure(fronts_figure(net, d, params, text), f"fronts-{net}")
+        best = d.sort_values(["edp", "area_mm2", "design_id"], kind="stable")["design_id"].iloc[0]
+        n = bd[net]
+        if n["unsplit"]:
+            page.text(f"{n['unsplit']} (design, layer) mapping(s) could not be re-costed to their stored figures "
+                      f"(another mapper's memory allocation): their energy is one bar, '{UNSPLIT}'.", "note")
+        bid = page.figure(_breakdown_figure(net, n, best), f"breakdown-{net}")
+        detail = f"detail-{len(page.figures)}"
+        page.pre("\n".join(text[best]), detail)
+        page.data["networks"][net] = {"fronts": fid, "breakdown": bid, "detail": detail, "first": best,
+                                      "title": _breakdown_title(net, "{id}"), "designs": n["designs"],
+                                      "points": {r.design_id: [r.area_mm2, r.edp, r.latency_cycles, r.energy_pj]
+                                                 for r in d.itertuples()},
+                                      "details": {did: "\n".join(t) for did, t in text.items()}}
+    page.script = _SCRIPT
+    return write_page(page, out_file)
