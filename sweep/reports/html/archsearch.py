@@ -119,8 +119,8 @@ def fronts_figure(net: str, d: pd.DataFrame, params: list[str], text: dict[str, 
                       row=1, col=col)
     fig.update_xaxes(title_text="area (mm^2)", row=1, col=1)
     fig.update_yaxes(title_text="EDP (pJ x cycles)", type="log", row=1, col=1)
-    fig.update_xaxes(title_text="latency (cycles)", type="log", row=1, col=2)
-    fig.update_yaxes(title_text="energy (pJ)", type="log", row=1, col=2)
+    fig.update_xaxes(title_text="latency (cycles)", type="log", exponentformat="power", row=1, col=2)
+    fig.update_yaxes(title_text="energy (pJ)", type="log", exponentformat="power", row=1, col=2)
     fig.update_layout(height=480, template="plotly_white", hovermode="closest", clickmode="event",
                       title=f"{net}: {len(d)} designs (click one for its energy per layer and memory level)",
                       legend={"orientation": "h", "y": -0.18})
@@ -136,7 +136,8 @@ def _breakdown_figure(net: str, bd: dict[str, Any], did: str) -> Any:
         fig.add_trace(go.Bar(x=bd["layers"], y=values, name=level,
                              hovertemplate=f"%{{x}}<br>{level}: %{{y:.4g}} pJ<extra></extra>"))
     fig.update_layout(barmode="stack", height=420, template="plotly_white", title=_breakdown_title(net, did),
-                      xaxis_title=f"unique layer of {net}", yaxis_title="energy (pJ, x the layer's repeats)")
+                      xaxis_title=f"unique layer of {net}", yaxis_title="energy (pJ, x the layer's repeats)",
+                      yaxis_exponentformat="power")
     return fig
 
 
