@@ -402,7 +402,23 @@ def parse_design_space(value: dict, base_dir: Path, bad: Bad) -> DesignSpace | N
             f"no valid design: {total:,} grid points, dropped {dropped}")
         return None
     return DesignSpace(template, str(value.get("template")), tuple(names), axes, values[keep], area[keep],
-                       dropped, total, spec={k: value[k] for k in value})
+                       dropped, total, spec=_canonical_spec(value, flat))
+
+
+def _canonical_spec(value: dict, flat: dict[str, Any]) -> dict[str, Any]:
+    """The ``[architectures]`` table as part of the config hash, its grid parameters in one form
+    whichever way the file writes them: ``"array.D1" = [7, 14]`` (a quoted key), ``array.D1 = [7,
+    14]`` (a dotted key) and ``[architectures.grid.array] D1 = [7, 14]`` are the same parameter, so
+    they give the same hash and ``--resume`` accepts either. The form is the nested tables dotted
+    keys make (that of the bundled campaigns, whose hashes this keeps)."""
+    grid: dict[str, Any] = {k: v for k, v in value["grid"].items() if k in _WINDOW_KEYS}
+    for name, v in flat.items():
+        *path, leaf = name.split(".")
+        node = grid
+        for part in path:
+            node = node.setdefault(part, {})
+        node[leaf] = v
+    return {**value, "grid": grid}
 
 
 def check_dataflow_mappers(space: DesignSpace | None, mappers: list, networks: list, bad: Bad) -> None:

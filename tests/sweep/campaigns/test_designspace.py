@@ -158,3 +158,20 @@ def test_list_archs_names_each_template_parameter():
     # 2 array dims; 6 bounded memories x (size_bits, size_kib, word_bits); DRAM's word only
     assert len(params) == 2 + 6 * 3 + 1 and "memory.sram_1M.size_kib" in params and "memory.dram.word_bits" in params
     assert "memory.dram.size_bits" not in params
+
+
+def test_grid_keys_written_quoted_dotted_or_as_tables_are_one_campaign(tmp_path):
+    """The three TOML spellings of the same grid give the same designs and the same config hash
+    (so `--resume` accepts a file whose grid was rewritten in another form); before, the quoted
+    form hashed differently from the dotted one."""
+    forms = {
+        "dotted": 'array.D1 = [7, 14]\nmemory.sram_1M.size_kib = [256, 1024]',
+        "quoted": '"array.D1" = [7, 14]\n"memory.sram_1M.size_kib" = [256, 1024]',
+        "tables": '[architectures.grid.array]\nD1 = [7, 14]\n[architectures.grid.memory.sram_1M]\nsize_kib = [256, 1024]',
+    }
+    camps = {k: load_campaign(write(tmp_path, g, name=f"{k}.toml")) for k, g in forms.items()}
+    hashes = {k: c.config_hash() for k, c in camps.items()}
+    assert len(set(hashes.values())) == 1, hashes
+    ids = {k: [c.architectures.design_id(c.architectures.point(i)) for i in range(len(c.architectures))]
+           for k, c in camps.items()}
+    assert ids["dotted"] == ids["quoted"] == ids["tables"] and len(ids["dotted"]) == 4
