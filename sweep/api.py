@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, NamedTuple, Union
 
 from costmodel.loopnest.arch import Accelerator
 from costmodel.npu import NPUArch
+from costmodel.systolic.points import SystolicPoints
 from costmodel.workload import Layer, Network
 from sweep.errors import CampaignError, Finding, StoreError
 
@@ -67,23 +68,28 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-#: What a layer is mapped on: a loop-nest accelerator or one of Flexer's multi-NPU architectures.
-Architecture = Union[Accelerator, NPUArch]
+#: What a layer or network is mapped on: a loop-nest accelerator, one of Flexer's multi-NPU
+#: architectures, or one hardware point of DeepOpt's systolic grid (mapped with ``deepopt``).
+Architecture = Union[Accelerator, NPUArch, SystolicPoints]
 
 
 # -- loading -------------------------------------------------------------------------------------
 
 def load_accelerator(spec: Architecture | str | Path, *, mapping: str | Path | None = None,
-                     layer_type: str = "default") -> Architecture:
+                     layer_type: str = "default", point: int | None = None) -> Architecture:
     """An accelerator from a preset name (``"eyeriss_like"``, ``"arch5"``: ``sweep list archs``), a
-    TOML file, or an `Accelerator` / `NPUArch` object (returned as is). With ``mapping``, ``spec``
+    TOML file, or an `Accelerator` / `NPUArch` / `SystolicPoints` object (returned as is). A
+    DeepOpt systolic preset (``"deepopt_table3"``) gives one hardware point (`SystolicPoints` of
+    length 1: J x K PEs, SRAM KiB, area mm^2), ``point`` its index when the preset has several
+    (as ``sweep map --point``); map it with ``mapper="deepopt"``. With ``mapping``, ``spec``
     is a ZigZag hardware YAML and ``mapping`` its mapping YAML, translated as ``sweep import
     zigzag`` does (`costmodel.importers.zigzag`; the mapping entry ``layer_type``), without
     writing a file.
 
     Raises:
-        CampaignError: unknown preset, unreadable or invalid file (key ``--arch``), or a ZigZag
-            YAML that cannot be modelled (the YAML key and value named).
+        CampaignError: unknown preset, unreadable or invalid file (key ``--arch``), a ``point``
+            missing, out of range or given for another kind (key ``--point``), or a ZigZag YAML
+            that cannot be modelled (the YAML key and value named).
         TypeError: ``spec`` is an object of no architecture kind.
     """
     if not isinstance(spec, (str, Path)):
@@ -92,7 +98,8 @@ def load_accelerator(spec: Architecture | str | Path, *, mapping: str | Path | N
         return spec
     if mapping is None:
         from sweep.single import load_arch
-        return load_arch(str(spec))
+        arch: Architecture = load_arch(str(spec), point)
+        return arch
     from costmodel.importers.errors import ZigzagError
     from costmodel.importers.zigzag import zigzag_to_dict
     from costmodel.loopnest.arch import accelerator_from_dict

@@ -119,6 +119,22 @@ def test_map_network_equals_sweep_map_network_json():
     assert res.total["macs"] == 8 * 4 * 14 * 14 * 9 + 2 * 16 * 8 * 7 * 7
 
 
+def test_a_deepopt_hardware_point_maps_as_sweep_map_point_does():
+    """``load_accelerator(preset, point=I)`` is ``sweep map --arch preset --point I``: one point
+    (J x K PEs, SRAMs) mapped by DeepOpt gives the CLI's JSON, and its total energy is the sum of
+    the per-layer energies times repeats."""
+    pt = api.load_accelerator("deepopt_table5", point=2)
+    assert len(pt) == 1
+    res = api.map_network("alexnet_deepopt", pt, "deepopt", objective="ED")
+    cli = _cli_json(["map", "--network", "alexnet_deepopt", "--arch", "deepopt_table5", "--point", "2",
+                     "--mapper", "deepopt", "--objective", "ED", "--json"])
+    assert _no_time(_jsonable(res.to_dict())) == _no_time(cli)
+    df = res.layers
+    assert res.energy_pj == pytest.approx(float((df["energy_pj"] * df["repeat"]).sum()), rel=1e-12)
+    with pytest.raises(CampaignError, match="--point"):
+        api.load_accelerator("deepopt_table5", point=99)
+
+
 def test_map_network_progress_and_keyword_parameters_win():
     calls = []
     res = api.map_network(TINY_NET, "eyeriss_like", "salsa", params={"iterations": 50, "chains": 1},
