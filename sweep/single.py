@@ -6,13 +6,12 @@ All run in-process (no Ray): a single layer is seconds of work at most.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import sys
 import time
 import tomllib
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 from costmodel.workload import LOOP_DIMS, Layer, Network
 from sweep.errors import CampaignError, Finding
@@ -156,45 +155,6 @@ def parse_param(text: str) -> tuple[str, Any]:
     return k.strip(), value
 
 
-#: What `sweep map` says on stderr while Numba compiles the loop-nest kernel (its cache is cold).
-COMPILE_NOTICE = ("compiling the cost model once (about 15 s); later runs load it from Numba's cache "
-                  "(NUMBA_CACHE_DIR, else costmodel/loopnest/__pycache__)")
-_noticed = False
-
-
-@contextlib.contextmanager
-def compile_notice(arch) -> Iterator[None]:
-    """Say `COMPILE_NOTICE` on stderr (once per process) if, while the block runs, Numba starts
-    compiling a function of the cost model (`costmodel.loopnest.kernel`, its first call on a
-    loop-nest accelerator ``arch``). Numba fires its "numba:compile" event only when the on-disk
-    cache holds no machine code for the function, never when it loads the cache, so a warm cache
-    says nothing. Nothing is imported for other architectures or with numba absent or disabled
-    (``DSE_SWEEP_NO_NUMBA``). Never raises of its own."""
-    from costmodel.loopnest.arch import Accelerator
-    if _noticed or not isinstance(arch, Accelerator):
-        yield
-        return
-    from costmodel.loopnest.kernel import JIT, numba_disabled  # numba itself: 0.2 s
-    if not JIT or numba_disabled():
-        yield
-        return
-    from numba.core import event
-
-    class Notice(event.Listener):
-        def on_start(self, ev) -> None:
-            global _noticed
-            func = getattr(ev.data.get("dispatcher"), "py_func", None)
-            if not _noticed and getattr(func, "__module__", "").startswith("costmodel."):
-                _noticed = True
-                print(COMPILE_NOTICE, file=sys.stderr, flush=True)
-
-        def on_end(self, ev) -> None:
-            pass
-
-    with event.install_listener("numba:compile", Notice()):
-        yield
-
-
 def _checked(arch, mapper_name: str, objective: str | None):
     """(the kind `sweep map` asks about ``arch``, the objective: ``objective`` or the kind's default),
     once the mapper is known to map that kind of architecture.
@@ -251,6 +211,7 @@ def map_layer(layer: Layer, arch, mapper_name: str, objective: str | None = None
         raise CampaignError("--param", [Finding(f"--param {k}", v, m) for k, v, m in probs])
     prob = mapper.make_problem(layer, arch, None, objective)
     t0 = time.perf_counter()
+    from sweep.notice import compile_notice
     with compile_notice(arch):
         try:
             units = mapper.units(prob, resolved)

@@ -58,12 +58,15 @@ class LayerKind(CampaignKind):
 def compile_kernel(layer: Any, arch: Any, spatial: Any) -> None:
     """Compile (or load from the on-disk cache) the loop-nest evaluator's kernel once in the driver
     by evaluating one ordering of ``layer`` on ``arch``, so Ray workers starting together load it
-    instead of each compiling it. Never raises: a task reports real errors itself."""
+    instead of each compiling it; on a cold cache it says so on stderr (`sweep.notice`). Never
+    raises: a task reports real errors itself."""
+    from sweep.notice import compile_notice
     try:
         import numpy as np
 
         from costmodel.loopnest.ordering import OrderingEvaluator
-        ev = OrderingEvaluator(layer, arch, spatial)
-        ev.evaluate(np.repeat(np.arange(len(ev.counts)), ev.counts)[None, :])
+        with compile_notice(arch):  # a cold cache says so (`sweep.notice`)
+            ev = OrderingEvaluator(layer, arch, spatial)
+            ev.evaluate(np.repeat(np.arange(len(ev.counts)), ev.counts)[None, :])
     except Exception:  # noqa: BLE001 - a warm-up only
         pass

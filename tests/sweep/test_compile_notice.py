@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from sweep.single import COMPILE_NOTICE
+from sweep.notice import COMPILE_NOTICE
 
 ROOT = Path(__file__).resolve().parents[2]
 MAP = ["map", "--dims", "K=16,C=8,OY=8,OX=8,FY=3,FX=3", "--arch", "eyeriss_like", "--mapper", "loma",
@@ -53,3 +53,30 @@ def test_other_architectures_never_load_the_kernel(tmp_path, arch):
     imported = {line.rsplit("|", 1)[-1].strip() for line in p.stderr.splitlines() if line.startswith("import time:")}
     assert "sweep.single" in imported
     assert not {"numba", "costmodel.loopnest.kernel"} & imported
+
+
+CAMPAIGN = """
+name = "cold"
+networks = [{{ file = "{net}" }}]
+[architectures]
+kind = "loopnest"
+presets = ["eyeriss_like"]
+[[mappers]]
+name = "loma"
+params = {{ lpf_limit = 4 }}
+"""
+
+
+@pytest.mark.slow
+def test_sweep_run_on_a_cold_cache_says_it_compiles_once(tmp_path):
+    """`sweep run` compiles the kernel in the driver's warm-up before the first task: on a cold
+    cache it says so once on stderr (before the fix: a progress bar at 0 for 15 s, silent)."""
+    pytest.importorskip("numba")
+    camp = tmp_path / "c.toml"
+    camp.write_text(CAMPAIGN.format(net=(ROOT / "tests" / "data" / "tiny_net.csv").as_posix()))
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache"), "RAY_USAGE_STATS_ENABLED": "0"}
+    env.pop("DSE_SWEEP_NO_NUMBA", None)
+    p = subprocess.run([sys.executable, "-m", "sweep.cli", "run", str(camp), "--out", str(tmp_path / "out"),
+                        "--executor", "local"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert p.stderr.count("compiling the cost model once") == 1, p.stderr
