@@ -105,8 +105,17 @@ class Store:
                              "pass --resume to complete it, or choose another --out")
 
     def create(self, manifest: dict) -> None:
-        """Create the directory and write the manifest (if absent)."""
-        self.root.mkdir(parents=True, exist_ok=True)
+        """Create the directory and write the manifest (if absent).
+
+        Raises:
+            StoreError: the directory cannot be created there (a read-only or virtual file
+                system, a missing permission); nothing is written.
+        """
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise StoreError(f"{self.root}: cannot create the output directory ({e.strerror or e}); "
+                             "choose another --out") from None
         path = self.root / MANIFEST
         if not path.exists():
             m = dict(manifest, format=FORMAT, code_version=code_version())

@@ -101,12 +101,19 @@ def build_report(directory: str | Path, plots_dir: str | Path | None = None) -> 
     ``"plots"``; a tuning directory writes them to ``DIR/plots`` by default).
 
     Raises:
-        StoreError: not a result directory, an unknown kind, unreadable, or empty.
+        StoreError: not a result directory, an unknown kind, unreadable, or empty; or ``plots_dir``
+            cannot be created (named as ``--plots``, checked before anything is read).
     """
     from sweep.engine.store import Store  # (pandas: not at import, `sweep --help` stays quick)
     directory = Path(directory)
     manifest = Store(directory).manifest()
-    return of_directory(directory, manifest).report().build(directory, manifest, plots_dir)
+    kind = of_directory(directory, manifest)
+    if plots_dir is not None:
+        try:
+            Path(plots_dir).mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise StoreError(f"--plots {plots_dir}: cannot create the folder ({e.strerror or e})") from None
+    return kind.report().build(directory, manifest, plots_dir)
 
 
 def build_html(directory: str | Path, out_file: str | Path, rep: dict[str, Any] | None = None) -> Path:
@@ -116,7 +123,7 @@ def build_html(directory: str | Path, out_file: str | Path, rep: dict[str, Any] 
 
     Raises:
         StoreError: not a result directory, an unknown kind, a kind without an HTML report,
-            unreadable, or empty.
+            unreadable, or empty; or ``out_file`` cannot be written (named as ``--html``).
         ImportError: Plotly is not installed (the `html` extra).
     """
     import importlib
@@ -129,7 +136,10 @@ def build_html(directory: str | Path, out_file: str | Path, rep: dict[str, Any] 
         raise StoreError(f"{directory}: `sweep report --html` has no interactive report of {kind.name} results")
     if rep is None:
         rep = build_report(directory)
-    return importlib.import_module(kind.html_module).build(directory, manifest, out_file, rep)
+    try:
+        return importlib.import_module(kind.html_module).build(directory, manifest, out_file, rep)
+    except OSError as e:  # the page (or its folder) cannot be written there
+        raise StoreError(f"--html {out_file}: cannot write the report ({e.strerror or e})") from None
 
 
 def print_report(rep: dict[str, Any], console: Any) -> None:
