@@ -6,10 +6,13 @@
   (descriptions, docs) wrap. ``--json`` is printed by `sweep.cli` from `sweep.catalog`.
 * `seed_option` / `param_option`: `sweep map --seed` and ``--param seed=...`` checked by the one
   seed rule (`sweep.campaigns.validation.check_seed`), exit 2 naming the option.
-* `plain_help`: `--help` without Typer's ``<bool>`` and ``<list[str]>`` type labels.
+* `plain_help`: `--help` without Typer's ``<bool>`` and ``<list[str]>`` type labels, and command
+  docstrings as flowing paragraphs (`unwrap`).
 """
 
 from __future__ import annotations
+
+import inspect
 
 from typing import Any
 
@@ -81,9 +84,23 @@ def plain_help(t: typer.Typer) -> None:
     for info in t.registered_commands:
         if info.cls in (None, TyperCommand):
             info.cls = command
+        if info.help is None and info.callback is not None and info.callback.__doc__:
+            info.help = unwrap(inspect.getdoc(info.callback) or "")
     for g in t.registered_groups:
         if g.typer_instance is not None:
             plain_help(g.typer_instance)
+
+def unwrap(doc: str) -> str:
+    """A docstring as help text: the lines of each paragraph joined (Rich wraps them to the
+    terminal), paragraphs kept apart, an indented paragraph (an example) line by line, so `--help`
+    does not break lines where the source does."""
+    def para(text: str) -> str:
+        lines = text.splitlines()
+        if all(line.startswith(" ") for line in lines):  # an indented example: one command per line
+            return "\n".join(line.strip() for line in lines)
+        return " ".join(line.strip() for line in lines)
+    return "\n\n".join(para(p) for p in doc.strip().split("\n\n"))
+
 
 #: Columns of prose: wrapped at this many characters, never cut.
 _PROSE = {"description": 60, "doc": 70, "source": 50, "parameters": 60}

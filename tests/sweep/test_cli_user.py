@@ -248,3 +248,18 @@ def test_local_ray_start_is_quiet(tmp_path):
     assert p.returncode == 0, p.stderr
     assert p.stdout.strip() == "[1, 2]"
     assert "Token authentication is enabled" not in p.stderr, p.stderr
+
+
+def test_help_flows_docstring_paragraphs_and_keeps_example_lines():
+    """`--help` joins a docstring's lines within a paragraph (before: the source's line breaks,
+    "... with --network" / "and no --layer, ..." on two lines at any width) and keeps an
+    indented example one command per line."""
+    wide = {"COLUMNS": "250", "TERMINAL_WIDTH": "250"}
+    text = CliRunner().invoke(app, ["--help"], env=wide).output
+    assert "(same task_ids and rows; refused with exit 2 if its input files" in text
+    text = CliRunner().invoke(app, ["report", "--help"], env=wide).output
+    assert "parameter importances (PNGs, default DIR/plots) and the held-out gap" in text
+    text = CliRunner().invoke(app, ["import", "zigzag", "--help"], env=wide).output
+    lines = [line.strip() for line in text.splitlines()]
+    assert "sweep import zigzag --accelerator tpu_like.yaml --mapping tpu_like_map.yaml --out tpu_zz.toml" in lines
+    assert any(line.startswith("sweep map --arch tpu_zz.toml") for line in lines)
