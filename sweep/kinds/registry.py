@@ -102,18 +102,18 @@ def build_report(directory: str | Path, plots_dir: str | Path | None = None) -> 
 
     Raises:
         StoreError: not a result directory, an unknown kind, unreadable, or empty; or ``plots_dir``
-            cannot be created (named as ``--plots``, checked before anything is read).
+            cannot be created or written (named as ``--plots``).
     """
     from sweep.engine.store import Store  # (pandas: not at import, `sweep --help` stays quick)
     directory = Path(directory)
     manifest = Store(directory).manifest()
     kind = of_directory(directory, manifest)
-    if plots_dir is not None:
-        try:
-            Path(plots_dir).mkdir(parents=True, exist_ok=True)
-        except OSError as e:
-            raise StoreError(f"--plots {plots_dir}: cannot create the folder ({e.strerror or e})") from None
-    return kind.report().build(directory, manifest, plots_dir)
+    try:
+        return kind.report().build(directory, manifest, plots_dir)
+    except OSError as e:  # the plots folder cannot be made or written (a report only reads otherwise)
+        if plots_dir is None or not str(e.filename or "").startswith(str(plots_dir)):
+            raise
+        raise StoreError(f"--plots {plots_dir}: cannot write the plots there ({e.strerror or e})") from None
 
 
 def build_html(directory: str | Path, out_file: str | Path, rep: dict[str, Any] | None = None) -> Path:
