@@ -46,6 +46,14 @@ def write_tiny(tmp_path: Path, out: Path | None = None, flush: int = 1, extra: s
     return p
 
 
+def tiny_loopnest(name: str, mapper: str = 'name = "loma"\nparams = { lpf_limit = 4 }', extra: str = "") -> str:
+    """A loop-nest campaign of tests/data/tiny_net.csv (2 unique layers) on eyeriss_like with one
+    ``[[mappers]]`` entry (``mapper``: its body) and ``extra`` TOML after it."""
+    net = (Path(__file__).parent / "data" / "tiny_net.csv").as_posix()
+    return (f'name = "{name}"\nnetworks = [{{ file = "{net}" }}]\n[architectures]\nkind = "loopnest"\n'
+            f'presets = ["eyeriss_like"]\n[[mappers]]\n{mapper}\n{extra}')
+
+
 # -- interrupting a subprocess at a known point ---------------------------------------------------
 
 def proc_state(pid: int) -> str | None:

@@ -8,20 +8,10 @@ from __future__ import annotations
 import pytest
 from typer.testing import CliRunner
 
-from paths import REPO
+from campaign_util import tiny_loopnest
 from sweep.cli import app
 
 runner = CliRunner()
-CAMPAIGN = """
-name = "paths"
-networks = [{{ file = "{net}" }}]
-[architectures]
-kind = "loopnest"
-presets = ["eyeriss_like"]
-[[mappers]]
-name = "loma"
-params = {{ lpf_limit = 3 }}
-"""
 
 
 @pytest.fixture(scope="module")
@@ -29,7 +19,7 @@ def done(tmp_path_factory):
     """A campaign file, a file to put paths under, and a finished result directory."""
     tmp = tmp_path_factory.mktemp("paths")
     camp = tmp / "c.toml"
-    camp.write_text(CAMPAIGN.format(net=(REPO / "tests" / "data" / "tiny_net.csv").as_posix()))
+    camp.write_text(tiny_loopnest("paths", 'name = "loma"\nparams = { lpf_limit = 3 }'))
     res = runner.invoke(app, ["run", str(camp), "--out", str(tmp / "out"), "--executor", "local"])
     assert res.exit_code == 0, res.output
     (tmp / "a_file").write_text("x")

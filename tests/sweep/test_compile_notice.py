@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from campaign_util import tiny_loopnest
 from sweep.notice import COMPILE_NOTICE
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -55,25 +56,13 @@ def test_other_architectures_never_load_the_kernel(tmp_path, arch):
     assert not {"numba", "costmodel.loopnest.kernel"} & imported
 
 
-CAMPAIGN = """
-name = "cold"
-networks = [{{ file = "{net}" }}]
-[architectures]
-kind = "loopnest"
-presets = ["eyeriss_like"]
-[[mappers]]
-name = "loma"
-params = {{ lpf_limit = 4 }}
-"""
-
-
 @pytest.mark.slow
 def test_sweep_run_on_a_cold_cache_says_it_compiles_once(tmp_path):
     """`sweep run` compiles the kernel in the driver's warm-up before the first task: on a cold
     cache it says so once on stderr (before the fix: a progress bar at 0 for 15 s, silent)."""
     pytest.importorskip("numba")
     camp = tmp_path / "c.toml"
-    camp.write_text(CAMPAIGN.format(net=(ROOT / "tests" / "data" / "tiny_net.csv").as_posix()))
+    camp.write_text(tiny_loopnest("cold"))
     env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache"), "RAY_USAGE_STATS_ENABLED": "0"}
     env.pop("DSE_SWEEP_NO_NUMBA", None)
     p = subprocess.run([sys.executable, "-m", "sweep.cli", "run", str(camp), "--out", str(tmp_path / "out"),

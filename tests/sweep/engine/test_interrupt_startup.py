@@ -12,6 +12,7 @@ import time
 
 import pytest
 
+from campaign_util import tiny_loopnest
 from paths import REPO
 from sweep.engine.executor import Executor
 
@@ -69,26 +70,12 @@ def test_a_failed_ray_start_without_a_signal_still_raises_its_error(monkeypatch)
         Executor("ray", num_cpus=1).__enter__()
 
 
-CAMPAIGN = """
-name = "ctrlc"
-networks = [{{ file = "{net}" }}]
-[architectures]
-kind = "loopnest"
-presets = ["eyeriss_like"]
-[[mappers]]
-name = "loma"
-params = {{ lpf_limit = 4 }}
-[run]
-num_cpus = 2
-"""
-
-
 @pytest.mark.slow
 def test_ctrl_c_at_any_moment_of_start_up_exits_130_and_resumes(tmp_path):
     """Ctrl-C to the whole process group (as a terminal sends it: Ray's own processes get it too)
     at delays spread over the start-up of a local Ray, then `--resume` completes the run."""
     camp = tmp_path / "c.toml"
-    camp.write_text(CAMPAIGN.format(net=(REPO / "tests" / "data" / "tiny_net.csv").as_posix()))
+    camp.write_text(tiny_loopnest("ctrlc", extra="[run]\nnum_cpus = 2\n"))
     env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}   # a Ray of its own, as a user's
     env["RAY_USAGE_STATS_ENABLED"] = "0"
     codes, texts = {}, {}
