@@ -93,9 +93,13 @@ def test_ctrl_c_at_any_moment_of_start_up_exits_130_and_resumes(tmp_path):
         text = p.communicate(timeout=120)[0].decode()
         codes[d], texts[d] = p.returncode, text
         assert "Traceback" not in text, text
-        if p.returncode == 130 and (out / "manifest.json").exists():
+        if p.returncode in (130, -signal.SIGINT) and (out / "manifest.json").exists():
             r = subprocess.run([sys.executable, "-m", "sweep.cli", "run", str(camp), "--out", str(out),
                                 "--resume", "--executor", "local"], cwd=REPO, env=env, capture_output=True)
             assert r.returncode == 0, r.stderr.decode()
-    bad = {d: (c, texts[d][-600:]) for d, c in codes.items() if c not in (0, 130)}
-    assert not bad, bad   # 0: the run had finished when the signal came
+    # 0: the run had finished when the signal came; -SIGINT: the process ended by Ctrl-C's own
+    # signal, which a shell reports as 130 too ($? = 128 + 2). Python does that when the signal
+    # lands before our handlers run (interpreter start-up, imports: seen 1 run in ~20 at 0.5 s,
+    # also with the "interrupted" line printed). -SIGSEGV (139) is what this test exists for.
+    bad = {d: (c, texts[d][-600:]) for d, c in codes.items() if c not in (0, 130, -signal.SIGINT)}
+    assert not bad, bad
