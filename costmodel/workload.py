@@ -26,12 +26,28 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-__all__ = ["Layer", "Network", "LOOP_DIMS"]
+__all__ = ["Layer", "Network", "VectorOp", "LOOP_DIMS", "VECTOR_OPS", "W_ROLES", "O_ROLES"]
 
 #: The loop dimensions in their canonical order.
 LOOP_DIMS = ("B", "K", "C", "OY", "OX", "FY", "FX", "G")
 
-_KINDS = ("conv", "fc", "dwconv")
+#: Layer kinds: convolutions, fully-connected layers, and the matmuls of a transformer (``matmul``:
+#: B rows x C contracted x K columns, G independent matrices).
+_KINDS = ("conv", "fc", "dwconv", "matmul")
+
+#: What a layer's second operand W is: trained ``weight`` s, or the ``kv_cache`` (the K or V cache
+#: that the attention score / context matmuls read: an activation of earlier tokens).
+W_ROLES = ("weight", "kv_cache")
+#: What a layer's output O is: an ``activation``, or new ``kv_cache`` entries (the K and V projections).
+O_ROLES = ("activation", "kv_cache")
+
+#: Fields added after model version 3 whose default values are left out of `Layer.hash_fields`,
+#: so the problem ids and config hashes of layers that do not use them stay what they were.
+_NEW_FIELDS = {"w_role": "weight", "o_role": "activation", "fixed_bits": ()}
+
+#: The element-wise / row-wise operations between the matmuls (`VectorOp.op`); what each costs per
+#: element is `costmodel.vector.OP_PRIMITIVES`.
+VECTOR_OPS = ("softmax", "layernorm", "rmsnorm", "gelu", "silu", "mul", "add", "rope")
 
 
 @dataclass(frozen=True)
@@ -65,6 +81,9 @@ class Layer:
     i_bits: int = 8
     o_bits: int = 8          # final output precision
     o_partial_bits: int = 32  # partial-sum precision
+    w_role: str = "weight"    # `W_ROLES`: weights, or the KV cache read by attention
+    o_role: str = "activation"  # `O_ROLES`: an activation, or new KV cache entries
+    fixed_bits: tuple[str, ...] = ()  # operands ("W", "I", "O_final") whose bits override [precision]
 
     def __post_init__(self) -> None:
         for dim in ("K", "C", "OY", "OX", "FY", "FX", "B", "G", "SY", "SX", "DY", "DX",
@@ -78,6 +97,14 @@ class Layer:
                 raise ValueError(f"layer {self.name!r}: {dim} must be >= 0, got {v!r}")
         if self.kind not in _KINDS:
             raise ValueError(f"layer {self.name!r}: kind must be one of {_KINDS}, got {self.kind!r}")
+        if self.w_role not in W_ROLES:
+            raise ValueError(f"layer {self.name!r}: w_role must be one of {W_ROLES}, got {self.w_role!r}")
+        if self.o_role not in O_ROLES:
+            raise ValueError(f"layer {self.name!r}: o_role must be one of {O_ROLES}, got {self.o_role!r}")
+        object.__setattr__(self, "fixed_bits", tuple(self.fixed_bits))
+        bad = [b for b in self.fixed_bits if b not in ("W", "I", "O_final")]
+        if bad:
+            raise ValueError(f"layer {self.name!r}: fixed_bits may hold W, I, O_final, got {bad!r}")
 
     @property
     def IY(self) -> int:
@@ -103,6 +130,13 @@ class Layer:
         """The loop bounds as a dict over `LOOP_DIMS`."""
         return {d: getattr(self, d) for d in LOOP_DIMS}
 
+    def hash_fields(self) -> dict:
+        """Every field but the name, as problem ids and config hashes see the layer: the fields
+        added for transformer workloads (``w_role``, ``o_role``, ``fixed_bits``) only where they
+        differ from their defaults, so a CNN layer hashes as it did before they existed."""
+        return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()
+                if k != "name" and not (k in _NEW_FIELDS and v == _NEW_FIELDS[k])}
+
     def shape_key(self) -> tuple:
         """Everything but the name: two layers with equal keys cost the same."""
         return tuple(v for k, v in self.__dict__.items() if k != "name")
@@ -113,17 +147,62 @@ class Layer:
 
 
 @dataclass(frozen=True)
+class VectorOp:
+    """One operation between the matmuls (softmax, a norm, an activation, RoPE, an element-wise
+    multiply or add), run on the accelerator's vector unit (`costmodel.vector`).
+
+    ``elements``: output elements of one execution (count); ``inputs``: input tensors of
+    ``elements`` elements each that it reads (2 for an element-wise add or multiply, 1 otherwise;
+    a norm's gain and a softmax's row statistics are not counted as tensors); ``rows``: the rows
+    a row-wise op (softmax, norms) reduces over (elements / rows per row); ``bits``: the
+    precision of its tensors, or None for the accelerator's activation precision (``[precision]
+    I``, else 8).
+
+    Raises:
+        ValueError: unknown ``op``, a count that is not a positive integer, or bad ``bits``.
+    """
+
+    name: str
+    op: str
+    elements: int
+    inputs: int = 1
+    rows: int = 1
+    bits: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.op not in VECTOR_OPS:
+            raise ValueError(f"vector op {self.name!r}: op must be one of {VECTOR_OPS}, got {self.op!r}")
+        for k in ("elements", "inputs", "rows"):
+            v = getattr(self, k)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ValueError(f"vector op {self.name!r}: {k} must be a positive integer, got {v!r}")
+        if self.bits is not None and (isinstance(self.bits, bool) or not isinstance(self.bits, int) or self.bits < 1):
+            raise ValueError(f"vector op {self.name!r}: bits must be a positive integer or None, got {self.bits!r}")
+
+    def to_dict(self) -> dict:
+        """JSON-able fields."""
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
 class Network:
-    """An ordered list of layers, each with a repeat count.
+    """An ordered list of layers, each with a repeat count, and the vector operations between them.
 
     ``repeats[i]`` says how many times ``layers[i]`` runs per inference (for example the
     identical blocks of a ResNet stage, or AlexNet's two groups when a variant lists one group).
+    ``vector_ops[i]`` runs ``vector_repeats[i]`` times (the element-wise work of a transformer
+    step; empty for the CNN zoo, which counts convolutions and FC layers only). ``workload`` holds
+    the parameters a transformer step was built with (``model``, ``phase``, ``batch``, ``seq``,
+    ``context``, ``tokens`` produced, precisions; `costmodel.zoo.transformer`), empty otherwise.
     """
 
     name: str
     layers: tuple[Layer, ...]
     repeats: tuple[int, ...] = field(default=())
     source: str = ""
+    vector_ops: tuple[VectorOp, ...] = field(default=())
+    vector_repeats: tuple[int, ...] = field(default=())
+    workload: dict = field(default_factory=dict, compare=False)
 
     def __post_init__(self) -> None:
         if not self.layers:
@@ -132,7 +211,14 @@ class Network:
             object.__setattr__(self, "repeats", tuple(1 for _ in self.layers))
         if len(self.repeats) != len(self.layers):
             raise ValueError(f"network {self.name!r}: {len(self.repeats)} repeats for {len(self.layers)} layers")
-        for r in self.repeats:
+        object.__setattr__(self, "vector_ops", tuple(self.vector_ops))
+        if not self.vector_repeats:
+            object.__setattr__(self, "vector_repeats", tuple(1 for _ in self.vector_ops))
+        object.__setattr__(self, "vector_repeats", tuple(self.vector_repeats))
+        if len(self.vector_repeats) != len(self.vector_ops):
+            raise ValueError(f"network {self.name!r}: {len(self.vector_repeats)} vector repeats for "
+                             f"{len(self.vector_ops)} vector ops")
+        for r in self.repeats + self.vector_repeats:
             if isinstance(r, bool) or not isinstance(r, int) or r < 1:
                 raise ValueError(f"network {self.name!r}: repeat counts must be positive integers, got {r!r}")
 
@@ -165,5 +251,6 @@ class Network:
                 order[k] = len(layers)
                 layers.append(l)
                 reps.append(r)
-        return Network(self.name, tuple(layers), tuple(reps), self.source)
+        return Network(self.name, tuple(layers), tuple(reps), self.source, self.vector_ops,
+                       self.vector_repeats, self.workload)
 

@@ -276,10 +276,21 @@ class CostReport:
 
 
 def operand_bits(layer, arch) -> dict[str, int]:
-    """Precisions in bits: W, I, O (partial sums), O_final; the accelerator's where given."""
-    p = arch.precisions
-    return {"W": p.get("W", layer.w_bits), "I": p.get("I", layer.i_bits),
-            "O": p.get("O", layer.o_partial_bits), "O_final": p.get("O_final", layer.o_bits)}
+    """Precisions in bits: W, I, O (partial sums), O_final; the accelerator's ``[precision]``
+    where given, except for the operands the layer fixes (``layer.fixed_bits``: a transformer
+    workload's ``weight_bits`` / ``act_bits`` / ``kv_bits``, `costmodel.zoo.transformer`). A W
+    operand that is the KV cache (``layer.w_role == "kv_cache"``) is an activation: unless fixed,
+    it takes the accelerator's I precision (else the layer's ``i_bits``), not its weight precision."""
+    p, fixed = arch.precisions, layer.fixed_bits
+    if "W" in fixed:
+        w = layer.w_bits
+    elif layer.w_role == "kv_cache":
+        w = layer.i_bits if "I" in fixed else p.get("I", layer.i_bits)
+    else:
+        w = p.get("W", layer.w_bits)
+    return {"W": w, "I": layer.i_bits if "I" in fixed else p.get("I", layer.i_bits),
+            "O": p.get("O", layer.o_partial_bits),
+            "O_final": layer.o_bits if "O_final" in fixed else p.get("O_final", layer.o_bits)}
 
 
 def _cdiv(a: int, b: int) -> int:

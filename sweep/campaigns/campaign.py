@@ -187,9 +187,15 @@ class Campaign:
 def network_json(net: Network) -> dict[str, Any]:
     """A network in full as JSON-able data (name, every layer's fields, repeats): part of config
     hashes and task ids."""
-    return {"name": net.name,
-            "layers": [dict(l.__dict__) for l in net.layers],
-            "repeats": list(net.repeats)}
+    out: dict[str, Any] = {"name": net.name,
+                           "layers": [{"name": l.name, **l.hash_fields()} for l in net.layers],
+                           "repeats": list(net.repeats)}
+    if net.vector_ops:  # transformer steps only: a CNN's config hash is what it was
+        out["vector_ops"] = [v.to_dict() for v in net.vector_ops]
+        out["vector_repeats"] = list(net.vector_repeats)
+    if net.workload:
+        out["workload"] = dict(net.workload)
+    return out
 
 
 def parse_name_output(data: dict[str, Any], output: str | Path | None, bad: Bad) -> tuple[Any, Any]:

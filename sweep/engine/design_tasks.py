@@ -110,7 +110,7 @@ def evaluate_design(template, design_id: str, values: dict, networks: Sequence, 
     for net in networks:
         net_rows = []
         for li, (layer, rep) in enumerate(net.unique()):
-            key = canonical_json({k: v for k, v in layer.__dict__.items() if k != "name"})
+            key = canonical_json(layer.hash_fields())
             if key not in cache:
                 cache[key] = _map_layer(mapper, LayerProblem(layer, acc, None, objective), p, with_spatial)
             res = cache[key]
@@ -183,7 +183,7 @@ def _task_id(campaign, designs: Sequence[tuple[str, dict]]) -> str:
     doc = {"designs": [d for d, _ in designs], "template": repr(campaign.architectures.template.base),
            "mapper": spec.name, "version": get_mapper(spec.name).version, "params": spec.params,
            "objective": campaign.objectives[0], "seed": campaign.seeds[0], "model": MODEL_VERSION,
-           "networks": [[n.name, [canonical_json({k: v for k, v in l.__dict__.items()}) for l in n.layers],
+           "networks": [[n.name, [canonical_json({"name": l.name, **l.hash_fields()}) for l in n.layers],
                          list(n.repeats)] for n in campaign.networks]}
     return stable_hash(doc, 24)
 

@@ -88,7 +88,7 @@ def problem_id(layer, arch_desc: str, spatial, mapper: str, version: str, params
     cost model's version (`costmodel.loopnest.reference.MODEL_VERSION` for loop-nest problems);
     ``hint`` the accelerator's spatial hint when the mapper searches spatial unrollings (it is not
     in the accelerator's repr, and a fixed unrolling does not depend on it)."""
-    doc = {"layer": {k: v for k, v in layer.__dict__.items() if k != "name"}, "arch": arch_desc,
+    doc = {"layer": layer.hash_fields(), "arch": arch_desc,
            "spatial": repr(spatial), "mapper": mapper, "version": version, "params": params,
            "objective": objective, "seed": seed}
     if model is not None:
@@ -216,7 +216,7 @@ def _unit_row(u: LayerUnit, r, err: str, wall_s: float, columns) -> dict[str, An
     vals = {
         "problem_id": u.problem_id, "unit_index": u.unit_index, "mapper": u.mapper,
         "params": canonical_json(u.params), "arch": u.arch_name,
-        "layer_shape": canonical_json({k: v for k, v in layer.__dict__.items() if k != "name"}),
+        "layer_shape": canonical_json(layer.hash_fields()),
         "objective": u.problem.objective, "seed": u.seed, "unit_kind": u.unit.kind,
         "unit_seed": u.unit.seed, "shard": u.unit.shard, "shards": u.unit.shards,
         "engine": None, "value": None, "energy_pj": None, "latency_cycles": None, "edp": None,
