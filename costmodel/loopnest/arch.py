@@ -41,6 +41,9 @@ TOML format (presets in ``costmodel/presets/*.toml``; user files alike)::
     write_bw = 8
     shared_port = false                   # true: one port shared by reads and writes
     private_to = "all"                    # or a list of array dims, or [] (one instance)
+    [vector]                              # optional: the vector unit (`costmodel.vector.VectorUnit`)
+    lanes = 32                            # primitive ops per cycle; add_pj, mul_pj, special_pj
+                                          # (pJ), special_cycles, bits, source default as documented
 
 Without an ``[accumulator]`` table the MAC has no place to keep a partial sum: after every MAC
 the partial sum is written to the lowest memory level serving O (and read back before the next
@@ -60,6 +63,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..vector import VectorUnit
 from .hint import SpatialHint
 from .mapping import OPERANDS, SpatialMapping, MappingError
 
@@ -111,7 +115,9 @@ class Accelerator:
     (every partial sum goes to the lowest O memory level; TOML table ``[accumulator]``).
     ``spatial_hint``: the unrollings the array supports (`SpatialHint`), or None; it is left out
     of ``repr`` (the repr identifies an accelerator in problem ids, and a hint only matters to a
-    search of spatial unrollings, whose ids add it).
+    search of spatial unrollings, whose ids add it). ``vector``: the vector unit that runs the
+    operations between the matmuls (`costmodel.vector`; TOML table ``[vector]``), or None; also left
+    out of ``repr``, so the problem ids and config hashes of the matmuls do not change with it.
     """
 
     name: str
@@ -124,6 +130,7 @@ class Accelerator:
     description: str = ""
     accumulator_pj: float | None = None
     spatial_hint: SpatialHint | None = field(default=None, repr=False)
+    vector: VectorUnit | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "memories", tuple(self.memories))
@@ -189,6 +196,8 @@ class Accelerator:
             d["accumulator"] = {"energy_pj": self.accumulator_pj}
         if self.spatial_hint is not None:
             d["spatial_hint"] = self.spatial_hint.to_dict()
+        if self.vector is not None:
+            d["vector"] = self.vector.to_dict()
         return d
 
 
@@ -216,7 +225,7 @@ def accelerator_from_dict(d: dict[str, Any], src: str = "<dict>") -> Accelerator
         ValueError: naming ``src``, the key path and the bad value.
     """
     known = {"name", "description", "mac_pj", "clock_mhz", "array", "precision", "spatial", "spatial_hint", "memory",
-             "accumulator"}
+             "accumulator", "vector"}
     for k in d:
         if k not in known:
             raise _bad(src, k, d[k], f"no such key; known keys: {sorted(known)}")
@@ -298,8 +307,10 @@ def accelerator_from_dict(d: dict[str, Any], src: str = "<dict>") -> Accelerator
             raise _bad(src, "accumulator.energy_pj", v, "a finite non-negative number")
         acc_pj = _num(src, "accumulator.energy_pj", v, positive=False)
     hint = SpatialHint.from_dict(d["spatial_hint"], arr, src) if "spatial_hint" in d else None
+    vector = VectorUnit.from_dict(d["vector"], src) if "vector" in d else None
     try:
-        return Accelerator(name, arr, mac_pj, tuple(mems), spatial, precisions, clock, str(desc), acc_pj, hint)
+        return Accelerator(name, arr, mac_pj, tuple(mems), spatial, precisions, clock, str(desc), acc_pj, hint,
+                           vector)
     except ValueError as e:
         raise ValueError(f"{src}: {e}") from None
 
