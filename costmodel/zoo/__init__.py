@@ -6,8 +6,13 @@ models (``*.onnx``), read by `costmodel.importers.onnx`. This package is the dat
 a zoo file's ``# name:`` must equal its stem and it must carry the metadata of
 `costmodel.importers.zoo_csv.REQUIRED_META` (``description``, ``source``, ``published_macs`` ...).
 
+Transformer models are data too (``transformers.toml``: published configs), built into the
+operations of one prefill or decode step by `costmodel.zoo.transformer.build_transformer`; their
+names are in `list_networks` and `load_network` takes the step's parameters (``phase``, ``batch``,
+``seq``, ``context``, ``weight_bits``, ``act_bits``, ``kv_bits``).
+
 Public API: `list_networks`, `load_network`, `load_network_file`, `network_info`,
-`network_file_info`.
+`network_file_info`, `is_transformer`.
 """
 
 from __future__ import annotations
@@ -27,6 +32,12 @@ from costmodel.importers.zoo_csv import (
     read_network_csv,
 )
 from costmodel.workload import Network
+from costmodel.zoo.transformer import (
+    WORKLOAD_PARAMS,
+    build_transformer,
+    list_transformers,
+    transformer_info,
+)
 
 __all__ = [
     "list_networks",
@@ -34,6 +45,7 @@ __all__ = [
     "load_network_file",
     "network_info",
     "network_file_info",
+    "is_transformer",
     "DEFAULT_TOLERANCE",
     "COLUMNS",
 ]
@@ -44,16 +56,28 @@ def _zoo_dir():
 
 
 @functools.lru_cache(maxsize=None)
-def list_networks() -> list[str]:
-    """Names of the networks in the zoo, sorted."""
+def _csv_networks() -> list[str]:
+    """Names of the CSV networks (layer tables) of the zoo, sorted."""
     return sorted(
         e.name[: -len(".csv")] for e in _zoo_dir().iterdir() if e.is_file() and e.name.endswith(".csv")
     )
 
 
 @functools.lru_cache(maxsize=None)
+def list_networks() -> list[str]:
+    """Names of the networks in the zoo, sorted: the CSV layer tables and the transformer models
+    (`is_transformer`)."""
+    return sorted(_csv_networks() + list_transformers())
+
+
+def is_transformer(name: str) -> bool:
+    """Whether ``name`` is a transformer model of the zoo (`costmodel.zoo.transformer`)."""
+    return name in list_transformers()
+
+
+@functools.lru_cache(maxsize=None)
 def _load_zoo(name: str) -> ParsedNetwork:
-    if name not in list_networks():
+    if name not in _csv_networks():
         raise KeyError(f"unknown network {name!r}; available networks: {', '.join(list_networks())}")
     res = _zoo_dir() / f"{name}.csv"
     parsed = parse_network_text(res.read_text(encoding="utf-8"), f"zoo/{name}.csv", name)
@@ -65,22 +89,41 @@ def _load_zoo(name: str) -> ParsedNetwork:
     return parsed
 
 
-def load_network(name: str) -> Network:
-    """The zoo network ``name`` (see `list_networks`).
+def load_network(name: str, **workload_params) -> Network:
+    """The zoo network ``name`` (see `list_networks`). For a transformer model, the operations of
+    one step, ``build_transformer(name, **workload_params)`` (``phase``, ``batch``, ``seq``,
+    ``context``, ``weight_bits``, ``act_bits``, ``kv_bits``; omitted: the model's defaults).
 
     Raises:
         KeyError: if there is no such network; the message lists the available ones.
+        ValueError: a workload parameter the network does not take (every one, for a CSV network)
+            or a bad value; the message starts with the parameter's name (``phase: ...``).
     """
-    return _load_zoo(name).network
+    if is_transformer(name):
+        unknown = [k for k in workload_params if k not in WORKLOAD_PARAMS]
+        if unknown:
+            raise ValueError(f"{unknown[0]}: the network {name} has no such parameter; "
+                             f"it takes {', '.join(WORKLOAD_PARAMS)}")
+        return build_transformer(name, **workload_params)
+    net = _load_zoo(name).network
+    if workload_params:
+        raise ValueError(f"{next(iter(workload_params))}: the network {name} has no such parameter "
+                         "(workload parameters apply to the zoo's transformer models)")
+    return net
 
 
 def network_info(name: str) -> dict:
     """Metadata of a zoo network: the file's ``# key: value`` entries, with ``published_macs``
-    as an int, ``tolerance`` as a float (default `DEFAULT_TOLERANCE`) and ``path``.
+    as an int, ``tolerance`` as a float (default `DEFAULT_TOLERANCE`) and ``path``; for a
+    transformer model, `costmodel.zoo.transformer.transformer_info` (``description``, ``source``,
+    ``published_params``, ``published_params_source``, ``kind``, ``defaults``, ...; no
+    ``published_macs``).
 
     Raises:
         KeyError: if there is no such network.
     """
+    if is_transformer(name):
+        return transformer_info(name)
     return dict(_load_zoo(name).info)
 
 

@@ -1,0 +1,550 @@
+"""Transformer models as data (``costmodel/zoo/transformers.toml``: published Hugging Face configs)
+and one builder of the operations of a prefill or decode step (issue 28).
+
+A step is a `Network` of matmuls (`Layer` with ``kind="matmul"``: B rows = tokens, C contracted,
+K output columns; MACs = B*K*C per execution) plus the vector operations between them
+(`VectorOp`). Per block, repeated ``layers`` times (names exact):
+
+* ``q_proj`` (B=T, C=hidden, K=heads*head_dim), ``k_proj``, ``v_proj`` (K=kv_heads*head_dim,
+  ``o_role="kv_cache"``: they write the step's new K/V cache entries), ``o_proj``;
+* ``score`` (B=(heads/kv_heads)*q_len, C=head_dim, K=attended) and ``context`` (B=group*q_len,
+  C=attended, K=head_dim), both ``w_role="kv_cache"``, one execution per (sequence, KV head), so
+  repeated batch*kv_heads*layers: a GQA group's query heads share one read of their K/V head;
+* FFN: ``ffn_up``, ``ffn_down`` (GELU) or ``ffn_gate``, ``ffn_up``, ``ffn_down`` (SwiGLU); MoE:
+  ``router`` (K=experts) and ``expert_gate`` / ``expert_up`` / ``expert_down`` (below).
+
+Outside the blocks: ``lm_head`` (decoders; B=batch: every decode token, and at prefill the last
+token of each sequence only), ``pooler`` (BERT, B=batch), ``patch_embed`` (ViT, a convolution
+K=hidden, C=channels, FY=FX=SY=SX=patch over OY=OX=image/patch) and ``classifier`` (ViT, B=batch).
+
+T is the tokens of the step: batch*seq at prefill, batch at decode; q_len = seq (prefill) or 1
+(decode); attended = seq at prefill (attention is counted dense over all seq tokens, not halved
+for the causal mask of a decoder) and ``context`` at decode (the tokens in the KV cache,
+the new one included).
+
+Mixture of experts (Mixtral, prefill and decode): routing is assumed uniform and independent
+across tokens, each token picking a uniformly random set of top_k of the E experts. An expert is
+then missed by one token with probability 1 - k/E, so the expected number of distinct experts
+touched by T tokens is n_e = E * (1 - (1 - k/E)^T) (linearity of expectation over the experts:
+the occupied cells of the classical occupancy problem, Feller, An Introduction to Probability
+Theory and Its Applications, vol. 1). Exact for uniform top-k routing; real routers are skewed and
+correlated across tokens, so n_e estimates the expert weights a step reads. n_e is rounded to the nearest integer and
+clipped to [min(k, E), min(E, T*k)]; the T*k token-expert pairs are split over the n_e experts as
+evenly as possible, q, r = divmod(T*k, n_e): ``expert_*`` layers with B=q for n_e - r experts and
+``expert_*_hi`` layers with B=q+1 for r experts (absent when r = 0). So the MACs are exactly those
+of top_k experts per token, and the weights read are those of n_e experts
+(``workload["experts_touched"]``).
+
+Precisions (bits): none given -> no ``fixed_bits`` anywhere (the accelerator's ``[precision]``
+applies; `costmodel.loopnest.reference.operand_bits` gives a KV-cache W operand its I precision).
+``weight_bits`` (16, 8 or 4) fixes W of the weight layers; ``act_bits`` fixes I and O_final of
+every layer (and the ``bits`` of every vector op); ``kv_bits`` (else ``act_bits`` where given)
+fixes the cache: W of ``score`` / ``context`` and O_final of ``k_proj`` / ``v_proj``.
+
+Vector ops (`VectorOp`; per block x layers): ``attn_norm``, ``ffn_norm`` (BERT's post-LN norms
+carry the same names), ``rope_q``, ``rope_k`` (RoPE models), ``softmax``, ``attn_residual``,
+``ffn_residual``, ``act`` (gelu / silu), ``gate_mul`` (SwiGLU), ``bias_add`` (biased models),
+``router_softmax``, ``expert_combine``, ``expert_sum`` (MoE); once: ``pos_add`` (learned
+positions), ``type_add``, ``embed_norm`` (BERT), ``final_norm`` (decoders, ViT), and the biases of
+the outer layers ``patch_embed_bias``, ``classifier_bias``, ``pooler_bias``. What no layer or
+vector op costs is listed in ``workload["not_costed"]`` (embedding gathers, the
+pooler's tanh, score scaling and masks, ...): nothing is dropped silently.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import importlib.resources
+import math
+import tomllib
+from dataclasses import dataclass, fields
+
+from costmodel.workload import Layer, Network, VectorOp
+
+__all__ = ["TransformerConfig", "list_transformers", "transformer_config", "transformer_info",
+           "param_count", "build_transformer", "experts_touched", "MODEL_KINDS", "PHASES",
+           "WEIGHT_BITS", "WORKLOAD_PARAMS"]
+
+MODEL_KINDS = ("encoder", "decoder", "vit")
+PHASES = ("prefill", "decode")
+#: The weight precisions `build_transformer` takes (bits).
+WEIGHT_BITS = (16, 8, 4)
+#: The keyword parameters of `build_transformer` (a step's workload).
+WORKLOAD_PARAMS = ("phase", "batch", "seq", "context", "weight_bits", "act_bits", "kv_bits")
+
+_TOML = "transformers.toml"
+_CHOICES = {"kind": MODEL_KINDS, "ffn_kind": ("gelu", "swiglu"), "norm": ("layernorm", "rmsnorm")}
+_POSITIVE = ("hidden", "layers", "heads", "kv_heads", "head_dim", "ffn", "max_context", "seq",
+             "batch", "published_params")
+
+
+@dataclass(frozen=True)
+class TransformerConfig:
+    """One model of ``transformers.toml`` (see the file's header for the keys; sizes are element
+    counts, ``published_params`` a parameter count).
+
+    Raises:
+        ValueError: a missing, unknown, mistyped or inconsistent key; the message names the model
+            and the key (e.g. ``transformer 'gpt2': heads 12 is not a multiple of kv_heads 5``).
+    """
+
+    name: str
+    description: str
+    source: str
+    kind: str
+    hidden: int
+    layers: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    ffn: int
+    ffn_kind: str
+    vocab: int
+    max_positions: int
+    max_context: int
+    tied_embeddings: bool
+    bias: bool
+    norm: str
+    experts: int
+    top_k: int
+    seq: int
+    batch: int
+    published_params: int
+    published_params_source: str
+    context: int = 0
+    type_vocab: int = 0
+    pooler: bool = False
+    patch: int = 0
+    image: int = 0
+    channels: int = 0
+    classes: int = 0
+
+    def _bad(self, key: str, why: str) -> ValueError:
+        return ValueError(f"transformer {self.name!r}: {key} {why}")
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            v = getattr(self, f.name)
+            if f.type == "int":
+                low = 1 if f.name in _POSITIVE else 0
+                if isinstance(v, bool) or not isinstance(v, int) or v < low:
+                    raise self._bad(f.name, f"must be an integer >= {low}, got {v!r}")
+            elif f.type == "bool" and not isinstance(v, bool):
+                raise self._bad(f.name, f"must be true or false, got {v!r}")
+            elif f.type == "str" and (not isinstance(v, str) or not v):
+                raise self._bad(f.name, f"must be a non-empty string, got {v!r}")
+        for k, choices in _CHOICES.items():
+            if getattr(self, k) not in choices:
+                raise self._bad(k, f"must be one of {choices}, got {getattr(self, k)!r}")
+        self._check_shapes()
+
+    def _check_shapes(self) -> None:
+        if self.heads % self.kv_heads:
+            raise self._bad("heads", f"{self.heads} is not a multiple of kv_heads {self.kv_heads}")
+        if (self.experts == 0) != (self.top_k == 0) or self.top_k > self.experts or self.experts == 1:
+            raise self._bad("top_k", f"{self.top_k} with experts {self.experts}: a dense FFN has "
+                            "experts = top_k = 0, an MoE 1 <= top_k <= experts, experts >= 2")
+        decoder, vit = self.kind == "decoder", self.kind == "vit"
+        if decoder != (self.context > 0):
+            raise self._bad("context", f"{self.context}: decoders need a default context >= 1, "
+                            "other kinds have none (0)")
+        if vit == (self.vocab > 0):
+            raise self._bad("vocab", f"{self.vocab}: a ViT has none (0), text models need one")
+        if (self.pooler or self.type_vocab) and self.kind != "encoder":
+            raise self._bad("pooler", "and type_vocab are for encoders only")
+        for k in ("patch", "image", "channels", "classes"):
+            if vit != (getattr(self, k) > 0):
+                raise self._bad(k, f"{getattr(self, k)}: required (>= 1) for a ViT, 0 otherwise")
+        if vit and (self.image % self.patch or self.seq != self.max_positions
+                    or self.max_positions != (self.image // self.patch) ** 2 + 1):
+            raise self._bad("max_positions", f"{self.max_positions} and seq {self.seq} must both be "
+                            f"(image / patch)^2 + 1 with image {self.image} a multiple of patch {self.patch}")
+        if self.max_positions not in (0, self.max_context):
+            raise self._bad("max_positions", f"{self.max_positions}: 0 (RoPE) or max_context {self.max_context}")
+        for k in ("seq", "context"):
+            if getattr(self, k) > self.max_context:
+                raise self._bad(k, f"{getattr(self, k)} exceeds max_context {self.max_context}")
+
+    @property
+    def q_dim(self) -> int:  # heads * head_dim: the width of Q (and of the attention output)
+        return self.heads * self.head_dim
+
+    @property
+    def kv_dim(self) -> int:  # kv_heads * head_dim: the width of K and of V
+        return self.kv_heads * self.head_dim
+
+    @property
+    def group(self) -> int:  # query heads per K/V head (the GQA group; 1 for multi-head attention)
+        return self.heads // self.kv_heads
+
+    @property
+    def default_phase(self) -> str:  # decode for decoders, prefill otherwise
+        return "decode" if self.kind == "decoder" else "prefill"
+
+
+@functools.lru_cache(maxsize=None)
+def _configs() -> dict[str, TransformerConfig]:
+    text = (importlib.resources.files(__package__ or "costmodel.zoo") / _TOML).read_text(encoding="utf-8")
+    names = {f.name for f in fields(TransformerConfig)} - {"name"}
+    required = {f.name for f in fields(TransformerConfig) if f.default is dataclasses.MISSING} - {"name"}
+    out = {}
+    for name, table in tomllib.loads(text).items():
+        unknown, missing = sorted(set(table) - names), sorted(required - set(table))
+        if unknown:
+            raise ValueError(f"transformer {name!r}: {unknown[0]} is not a key of zoo/{_TOML} "
+                             f"(keys: {', '.join(sorted(names))})")
+        if missing:
+            raise ValueError(f"transformer {name!r}: {missing[0]} is missing from its table in zoo/{_TOML}")
+        out[name] = TransformerConfig(name=name, **table)
+    return out
+
+
+def list_transformers() -> list[str]:
+    """Names of the transformer models of the zoo, sorted."""
+    return sorted(_configs())
+
+
+def transformer_config(name: str) -> TransformerConfig:
+    """The validated `TransformerConfig` of model ``name``.
+
+    Raises:
+        KeyError: no such model; the message lists the models.
+    """
+    try:
+        return _configs()[name]
+    except KeyError:
+        raise KeyError(f"unknown transformer {name!r}; models: {', '.join(list_transformers())}") from None
+
+
+def transformer_info(name: str) -> dict:
+    """Metadata of model ``name`` (a fresh dict): ``name``, ``description``, ``source``,
+    ``published_params`` (int), ``published_params_source``, ``kind``, ``path`` (the TOML file),
+    ``defaults`` (``phase``, ``batch``, ``seq``, ``context``: None where the phase has none),
+    ``config`` (every key of its table). Raises KeyError for an unknown model."""
+    c = transformer_config(name)
+    defaults = {"phase": c.default_phase, "batch": c.batch, "seq": c.seq,
+                "context": c.context if c.kind == "decoder" else None}
+    return {"name": name, "description": c.description, "source": c.source,
+            "published_params": c.published_params, "published_params_source": c.published_params_source,
+            "kind": c.kind, "path": f"zoo/{_TOML}", "defaults": defaults, "config": dataclasses.asdict(c)}
+
+
+# ----------------------------------------------------------------------------- shapes
+
+
+def _mm(name: str, C: int, K: int, B: int = 1, **roles) -> Layer:
+    return Layer(name, K=K, C=C, B=B, kind="matmul", **roles)
+
+
+def _attention_weights(cfg: TransformerConfig) -> list[Layer]:
+    """The four projections of one block at B=1 (weights: C*K each)."""
+    h, q, kv = cfg.hidden, cfg.q_dim, cfg.kv_dim
+    return [_mm("q_proj", h, q), _mm("k_proj", h, kv, o_role="kv_cache"),
+            _mm("v_proj", h, kv, o_role="kv_cache"), _mm("o_proj", q, h)]
+
+
+def _ffn_weights(cfg: TransformerConfig, prefix: str) -> list[Layer]:
+    """One FFN (the dense one, or one expert) at B=1: [gate,] up (hidden -> ffn), down (ffn -> hidden)."""
+    h, f = cfg.hidden, cfg.ffn
+    ins = ["gate", "up"] if cfg.ffn_kind == "swiglu" else ["up"]
+    return [_mm(f"{prefix}_{n}", h, f) for n in ins] + [_mm(f"{prefix}_down", f, h)]
+
+
+def _head_weights(cfg: TransformerConfig) -> list[Layer]:
+    """The layers outside the blocks at B=1: lm_head (decoders), pooler (BERT), patch_embed and
+    classifier (ViT)."""
+    h = cfg.hidden
+    out = []
+    if cfg.kind == "vit":
+        g = cfg.image // cfg.patch
+        out.append(Layer("patch_embed", K=h, C=cfg.channels, OY=g, OX=g, FY=cfg.patch, FX=cfg.patch,
+                         SY=cfg.patch, SX=cfg.patch, kind="conv"))
+        out.append(_mm("classifier", h, cfg.classes))
+    if cfg.pooler:
+        out.append(_mm("pooler", h, h))
+    if cfg.kind == "decoder":
+        out.append(_mm("lm_head", h, cfg.vocab))
+    return out
+
+
+def param_count(cfg: TransformerConfig) -> dict[str, int]:
+    """Parameters (elements) by part, from the shapes the builder uses, and their ``total``.
+
+    Keys (0 where a model has none): ``embeddings`` (token table vocab*hidden, BERT's token types
+    type_vocab*hidden, ViT's class token hidden), ``position`` (learned table max_positions*hidden),
+    ``attention`` (q/k/v/o weights per block), ``ffn`` (dense FFN weights), ``experts`` (all E
+    experts' weights), ``router`` (hidden*E per block), ``norms`` (two per block, BERT's embedding
+    norm, the final norm of decoders and ViT; hidden gains, plus hidden biases for LayerNorm),
+    ``biases`` (of the block projections, where ``bias``), ``lm_head`` (untied decoders only;
+    tied: counted in embeddings), ``pooler``, ``classifier``, ``patch_embed`` (weights + biases:
+    these have a bias in every model here). Sources: the models' config.json
+    (`TransformerConfig.source`); equal to ``published_params`` (tested).
+    """
+    L, h = cfg.layers, cfg.hidden
+    att, ffn = _attention_weights(cfg), _ffn_weights(cfg, "ffn")
+    n_ffn = cfg.experts or 1
+    heads = {l.name: l.weight_count + l.K for l in _head_weights(cfg)}  # each with a bias ...
+    heads.pop("lm_head", None)                                            # ... but the LM head
+    lm_head = cfg.vocab * h if cfg.kind == "decoder" and not cfg.tied_embeddings else 0
+    n_norms = 2 * L + (1 if cfg.kind == "encoder" else 0) + (1 if cfg.kind in ("decoder", "vit") else 0)
+    out = {
+        "embeddings": (cfg.vocab + cfg.type_vocab) * h + (h if cfg.kind == "vit" else 0),
+        "position": cfg.max_positions * h,
+        "attention": L * sum(l.weight_count for l in att),
+        "ffn": 0 if cfg.experts else L * sum(l.weight_count for l in ffn),
+        "experts": L * cfg.experts * sum(l.weight_count for l in ffn),
+        "router": L * h * cfg.experts,
+        "norms": n_norms * h * (2 if cfg.norm == "layernorm" else 1),
+        "biases": L * (sum(l.K for l in att) + n_ffn * sum(l.K for l in ffn)) if cfg.bias else 0,
+        "lm_head": lm_head,
+        "pooler": heads.get("pooler", 0),
+        "classifier": heads.get("classifier", 0),
+        "patch_embed": heads.get("patch_embed", 0),
+    }
+    out["total"] = sum(out.values())
+    return out
+
+
+def experts_touched(tokens: int, experts: int, top_k: int) -> int:
+    """Expected distinct experts that ``tokens`` tokens route to, each picking a uniform random
+    top_k-subset of ``experts``: E*(1 - (1 - k/E)^T), rounded half up and clipped to
+    [min(k, E), min(E, T*k)] (module docstring). Counts in, a count out."""
+    n = math.floor(experts * (1.0 - (1.0 - top_k / experts) ** tokens) + 0.5)
+    return max(min(top_k, experts), min(n, experts, tokens * top_k))
+
+
+# ----------------------------------------------------------------------------- the step
+
+
+@dataclass(frozen=True)
+class _Step:
+    phase: str
+    batch: int
+    seq: int | None
+    context: int | None
+    tokens: int      # T
+    q_len: int
+    attended: int
+
+
+def _positive(key: str, v) -> int:
+    if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+        raise ValueError(f"{key}: must be a positive integer, got {v!r}")
+    return v
+
+
+def _resolve_step(cfg: TransformerConfig, phase, batch, seq, context) -> _Step:
+    name = cfg.name
+    phase = cfg.default_phase if phase is None else phase
+    if phase not in PHASES:
+        raise ValueError(f"phase: must be one of {PHASES}, got {phase!r}")
+    if phase == "decode" and cfg.kind != "decoder":
+        raise ValueError(f"phase: {name} is an {cfg.kind} model with no decode step; "
+                         f"phase='decode' is not allowed (use 'prefill')")
+    b = _positive("batch", cfg.batch if batch is None else batch)
+    if phase == "decode":
+        if seq is not None:
+            raise ValueError(f"seq: a decode step of {name} takes context (tokens in the KV cache, "
+                             f"the new one included), not seq; got seq={seq!r}")
+        c = _positive("context", cfg.context if context is None else context)
+        if c > cfg.max_context:
+            raise ValueError(f"context: {c} exceeds {name}'s max_context {cfg.max_context}")
+        return _Step(phase, b, None, c, tokens=b, q_len=1, attended=c)
+    if context is not None:
+        raise ValueError(f"context: a prefill step of {name} takes seq (tokens per sequence), "
+                         f"not context; got context={context!r}")
+    s = _positive("seq", cfg.seq if seq is None else seq)
+    if cfg.kind == "vit" and s != cfg.seq:
+        raise ValueError(f"seq: {name} takes (image/patch)^2 + 1 = {cfg.seq} tokens per image, got {s}")
+    if s > cfg.max_context:
+        raise ValueError(f"seq: {s} exceeds {name}'s max_context {cfg.max_context}")
+    return _Step(phase, b, s, None, tokens=b * s, q_len=s, attended=s)
+
+
+@dataclass(frozen=True)
+class _Bits:
+    weight: int | None
+    act: int | None
+    kv: int | None   # kv_bits, else act_bits
+
+
+def _resolve_bits(weight_bits, act_bits, kv_bits) -> _Bits:
+    if weight_bits is not None and (isinstance(weight_bits, bool) or weight_bits not in WEIGHT_BITS):
+        raise ValueError(f"weight_bits: must be one of {WEIGHT_BITS}, got {weight_bits!r}")
+    if act_bits is not None:
+        _positive("act_bits", act_bits)
+    if kv_bits is not None:
+        _positive("kv_bits", kv_bits)
+    return _Bits(weight_bits, act_bits, kv_bits if kv_bits is not None else act_bits)
+
+
+def _with_bits(layer: Layer, bits: _Bits) -> Layer:
+    """``layer`` with the operands the workload fixes (module docstring)."""
+    ch: dict[str, int] = {}
+    fixed: set[str] = set()
+    w = bits.weight if layer.w_role == "weight" else bits.kv
+    if w is not None:
+        ch["w_bits"] = w
+        fixed.add("W")
+    if bits.act is not None:
+        ch["i_bits"] = ch["o_bits"] = bits.act
+        fixed |= {"I", "O_final"}
+    if layer.o_role == "kv_cache" and bits.kv is not None:
+        ch["o_bits"] = bits.kv
+        fixed.add("O_final")
+    if not ch:
+        return layer
+    return layer.with_(**ch, fixed_bits=tuple(o for o in ("W", "I", "O_final") if o in fixed))
+
+
+def _block_layers(cfg: TransformerConfig, st: _Step) -> tuple[list[Layer], list[int], int | None]:
+    """One block's matmuls (B set), their repeats (x layers) and the experts touched (MoE)."""
+    T, L, hd = st.tokens, cfg.layers, cfg.head_dim
+    q, k, v, o = (l.with_(B=T) for l in _attention_weights(cfg))
+    per_head = st.batch * cfg.kv_heads * L
+    rows = cfg.group * st.q_len
+    layers = [q, k, v, _mm("score", hd, st.attended, rows, w_role="kv_cache"),
+              _mm("context", st.attended, hd, rows, w_role="kv_cache"), o]
+    reps = [L, L, L, per_head, per_head, L]
+    if not cfg.experts:
+        ffn = [l.with_(B=T) for l in _ffn_weights(cfg, "ffn")]
+        return layers + ffn, reps + [L] * len(ffn), None
+    n_e = experts_touched(T, cfg.experts, cfg.top_k)
+    per, extra = divmod(T * cfg.top_k, n_e)
+    layers.append(_mm("router", cfg.hidden, cfg.experts, T))
+    reps.append(L)
+    for l in _ffn_weights(cfg, "expert"):
+        layers.append(l.with_(B=per))
+        reps.append((n_e - extra) * L)
+        if extra:
+            layers.append(l.with_(name=f"{l.name}_hi", B=per + 1))
+            reps.append(extra * L)
+    return layers, reps, n_e
+
+
+def _outer_layers(cfg: TransformerConfig, st: _Step) -> tuple[list[Layer], list[Layer]]:
+    """The layers before the blocks (patch_embed, B=batch images) and after them (classifier /
+    pooler / lm_head, B=batch: one row per sequence at prefill, every token at decode)."""
+    outer = [l.with_(B=st.batch) for l in _head_weights(cfg)]
+    return [l for l in outer if l.name == "patch_embed"], [l for l in outer if l.name != "patch_embed"]
+
+
+def _vector_ops(cfg: TransformerConfig, st: _Step, bits: int | None) -> tuple[list[VectorOp], list[int]]:
+    """The vector ops of the step and their repeats (block ops x layers, others once)."""
+    T, h, L, B = st.tokens, cfg.hidden, cfg.layers, st.batch
+    norm = cfg.norm
+
+    def op(name, kind, elements, inputs=1, rows=1):
+        return VectorOp(name, kind, elements, inputs, rows, bits)
+
+    moe_tokens = T * cfg.top_k if cfg.experts else T
+    block = [op("attn_norm", norm, T * h, rows=T)]
+    if cfg.max_positions == 0:
+        block += [op("rope_q", "rope", T * cfg.q_dim), op("rope_k", "rope", T * cfg.kv_dim)]
+    heads_rows = B * cfg.heads * st.q_len
+    block += [op("softmax", "softmax", heads_rows * st.attended, rows=heads_rows),
+              op("attn_residual", "add", T * h, inputs=2), op("ffn_norm", norm, T * h, rows=T)]
+    if cfg.experts:
+        block.append(op("router_softmax", "softmax", T * cfg.experts, rows=T))
+    block.append(op("act", "silu" if cfg.ffn_kind == "swiglu" else "gelu", moe_tokens * cfg.ffn))
+    if cfg.ffn_kind == "swiglu":
+        block.append(op("gate_mul", "mul", moe_tokens * cfg.ffn, inputs=2))
+    if cfg.experts:
+        block.append(op("expert_combine", "mul", T * cfg.top_k * h, inputs=2))
+        if cfg.top_k > 1:
+            block.append(op("expert_sum", "add", T * (cfg.top_k - 1) * h, inputs=2))
+    block.append(op("ffn_residual", "add", T * h, inputs=2))
+    if cfg.bias:
+        biased = (T * sum(l.K for l in _attention_weights(cfg))
+                  + moe_tokens * sum(l.K for l in _ffn_weights(cfg, "ffn")))
+        block.append(op("bias_add", "add", biased))
+    pre, post = [], []
+    if cfg.kind == "vit":
+        pre.append(op("patch_embed_bias", "add", B * (cfg.image // cfg.patch) ** 2 * h))
+    if cfg.max_positions:
+        pre.append(op("pos_add", "add", T * h, inputs=2))
+    if cfg.type_vocab:
+        pre.append(op("type_add", "add", T * h, inputs=2))
+    if cfg.kind == "encoder":
+        pre.append(op("embed_norm", norm, T * h, rows=T))
+    if cfg.kind in ("decoder", "vit"):
+        post.append(op("final_norm", norm, T * h, rows=T))
+    post += [op(f"{n}_bias", "add", B * k) for n, k in (("classifier", cfg.classes), ("pooler", h))
+             if k and (n == "classifier" or cfg.pooler)]
+    return pre + block + post, [1] * len(pre) + [L] * len(block) + [1] * len(post)
+
+
+def _not_costed(cfg: TransformerConfig, st: _Step) -> list[str]:
+    """What the step does that no layer or vector op of the network costs."""
+    T, h = st.tokens, cfg.hidden
+    scores = st.batch * cfg.heads * st.q_len * st.attended
+    out = [f"score scaling by 1/sqrt(head_dim): {scores} multiplies per block (assumed folded into "
+           "q_proj or softmax)"]
+    if cfg.vocab:
+        out.insert(0, f"embedding gather ({T} x {h} reads: T x hidden; a memory read, not an op)")
+    if cfg.type_vocab:
+        out.append(f"token-type and position embedding gathers ({T} x {h} reads each)")
+    if cfg.kind == "decoder" and st.phase == "prefill" or cfg.kind == "encoder":
+        what = "causal" if cfg.kind == "decoder" else "padding"
+        out.append(f"{what} attention mask ({scores} adds per block, assumed folded into softmax)")
+    if cfg.kind == "decoder":
+        out.append(f"sampling from the {cfg.vocab} logits of each sequence (outside the model)")
+    if cfg.pooler:
+        out.append(f"pooler tanh ({st.batch} x {h} = batch x hidden; no vector op is a tanh)")
+    if cfg.kind == "vit":
+        out.append(f"class-token concatenation and position-table read ({T} x {h}: a copy)")
+    if cfg.max_positions == 0:
+        out.append("RoPE sin/cos tables (precomputed per position)")
+    if cfg.experts:
+        out.append(f"router top-{cfg.top_k} selection and renormalisation of the {cfg.top_k} "
+                   f"weights ({T} x {cfg.experts} = T x experts)")
+    return out
+
+
+def build_transformer(name: str, *, phase: str | None = None, batch: int | None = None,
+                      seq: int | None = None, context: int | None = None,
+                      weight_bits: int | None = None, act_bits: int | None = None,
+                      kv_bits: int | None = None) -> Network:
+    """The operations of one prefill or decode step of zoo model ``name`` (module docstring).
+
+    Args:
+        phase: ``prefill`` (all ``seq`` tokens of each sequence) or ``decode`` (one new token per
+            sequence); default ``decode`` for decoders, ``prefill`` for encoders and ViT (which
+            have no decode step).
+        batch: sequences (images); default the model's ``batch`` (1).
+        seq: tokens per sequence of a prefill (ViT: fixed at (image/patch)^2 + 1); default the
+            model's ``seq``.
+        context: tokens in the KV cache at a decode step, the new token included; default the
+            model's ``context``.
+        weight_bits: 16, 8 or 4: the weights' precision (bits); act_bits, kv_bits: the
+            activations' and the KV cache's precision (bits). None: the accelerator's.
+
+    Returns:
+        A `Network` named ``<model>/prefill/b<batch>/seq<seq>`` or
+        ``<model>/decode/b<batch>/ctx<context>``; block layers repeat ``layers`` times (score /
+        context batch*kv_heads*layers); ``workload`` holds model, phase, batch, seq (None at
+        decode), context (None at prefill), tokens (T), weight_bits, act_bits, kv_bits (None where
+        not given), kind, experts_touched (None for a dense FFN) and not_costed.
+
+    Raises:
+        KeyError: unknown model.
+        ValueError: a bad parameter; the message starts with its key (``phase: ...``): decode on
+            an encoder / ViT, ``context`` at prefill or ``seq`` at decode, a non-positive or
+            non-integer size or precision, ``weight_bits`` not 16, 8 or 4, seq / context beyond
+            the model's max_context.
+    """
+    cfg = transformer_config(name)
+    st = _resolve_step(cfg, phase, batch, seq, context)
+    bits = _resolve_bits(weight_bits, act_bits, kv_bits)
+    layers, reps, n_e = _block_layers(cfg, st)
+    pre, post = _outer_layers(cfg, st)
+    layers, reps = pre + layers + post, [1] * len(pre) + reps + [1] * len(post)
+    vops, vreps = _vector_ops(cfg, st, act_bits)
+    size = f"seq{st.seq}" if st.phase == "prefill" else f"ctx{st.context}"
+    workload = {"model": name, "phase": st.phase, "batch": st.batch, "seq": st.seq,
+                "context": st.context, "tokens": st.tokens, "weight_bits": weight_bits,
+                "act_bits": act_bits, "kv_bits": kv_bits, "kind": cfg.kind,
+                "experts_touched": n_e, "not_costed": _not_costed(cfg, st)}
+    return Network(f"{name}/{st.phase}/b{st.batch}/{size}", tuple(_with_bits(l, bits) for l in layers),
+                   tuple(reps), cfg.source, tuple(vops), tuple(vreps), workload)
