@@ -111,32 +111,48 @@ def load_accelerator(spec: Architecture | str | Path, *, mapping: str | Path | N
         raise CampaignError(str(spec), [Finding("accelerator", str(spec), str(e))]) from None
 
 
-def load_network(spec: Network | str | Path) -> Network:
+def load_network(spec: Network | str | Path, **workload: Any) -> Network:
     """A network: a zoo name (``sweep list networks``), a ``.csv`` file in the zoo format or an
     ``.onnx`` model (Conv, Gemm, MatMul nodes become layers), or a `Network` (returned as is).
     ``len(net)`` layers, each with a repeat count (``for layer, repeat in net``).
 
+    A zoo transformer takes its step's parameters as keywords (`costmodel.zoo.transformer`):
+    ``load_network("llama3_8b", phase="decode", batch=8, context=4096)``, also ``seq`` (prefill),
+    ``weight_bits``, ``act_bits``, ``kv_bits``; the model's defaults where not given. The step's
+    vector operations are ``net.vector_ops``, its parameters ``net.workload``.
+
     Raises:
-        CampaignError: unknown name, missing or invalid file (key ``--network``; for ONNX the node).
+        CampaignError: unknown name, missing or invalid file (key ``--network``; for ONNX the node);
+            a step parameter the network does not take or a bad value (the option, e.g. ``--phase``).
     """
     if isinstance(spec, Network):
         return spec
-    from sweep.single import resolve_network
-    return resolve_network(str(spec))
+    from sweep.single import WORKLOAD_OPTIONS, resolve_network
+    unknown = [k for k in workload if k not in WORKLOAD_OPTIONS]
+    if unknown:
+        raise CampaignError("load_network", [Finding(unknown[0], workload[unknown[0]],
+                                                     f"no such step parameter; known: {list(WORKLOAD_OPTIONS)}")])
+    return resolve_network(str(spec), workload)
 
 
 def load_layer(network: str | Path | None = None, layer: str | int | None = None,
-               dims: str | None = None) -> Layer:
+               dims: str | None = None, **workload: Any) -> Layer:
     """One layer: ``layer`` (its name, or its 0-based index among the layers of ``network`` as
-    ``sweep list networks --file`` numbers them) of ``network`` (as `load_network`), or explicit
-    dimensions ``dims="K=64,C=64,OY=56,OX=56,FY=3,FX=3"`` (unlisted dims 1).
+    ``sweep list networks --file`` numbers them) of ``network`` (as `load_network`, a
+    transformer's step parameters as keywords: ``load_layer("llama3_8b", "score", phase="decode",
+    context=4096)``), or explicit dimensions ``dims="K=64,C=64,OY=56,OX=56,FY=3,FX=3"`` (unlisted
+    dims 1).
 
     Raises:
         CampaignError: both or neither of network/layer and dims, an unknown network or layer
-            (keys ``--network``, ``--layer``, ``--dims``).
+            (keys ``--network``, ``--layer``, ``--dims``), a bad step parameter (as `load_network`).
     """
     from sweep.single import resolve_layer
-    return resolve_layer(None if network is None else str(network), None if layer is None else str(layer), dims)
+    given = {k: v for k, v in workload.items() if v is not None}
+    if given and dims:
+        raise CampaignError("options", [Finding(next(iter(given)), "--dims", "the transformer step parameters apply to --network")])
+    return resolve_layer(None if network is None else str(network), None if layer is None else str(layer), dims,
+                         given)
 
 
 # -- mapping -------------------------------------------------------------------------------------

@@ -44,24 +44,38 @@ def network_file(path: str) -> dict:
     return _layers_doc(net, path, info.get("source", ""), ops, ignored)
 
 
-def zoo_network(name: str) -> dict:
+def zoo_network(name: str, workload: dict | None = None) -> dict:
     """The layers of the zoo network ``name`` for `sweep list networks NAME`: the dict of
     `network_file` (``op`` is ``zoo``; ``path`` the zoo's CSV file; no ``ignored`` rows), plus
-    ``published_macs`` (None if the zoo states none).
+    ``published_macs`` (None if the zoo states none). A transformer (``workload``: the step's
+    parameters, `sweep.single.WORKLOAD_OPTIONS`; its defaults where not given) adds ``workload``
+    (the step as built), ``vector_ops`` (name, op, elements, inputs, rows, repeat),
+    ``total_vector_elements``, ``not_costed``, ``params`` (parameters computed from the shapes)
+    and ``published_params``.
 
     Raises:
-        CampaignError: no zoo network of that name (key ``NAME``; the message lists the zoo).
+        CampaignError: no zoo network of that name (key ``NAME``; the message lists the zoo), or
+            a step option the network does not take or a bad value (the option named).
     """
-    from costmodel.zoo import list_networks, load_network, network_info
+    from costmodel.zoo import list_networks, network_info
     from sweep.errors import CampaignError, Finding
+    from sweep.single import resolve_network
 
     if name not in list_networks():
         raise CampaignError("sweep list networks", [Finding(
             "NAME", name, f"no zoo network of that name; the zoo: {', '.join(list_networks())} "
                           "(a network file: `sweep list networks --file F`)")])
-    net, info = load_network(name), network_info(name)
+    net, info = resolve_network(name, workload), network_info(name)
     doc = _layers_doc(net, info.get("path", ""), info.get("source", ""), ["zoo"] * len(net), [])
     doc["published_macs"] = int(info["published_macs"]) if info.get("published_macs") else None
+    if net.workload:
+        from costmodel.zoo.transformer import param_count, transformer_config
+        doc["workload"] = dict(net.workload)
+        doc["vector_ops"] = [{**v.to_dict(), "repeat": r} for v, r in zip(net.vector_ops, net.vector_repeats)]
+        doc["total_vector_elements"] = sum(v.elements * r for v, r in zip(net.vector_ops, net.vector_repeats))
+        doc["not_costed"] = list(net.workload.get("not_costed") or [])
+        doc["params"] = param_count(transformer_config(name))["total"]
+        doc["published_params"] = info.get("published_params")
     return doc
 
 
@@ -100,10 +114,14 @@ def catalog(what: str) -> list[dict]:
         for name in list_networks():
             net = load_network(name)
             info = network_info(name)
-            rows.append({"name": name, "layers": len(net), "executed_layers": net.layer_count,
-                         "total_macs": net.macs,
-                         "published_macs": int(info["published_macs"]) if info.get("published_macs") else None,
-                         "source": info.get("source", "")})
+            row = {"name": name, "layers": len(net), "executed_layers": net.layer_count,
+                   "total_macs": net.macs,
+                   "published_macs": int(info["published_macs"]) if info.get("published_macs") else None,
+                   "source": info.get("source", "")}
+            if net.workload:  # a transformer: its default step, and its parameters
+                row["step"] = net.name
+                row["published_params"] = info.get("published_params")
+            rows.append(row)
         return rows
     if what == "archs":
         from costmodel.presets import systolic_presets

@@ -25,6 +25,8 @@ from sweep.kinds.registry import for_mapper_kind, kind_named
 from sweep.errors import CampaignError, Finding, StoreError, SweepError
 from sweep import fmt
 from sweep.cli_text import param_option, plain_help, seed_option
+from sweep.cli_llm import (ActBitsOpt, BatchOpt, ContextOpt, KvBitsOpt, PhaseOpt, SeqOpt, WeightBitsOpt,
+                           workload_of)
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, rich_markup_mode="rich",
                   help="dse-sweep: distributed design-space exploration of DNN accelerators.\n\n"
@@ -209,18 +211,24 @@ def map_(
     param: Annotated[Optional[list[str]], typer.Option("--param", metavar="KEY=VALUE", callback=param_option, help="Mapper parameter KEY=VALUE (repeatable), e.g. --param iterations=2000 --param engine=sa; on systolic presets also DeepOpt's model parameters (a campaign's [systolic] table), e.g. --param fc_batch_quirk=true.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
     point: Annotated[Optional[int], typer.Option("--point", min=0, metavar="N", help="With a systolic preset of several hardware points (deepopt_table5, ...): which one, numbered as a campaign's rows number them (the message without it lists them).")] = None,
+    phase: PhaseOpt = None, batch: BatchOpt = None, seq: SeqOpt = None, context: ContextOpt = None,
+    weight_bits: WeightBitsOpt = None, act_bits: ActBitsOpt = None, kv_bits: KvBitsOpt = None,
 ) -> None:
     """Map one layer on one accelerator and print the best mapping as a loop nest; with --network
     and no --layer, map every unique layer of the network and print a per-layer table and totals.
+    A transformer step (--network llama3_8b --phase decode --batch 8 --context 4096) adds its
+    vector operations, DRAM traffic by role and the serving figures (time per token, tokens/s,
+    energy per token).
     On a DeepOpt systolic preset (--mapper deepopt): each layer's LOS branch, energy and cycles, the
     network PM and the fixed-scheduling PMs, as a campaign stores that point."""
     from sweep import api
     from sweep.single import load_arch, parse_param
 
+    workload = workload_of(phase, batch, seq, context, weight_bits, act_bits, kv_bits)
     if network and layer is None and not dims:
-        _map_network(network, arch, mapper, objective, seed, param or [], as_json, point)
+        _map_network(network, arch, mapper, objective, seed, param or [], as_json, point, workload)
         return
-    lay = api.load_layer(network, layer, dims)
+    lay = api.load_layer(network, layer, dims, **workload)
     acc = api.load_accelerator(load_arch(arch, point))
     params = dict(parse_param(p) for p in (param or []))
     res = api.map_layer(lay, acc, mapper, objective, seed, params=params).to_dict()
@@ -272,14 +280,14 @@ def _fs_text(fig: dict) -> str:
 
 
 def _map_network(network: str, arch: str, mapper: str, objective: str | None, seed: int,
-                 param: list[str], as_json: bool, point: int | None = None) -> None:
+                 param: list[str], as_json: bool, point: int | None = None, workload: dict | None = None) -> None:
     """`sweep map --network N` without --layer: every unique layer, a Rich progress bar on stderr,
     then the per-layer table and the totals (or one JSON object)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from sweep.single import load_arch, map_network, parse_param, resolve_network
 
-    net = resolve_network(network)
+    net = resolve_network(network, workload)
     acc = load_arch(arch, point)
     params = dict(parse_param(p) for p in param)
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
@@ -312,18 +320,23 @@ def _print_network(res: dict, arch: str, mapper: str) -> None:
                   fmt.edp(r["edp"], unit=False), f"{r['evaluations']:,}", _num(r["wall_s"], ".3f"),
                   *((_spatial_text(r.get("spatial")),) if searched else ()))
     tot = res["total"]
+    e_mm, l_mm = tot.get("matmul_energy_pj", tot["energy_pj"]), tot.get("matmul_latency_cycles", tot["latency_cycles"])
     t.add_row("total (x repeats)", f"{tot['executed_layers']:,}", *(("",) if branches else ()),
-              fmt.energy(tot["energy_pj"]), fmt.cycles(tot["latency_cycles"]), fmt.edp(tot["edp"], unit=False),
+              fmt.energy(e_mm), fmt.cycles(l_mm), fmt.edp(None if e_mm is None or l_mm is None else e_mm * l_mm, unit=False),
               f"{tot['evaluations']:,}", f"{tot['wall_s']:.3f}", style="bold")
     wide = Console(width=max(out.width, 160), soft_wrap=True)
     wide.print(t)
     wide.print(f"network {res['network']}: {len(res['layers'])} {'' if branches else 'unique '}layer(s), "
-               f"{tot['executed_layers']} executed; energy {fmt.energy(tot['energy_pj'])}, latency "
+               f"{tot['executed_layers']} executed{', vector operations included' if 'vector_energy_pj' in tot else ''}; "
+               f"energy {fmt.energy(tot['energy_pj'])}, latency "
                f"{fmt.cycles(tot['latency_cycles'])} (layers one after another), EDP = total energy x total "
                f"latency {fmt.edp(tot['edp'])}", highlight=False)
     if branches:
         wide.print(f"{_point_text(res['point'])}: network PM {res['objective']} ({res['network_pm']} over the layers) "
                    f"{fmt.sig(tot['pm_value'])}; {_fs_text(tot)}", highlight=False)
+    if "vector" in res or "llm" in res:
+        from sweep.cli_llm import print_step
+        print_step(res, wide)
     if not kind_named(res["arch_kind"]).energy_model:
         wide.print("multi-NPU archs have no energy model: energy and EDP are n/a (NaN); "
                    f"{tot.get('transferred_bytes', 0):,} bytes transferred in total", highlight=False)
@@ -387,10 +400,22 @@ class ListWhat(str, Enum):
 def list_(what: Annotated[ListWhat, typer.Argument(help="networks | archs | mappers")],
           name: Annotated[Optional[str], typer.Argument(help="With `networks`: one zoo network's layers (shapes, MACs); with `mappers`: one mapper's parameters.", show_default=False)] = None,
           as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
-          file: Annotated[Optional[str], typer.Option("--file", metavar="FILE", help="With `networks`: the layers of one network file (.csv or .onnx) and, for ONNX, the nodes ignored.")] = None) -> None:
+          file: Annotated[Optional[str], typer.Option("--file", metavar="FILE", help="With `networks`: the layers of one network file (.csv or .onnx) and, for ONNX, the nodes ignored.")] = None,
+          phase: PhaseOpt = None, batch: BatchOpt = None, seq: SeqOpt = None, context: ContextOpt = None,
+          weight_bits: WeightBitsOpt = None, act_bits: ActBitsOpt = None, kv_bits: KvBitsOpt = None) -> None:
     """List the networks of the zoo, the architecture presets or the mappers; with a NAME, the
-    layers of one zoo network or the parameters of one mapper."""
+    layers of one zoo network or the parameters of one mapper. A transformer with the step's
+    options (sweep list networks llama3_8b --phase decode --batch 8 --context 4096) lists every
+    operation of that step: matmuls with their shapes and MACs, vector operations with their
+    elements, and the totals (MACs, parameters)."""
     from sweep import catalog as cat, cli_text
+
+    workload = workload_of(phase, batch, seq, context, weight_bits, act_bits, kv_bits)
+    given = {k: v for k, v in workload.items() if v is not None}
+    if given and (what.value != "networks" or name is None):
+        k = next(iter(given))
+        raise CampaignError("sweep list", [Finding(f"--{k.replace('_', '-')}", given[k],
+                                                   "the step options go with `sweep list networks NAME` (a transformer)")])
 
     if (file is not None or name is not None) and what.value == "archs":
         key, value = ("--file", file) if file is not None else ("NAME", name)
@@ -407,7 +432,7 @@ def list_(what: Annotated[ListWhat, typer.Argument(help="networks | archs | mapp
             raise CampaignError("sweep list mappers", [Finding("NAME", name, f"unknown mapper; known: {', '.join(MAPPER_NAMES)}")])
         doc: object = rows[0]
     elif what.value == "networks" and (name is not None or file is not None):
-        doc = cat.network_file(file) if file is not None else cat.zoo_network(str(name))
+        doc = cat.network_file(file) if file is not None else cat.zoo_network(str(name), given)
     else:
         doc = cat.catalog(what.value)
     if as_json:
@@ -418,6 +443,8 @@ def list_(what: Annotated[ListWhat, typer.Argument(help="networks | archs | mapp
         cli_text.print_mapper(doc, out)
     else:
         cli_text.print_network(doc, out)
+        from sweep.cli_llm import print_vector_ops
+        print_vector_ops(doc, out)
 
 
 @app.command()

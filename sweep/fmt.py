@@ -22,13 +22,17 @@ from __future__ import annotations
 import math
 from typing import Any, Iterable, Mapping
 
-__all__ = ["DIGITS", "area", "counts", "cycles", "edp", "energy", "print_wide", "sig", "words"]
+__all__ = ["DIGITS", "area", "bits", "counts", "cycles", "edp", "energy", "print_wide", "seconds", "sig", "words"]
 
 #: Significant digits of every figure in human text.
 DIGITS = 4
 
 #: (scale, name) of the energy units, smallest first: values in pJ.
 _ENERGY = ((1.0, "pJ"), (1e3, "nJ"), (1e6, "uJ"), (1e9, "mJ"), (1e12, "J"))
+#: (scale, name) of times: values in s.
+_SECONDS = ((1e-9, "ns"), (1e-6, "us"), (1e-3, "ms"), (1.0, "s"))
+#: (scale, name) of data volumes: values in bits, shown in bytes (B, KB, MB, GB, TB: powers of 10).
+_BYTES = ((8.0, "B"), (8e3, "kB"), (8e6, "MB"), (8e9, "GB"), (8e12, "TB"))
 #: (scale, prefix) of cycle counts, smallest first.
 _CYCLES = ((1.0, ""), (1e3, "k"), (1e6, "M"), (1e9, "G"), (1e12, "T"))
 
@@ -91,6 +95,24 @@ def energy(pj: Any, digits: int = DIGITS) -> str:
     if s is not None:
         return s
     num, unit = _scaled(pj, _ENERGY, digits)
+    return f"{num} {unit}"
+
+
+def seconds(s: Any, digits: int = DIGITS) -> str:
+    """A time given in s in the unit that fits: ``12.35 ms`` for 0.012345 s."""
+    sp = _special(s)
+    if sp is not None:
+        return sp
+    num, unit = _scaled(s, _SECONDS, digits)
+    return f"{num} {unit}"
+
+
+def bits(b: Any, digits: int = DIGITS) -> str:
+    """A data volume given in bits, in bytes with a decimal prefix: ``16.06 GB`` for 1.285e11 bits."""
+    sp = _special(b)
+    if sp is not None:
+        return sp
+    num, unit = _scaled(b, _BYTES, digits)
     return f"{num} {unit}"
 
 

@@ -50,12 +50,35 @@ def parse_dims(text: str) -> Layer:
     return Layer(name="dims", **vals)
 
 
-def resolve_network(network: str) -> Network:
+#: The transformer workload parameters (`costmodel.zoo.transformer.build_transformer`) and the CLI
+#: options that set them.
+WORKLOAD_OPTIONS = {"phase": "--phase", "batch": "--batch", "seq": "--seq", "context": "--context",
+                    "weight_bits": "--weight-bits", "act_bits": "--act-bits", "kv_bits": "--kv-bits"}
+
+
+def resolve_network(network: str, workload: dict[str, Any] | None = None) -> Network:
     """The network named by ``--network``: a zoo name, or a file (``*.csv`` in the zoo format,
-    ``*.onnx`` an ONNX model). Raises `CampaignError` naming the file (and, for ONNX, the node)."""
+    ``*.onnx`` an ONNX model). ``workload``: the transformer step's parameters (`WORKLOAD_OPTIONS`;
+    None values are left at the model's defaults), refused for a network without them.
+
+    Raises:
+        CampaignError: naming the file (and, for ONNX, the node), or the option (``--phase``, ...)
+            and its value when the network has no such parameter or the value is invalid.
+    """
     from costmodel.zoo import list_networks, load_network, load_network_file
+    given = {k: v for k, v in (workload or {}).items() if v is not None}
     if network in list_networks():
-        return load_network(network)
+        try:
+            return load_network(network, **given)
+        except ValueError as e:  # the message names the parameter
+            key = next((k for k in given if str(e).startswith(k) or f"{k} " in str(e) or f"{k}=" in str(e)
+                        or f"'{k}'" in str(e)), next(iter(given), "--network"))
+            raise _bad("--network", WORKLOAD_OPTIONS.get(key, key), given.get(key, network), str(e)) from None
+    if given:
+        k = next(iter(given))
+        raise _bad("--network", WORKLOAD_OPTIONS[k], given[k],
+                   f"{network} is not a transformer model; {WORKLOAD_OPTIONS[k]} applies to the zoo's "
+                   "transformers (`sweep list networks`)")
     p = Path(network)
     if p.suffix.lower() in (".csv", ".onnx") or p.is_file():
         if not p.is_file():
@@ -68,16 +91,18 @@ def resolve_network(network: str) -> Network:
                f"unknown network; known: {list_networks()}, or a .csv / .onnx file")
 
 
-def resolve_layer(network: str | None, layer: str | None, dims: str | None) -> Layer:
+def resolve_layer(network: str | None, layer: str | None, dims: str | None,
+                  workload: dict[str, Any] | None = None) -> Layer:
     """The layer named by ``--network/--layer`` (name or 0-based index of the network's layers;
-    the network a zoo name or a .csv / .onnx file) or by ``--dims``. Raises `CampaignError`."""
+    the network a zoo name or a .csv / .onnx file; ``workload`` a transformer step's parameters,
+    as `resolve_network`) or by ``--dims``. Raises `CampaignError`."""
     if dims:
         if network or layer:
             raise _bad("options", "--dims", dims, "give either --dims or --network/--layer, not both")
         return parse_dims(dims)
     if not network or layer is None:
         raise _bad("options", "--network/--layer", None, "give --network N --layer L, or --dims")
-    net = resolve_network(network)
+    net = resolve_network(network, workload)
     layers = [l for l, _ in net]
     for l in layers:
         if l.name == layer:
@@ -345,9 +370,74 @@ def map_network(network: Network, arch, mapper_name: str, objective: str | None 
     if all("transferred_bytes" in r for r in rows):
         tot["transferred_bytes"] = total(rows, "transferred_bytes")
     from sweep.kinds.registry import for_arch
-    return {"network": network.name, "arch_kind": for_arch(arch).name,
-            "mapper": mapper_name, "objective": used,
-            "layers": rows, "total": tot}
+    out = {"network": network.name, "arch_kind": for_arch(arch).name,
+           "mapper": mapper_name, "objective": used,
+           "layers": rows, "total": tot}
+    if network.vector_ops or network.workload:
+        _add_step_figures(out, network, arch)
+    return out
+
+
+def _add_step_figures(res: dict[str, Any], network: Network, arch) -> None:
+    """A transformer step's figures beside `map_network`'s layer totals (in place): its vector
+    operations (`costmodel.vector`, ``res["vector"]``: one row each and their totals, or the
+    operations not costed when ``arch`` has no vector unit), the totals split into matmul and
+    vector parts (``total``'s ``energy_pj`` / ``latency_cycles`` become their sums), each layer's
+    DRAM traffic by role and the step's (``dram_bits``: weights, KV cache, activations, bits) and
+    the serving metrics (`costmodel.llm.step_metrics`, ``res["llm"]``)."""
+    from costmodel.llm import ROLES, dram_traffic, step_metrics
+    from costmodel.loopnest.mapping import Mapping
+
+    tot = res["total"]
+    dram = dict.fromkeys(ROLES, 0.0)
+    known = hasattr(arch, "memories")
+    for row, (layer, rep) in zip(res["layers"], network.unique()):
+        if not known or not isinstance(row.get("mapping"), dict):
+            known = False
+            continue
+        try:
+            by_role = dram_traffic(layer, arch, Mapping.from_dict(row["mapping"]))
+        except ValueError:  # no valid mapping: the layer's figures are inf already
+            known = False
+            continue
+        row["dram_bits"] = by_role
+        for k, v in by_role.items():
+            dram[k] += v * rep
+    vec = _vector_part(network, arch)
+    res["vector"] = vec
+    tot["matmul_energy_pj"], tot["matmul_latency_cycles"] = tot["energy_pj"], tot["latency_cycles"]
+    vt = vec["total"]
+    if vec["costed"]:
+        for k in ("energy_pj", "latency_cycles"):
+            tot[f"vector_{k}"] = vt[k]
+            tot[k] = None if tot[k] is None else tot[k] + vt[k]
+        dram["activations"] += vt["dram_bits"]
+        tot["edp"] = None if tot["energy_pj"] is None else tot["energy_pj"] * tot["latency_cycles"]
+    tot["dram_bits"] = dram if known else None
+    clock = getattr(arch, "clock_mhz", None)
+    if network.workload and clock:
+        res["llm"] = {**step_metrics(network.workload, tot["energy_pj"], tot["latency_cycles"], clock),
+                      "clock_mhz": clock, "workload": dict(network.workload),
+                      "matmul_only": not vec["costed"]}
+
+
+def _vector_part(network: Network, arch) -> dict[str, Any]:
+    """``{"costed", "ops": [rows], "total": {...}, "not_costed": str}`` of ``network``'s vector
+    operations on ``arch`` (`costmodel.vector.network_vector_costs`); not costed (an empty list
+    and a line naming what was left out) when ``arch`` declares no vector unit."""
+    if not network.vector_ops:
+        return {"costed": True, "ops": [], "total": {"energy_pj": 0.0, "latency_cycles": 0.0, "dram_bits": 0.0},
+                "not_costed": ""}
+    if getattr(arch, "vector", None) is None:
+        n = sum(v.elements * r for v, r in zip(network.vector_ops, network.vector_repeats))
+        kinds = sorted({v.op for v in network.vector_ops})
+        return {"costed": False, "ops": [], "total": {},
+                "not_costed": f"{getattr(arch, 'name', arch)} declares no vector unit ([vector]): "
+                              f"{len(network.vector_ops)} vector operation(s) ({', '.join(kinds)}; {n:,} elements "
+                              "per step) not costed; totals are the matmuls' only"}
+    from costmodel.vector import network_vector_costs, vector_totals
+    rows = network_vector_costs(network, arch)
+    return {"costed": True, "ops": rows, "total": vector_totals(rows, network, arch), "not_costed": ""}
 
 
 def eval_mapping(layer: Layer, arch, mapping_file: str | Path) -> dict[str, Any]:

@@ -1,8 +1,16 @@
-"""The ``networks`` key of a campaign: zoo names or user files (CSV in the zoo format, or ONNX
-models read by `costmodel.importers.onnx`) -> `Network` objects."""
+"""The ``networks`` key of a campaign: zoo names, user files (CSV in the zoo format, or ONNX
+models read by `costmodel.importers.onnx`) and transformer steps -> `Network` objects.
+
+A transformer step is a table ``{model = "llama3_8b", phase = "decode", batch = [1, 8, 32],
+context = [512, 4096]}``: ``model`` a zoo transformer, every other key a parameter of
+`costmodel.zoo.transformer.build_transformer` (``phase``, ``batch``, ``seq``, ``context``,
+``weight_bits``, ``act_bits``, ``kv_bits``) given as one value or a list; the table expands to the
+product of its lists, in the order the keys are written (the last varies fastest), each point a
+network of its own (``llama3_8b/decode/b8/ctx4096``)."""
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 from typing import Any, Callable
 
@@ -11,14 +19,52 @@ from costmodel.workload import Network
 __all__ = ["parse_networks"]
 
 
+#: The keys of a transformer-step table besides ``model``.
+STEP_KEYS = ("phase", "batch", "seq", "context", "weight_bits", "act_bits", "kv_bits")
+
+
+def _transformer_steps(item: dict, key: str, bad: Callable[[str, Any, str], None]) -> list[Network]:
+    """The networks of one ``{model = ..., <param> = value or [values]}`` table (module docstring)."""
+    from costmodel.zoo import is_transformer, load_network
+
+    model = item["model"]
+    if not isinstance(model, str) or not is_transformer(model):
+        from costmodel.zoo.transformer import list_transformers
+        bad(f"{key}.model", model, f"expected a zoo transformer: {list_transformers()}")
+        return []
+    axes: list[tuple[str, list]] = []
+    for k, v in item.items():
+        if k == "model":
+            continue
+        if k not in STEP_KEYS:
+            bad(f"{key}.{k}", v, f"no such parameter of a transformer step; known: {list(STEP_KEYS)}")
+            return []
+        vals = v if isinstance(v, list) else [v]
+        if not vals:
+            bad(f"{key}.{k}", v, "an empty list")
+            return []
+        axes.append((k, vals))
+    out: list[Network] = []
+    for combo in itertools.product(*(vals for _, vals in axes)):
+        params = dict(zip((k for k, _ in axes), combo))
+        try:
+            out.append(load_network(model, **params))
+        except ValueError as e:
+            k = next((k for k in params if str(e).startswith(k) or f"{k} " in str(e) or f"'{k}'" in str(e)), "model")
+            bad(f"{key}.{k}", params.get(k, model), str(e))
+            return out
+    return out
+
+
 def parse_networks(value: Any, base_dir: Path, bad: Callable[[str, Any, str], None]) -> list[Network]:
     """Resolve ``networks = ["resnet50", {file = "my_net.csv"}, {file = "model.onnx"}]`` (relative
     paths against ``base_dir``); report problems through ``bad`` (a bad ONNX file: the file and node)."""
     from costmodel.zoo import list_networks, load_network, load_network_file
 
     if not isinstance(value, list) or not value:
-        bad("networks", value, "required: a non-empty list of zoo names (see `sweep list networks`) "
-            "or tables {file = \"path.csv\"} / {file = \"model.onnx\"}")
+        bad("networks", value, "required: a non-empty list of zoo names (see `sweep list networks`), "
+            "tables {file = \"path.csv\"} / {file = \"model.onnx\"}, or transformer steps "
+            "{model = \"llama3_8b\", phase = \"decode\", batch = [1, 8], context = 4096}")
         return []
     known = list_networks()
     nets: list[Network] = []
@@ -29,6 +75,8 @@ def parse_networks(value: Any, base_dir: Path, bad: Callable[[str, Any, str], No
                 bad(key, item, f"unknown network; known: {known}")
                 continue
             nets.append(load_network(item))
+        elif isinstance(item, dict) and "model" in item:
+            nets.extend(_transformer_steps(item, key, bad))
         elif isinstance(item, dict):
             extra = set(item) - {"file"}
             if extra or "file" not in item or not isinstance(item["file"], str):

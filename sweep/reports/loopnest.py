@@ -252,7 +252,7 @@ def write_layer_plots(rep: dict[str, Any], rows: pd.DataFrame, plots_dir: str | 
     layers = pd.DataFrame(rep["layers"])
     network = network or layers["network"].iloc[0]
     for obj, g in layers[layers["network"] == network].groupby("objective", sort=False):
-        written.append(_layers_plot(rep, g, network, obj, plots_dir / f"layers_{network}_{obj}.png"))
+        written.append(_layers_plot(rep, g, network, obj, plots_dir / f"layers_{network.replace('/', '_')}_{obj}.png"))
     if rep.get("networks"):
         written.append(_networks_plot(rep, plots_dir / "networks.png"))
     if "history" in rows and rows["history"].notna().any():

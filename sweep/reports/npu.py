@@ -186,7 +186,7 @@ def write_npu_plots(rep: dict[str, Any], m: pd.DataFrame | None, plots_dir: str 
     plots_dir.mkdir(parents=True, exist_ok=True)
     network = network if network in set(m["network"]) else m["network"].iloc[0]
     g = m[m["network"] == network]
-    written = [_layers_plot(rep, g, network, plots_dir / f"npu_layers_{network}.png"),
+    written = [_layers_plot(rep, g, network, plots_dir / f"npu_layers_{network.replace('/', '_')}.png"),
                _networks_plot(rep, plots_dir / "npu_networks.png")]
     # Fig. 10: the two layers of `network` with the largest speed-up on the arch of its largest one
     arch0 = g.loc[g["speedup"].idxmax(), "arch"]

@@ -1,0 +1,90 @@
+"""The command line's transformer-step parts: the options that set a step (``--phase``,
+``--batch``, ``--seq``, ``--context``, ``--weight-bits``, ``--act-bits``, ``--kv-bits``, shared by
+`sweep list networks` and `sweep map`) and the text of a mapped step (its vector operations, the
+matmul / vector split, DRAM traffic by role and the serving figures: time to first token or time
+per output token, tokens/s, energy per token)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Optional
+
+import typer
+from rich.table import Table
+
+from sweep import fmt
+
+__all__ = ["PhaseOpt", "BatchOpt", "SeqOpt", "ContextOpt", "WeightBitsOpt", "ActBitsOpt", "KvBitsOpt",
+           "workload_of", "print_step", "print_vector_ops"]
+
+_PANEL = "Transformer step (the zoo's LLMs, BERT and ViT; `sweep list networks`)"
+PhaseOpt = Annotated[Optional[str], typer.Option("--phase", help="prefill (the prompt, compute-bound) or decode (one new token per sequence, weights and KV cache read from DRAM); encoders (bert_base, vit_b16) are prefill only. Default: the model's.", rich_help_panel=_PANEL)]
+BatchOpt = Annotated[Optional[int], typer.Option("--batch", min=1, help="Sequences in the step.", rich_help_panel=_PANEL)]
+SeqOpt = Annotated[Optional[int], typer.Option("--seq", min=1, help="Prompt tokens per sequence (prefill).", rich_help_panel=_PANEL)]
+ContextOpt = Annotated[Optional[int], typer.Option("--context", min=1, help="Tokens in the KV cache that the new token attends to, itself included (decode).", rich_help_panel=_PANEL)]
+WeightBitsOpt = Annotated[Optional[int], typer.Option("--weight-bits", help="Weight precision (16, 8 or 4), over the accelerator's [precision] W.", rich_help_panel=_PANEL)]
+ActBitsOpt = Annotated[Optional[int], typer.Option("--act-bits", min=1, help="Activation precision, over the accelerator's [precision] I and O_final.", rich_help_panel=_PANEL)]
+KvBitsOpt = Annotated[Optional[int], typer.Option("--kv-bits", min=1, help="KV cache precision (default: the activations').", rich_help_panel=_PANEL)]
+
+
+def workload_of(phase: str | None, batch: int | None, seq: int | None, context: int | None,
+                weight_bits: int | None, act_bits: int | None, kv_bits: int | None) -> dict[str, Any]:
+    """The given step options as `sweep.single.resolve_network`'s ``workload`` (None: not given)."""
+    return {"phase": phase, "batch": batch, "seq": seq, "context": context,
+            "weight_bits": weight_bits, "act_bits": act_bits, "kv_bits": kv_bits}
+
+
+def print_vector_ops(doc: dict, console: Any) -> None:
+    """`sweep list networks NAME`'s vector operations (kind, elements, inputs, rows, repeat) and
+    what the step leaves uncosted (``not_costed``)."""
+    from sweep.cli_text import print_rows
+    ops = doc.get("vector_ops") or []
+    if ops:
+        print_rows(f"{len(ops)} vector operation(s) between the matmuls, {doc.get('total_vector_elements', 0):,} "
+                   "elements per step", ops, console)
+    for line in doc.get("not_costed") or []:
+        console.print(f"not costed: {line}", highlight=False)
+
+
+def _traffic_text(dram: dict | None) -> str:
+    if not dram:
+        return "DRAM traffic: n/a"
+    total = sum(dram.values())
+    parts = ", ".join(f"{k.replace('_', ' ')} {fmt.bits(v)} ({v / total:.1%})" for k, v in dram.items()) \
+        if total else "none"
+    return f"DRAM traffic per step {fmt.bits(total)}: {parts}"
+
+
+def print_step(res: dict, console: Any) -> None:
+    """The transformer part of `sweep map --network`'s text (`sweep.single.map_network`'s
+    ``vector``, ``total`` and ``llm``): the vector operations' table, the matmul / vector split,
+    DRAM traffic by role and the serving figures."""
+    vec, tot, llm = res.get("vector") or {}, res["total"], res.get("llm")
+    if vec.get("ops"):
+        t = Table(title="vector operations (no fusion: each reads and writes its tensors)")
+        for c in ("operation", "op", "repeats", "elements", "memory", "energy", "latency"):
+            t.add_column(c, justify="left" if c in ("operation", "op", "memory") else "right")
+        for r in vec["ops"]:
+            t.add_row(r["name"], r["op"], f"{r['repeat']:,}", f"{r['elements']:,}", r["memory"],
+                      fmt.energy(r["energy_pj"]), fmt.cycles(r["latency_cycles"]))
+        fmt.print_wide(console, t)
+    if vec.get("not_costed"):
+        console.print(f"not costed: {vec['not_costed']}", highlight=False)
+    if "vector_energy_pj" in tot:
+        console.print(f"matmuls {fmt.energy(tot['matmul_energy_pj'])}, {fmt.cycles(tot['matmul_latency_cycles'])}; "
+                      f"vector operations {fmt.energy(tot['vector_energy_pj'])}, "
+                      f"{fmt.cycles(tot['vector_latency_cycles'])}; step {fmt.energy(tot['energy_pj'])}, "
+                      f"{fmt.cycles(tot['latency_cycles'])}", highlight=False)
+    console.print(_traffic_text(tot.get("dram_bits")), highlight=False)
+    if not llm:
+        return
+    w = llm["workload"]
+    prec = ", ".join(f"{k} {w[k]}" for k in ("weight_bits", "act_bits", "kv_bits") if w.get(k)) \
+        or "the accelerator's [precision]"
+    head = (f"prefill of {w['batch']} x {w['seq']} tokens: time to first token {fmt.seconds(llm['ttft_s'])}"
+            if llm["phase"] == "prefill" else
+            f"decode at batch {w['batch']}, context {w['context']}: time per output token "
+            f"{fmt.seconds(llm['time_per_token_s'])}")
+    per_token = fmt.energy(None if llm["energy_per_token_j"] is None else llm["energy_per_token_j"] * 1e12)
+    console.print(f"{head}; {fmt.sig(llm['tokens_per_s'])} tokens/s; {per_token} per token at "
+                  f"{fmt.sig(llm['clock_mhz'])} MHz; precisions: {prec}"
+                  + (" (matmuls only)" if llm.get("matmul_only") else ""), highlight=False)
