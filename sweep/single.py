@@ -379,65 +379,31 @@ def map_network(network: Network, arch, mapper_name: str, objective: str | None 
 
 
 def _add_step_figures(res: dict[str, Any], network: Network, arch) -> None:
-    """A transformer step's figures beside `map_network`'s layer totals (in place): its vector
-    operations (`costmodel.vector`, ``res["vector"]``: one row each and their totals, or the
-    operations not costed when ``arch`` has no vector unit), the totals split into matmul and
-    vector parts (``total``'s ``energy_pj`` / ``latency_cycles`` become their sums), each layer's
-    DRAM traffic by role and the step's (``dram_bits``: weights, KV cache, activations, bits) and
-    the serving metrics (`costmodel.llm.step_metrics`, ``res["llm"]``)."""
-    from costmodel.llm import ROLES, dram_traffic, step_metrics
+    """A transformer step's figures beside `map_network`'s layer totals (in place): each layer's
+    DRAM traffic by role (``dram_bits`` per layer row; `costmodel.llm.dram_traffic`), then
+    `sweep.engine.totals.step_totals`: ``res["vector"]`` (the vector operations), ``total`` split
+    into matmul and vector parts with the step's DRAM traffic by role, and ``res["llm"]``."""
+    from costmodel.llm import ROLES, dram_traffic
     from costmodel.loopnest.mapping import Mapping
+    from sweep.engine.totals import step_totals
 
-    tot = res["total"]
-    dram = dict.fromkeys(ROLES, 0.0)
-    known = hasattr(arch, "memories")
+    dram: dict[str, float] | None = dict.fromkeys(ROLES, 0.0)
     for row, (layer, rep) in zip(res["layers"], network.unique()):
-        if not known or not isinstance(row.get("mapping"), dict):
-            known = False
+        if dram is None or not hasattr(arch, "memories") or not isinstance(row.get("mapping"), dict):
+            dram = None
             continue
         try:
             by_role = dram_traffic(layer, arch, Mapping.from_dict(row["mapping"]))
         except ValueError:  # no valid mapping: the layer's figures are inf already
-            known = False
+            dram = None
             continue
         row["dram_bits"] = by_role
         for k, v in by_role.items():
             dram[k] += v * rep
-    vec = _vector_part(network, arch)
+    vec, llm = step_totals(res["total"], network, arch, dram)
     res["vector"] = vec
-    tot["matmul_energy_pj"], tot["matmul_latency_cycles"] = tot["energy_pj"], tot["latency_cycles"]
-    vt = vec["total"]
-    if vec["costed"]:
-        for k in ("energy_pj", "latency_cycles"):
-            tot[f"vector_{k}"] = vt[k]
-            tot[k] = None if tot[k] is None else tot[k] + vt[k]
-        dram["activations"] += vt["dram_bits"]
-        tot["edp"] = None if tot["energy_pj"] is None else tot["energy_pj"] * tot["latency_cycles"]
-    tot["dram_bits"] = dram if known else None
-    clock = getattr(arch, "clock_mhz", None)
-    if network.workload and clock:
-        res["llm"] = {**step_metrics(network.workload, tot["energy_pj"], tot["latency_cycles"], clock),
-                      "clock_mhz": clock, "workload": dict(network.workload),
-                      "matmul_only": not vec["costed"]}
-
-
-def _vector_part(network: Network, arch) -> dict[str, Any]:
-    """``{"costed", "ops": [rows], "total": {...}, "not_costed": str}`` of ``network``'s vector
-    operations on ``arch`` (`costmodel.vector.network_vector_costs`); not costed (an empty list
-    and a line naming what was left out) when ``arch`` declares no vector unit."""
-    if not network.vector_ops:
-        return {"costed": True, "ops": [], "total": {"energy_pj": 0.0, "latency_cycles": 0.0, "dram_bits": 0.0},
-                "not_costed": ""}
-    if getattr(arch, "vector", None) is None:
-        n = sum(v.elements * r for v, r in zip(network.vector_ops, network.vector_repeats))
-        kinds = sorted({v.op for v in network.vector_ops})
-        return {"costed": False, "ops": [], "total": {},
-                "not_costed": f"{getattr(arch, 'name', arch)} declares no vector unit ([vector]): "
-                              f"{len(network.vector_ops)} vector operation(s) ({', '.join(kinds)}; {n:,} elements "
-                              "per step) not costed; totals are the matmuls' only"}
-    from costmodel.vector import network_vector_costs, vector_totals
-    rows = network_vector_costs(network, arch)
-    return {"costed": True, "ops": rows, "total": vector_totals(rows, network, arch), "not_costed": ""}
+    if llm is not None:
+        res["llm"] = llm
 
 
 def eval_mapping(layer: Layer, arch, mapping_file: str | Path) -> dict[str, Any]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["network_totals", "total"]
+__all__ = ["network_totals", "step_totals", "total", "vector_part"]
 
 
 def total(rows: list[dict[str, Any]], key: str):
@@ -24,3 +24,57 @@ def network_totals(rows: list[dict[str, Any]]) -> dict[str, Any]:
     energy, latency = total(rows, "energy_pj"), total(rows, "latency_cycles")
     return {"energy_pj": energy, "latency_cycles": latency,
             "edp": None if energy is None or latency is None else energy * latency}
+
+
+def vector_part(network, arch) -> dict[str, Any]:
+    """``{"costed", "ops": [rows], "total": {...}, "not_costed": str}`` of ``network``'s vector
+    operations on ``arch`` (`costmodel.vector.network_vector_costs`: one row per operation, energy
+    in pJ and latency in cycles per execution; totals x repeats); not costed (no rows, and a line
+    naming what was left out) when ``arch`` declares no vector unit."""
+    if not network.vector_ops:
+        return {"costed": True, "ops": [], "total": {"energy_pj": 0.0, "latency_cycles": 0.0, "dram_bits": 0.0},
+                "not_costed": ""}
+    if getattr(arch, "vector", None) is None:
+        n = sum(v.elements * r for v, r in zip(network.vector_ops, network.vector_repeats))
+        kinds = sorted({v.op for v in network.vector_ops})
+        return {"costed": False, "ops": [], "total": {},
+                "not_costed": f"{getattr(arch, 'name', arch)} declares no vector unit ([vector]): "
+                              f"{len(network.vector_ops)} vector operation(s) ({', '.join(kinds)}; {n:,} elements "
+                              "per step) not costed; totals are the matmuls' only"}
+    from costmodel.vector import network_vector_costs, vector_totals
+    rows = network_vector_costs(network, arch)
+    return {"costed": True, "ops": rows, "total": vector_totals(rows, network, arch), "not_costed": ""}
+
+
+def step_totals(tot: dict[str, Any], network, arch, dram: dict[str, float] | None = None):
+    """A transformer step's totals from its matmuls' (``tot``: ``energy_pj`` in pJ and
+    ``latency_cycles``, x repeats, as `network_totals` gives them), in place: ``matmul_energy_pj``
+    / ``matmul_latency_cycles`` keep the matmuls' part, ``vector_energy_pj`` /
+    ``vector_latency_cycles`` the vector operations' (`vector_part`; absent when ``arch`` has no
+    vector unit), ``energy_pj`` / ``latency_cycles`` / ``edp`` become the step's (matmuls, then
+    vector operations, one after another: no overlap, no fusion), ``dram_bits`` the matmuls'
+    DRAM traffic by role (``dram``; None if unknown) plus the vector operations' (activations).
+
+    Returns:
+        (`vector_part`'s dict, the serving figures of `costmodel.llm.step_metrics` with
+        ``clock_mhz``, ``workload`` and ``matmul_only``, or None for a network that is not a
+        transformer step or an architecture without a clock).
+    """
+    from costmodel.llm import step_metrics
+
+    vec = vector_part(network, arch)
+    tot["matmul_energy_pj"], tot["matmul_latency_cycles"] = tot["energy_pj"], tot["latency_cycles"]
+    vt = vec["total"]
+    if vec["costed"]:
+        for k in ("energy_pj", "latency_cycles"):
+            tot[f"vector_{k}"] = vt[k]
+            tot[k] = None if tot[k] is None else tot[k] + vt[k]
+        tot["edp"] = None if tot["energy_pj"] is None else tot["energy_pj"] * tot["latency_cycles"]
+        if dram is not None:
+            dram = {**dram, "activations": dram["activations"] + vt["dram_bits"]}
+    tot["dram_bits"] = dram
+    clock = getattr(arch, "clock_mhz", None)
+    if not network.workload or not clock:
+        return vec, None
+    return vec, {**step_metrics(network.workload, tot["energy_pj"], tot["latency_cycles"], clock),
+                 "clock_mhz": clock, "workload": dict(network.workload), "matmul_only": not vec["costed"]}

@@ -65,6 +65,10 @@ def assemble(directory: Path, manifest: dict, rows: pd.DataFrame, problems: pd.D
     cfg = manifest.get("report") or {}
     rep = summary(directory, manifest, rows, problems)
     rep.update(layer_report(rows, problems, cfg.get("baseline", "random")))
+    from sweep.reports.llm import llm_steps
+    llm = llm_steps(Path(directory), manifest, rep.get("layers") or [])
+    if llm["steps"] or llm["note"]:  # a campaign of transformer steps
+        rep["llm"] = llm
     if plots_dir is not None and "problem_id" in problems:
         named = rows.merge(problems[["problem_id", "network", "layer_index"]], on="problem_id", how="left")
         rep["plots"] = write_layer_plots(rep, named, plots_dir, cfg.get("network"))
@@ -85,6 +89,8 @@ def show(rep: dict[str, Any], console) -> None:
     """Print ``rep`` (from `build`) as Rich tables."""
     print_summary(rep, console)
     print_layer_report(rep, console)
+    from sweep.reports.llm import print_llm_steps
+    print_llm_steps(rep, console)
     print_plots(rep, console)
 
 

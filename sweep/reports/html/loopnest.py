@@ -112,4 +112,40 @@ def build(directory: Path, manifest: dict, out_file: str | Path, rep: dict[str, 
     page = Page(f"{rep.get('campaign')}: loop-nest mappers compared")
     page.summary(rep)
     add_comparison(page, rep)
+    add_llm_steps(page, rep)
     return write_page(page, out_file)
+
+
+def add_llm_steps(page: Page, rep: dict[str, Any]) -> None:
+    """The transformer steps of ``rep["llm"]`` (`sweep.reports.llm.llm_steps`): a table with the
+    step's parameters and serving figures in engineering units, and energy per token against
+    time per token (decode) or time to first token (prefill), one point per step and mapper."""
+    llm = rep.get("llm") or {}
+    if llm.get("note"):
+        page.text(llm["note"], "note")
+    steps = llm.get("steps") or []
+    if not steps:
+        return
+    import plotly.graph_objects as go
+
+    from sweep import fmt
+    page.heading("LLM steps: time per token, tokens/s, energy per token")
+    df = pd.DataFrame(steps)
+    per = [r["ttft_s"] if r["phase"] == "prefill" else r["time_per_token_s"] for r in steps]
+    cells = [df["network"], df["arch"], df["mapper"], [fmt.energy(v) for v in df["energy_pj"]],
+             [fmt.seconds(v) for v in per], [fmt.sig(v) for v in df["tokens_per_s"]],
+             [fmt.energy(None if v is None or v != v else v * 1e12) for v in df["energy_per_token_j"]]]
+    table = go.Figure(go.Table(header={"values": ["step", "arch", "mapper", "step energy", "TTFT / time per token",
+                                                  "tokens/s", "energy per token"]}, cells={"values": cells}))
+    table.update_layout(height=80 + 28 * len(steps), margin={"l": 10, "r": 10, "t": 10, "b": 10})
+    page.figure(table, "llm-steps-table")
+    fig = go.Figure()
+    for phase, g in df.assign(per_token_s=per).groupby("phase", sort=False):
+        fig.add_trace(go.Scatter(x=g["per_token_s"], y=g["energy_per_token_j"], mode="markers", name=str(phase),
+                                 text=g["network"] + " on " + g["arch"] + ": " + g["mapper"],
+                                 hovertemplate="%{text}<br>%{x:.4s}s per token<br>%{y:.4s}J per token<extra></extra>"))
+    fig.update_xaxes(type="log", title="time to first token (prefill) / time per output token (decode), s",
+                     exponentformat="SI")
+    fig.update_yaxes(type="log", title="energy per token, J", exponentformat="SI")
+    fig.update_layout(height=420, title="energy per token against time per token")
+    page.figure(fig, "llm-steps")

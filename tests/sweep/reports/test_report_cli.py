@@ -94,7 +94,14 @@ def test_list_networks_json_has_published_macs():
     assert nets["vgg16"]["total_macs"] == pytest.approx(15.47e9, rel=1e-3)  # torchvision 15.47 GFLOPS
     assert nets["resnet50"]["executed_layers"] == 54
     for name, n in nets.items():
+        if "step" in n:  # a transformer: its parameters are published, not its MACs
+            assert n["published_params"] == network_info(name)["published_params"]
+            continue
         assert n["total_macs"] == pytest.approx(int(network_info(name)["published_macs"]), rel=0.06)
+    # the transformers list their default step and published parameter counts (Llama 3 8B: the
+    # checkpoint's 8,030,261,248, as its model card and safetensors index give it)
+    assert nets["llama3_8b"]["published_params"] == 8_030_261_248
+    assert nets["llama3_8b"]["step"].startswith("llama3_8b/")
 
 
 def test_list_mappers_and_archs():
