@@ -1,36 +1,86 @@
-"""Networks from ONNX files: Conv, Gemm and MatMul nodes become `Layer` s, every other node is
-listed as ignored.
+"""Networks from ONNX files: Conv, Gemm and MatMul nodes become `Layer` s, the arithmetic between
+them becomes `VectorOp` s (softmax, norms, activations, element-wise adds and multiplies), and
+every other node is listed as ignored, with the reason.
 
 Tensor shapes come from the file (graph inputs, outputs, ``value_info``, initializers) completed by
-``onnx.shape_inference``; weight data are never read (external data files need not exist).
+``onnx.shape_inference``; weight data are never read (external data files need not exist): only
+one-element constants stored in the file are, to recognise the GELU pattern (rule 6).
 
-Rules (loop names as in `costmodel.workload`):
+A *constant* below is a tensor known before inference: an initializer, a Constant node's output,
+or the output of a node whose inputs are all constants (a transposed or dequantized initializer).
+An *activation* is any other tensor. Rules (loop names as in `costmodel.workload`):
 
-* **Conv** (1-D or 2-D; weights ``[M, C/group, kH, kW]``): ``G = group``, ``K = M / G``,
-  ``C = C_in / G``, ``FY, FX`` from the weights' shape, ``SY, SX`` from ``strides``, ``DY, DX``
-  from ``dilations``, ``PY, PX`` the mean of the begin and end ``pads`` of each axis (``auto_pad``
-  SAME_UPPER / SAME_LOWER / VALID honoured), ``OY, OX`` from the output's shape or else
-  ``floor((I + pad_begin + pad_end - D*(F-1) - 1) / S) + 1``. ``B`` is the batch (axis 0).
-  ``kind = "dwconv"`` when ``G > 1`` and ``C = 1`` (depthwise), else ``"conv"``. A 1-D conv has
-  ``OY = FY = 1``. A 3-D (or higher) conv is refused.
-* **Gemm** ``Y = A' B' (+ C)`` (``transA``, ``transB`` honoured): ``kind = "fc"``, ``B`` = rows of
-  ``A'``, ``C`` = its columns, ``K`` = columns of ``B'``.
-* **MatMul** (NumPy semantics): ``C`` = the contracted size, ``K`` = columns of the second operand;
-  when the second operand has batch axes (distinct matrices per batch element, e.g. attention)
-  their product is ``G``, and every other row of the output goes into ``B``. ``kind = "fc"`` when
-  ``G = 1``, else a grouped 1x1 ``"conv"``.
+1. **Conv** (1-D or 2-D; weights ``[M, C/group, kH, kW]``): ``G = group``, ``K = M / G``,
+   ``C = C_in / G``, ``FY, FX`` from the weights' shape, ``SY, SX`` from ``strides``, ``DY, DX``
+   from ``dilations``, ``PY, PX`` the mean of the begin and end ``pads`` of each axis (``auto_pad``
+   SAME_UPPER / SAME_LOWER / VALID honoured), ``OY, OX`` from the output's shape or else
+   ``floor((I + pad_begin + pad_end - D*(F-1) - 1) / S) + 1``. ``B`` is the batch (axis 0).
+   ``kind = "dwconv"`` when ``G > 1`` and ``C = 1`` (depthwise), else ``"conv"``. A 1-D conv has
+   ``OY = FY = 1``. A 3-D (or higher) conv is refused.
+2. **Gemm** ``Y = A' B' (+ C)`` (``transA``, ``transB`` honoured): ``kind = "fc"``, ``B`` = rows of
+   ``A'``, ``C`` = its columns, ``K`` = columns of ``B'``.
+3. **MatMul** by a constant second operand (a weight; NumPy semantics): ``C`` = the contracted
+   size, ``K`` = columns of the second operand; when the weight has batch axes (distinct
+   matrices per batch element) their product is ``G``, and every other row of the output goes
+   into ``B``. ``kind``: ``"matmul"`` when ``G = 1`` and the first operand has 3 or more axes
+   (rows of tokens, ``[batch, seq, features]``: a transformer's projections and FFN), ``"fc"``
+   when ``G = 1`` and it has 1 or 2 (a classifier on ``[batch, features]``), else a grouped 1x1
+   ``"conv"``. A MatMul of a constant first operand by an activation is read the same way.
+4. **MatMul of two activations** (attention's ``Q K^T`` and ``P V``): ``kind = "matmul"``,
+   ``G = 1``, ``w_role = "kv_cache"`` (its second operand is the K or V of the attention, read as
+   the zoo's transformers read their KV cache); ``B`` = rows of the first operand (with the rows
+   of the batch elements that share one second-operand matrix by broadcasting), ``C`` = the
+   contracted size, ``K`` = columns. The product of the second operand's batch axes (batch x
+   heads) is the layer's repeat (`Network.repeats`), not ``G``: these are independent matmuls
+   run one after another, as `costmodel.zoo.transformer` counts ``score`` and ``context``.
+5. **KV projections**: a weight layer (rule 2 or 3) whose output reaches the second operand of a
+   rule-4 MatMul through nothing but Reshape, Transpose, Squeeze, Unsqueeze, Flatten, Cast,
+   Identity, Expand or Tile, an Add / Sub / Mul / Div with a constant (a bias, a scale), or a
+   Concat with the past cache (its other inputs graph inputs or constants) has ``o_role =
+   "kv_cache"``: its output is what attention reads as K or V. Anything else on the way (RoPE's
+   rotate-and-add, the Split of a fused QKV projection) leaves the layer an ``activation``.
+6. **Vector ops**, found first as fused patterns: ``Mul(x, Sigmoid(x))`` is one ``silu``; ``x *
+   0.5 * (1 + Erf(x / sqrt 2))`` (the Div by sqrt 2 or a Mul by 1/sqrt 2, the Muls by x and by
+   0.5 in any order) is one ``gelu``; the pattern's intermediate tensors must have no other
+   reader. Then one node each: **Softmax** -> ``softmax``; **LayerNormalization** ->
+   ``layernorm``; **RMSNormalization** (opset 23) and **SimplifiedLayerNormalization** (ONNX
+   Runtime's, default or ``com.microsoft`` domain) -> ``rmsnorm``; **Gelu** (opset 20) ->
+   ``gelu``; **Add** / **Sub** -> ``add`` and **Mul** -> ``mul``, ``inputs = 2`` for two
+   activations, 1 for an activation and a constant (a bias, a scale); **Div** by a constant ->
+   ``mul`` with ``inputs = 1``. ``elements`` = the output's elements (a broadcast operand counts
+   as a whole tensor); ``rows`` (row-wise ops) = the product of the axes before ``axis``
+   (Softmax from opset 13: of every axis but ``axis``), so the product of all axes but the last
+   for the usual ``axis = -1``; ``bits`` None (the accelerator's activation precision).
+7. **Ignored** (not costed; `OnnxImport.reasons` says why): nodes that move data (Reshape,
+   Transpose, Gather, Concat, Split, Shape, Unsqueeze, Cast, ...: `onnx_vector.DATA_OPS`), a lone Sigmoid or
+   Tanh (no vector op computes one), Add / Sub / Mul / Div of constants only or on integer
+   tensors (shape arithmetic), a Div by an activation, nodes of other domains, ops with no vector
+   op (Relu, pooling, Erf or Pow outside the GELU pattern, ...), and vector ops whose output shape
+   is unknown.
 
-Every node becomes its own layer (repeat 1), named after the node (``<op>#<index>`` for an unnamed
-one); `costmodel.workload.Network.unique` merges layers of equal shape. A symbolic or unknown
-batch axis (axis 0 of an activation) counts as 1; any other unknown size is an error. Precisions
-are the `Layer` defaults (8-bit operands, 32-bit partial sums) whatever the element type, as in
-the CSV zoo.
+Every node becomes its own layer or vector op (repeat 1 but rule 4's), named after the node
+(``<op>#<index>`` for an unnamed one; a fused op after the node producing its output), in graph
+order; `costmodel.workload.Network.unique` merges layers of equal shape. A symbolic or unknown
+batch axis (axis 0 of an activation) counts as 1; any other unknown size of a layer is an error.
+Precisions are the `Layer` defaults (8-bit operands, 32-bit partial sums) whatever the element
+type, as in the CSV zoo.
+
+Against `costmodel.zoo.transformer`'s step of the same shapes: a multi-head attention block
+imports with the zoo's layers and roles (tested on BERT-base). A grouped-query (GQA) export
+expands K and V to every query head before the MatMuls, so ``score`` / ``context`` import with
+``B = q_len`` repeated batch x heads times where the zoo has ``B = group x q_len`` repeated batch
+x kv_heads times (same MACs, K/V read once per query head). An explicit score scaling (a Div or
+Mul before the Softmax) and a mask Add are vector ops here; the zoo folds both into its softmax
+(``workload["not_costed"]``), and `costmodel.vector` costs the scaling inside ``softmax``, so such a
+node is counted on top. Not recognised: the tanh form of GELU (GPT-2; its Tanh is ignored),
+LayerNorm decomposed into ReduceMean / Sub / Pow / Sqrt / Div (older opsets), RoPE (its Muls and
+Adds import one by one), fused ONNX Runtime ops (Attention, SkipLayerNormalization, ...).
 
 This module is ``costmodel.importers.onnx``; ``import onnx`` inside it is the onnx package (absolute
-imports).
+imports). The vector rules' code is `costmodel.importers.onnx_vector`.
 
-Public API: `read_onnx` (layers, the nodes they came from, ignored nodes), `load_onnx`; errors:
-`OnnxError` (a ValueError).
+Public API: `read_onnx` (layers, vector ops, the nodes they came from, ignored nodes and why),
+`load_onnx`; errors: `OnnxError` (a ValueError).
 """
 
 from __future__ import annotations
@@ -42,7 +92,8 @@ from typing import cast
 from pathlib import Path
 
 from costmodel.importers.errors import OnnxError
-from costmodel.workload import Layer, Network
+from costmodel.importers.onnx_vector import GraphView, graph_view, vector_specs
+from costmodel.workload import Layer, Network, VectorOp
 
 __all__ = ["OnnxImport", "read_onnx", "load_onnx", "LAYER_OPS", "OnnxError"]
 
@@ -51,16 +102,29 @@ LAYER_OPS = ("Conv", "Gemm", "MatMul")
 
 _Shape = tuple  # of int | None (unknown or symbolic size)
 
+#: What may lie between a KV projection and attention's MatMul (rule 5) besides a constant's Add,
+#: Sub, Mul or Div and a past-cache Concat: ops that only move data (their input 0).
+_KV_PASS = ("Reshape", "Transpose", "Squeeze", "Unsqueeze", "Flatten", "Cast", "Identity", "Expand", "Tile")
+
 
 @dataclass(frozen=True)
 class OnnxImport:
-    """What an ONNX file holds for us: the network (one layer per Conv/Gemm/MatMul node, in graph
-    order, repeats 1), the ``(node name, op type)`` each layer came from, and the ``(node name,
-    op type)`` of every node ignored."""
+    """What an ONNX file holds for us (rules: the module docstring).
+
+    ``network``: the layers (one per Conv / Gemm / MatMul node, in graph order; repeats 1 but a
+    MatMul of two activations, repeated over its batch axes) and the vector ops (in graph order,
+    repeats 1); ``nodes``: the ``(node name, op type)`` each layer came from; ``vector_nodes``: the
+    ``(node name, op type)`` of each vector op (a fused pattern: the node producing its output and
+    the ``+``-joined op types of its nodes, e.g. ``Sigmoid+Mul``); ``ignored``: the ``(node name,
+    op type)`` of every node not costed, and ``reasons`` why, one per ignored node. The nodes of a
+    fused pattern appear in its ``vector_nodes`` entry only.
+    """
 
     network: Network
     nodes: tuple[tuple[str, str], ...]
     ignored: tuple[tuple[str, str], ...]
+    vector_nodes: tuple[tuple[str, str], ...] = ()
+    reasons: tuple[str, ...] = ()
 
 
 class _NodeError(OnnxError):
@@ -225,8 +289,9 @@ def _gemm(node, shapes: dict, name: str) -> Layer:
     return Layer(name=name, K=n, C=c, B=rows, kind="fc")
 
 
-def _matmul(node, shapes: dict, name: str) -> Layer:
-    """The layer of a MatMul node (NumPy semantics; the second operand's batch axes are G)."""
+def _matmul(node, shapes: dict, name: str, consts: frozenset[str] = frozenset()) -> tuple[Layer, int]:
+    """The layer of a MatMul node (NumPy semantics) and its repeat: rules 3 and 4 of the module
+    docstring (``consts``: the constant tensors)."""
     sa = _shape_of(node, shapes, 0, "input A")
     sb = _shape_of(node, shapes, 1, "input B")
     for s, t, what in ((sa, node.input[0], "A"), (sb, node.input[1], "B")):
@@ -246,15 +311,66 @@ def _matmul(node, shapes: dict, name: str) -> Layer:
         raise _NodeError(f"batch axes do not broadcast: A {list(sa)} x B {list(sb)}")
     out_batch = math.prod(max(p, q) for p, q in zip(ba, bb))
     g = math.prod(bb)
-    return Layer(name=name, K=b2[-1], C=a2[-1], B=out_batch // g * a2[-2], G=g,
-                 kind="fc" if g == 1 else "conv")
+    rows = out_batch // g * a2[-2]
+    if node.input[0] not in consts and node.input[1] not in consts:   # rule 4: attention
+        return Layer(name=name, K=b2[-1], C=a2[-1], B=rows, kind="matmul", w_role="kv_cache"), g
+    kind = "conv" if g > 1 else "matmul" if len(sa) >= 3 else "fc"
+    return Layer(name=name, K=b2[-1], C=a2[-1], B=rows, G=g, kind=kind), 1
 
 
-_BUILDERS = {"Conv": _conv, "Gemm": _gemm, "MatMul": _matmul}
+def _layer(node, view: GraphView, name: str) -> tuple[Layer, int]:
+    """The layer of a Conv / Gemm / MatMul node and its repeat."""
+    if node.op_type == "MatMul":
+        return _matmul(node, view.shapes, name, view.consts)
+    return (_conv if node.op_type == "Conv" else _gemm)(node, view.shapes, name), 1
+
+
+def _kv_source(view: GraphView, tensor: str, graph_inputs: frozenset[str]) -> int | None:
+    """The position of the MatMul / Gemm node whose output reaches ``tensor`` through rule 5's
+    nodes only, else None."""
+    for _ in range(len(view.nodes)):
+        j = view.producer.get(tensor)
+        if j is None or view.nodes[j].domain not in ("", "ai.onnx"):
+            return None
+        node = view.nodes[j]
+        if node.op_type in ("MatMul", "Gemm"):
+            return j
+        if node.op_type in _KV_PASS:
+            tensor = node.input[0]
+            continue
+        if node.op_type not in ("Add", "Sub", "Mul", "Div", "Concat"):
+            return None
+        acts = [t for t in node.input if t and t not in view.consts
+                and (node.op_type != "Concat" or t not in graph_inputs)]
+        if len(acts) != 1:
+            return None
+        tensor = acts[0]
+    return None
+
+
+def _mark_kv(view: GraphView, layers: list[Layer], at: dict[int, int], graph_inputs: frozenset[str]) -> None:
+    """Rule 5, in place: ``o_role = "kv_cache"`` on the weight layers that attention reads as K or V
+    (``at``: node position -> index in ``layers``)."""
+    for i, li in at.items():
+        if layers[li].w_role != "kv_cache":
+            continue
+        j = _kv_source(view, view.nodes[i].input[1], graph_inputs)
+        if j is not None and j in at and view.nodes[j].input[1] in view.consts:
+            layers[at[j]] = layers[at[j]].with_(o_role="kv_cache")
+
+
+def _opset(model) -> int:
+    """The default domain's opset version (the newest onnx knows if the file imports none)."""
+    for o in model.opset_import:
+        if o.domain in ("", "ai.onnx"):
+            return int(o.version)
+    import onnx
+    return int(onnx.defs.onnx_opset_version())
 
 
 def read_onnx(path: str | os.PathLike) -> OnnxImport:
-    """Read an ONNX model: one layer per Conv / Gemm / MatMul node, every other node ignored.
+    """Read an ONNX model: one layer per Conv / Gemm / MatMul node, one vector op per arithmetic
+    node or fused pattern between them, every other node ignored (module docstring).
 
     Raises:
         OnnxError: (a ValueError) an unreadable file, not an ONNX model, failed shape inference, no layer node,
@@ -264,29 +380,48 @@ def read_onnx(path: str | os.PathLike) -> OnnxImport:
     p = Path(path)
     model = _load_model(p)
     graph = model.graph
-    shapes = _shapes(graph)
+    view = graph_view(graph, _shapes(graph), _opset(model))
+    layer_at = {i for i, n in enumerate(graph.node) if n.domain in ("", "ai.onnx") and n.op_type in LAYER_OPS}
+    specs, _, reasons = vector_specs(view, layer_at)
     layers: list[Layer] = []
+    reps: list[int] = []
+    at: dict[int, int] = {}
+    vops: list[VectorOp] = []
     nodes: list[tuple[str, str]] = []
+    vnodes: list[tuple[str, str]] = []
     ignored: list[tuple[str, str]] = []
+    why: list[str] = []
     used: set[str] = set()
     for i, node in enumerate(graph.node):
         label = node.name or f"{node.op_type}#{i}"
-        if node.domain not in ("", "ai.onnx") or node.op_type not in _BUILDERS:
+        if i in reasons:
             ignored.append((label, node.op_type))
+            why.append(reasons[i])
+        if i not in layer_at and i not in specs:
             continue
         name = label if label not in used else f"{label}#{i}"
         used.add(name)
+        if i in specs:
+            sp = specs[i]
+            vops.append(VectorOp(name, sp.op, sp.elements, sp.inputs, sp.rows))
+            vnodes.append((label, sp.op_type))
+            continue
         try:
-            layers.append(_BUILDERS[node.op_type](node, shapes, name))
+            layer, rep = _layer(node, view, name)
         except (_NodeError, ValueError) as e:
             raise OnnxError(f"{p}: node {label!r} ({node.op_type}): {e}") from None
+        at[i] = len(layers)
+        layers.append(layer)
+        reps.append(rep)
         nodes.append((label, node.op_type))
     if not layers:
         raise OnnxError(f"{p}: no Conv, Gemm or MatMul node (ignored: "
-                         f"{sorted({op for _, op in ignored})})")
+                         f"{sorted({op for _, op in ignored + vnodes})})")
+    _mark_kv(view, layers, at, frozenset(t.name for t in graph.input) - {t.name for t in graph.initializer})
     source = f"ONNX file {p.name}" + (f" ({model.producer_name} {model.producer_version})".rstrip()
                                       if model.producer_name else "")
-    return OnnxImport(Network(p.stem, tuple(layers), (), source), tuple(nodes), tuple(ignored))
+    net = Network(p.stem, tuple(layers), tuple(reps), source, tuple(vops))
+    return OnnxImport(net, tuple(nodes), tuple(ignored), tuple(vnodes), tuple(why))
 
 
 def load_onnx(path: str | os.PathLike) -> Network:

@@ -1,5 +1,6 @@
 """ONNX import (costmodel.importers.onnx): each Conv / Gemm / MatMul node's Layer against a hand
-calculation, the ignored nodes, and bad files naming the file and the node."""
+calculation, the ignored nodes (and why), a CNN's adds as vector ops, and bad files naming the file
+and the node. Transformer blocks and the vector-op rules: test_onnx_transformer.py."""
 
 from __future__ import annotations
 
@@ -39,8 +40,29 @@ def test_mixed_model_layers_by_hand(tmp_path):
     assert _fields(layers["mm"]) == _base(K=6, C=10, kind="fc")
     assert r.network.macs == 8 * 3 * 49 * 9 + 8 * 49 * 9 + 4 * 4 * 2 * 49 + 10 * 144 + 6 * 10
     assert r.nodes == (("conv_s", "Conv"), ("dw", "Conv"), ("grouped", "Conv"), ("fc", "Gemm"), ("mm", "MatMul"))
-    assert r.ignored == (("relu", "Relu"), ("pool", "MaxPool"), ("add", "Add"), ("flatten", "Flatten"))
+    assert r.ignored == (("relu", "Relu"), ("pool", "MaxPool"), ("drop", "Dropout"), ("flatten", "Flatten"))
+    assert r.reasons == ("no vector op for Relu", "no vector op for MaxPool") + (
+        "moves, reshapes, selects or creates data: no arithmetic to cost",) * 2
     assert r.network.name == "mixed" and all(rep == 1 for rep in r.network.repeats)
+    assert r.network.vector_ops == () and r.vector_nodes == ()
+
+
+def test_cnn_residual_and_bias_adds_are_vector_ops(tmp_path):
+    n = helper.make_node
+    nodes = [n("Conv", ["x", "w1"], ["y1"], name="c1", pads=[1, 1, 1, 1]),
+             n("Relu", ["y1"], ["r1"], name="relu"),
+             n("Conv", ["r1", "w2"], ["y2"], name="c2", pads=[1, 1, 1, 1]),
+             n("Add", ["y2", "x"], ["res"], name="residual"),
+             n("Add", ["res", "bias"], ["out"], name="bias")]
+    m = model(nodes, [("x", [1, 4, 6, 6])], [("out", None)],
+              [weight("w1", (4, 4, 3, 3)), weight("w2", (4, 4, 3, 3)), weight("bias", (4, 1, 1))])
+    r = read_onnx(save(m, tmp_path / "res.onnx"))
+    assert [l.name for l in r.network.layers] == ["c1", "c2"]
+    # two activations: inputs 2; an activation and a constant (broadcast over the map): inputs 1
+    assert [(v.name, v.op, v.elements, v.inputs, v.rows) for v in r.network.vector_ops] == [
+        ("residual", "add", 144, 2, 1), ("bias", "add", 144, 1, 1)]
+    assert r.network.vector_repeats == (1, 1) and r.vector_nodes == (("residual", "Add"), ("bias", "Add"))
+    assert r.ignored == (("relu", "Relu"),)
 
 
 def test_csv_dispatch_and_unique(tmp_path):
@@ -64,15 +86,23 @@ def test_same_upper_1d_conv_batch_and_matmul_forms(tmp_path):
                       ("k", [2, 4, 8, 3]), ("ga", [7, 4])],
               [("y", None), ("t", None), ("am", None), ("qk", None), ("gy", None)],
               [weight("w", (4, 3, 3, 3)), weight("w1", (6, 4, 5)), weight("wm", (8, 6)), weight("gb", (7, 9))])
-    layers = {l.name: l for l in load_network_file(save(m, tmp_path / "forms.onnx")).layers}
+    net = load_network_file(save(m, tmp_path / "forms.onnx"))
+    layers = {l.name: l for l in net.layers}
     # SAME_UPPER: O = ceil(I / S) = 8, 9; total pad (O-1)*S + F - I = 2 per axis -> 1 each side; batch 2
     assert _fields(layers["same"]) == _base(K=4, C=3, OY=8, OX=9, FY=3, FX=3, SY=2, SX=2, PY=1, PX=1, B=2)
     # 1-D conv: OX = floor((20 - 5) / 3) + 1 = 6, OY = FY = 1
     assert _fields(layers["c1d"]) == _base(K=6, C=4, OX=6, FX=5, SX=3)
-    # [3,5,8] x [8,6]: shared weights, every row of A in B: 15
-    assert _fields(layers["mm3"]) == _base(K=6, C=8, B=15, kind="fc")
-    # [2,4,5,8] x [2,4,8,3]: 8 distinct matrices -> G 8, 5 rows each
-    assert _fields(layers["attn"]) == _base(K=3, C=8, B=5, G=8)
+    # [3,5,8] x [8,6]: shared weights, every row of A in B: 15. Kind "matmul" (was "fc" before
+    # issue 28 part 4): a first operand of 3 axes holds rows of tokens, a transformer's projection
+    # (import rule 3); a 2-D first operand (mixed_model's mm) stays "fc"
+    assert _fields(layers["mm3"]) == _base(K=6, C=8, B=15, kind="matmul")
+    # [2,4,5,8] x [2,4,8,3], two activations (attention's Q K^T): 8 distinct matrices of 5 rows.
+    # Before issue 28 part 4 this was G = 8, a grouped 1x1 conv; now (rule 4) it is 8 independent
+    # matmuls, B = 5, G = 1, run 8 times (the repeat), its second operand the KV cache, as the
+    # zoo's transformer steps count their score and context matmuls
+    assert _fields(layers["attn"]) == _base(K=3, C=8, B=5, kind="matmul")
+    assert layers["attn"].w_role == "kv_cache" and dict(zip(layers, net.repeats))["attn"] == 8
+    assert layers["attn"].macs * 8 == 2 * 4 * 5 * 8 * 3 and layers["mm3"].w_role == "weight"
     # Gemm transA: A' = [4, 7] x B [7, 9]
     assert _fields(layers["gemm_t"]) == _base(K=9, C=7, B=4, kind="fc")
 
