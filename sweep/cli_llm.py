@@ -21,8 +21,8 @@ PhaseOpt = Annotated[Optional[str], typer.Option("--phase", help="prefill (the p
 BatchOpt = Annotated[Optional[int], typer.Option("--batch", min=1, help="Sequences in the step.", rich_help_panel=_PANEL)]
 SeqOpt = Annotated[Optional[int], typer.Option("--seq", min=1, help="Prompt tokens per sequence (prefill).", rich_help_panel=_PANEL)]
 ContextOpt = Annotated[Optional[int], typer.Option("--context", min=1, help="Tokens in the KV cache that the new token attends to, itself included (decode).", rich_help_panel=_PANEL)]
-WeightBitsOpt = Annotated[Optional[int], typer.Option("--weight-bits", help="Weight precision (16, 8 or 4), over the accelerator's [precision] W.", rich_help_panel=_PANEL)]
-ActBitsOpt = Annotated[Optional[int], typer.Option("--act-bits", min=1, help="Activation precision, over the accelerator's [precision] I and O_final.", rich_help_panel=_PANEL)]
+WeightBitsOpt = Annotated[Optional[int], typer.Option("--weight-bits", help="Weight precision (16, 8 or 4), over the accelerator's precision table (W).", rich_help_panel=_PANEL)]
+ActBitsOpt = Annotated[Optional[int], typer.Option("--act-bits", min=1, help="Activation precision, over the accelerator's precision table (I and O_final).", rich_help_panel=_PANEL)]
 KvBitsOpt = Annotated[Optional[int], typer.Option("--kv-bits", min=1, help="KV cache precision (default: the activations').", rich_help_panel=_PANEL)]
 
 
@@ -42,7 +42,7 @@ def print_vector_ops(doc: dict, console: Any) -> None:
         print_rows(f"{len(ops)} vector operation(s) between the matmuls, {doc.get('total_vector_elements', 0):,} "
                    "elements per step", ops, console)
     for line in doc.get("not_costed") or []:
-        console.print(f"not costed: {line}", highlight=False)
+        console.print(f"not costed: {line}", highlight=False, markup=False)
 
 
 def _traffic_text(dram: dict | None) -> str:
@@ -68,13 +68,13 @@ def print_step(res: dict, console: Any) -> None:
                       fmt.energy(r["energy_pj"]), fmt.cycles(r["latency_cycles"]))
         fmt.print_wide(console, t)
     if vec.get("not_costed"):
-        console.print(f"not costed: {vec['not_costed']}", highlight=False)
+        console.print(f"not costed: {vec['not_costed']}", highlight=False, markup=False)
     if "vector_energy_pj" in tot:
         console.print(f"matmuls {fmt.energy(tot['matmul_energy_pj'])}, {fmt.cycles(tot['matmul_latency_cycles'])}; "
                       f"vector operations {fmt.energy(tot['vector_energy_pj'])}, "
                       f"{fmt.cycles(tot['vector_latency_cycles'])}; step {fmt.energy(tot['energy_pj'])}, "
-                      f"{fmt.cycles(tot['latency_cycles'])}", highlight=False)
-    console.print(_traffic_text(tot.get("dram_bits")), highlight=False)
+                      f"{fmt.cycles(tot['latency_cycles'])}", highlight=False, markup=False)
+    console.print(_traffic_text(tot.get("dram_bits")), highlight=False, markup=False)
     if not llm:
         return
     w = llm["workload"]
@@ -87,4 +87,4 @@ def print_step(res: dict, console: Any) -> None:
     per_token = fmt.energy(None if llm["energy_per_token_j"] is None else llm["energy_per_token_j"] * 1e12)
     console.print(f"{head}; {fmt.sig(llm['tokens_per_s'])} tokens/s; {per_token} per token at "
                   f"{fmt.sig(llm['clock_mhz'])} MHz; precisions: {prec}"
-                  + (" (matmuls only)" if llm.get("matmul_only") else ""), highlight=False)
+                  + (" (matmuls only)" if llm.get("matmul_only") else ""), highlight=False, markup=False)

@@ -48,7 +48,8 @@ carry the same names), ``rope_q``, ``rope_k`` (RoPE models), ``softmax``, ``attn
 positions), ``type_add``, ``embed_norm`` (BERT), ``final_norm`` (decoders, ViT), and the biases of
 the outer layers ``patch_embed_bias``, ``classifier_bias``, ``pooler_bias``. What no layer or
 vector op costs is listed in ``workload["not_costed"]`` (embedding gathers, the
-pooler's tanh, score scaling and masks, ...): nothing is dropped silently.
+pooler's tanh, masks, ...; the 1/sqrt(head_dim) score scale is one of softmax's per-element
+multiplies, `costmodel.vector.OP_PRIMITIVES`): nothing is dropped silently.
 """
 
 from __future__ import annotations
@@ -348,8 +349,9 @@ def _resolve_step(cfg: TransformerConfig, phase, batch, seq, context) -> _Step:
             raise ValueError(f"seq: a decode step of {name} takes context (tokens in the KV cache, "
                              f"the new one included), not seq; got seq={seq!r}")
         c = _positive("context", cfg.context if context is None else context)
-        if c > cfg.max_context:
-            raise ValueError(f"context: {c} exceeds {name}'s max_context {cfg.max_context}")
+        if c > cfg.max_context and cfg.max_positions:  # a learned position table ends there
+            raise ValueError(f"context: {c} exceeds {name}'s max_context {cfg.max_context} "
+                             f"(its learned position embeddings have {cfg.max_positions} rows)")
         return _Step(phase, b, None, c, tokens=b, q_len=1, attended=c)
     if context is not None:
         raise ValueError(f"context: a prefill step of {name} takes seq (tokens per sequence), "
@@ -357,8 +359,9 @@ def _resolve_step(cfg: TransformerConfig, phase, batch, seq, context) -> _Step:
     s = _positive("seq", cfg.seq if seq is None else seq)
     if cfg.kind == "vit" and s != cfg.seq:
         raise ValueError(f"seq: {name} takes (image/patch)^2 + 1 = {cfg.seq} tokens per image, got {s}")
-    if s > cfg.max_context:
-        raise ValueError(f"seq: {s} exceeds {name}'s max_context {cfg.max_context}")
+    if s > cfg.max_context and cfg.max_positions:
+        raise ValueError(f"seq: {s} exceeds {name}'s max_context {cfg.max_context} "
+                         f"(its learned position embeddings have {cfg.max_positions} rows)")
     return _Step(phase, b, s, None, tokens=b * s, q_len=s, attended=s)
 
 
@@ -479,8 +482,7 @@ def _not_costed(cfg: TransformerConfig, st: _Step) -> list[str]:
     """What the step does that no layer or vector op of the network costs."""
     T, h = st.tokens, cfg.hidden
     scores = st.batch * cfg.heads * st.q_len * st.attended
-    out = [f"score scaling by 1/sqrt(head_dim): {scores} multiplies per block (assumed folded into "
-           "q_proj or softmax)"]
+    out: list[str] = []  # the 1/sqrt(head_dim) score scale is costed in softmax (costmodel.vector)
     if cfg.vocab:
         out.insert(0, f"embedding gather ({T} x {h} reads: T x hidden; a memory read, not an op)")
     if cfg.type_vocab:
@@ -522,10 +524,13 @@ def build_transformer(name: str, *, phase: str | None = None, batch: int | None 
 
     Returns:
         A `Network` named ``<model>/prefill/b<batch>/seq<seq>`` or
-        ``<model>/decode/b<batch>/ctx<context>``; block layers repeat ``layers`` times (score /
+        ``<model>/decode/b<batch>/ctx<context>``, with ``/w<weight_bits>``, ``/a<act_bits>``,
+        ``/kv<kv_bits>`` appended for the precisions given; block layers repeat ``layers`` times (score /
         context batch*kv_heads*layers); ``workload`` holds model, phase, batch, seq (None at
         decode), context (None at prefill), tokens (T), weight_bits, act_bits, kv_bits (None where
-        not given), kind, experts_touched (None for a dense FFN) and not_costed.
+        not given), kind, experts_touched (None for a dense FFN), not_costed, and ``note`` when
+        seq or context is past a RoPE model's published max_position_embeddings (allowed: RoPE
+        defines the shapes; a learned position table is not, and raises).
 
     Raises:
         KeyError: unknown model.
@@ -546,5 +551,10 @@ def build_transformer(name: str, *, phase: str | None = None, batch: int | None 
                 "context": st.context, "tokens": st.tokens, "weight_bits": weight_bits,
                 "act_bits": act_bits, "kv_bits": kv_bits, "kind": cfg.kind,
                 "experts_touched": n_e, "not_costed": _not_costed(cfg, st)}
+    if max(st.seq or 0, st.context or 0) > cfg.max_context:  # RoPE: the shapes are defined past it
+        workload["note"] = (f"{st.seq or st.context} tokens is past {name}'s published max_position_embeddings "
+                            f"{cfg.max_context}: RoPE defines the shapes there (a long-context variant of the "
+                            "same shapes), the model was not trained for it")
+    size += "".join(f"/{tag}{v}" for tag, v in (("w", weight_bits), ("a", act_bits), ("kv", kv_bits)) if v is not None)
     return Network(f"{name}/{st.phase}/b{st.batch}/{size}", tuple(_with_bits(l, bits) for l in layers),
                    tuple(reps), cfg.source, tuple(vops), tuple(vreps), workload)

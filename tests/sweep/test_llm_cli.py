@@ -279,8 +279,6 @@ def test_accelerator_without_a_vector_unit(tmp_path):
     assert "9 vector operation(s)" in d["vector"]["not_costed"]
 
 
-@pytest.mark.xfail(strict=True, reason="sweep/cli_llm.py print_step prints '[vector]' and '[precision]' "
-                   "through Rich markup, which swallows them as tags")
 def test_not_costed_line_keeps_the_toml_table_names(tmp_path):
     res = runner.invoke(app, NO_VEC_MAP + ["--arch", str(_no_vector_unit(tmp_path))], env={"COLUMNS": "200"})
     assert res.exit_code == 0, res.output

@@ -362,7 +362,7 @@ def test_workload_dict():
     ("llama3_8b", {"kv_bits": -4}, "kv_bits"),
     ("llama3_8b", {"batch": 0}, "batch"),
     ("llama3_8b", {"context": 1.5}, "context"),
-    ("llama3_8b", {"context": 8193}, "context"),
+    ("gpt2", {"phase": "decode", "context": 1025}, "context"),  # past GPT-2's 1,024 learned positions
     ("gpt2", {"phase": "prefill", "seq": 1025}, "seq"),
     ("vit_b16", {"seq": 100}, "seq"),
 ])
@@ -372,6 +372,17 @@ def test_errors_name_the_key(name, kwargs, key):
     msg = str(ei.value)
     assert msg.startswith(f"{key}:"), msg
     assert str(kwargs[key]) in msg or kwargs[key] == "decode" and "decode" in msg
+
+
+def test_rope_models_run_past_their_published_context_with_a_note():
+    """RoPE defines the shapes at any position: Llama 3 8B's published max_position_embeddings is
+    8,192, and a decode step at context 32,768 has the same shapes with a longer cache (the issue's
+    long-context measurement); the step says it is past the published window."""
+    net = build_transformer("llama3_8b", phase="decode", context=32768)
+    score = next(l for l, _ in net if l.name == "score")
+    assert score.K == 32768
+    assert "8192" in net.workload["note"]
+    assert "note" not in build_transformer("llama3_8b", phase="decode", context=8192).workload
 
 
 def test_config_validation_names_model_and_key():
