@@ -21,7 +21,9 @@ def network_file(path: str) -> dict:
     --file`: ``{"network", "path", "source", "layers": [...], "ignored": [...], "total_macs",
     "unique_layers"}``. Each layer row has ``name``, ``op`` (the ONNX op type; ``csv`` for CSV
     files), the loop dims, strides, dilations, paddings, ``kind``, ``repeat`` and ``macs``; each
-    ignored row the ONNX ``node`` and ``op`` (none for CSV).
+    ignored row the ONNX ``node``, ``op`` and ``reason`` (none for CSV); an ONNX file's vector
+    operations (`costmodel.importers.onnx_vector`) under ``vector_ops`` with the ``nodes`` they
+    came from.
 
     Raises:
         CampaignError: the file cannot be read or is invalid; the message names the file (and,
@@ -40,8 +42,15 @@ def network_file(path: str) -> dict:
     except (OSError, ValueError) as e:
         raise CampaignError(path, [Finding("--file", path, str(e))]) from None
     ops = [op for _, op in info.get("nodes", [])] or ["csv"] * len(net)
-    ignored = [{"node": n, "op": op} for n, op in info.get("ignored", [])]
-    return _layers_doc(net, path, info.get("source", ""), ops, ignored)
+    reasons = info.get("reasons") or [""] * len(info.get("ignored", []))
+    ignored = [{"node": n, "op": op, "reason": why} for (n, op), why in zip(info.get("ignored", []), reasons)]
+    doc = _layers_doc(net, path, info.get("source", ""), ops, ignored)
+    if net.vector_ops:  # ONNX: the nodes costed as vector operations
+        from_nodes = dict(info.get("vector_nodes") or [])
+        doc["vector_ops"] = [{**v.to_dict(), "repeat": r, "nodes": from_nodes.get(v.name, "")}
+                             for v, r in zip(net.vector_ops, net.vector_repeats)]
+        doc["total_vector_elements"] = sum(v.elements * r for v, r in zip(net.vector_ops, net.vector_repeats))
+    return doc
 
 
 def zoo_network(name: str, workload: dict | None = None) -> dict:

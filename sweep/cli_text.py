@@ -173,10 +173,11 @@ def print_mapper(row: dict, console: Any) -> None:
 
 def print_network(doc: dict, console: Any) -> None:
     """`sweep list networks NAME` / ``--file F``: the layers (shapes, strides, paddings, repeats,
-    MACs) and, for ONNX, the nodes ignored."""
+    MACs) and, for ONNX, the nodes not costed and why (the vector operations: `sweep.cli_llm`)."""
     published = doc.get("published_macs")
     print_rows(f"{doc['network']} ({doc['path']}): {len(doc['layers'])} layer(s), {doc['unique_layers']} unique, "
                f"{doc['total_macs']:,} MACs" + (f" (published {published:,})" if published else ""),
                doc["layers"], console)
     if doc["ignored"]:
-        print_rows(f"{len(doc['ignored'])} node(s) ignored (not Conv, Gemm or MatMul)", doc["ignored"], console)
+        print_rows(f"{len(doc['ignored'])} node(s) not costed (data movement, or no layer or vector operation "
+                   "of theirs)", doc["ignored"], console)

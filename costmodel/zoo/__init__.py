@@ -149,10 +149,12 @@ def load_network_file(path: str | os.PathLike) -> Network:
 
 def network_file_info(path: str | os.PathLike) -> dict:
     """The metadata of a user network file, like `network_info` (for ONNX: name, source, path,
-    and ``ignored``, the ``(node, op type)`` of the nodes that are not layers)."""
+    ``ignored``, the ``(node, op type)`` of the nodes not costed, ``reasons`` why (one each), and
+    ``vector_nodes``, the ``(vector op, op types)`` of the nodes costed as vector operations)."""
     if _is_onnx(path):
         from costmodel.importers.onnx import read_onnx
         r = read_onnx(path)
         return {"name": r.network.name, "source": r.network.source, "path": str(path),
-                "tolerance": DEFAULT_TOLERANCE, "nodes": list(r.nodes), "ignored": list(r.ignored)}
+                "tolerance": DEFAULT_TOLERANCE, "nodes": list(r.nodes), "ignored": list(r.ignored),
+                "reasons": list(r.reasons), "vector_nodes": list(r.vector_nodes)}
     return dict(read_network_csv(path).info)
