@@ -256,6 +256,22 @@ class NetworkResult:
         """Total energy x total latency, pJ x cycles (None without an energy model)."""
         return self.total["edp"]
 
+    @property
+    def llm(self) -> dict[str, Any] | None:
+        """A transformer step's serving figures (None for other networks): ``latency_s``,
+        ``ttft_s`` (prefill) or ``time_per_token_s`` (decode), ``tokens_per_s``,
+        ``energy_per_token_j`` (J), ``tokens``, ``clock_mhz``, ``workload`` and ``matmul_only``
+        (the accelerator has no vector unit); `costmodel.llm.step_metrics`."""
+        return copy.deepcopy(self._raw.get("llm"))
+
+    @property
+    def vector(self) -> dict[str, Any] | None:
+        """A network's vector operations on the accelerator's vector unit (None for a network
+        without them): ``ops`` (one row each: ``energy_pj``, ``latency_cycles`` per execution,
+        ``memory``, ``repeat``), ``total``, ``costed`` and ``not_costed`` (the line saying what was
+        left out when the accelerator has no vector unit); `sweep.engine.totals.vector_part`."""
+        return copy.deepcopy(self._raw.get("vector"))
+
     def to_dict(self) -> dict[str, Any]:
         """The JSON object ``sweep map --network N --json`` (no ``--layer``) prints (a copy)."""
         return copy.deepcopy(self._raw)
@@ -509,6 +525,23 @@ class Results:
             return pd.DataFrame()
         baseline = (self.manifest.get("report") or {}).get("baseline", "random")
         return pd.DataFrame(layer_report(rows, problems, baseline)["layers"])
+
+
+    @cached_property
+    def steps(self) -> pd.DataFrame | None:
+        """Loop-nest campaigns of transformer steps: one row per (step, arch, objective, mapper
+        label) with the step's parameters (``model``, ``phase``, ``batch``, ``seq``, ``context``),
+        ``matmul_energy_pj``, ``vector_energy_pj``, ``energy_pj`` (pJ), ``latency_cycles``,
+        ``ttft_s`` / ``time_per_token_s`` (s), ``tokens_per_s`` and ``energy_per_token_j`` (J):
+        the step table of ``sweep report`` (`sweep.reports.llm.llm_steps`). None for other kinds;
+        empty for a campaign without transformer steps."""
+        import pandas as pd
+
+        from sweep.reports.llm import llm_steps
+        layers = self.layers
+        if layers is None:
+            return None
+        return pd.DataFrame(llm_steps(self.directory, self.manifest, layers.to_dict("records"))["steps"])
 
 
 def load_results(directory: str | Path) -> Results:

@@ -1,0 +1,211 @@
+"""LLM inference on the loop-nest model, measured (issue 28, section 5). Three parts, each printed
+as a Markdown table and written with the raw JSON to ``--out``:
+
+* ``speed``: `sweep map` of a whole Llama-3-8B decode step (batch 1, context 4096) and prefill
+  (batch 1, 2048 tokens) on tpu_like with loma, salsa and both with ``spatial=search``: the
+  command's wall time (one process, pinned to one core with ``taskset -c 0`` where it exists;
+  median of ``--repeat`` warm runs, after one run that fills Numba's cache), energy per token and
+  time per token / time to first token. Prefill runs loma with ``lpf_limit=7``: the exhaustive
+  ordering space of a 2048-token matmul (2^11 x 2^12 x 2^12 prime factors) is out of reach.
+* ``bound``: a decode matmul (Llama-3-8B's ffn_gate, 4096 -> 14336) at batch 1, 2, 4, ... on
+  tpu_like, eyeriss_like and simba_like (loma, ``spatial=search``): its latency against the DRAM
+  bound (weight bits / DRAM read bandwidth, bits per cycle, from each preset's TOML) and against
+  the compute bound (MACs / PEs); the batch at which each preset becomes compute-bound (latency
+  more than 2 % over the DRAM bound), against the ratio of peak MACs per cycle to DRAM weights
+  per cycle (PEs x weight bits / DRAM bits per cycle).
+* ``breakdown``: where the energy of a Llama-3-8B decode step goes on tpu_like (batch 1, context
+  512 and 32,768; loma, ``spatial=search``): per memory level and role (weights, KV cache,
+  activations), the MACs, and the vector operations (compute and their memory traffic); and what
+  fusing attention would save at most (the vector operations' memory traffic and the DRAM traffic of
+  the scores and probabilities).
+
+    python scripts/bench_llm.py [speed bound breakdown] [--repeat 3] [--out /tmp/bench_llm]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+STEPS = {"decode": ["--phase", "decode", "--batch", "1", "--context", "4096"],
+         "prefill": ["--phase", "prefill", "--batch", "1", "--seq", "2048"]}
+CONFIGS = [("loma", []), ("salsa", []), ("loma", ["--param", "spatial=search"]),
+           ("salsa", ["--param", "spatial=search"])]
+
+
+def _map(args: list[str]) -> tuple[float, dict]:
+    pin = ["taskset", "-c", "0"] if shutil.which("taskset") else []
+    t0 = time.perf_counter()
+    out = subprocess.run(pin + ["sweep", "map", "--json", *args], capture_output=True, text=True, check=True,
+                         env={**os.environ, "RAY_USAGE_STATS_ENABLED": "0"})
+    return time.perf_counter() - t0, json.loads(out.stdout)
+
+
+def speed(repeat: int) -> list[dict]:
+    rows = []
+    for phase, step in STEPS.items():
+        for mapper, extra in CONFIGS:
+            if mapper == "loma" and phase == "prefill":
+                extra = extra + ["--param", "lpf_limit=7"]
+            args = ["--network", "llama3_8b", *step, "--arch", "tpu_like", "--mapper", mapper, *extra]
+            _map(args)  # fills Numba's cache
+            times, res = [], {}
+            for _ in range(repeat):
+                t, res = _map(args)
+                times.append(t)
+            llm = res["llm"]
+            rows.append({"phase": phase, "mapper": mapper + (" " + " ".join(extra[1::2]) if extra else ""),
+                         "wall_s": statistics.median(times), "wall_s_min": min(times),
+                         "mapping_s": res["total"]["wall_s"],
+                         "per_token_s": llm["ttft_s"] if phase == "prefill" else llm["time_per_token_s"],
+                         "tokens_per_s": llm["tokens_per_s"], "energy_per_token_j": llm["energy_per_token_j"],
+                         "dram_bits": res["total"]["dram_bits"]})
+            print(f"  {phase} {rows[-1]['mapper']}: {rows[-1]['wall_s']:.2f} s", file=sys.stderr)
+    return rows
+
+
+def bound(batches: list[int]) -> list[dict]:
+    from costmodel.loopnest.arch import load_accelerator
+    from costmodel.zoo import load_network
+    from sweep.single import map_layer
+
+    rows = []
+    for preset in ("tpu_like", "eyeriss_like", "simba_like"):
+        acc = load_accelerator(preset)
+        dram = acc.memories[-1]
+        w_bits = acc.precisions.get("W", 8)
+        crossover = None
+        for b in batches:
+            layer = next(l for l, _ in load_network("llama3_8b", phase="decode", batch=b) if l.name == "ffn_gate")
+            res = map_layer(layer, acc, "loma", "latency", params={"spatial": "search"})
+            dram_cycles = layer.weight_count * w_bits / dram.read_bw
+            compute_cycles = layer.macs / acc.pe_count
+            ratio = res["latency_cycles"] / dram_cycles
+            if crossover is None and ratio > 1.02:
+                crossover = b
+            rows.append({"arch": preset, "batch": b, "latency_cycles": res["latency_cycles"],
+                         "dram_bound_cycles": dram_cycles, "compute_bound_cycles": compute_cycles,
+                         "latency_over_dram": ratio,
+                         "predicted_crossover": acc.pe_count * w_bits / dram.read_bw})
+        for r in rows:
+            if r["arch"] == preset:
+                r["measured_crossover"] = crossover
+        print(f"  {preset}: compute-bound from batch {crossover}", file=sys.stderr)
+    return rows
+
+
+def breakdown(contexts: list[int]) -> list[dict]:
+    from costmodel.loopnest.arch import load_accelerator
+    from costmodel.loopnest.mapping import Mapping
+    from costmodel.loopnest.reference import evaluate
+    from costmodel.vector import vector_cost
+    from costmodel.zoo import load_network
+    from sweep.single import map_network
+
+    acc = load_accelerator("tpu_like")
+    out = []
+    for ctx in contexts:
+        net = load_network("llama3_8b", phase="decode", batch=1, context=ctx)
+        res = map_network(net, acc, "loma", "energy", params={"spatial": "search"})
+        cells: dict[tuple[str, str], float] = {}
+        unfused = 0.0  # what fusing attention's matmuls and softmax could save (upper bound)
+        for row, (layer, rep) in zip(res["layers"], net.unique()):
+            b = evaluate(layer, acc, Mapping.from_dict(row["mapping"])).breakdown
+            role = {"W": "kv_cache" if layer.w_role == "kv_cache" else "weights", "I": "activations",
+                    "O": "kv_cache" if layer.o_role == "kv_cache" else "activations"}
+            for op, levels in b["operands"].items():
+                for lv in levels:
+                    key = (lv["memory"], role[op])
+                    cells[key] = cells.get(key, 0.0) + lv["energy_pj"] * rep
+                # the scores (score's O) and probabilities (context's I) leave the array for DRAM
+                if (layer.name, op) in (("score", "O"), ("context", "I")) and lv is levels[-1]:
+                    unfused += lv["energy_pj"] * rep
+            cells[("MAC", "-")] = cells.get(("MAC", "-"), 0.0) + b["mac_energy_pj"] * rep
+        for v, rep in zip(net.vector_ops, net.vector_repeats):
+            c = vector_cost(v, acc)
+            cells[("vector unit", "compute")] = cells.get(("vector unit", "compute"), 0.0) + c.compute_pj * rep
+            key = (f"{c.memory} (vector ops)", "activations")
+            cells[key] = cells.get(key, 0.0) + c.memory_pj * rep
+            unfused += c.memory_pj * rep
+        total = sum(cells.values())
+        out.append({"context": ctx, "total_pj": total, "step_energy_pj": res["total"]["energy_pj"],
+                    "fusion_saves_at_most_pj": unfused,
+                    "cells": [{"where": w, "role": r, "energy_pj": e, "share": e / total}
+                              for (w, r), e in sorted(cells.items(), key=lambda kv: -kv[1])]})
+        print(f"  context {ctx}: {total:.4g} pJ", file=sys.stderr)
+    return out
+
+
+def _md_speed(rows: list[dict]) -> str:
+    lines = ["| phase | mapper | wall s (median) | mapping s | TTFT / time per token s | tokens/s | energy per token mJ |",
+             "|---|---|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        lines.append(f"| {r['phase']} | {r['mapper']} | {r['wall_s']:.2f} | {r['mapping_s']:.2f} | "
+                     f"{r['per_token_s']:.4g} | {r['tokens_per_s']:.4g} | {r['energy_per_token_j'] * 1e3:.4g} |")
+    return "\n".join(lines)
+
+
+def _md_bound(rows: list[dict]) -> str:
+    lines = ["| arch | batch | latency cycles | DRAM bound | compute bound | latency / DRAM bound |",
+             "|---|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        lines.append(f"| {r['arch']} | {r['batch']} | {r['latency_cycles']:,.0f} | {r['dram_bound_cycles']:,.0f} | "
+                     f"{r['compute_bound_cycles']:,.0f} | {r['latency_over_dram']:.4f} |")
+    seen = {}
+    for r in rows:
+        seen[r["arch"]] = (r["predicted_crossover"], r["measured_crossover"])
+    lines += ["", "| arch | predicted compute-bound batch (PEs x W bits / DRAM bits per cycle) | measured (latency > 1.02 x DRAM bound) |",
+              "|---|---:|---:|"]
+    lines += [f"| {a} | {p:g} | {m} |" for a, (p, m) in seen.items()]
+    return "\n".join(lines)
+
+
+def _md_breakdown(rows: list[dict]) -> str:
+    out = []
+    for r in rows:
+        out += [f"context {r['context']:,}: {r['total_pj'] * 1e-9:.4g} mJ per token", "",
+                "| where | carries | energy mJ | share |", "|---|---|---:|---:|"]
+        out += [f"| {c['where']} | {c['role']} | {c['energy_pj'] * 1e-9:.4g} | {c['share']:.2%} |"
+                for c in r["cells"] if c["share"] >= 0.0005]
+        out += ["", f"fusing attention (scores and probabilities kept on chip, softmax and the other vector "
+                    f"operations reading their inputs where they are made) saves at most "
+                    f"{r['fusion_saves_at_most_pj'] * 1e-9:.4g} mJ ({r['fusion_saves_at_most_pj'] / r['total_pj']:.2%}) "
+                    "per token: the vector operations' memory traffic plus the scores' and probabilities' DRAM traffic", ""]
+    return "\n".join(out)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("parts", nargs="*", default=["speed", "bound", "breakdown"])
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--out", default="/tmp/bench_llm")
+    a = ap.parse_args()
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    md = []
+    if "speed" in a.parts:
+        r = speed(a.repeat)
+        (out / "speed.json").write_text(json.dumps(r, indent=1))
+        md.append(_md_speed(r))
+    if "bound" in a.parts:
+        r = bound([1, 2, 4, 8, 16, 32, 64, 128, 256])
+        (out / "bound.json").write_text(json.dumps(r, indent=1))
+        md.append(_md_bound(r))
+    if "breakdown" in a.parts:
+        r = breakdown([512, 32768])
+        (out / "breakdown.json").write_text(json.dumps(r, indent=1))
+        md.append(_md_breakdown(r))
+    text = "\n\n".join(md)
+    (out / "bench_llm.md").write_text(text + "\n")
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
