@@ -538,10 +538,13 @@ class Results:
         import pandas as pd
 
         from sweep.reports.llm import llm_steps
+        from sweep.reports.loopnest import best_units
         layers = self.layers
         if layers is None:
             return None
-        return pd.DataFrame(llm_steps(self.directory, self.manifest, layers.to_dict("records"))["steps"])
+        problems = self._table("problems")
+        best = best_units(self.rows, problems) if problems is not None and not problems.empty else None
+        return pd.DataFrame(llm_steps(self.directory, self.manifest, layers.to_dict("records"), best)["steps"])
 
 
 def load_results(directory: str | Path) -> Results:

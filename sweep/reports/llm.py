@@ -42,11 +42,54 @@ def _campaign(directory: Path, manifest: dict):
         return None, f"the stored campaign no longer parses: {e}"
 
 
-def llm_steps(directory: Path, manifest: dict, layers: list[dict[str, Any]]) -> dict[str, Any]:
+def _mapping(layer, arch, best: pd.Series):
+    """The mapping of a best unit row: its full mapping (full-mapspace mappers), else the LOMA
+    allocation of its loop ordering under its spatial unrolling (loop-order mappers); None if the
+    row has neither."""
+    import json
+
+    from costmodel.loopnest.allocation import allocate
+    from costmodel.loopnest.mapping import Mapping, SpatialMapping
+    m = best.get("mapping")
+    if isinstance(m, str) and m:
+        return Mapping.from_dict(json.loads(m))
+    loops = best.get("loops")
+    if not isinstance(loops, str) or not loops:
+        return None
+    sp = best.get("spatial")
+    spatial = SpatialMapping.from_dict(json.loads(sp)) if isinstance(sp, str) and sp else None
+    return allocate(layer, arch, spatial, tuple(tuple(x) for x in json.loads(loops)))
+
+
+def _dram(network, arch, best: pd.DataFrame) -> dict[str, float] | None:
+    """The step's DRAM traffic by role (bits; `costmodel.llm.dram_traffic` x repeats) from the
+    best unit row of each of its unique layers (``best``: one seed's rows, ``layer_index`` the
+    index in `Network.unique`); None if a layer's mapping cannot be rebuilt."""
+    from costmodel.llm import ROLES, dram_traffic
+    out = dict.fromkeys(ROLES, 0.0)
+    uniq = list(network.unique())
+    for _, r in best.drop_duplicates("layer_index").iterrows():
+        layer, rep = uniq[int(r["layer_index"])]
+        try:
+            m = _mapping(layer, arch, r)
+            if m is None:
+                return None
+            for k, v in dram_traffic(layer, arch, m).items():
+                out[k] += v * rep
+        except (ValueError, KeyError, TypeError):
+            return None
+    return out
+
+
+def llm_steps(directory: Path, manifest: dict, layers: list[dict[str, Any]],
+              best: pd.DataFrame | None = None) -> dict[str, Any]:
     """``{"steps": [rows], "note": str}``: one row per (transformer step, arch, objective,
     mapper label) of the per-layer records ``layers`` (`sweep.reports.loopnest.layer_report`'s
     ``layers``: ``network``, ``layer_index``, ``arch``, ``objective``, ``label``, ``energy_pj``,
-    ``latency_cycles``, ``repeat``). Empty when the campaign has no transformer step."""
+    ``latency_cycles``, ``repeat``). With ``best`` (the best unit row per problem, with its
+    ``loops`` / ``spatial`` / ``mapping``), each row also has ``dram_bits`` (weights, KV cache,
+    activations) and their shares (``dram_weights_share``, ...). Empty when the campaign has no
+    transformer step."""
     nets = [n for n in (manifest.get("config") or {}).get("networks", []) if isinstance(n, dict) and n.get("workload")]
     if not nets or not layers:
         return {"steps": [], "note": ""}
@@ -66,7 +109,14 @@ def llm_steps(directory: Path, manifest: dict, layers: list[dict[str, Any]]) -> 
         e = float((g["energy_pj"] * g["repeat"]).sum()) if not missing else None
         lat = float((g["latency_cycles"] * g["repeat"]).sum()) if not missing else None
         tot: dict[str, Any] = {"energy_pj": e, "latency_cycles": lat}
-        vec, llm = step_totals(tot, network, archs[arch]) if arch in archs else ({"not_costed": ""}, None)
+        dram = None
+        if best is not None and not missing and arch in archs and "network" in best:
+            sel = best[(best["network"] == net) & (best["arch"] == arch) & (best["objective"] == obj)
+                       & (best["label"] == label)]
+            if len(sel):  # one seed's best rows (the first seed's)
+                first = sel["seed"].iloc[0]
+                dram = _dram(network, archs[arch], sel[sel["seed"].isna() if pd.isna(first) else sel["seed"] == first])
+        vec, llm = step_totals(tot, network, archs[arch], dram) if arch in archs else ({"not_costed": ""}, None)
         w = network.workload
         row = {k: w.get(k) for k in STEP_COLUMNS}
         row.update({"network": net, "arch": arch, "objective": obj, "mapper": label, "missing_layers": missing,
@@ -75,10 +125,20 @@ def llm_steps(directory: Path, manifest: dict, layers: list[dict[str, Any]]) -> 
                     "not_costed": vec.get("not_costed", "")})
         for k in ("latency_s", "ttft_s", "time_per_token_s", "tokens_per_s", "energy_per_token_j"):
             row[k] = (llm or {}).get(k)
+        d = tot.get("dram_bits")
+        row["dram_bits"] = sum(d.values()) if d else None
+        for k in ("weights", "kv_cache", "activations"):
+            row[f"dram_{k}_share"] = d[k] / sum(d.values()) if d and sum(d.values()) else None
         out.append(row)
     order = {name: i for i, name in enumerate(steps)}  # the campaign's order of its steps
     out.sort(key=lambda r: order[r["network"]])
     return {"steps": out, "note": ""}
+
+
+def _shares(r: dict[str, Any]) -> str:
+    """``96% / 3.4% / 0.1%``: the weights', KV cache's and activations' shares of DRAM traffic."""
+    vals = [r.get(f"dram_{k}_share") for k in ("weights", "kv_cache", "activations")]
+    return "n/a" if any(v is None for v in vals) else " / ".join(f"{v:.3g}%" for v in (100 * v for v in vals))
 
 
 def print_llm_steps(rep: dict[str, Any], console) -> None:
@@ -93,7 +153,7 @@ def print_llm_steps(rep: dict[str, Any], console) -> None:
         return
     t = Table(title="LLM steps: matmuls (best mapping per layer) + vector operations; per token at the accelerator's clock")
     cols = ("step", "phase", "batch", "seq", "context", "arch", "objective", "mapper", "energy", "vector share",
-            "TTFT / time per token", "tokens/s", "energy per token")
+            "TTFT / time per token", "tokens/s", "energy per token", "DRAM per step", "weights / KV / act.")
     for c in cols:
         t.add_column(c, justify="left" if c in ("step", "phase", "arch", "objective", "mapper") else "right")
     for r in steps:
@@ -103,7 +163,8 @@ def print_llm_steps(rep: dict[str, Any], console) -> None:
         t.add_row(r["network"], str(r["phase"]), str(r["batch"]), "-" if r["seq"] is None else str(r["seq"]),
                   "-" if r["context"] is None else str(r["context"]), r["arch"], r["objective"], r["mapper"],
                   fmt.energy(r["energy_pj"]), "n/a" if share is None else f"{share:.2%}",
-                  fmt.seconds(per), fmt.sig(r["tokens_per_s"]), fmt.energy(ept))
+                  fmt.seconds(per), fmt.sig(r["tokens_per_s"]), fmt.energy(ept), fmt.bits(r.get("dram_bits")),
+                  _shares(r))
     print_wide(console, t)
     notes = sorted({r["not_costed"] for r in steps if r.get("not_costed")})
     for n in notes:

@@ -38,6 +38,7 @@ from sweep.reports.plots import (
 
 __all__ = [
     "assemble",
+    "best_units",
     "build",
     "layer_report",
     "mapper_label",
@@ -66,7 +67,7 @@ def assemble(directory: Path, manifest: dict, rows: pd.DataFrame, problems: pd.D
     rep = summary(directory, manifest, rows, problems)
     rep.update(layer_report(rows, problems, cfg.get("baseline", "random")))
     from sweep.reports.llm import llm_steps
-    llm = llm_steps(Path(directory), manifest, rep.get("layers") or [])
+    llm = llm_steps(Path(directory), manifest, rep.get("layers") or [], _problems(rows, problems))
     if llm["steps"] or llm["note"]:  # a campaign of transformer steps
         rep["llm"] = llm
     if plots_dir is not None and "problem_id" in problems:
@@ -109,6 +110,13 @@ def finished(rows: pd.DataFrame, problems: pd.DataFrame) -> bool:
     return "value" in rows and "problem_id" in rows and "problem_id" in problems and bool((rows["status"] == "ok").any())
 
 
+def best_units(rows: pd.DataFrame, problems: pd.DataFrame) -> pd.DataFrame:
+    """Per (network, layer) alias of each problem its best finished unit row (lowest value, ties
+    to the lowest unit): ``label``, the figures, ``loops`` / ``spatial`` / ``mapping``, ``arch``,
+    ``objective``, ``seed``, ``mapper``; empty if no row is finished."""
+    return _problems(rows, problems)
+
+
 def _problems(rows: pd.DataFrame, problems: pd.DataFrame) -> pd.DataFrame:
     if not finished(rows, problems):
         return pd.DataFrame()
@@ -122,7 +130,7 @@ def _problems(rows: pd.DataFrame, problems: pd.DataFrame) -> pd.DataFrame:
     best = best.drop(columns=["evaluations"]).join(agg)
     best["label"] = [mapper_label(m, p) for m, p in zip(best["mapper"], best["params"])]
     cols = ["label", "value", "energy_pj", "latency_cycles", "edp", "evaluations", "search_s",
-            "engine", "units", "loops"]
+            "engine", "units", "loops"] + [c for c in ("spatial", "mapping") if c in best]
     return problems.drop(columns=["task_id", "mapper", "arch", "objective", "seed"], errors="ignore") \
         .join(best[cols + ["arch", "objective", "seed", "mapper"]], on="problem_id", how="inner")
 

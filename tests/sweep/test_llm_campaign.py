@@ -65,6 +65,11 @@ def test_seven_models_run_and_report_what_sweep_map_gives(tmp_path):
         assert per == pytest.approx(row["ttft_s"] if row["phase"] == "prefill" else row["time_per_token_s"])
         # seconds at tpu_like's 700 MHz clock (its TOML): cycles / 7e8
         assert per == pytest.approx(one.latency_cycles / 700e6)
+        # DRAM traffic rebuilt from the stored best orderings = sweep map's, role by role
+        dram = one.total["dram_bits"]
+        assert row["dram_bits"] == pytest.approx(sum(dram.values()))
+        assert row["dram_weights_share"] == pytest.approx(dram["weights"] / sum(dram.values()))
+        assert row["dram_kv_cache_share"] == pytest.approx(dram["kv_cache"] / sum(dram.values()))
 
 
 def test_bundled_llm_campaign_validates():

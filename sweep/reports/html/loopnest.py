@@ -134,9 +134,14 @@ def add_llm_steps(page: Page, rep: dict[str, Any]) -> None:
     per = [r["ttft_s"] if r["phase"] == "prefill" else r["time_per_token_s"] for r in steps]
     cells = [df["network"], df["arch"], df["mapper"], [fmt.energy(v) for v in df["energy_pj"]],
              [fmt.seconds(v) for v in per], [fmt.sig(v) for v in df["tokens_per_s"]],
-             [fmt.energy(None if v is None or v != v else v * 1e12) for v in df["energy_per_token_j"]]]
+             [fmt.energy(None if v is None or v != v else v * 1e12) for v in df["energy_per_token_j"]],
+             [fmt.bits(r.get("dram_bits")) for r in steps],
+             [" / ".join("n/a" if r.get(f"dram_{k}_share") is None else f"{100 * r[f'dram_{k}_share']:.3g}%"
+                         for k in ("weights", "kv_cache", "activations")) for r in steps]]
     table = go.Figure(go.Table(header={"values": ["step", "arch", "mapper", "step energy", "TTFT / time per token",
-                                                  "tokens/s", "energy per token"]}, cells={"values": cells}))
+                                                  "tokens/s", "energy per token", "DRAM per step",
+                                                  "DRAM: weights / KV cache / activations"]},
+                               cells={"values": cells}))
     table.update_layout(height=80 + 28 * len(steps), margin={"l": 10, "r": 10, "t": 10, "b": 10})
     page.figure(table, "llm-steps-table")
     fig = go.Figure()
