@@ -77,9 +77,16 @@ def print_step(res: dict, console: Any) -> None:
     console.print(_traffic_text(tot.get("dram_bits")), highlight=False, markup=False)
     if not llm:
         return
+    for line in llm["workload"].get("not_costed") or []:
+        console.print(f"not costed: {line}", highlight=False, markup=False)
+    if llm["workload"].get("note"):
+        console.print(f"note: {llm['workload']['note']}", highlight=False, markup=False)
     w = llm["workload"]
-    prec = ", ".join(f"{k} {w[k]}" for k in ("weight_bits", "act_bits", "kv_bits") if w.get(k)) \
-        or "the accelerator's [precision]"
+    p = llm.get("precisions") or {}
+    given = [k for k in ("weight_bits", "act_bits", "kv_bits") if w.get(k)]
+    prec = (", ".join(f"{k.replace('_', ' ')} {v}" for k, v in p.items()) + " bits "
+            + (f"({', '.join(given)} set by the step, the rest the accelerator's [precision])" if given
+               else "(the accelerator's [precision])")) if p else "n/a"
     head = (f"prefill of {w['batch']} x {w['seq']} tokens: time to first token {fmt.seconds(llm['ttft_s'])}"
             if llm["phase"] == "prefill" else
             f"decode at batch {w['batch']}, context {w['context']}: time per output token "

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["network_totals", "step_totals", "total", "vector_part"]
+__all__ = ["network_totals", "step_precisions", "step_totals", "total", "vector_part"]
 
 
 def total(rows: list[dict[str, Any]], key: str):
@@ -77,4 +77,21 @@ def step_totals(tot: dict[str, Any], network, arch, dram: dict[str, float] | Non
     if not network.workload or not clock:
         return vec, None
     return vec, {**step_metrics(network.workload, tot["energy_pj"], tot["latency_cycles"], clock),
-                 "clock_mhz": clock, "workload": dict(network.workload), "matmul_only": not vec["costed"]}
+                 "clock_mhz": clock, "workload": dict(network.workload), "matmul_only": not vec["costed"],
+                 "precisions": step_precisions(network, arch)}
+
+
+def step_precisions(network, arch) -> dict[str, int] | None:
+    """The precisions (bits) a transformer step ran at on ``arch``: ``weights``, ``activations``
+    and ``kv_cache`` (the W operand of a weight layer and of the attention score matmul, the I
+    operand; `costmodel.loopnest.reference.operand_bits`: the step's own where it fixes them,
+    else the accelerator's ``[precision]``); None on an architecture without that model."""
+    if not hasattr(arch, "precisions"):
+        return None
+    from costmodel.loopnest.reference import operand_bits
+    layers = [l for l, _ in network]
+    weight = next((l for l in layers if l.w_role == "weight"), layers[0])
+    kv = next((l for l in layers if l.w_role == "kv_cache"), None)
+    bits = operand_bits(weight, arch)
+    return {"weights": bits["W"], "activations": bits["I"],
+            "kv_cache": operand_bits(kv, arch)["W"] if kv is not None else bits["I"]}
