@@ -107,6 +107,9 @@ _PROSE = {"description": 60, "doc": 70, "source": 50, "parameters": 60}
 
 
 def _cell(v: Any) -> str:
+    """A table cell's text, Rich markup escaped (a doc's ``[spatial]`` is the TOML table's name,
+    not a style tag)."""
+    from rich.markup import escape
     if v is None:
         return "-"
     if isinstance(v, bool):
@@ -114,8 +117,8 @@ def _cell(v: Any) -> str:
     if isinstance(v, int):
         return f"{v:,}"
     if isinstance(v, (list, tuple)):
-        return ", ".join(str(x) for x in v)
-    return str(v)
+        return escape(", ".join(str(x) for x in v))
+    return escape(str(v))
 
 
 def print_rows(title: str, rows: list[dict], console: Any, caption: str | None = None) -> None:
@@ -123,7 +126,9 @@ def print_rows(title: str, rows: list[dict], console: Any, caption: str | None =
     aligned, prose columns (`_PROSE`) wrapped, every other column whole."""
     from rich.table import Table
 
-    t = Table(title=title, caption=caption, title_justify="left", caption_justify="left")
+    from rich.markup import escape
+    t = Table(title=escape(title), caption=None if caption is None else escape(caption), title_justify="left",
+              caption_justify="left")
     for k in rows[0]:
         numeric = isinstance(rows[0][k], (int, float)) and not isinstance(rows[0][k], bool)
         t.add_column(k, justify="right" if numeric else "left", no_wrap=k not in _PROSE,
