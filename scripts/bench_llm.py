@@ -8,13 +8,13 @@ as a Markdown table and written with the raw JSON to ``--out``:
   time per token / time to first token. Prefill runs loma with ``lpf_limit=7``: the exhaustive
   ordering space of a 2048-token matmul (2^11 x 2^12 x 2^12 prime factors) is out of reach.
 * ``bound``: a decode matmul (Llama-3-8B's ffn_gate, 4096 -> 14336) at batch 1, 2, 4, ... on
-  tpu_like, eyeriss_like and simba_like (loma, ``spatial=search``): its latency against the DRAM
+  tpu_like, eyeriss_like and simba_like (loma, ``spatial=search``, ``lpf_limit=7``): its latency against the DRAM
   bound (weight bits / DRAM read bandwidth, bits per cycle, from each preset's TOML) and against
   the compute bound (MACs / PEs); the batch at which each preset becomes compute-bound (latency
   more than 2 % over the DRAM bound), against the ratio of peak MACs per cycle to DRAM weights
   per cycle (PEs x weight bits / DRAM bits per cycle).
 * ``breakdown``: where the energy of a Llama-3-8B decode step goes on tpu_like (batch 1, context
-  512 and 32,768; loma, ``spatial=search``): per memory level and role (weights, KV cache,
+  512 and 32,768; loma, ``spatial=search``, ``lpf_limit=7``): per memory level and role (weights, KV cache,
   activations), the MACs, and the vector operations (compute and their memory traffic); and what
   fusing attention would save at most (the vector operations' memory traffic and the DRAM traffic of
   the scores and probabilities).
@@ -84,7 +84,7 @@ def bound(batches: list[int]) -> list[dict]:
         crossover = None
         for b in batches:
             layer = next(l for l, _ in load_network("llama3_8b", phase="decode", batch=b) if l.name == "ffn_gate")
-            res = map_layer(layer, acc, "loma", "latency", params={"spatial": "search"})
+            res = map_layer(layer, acc, "loma", "latency", params={"spatial": "search", "lpf_limit": 7})
             dram_cycles = layer.weight_count * w_bits / dram.read_bw
             compute_cycles = layer.macs / acc.pe_count
             ratio = res["latency_cycles"] / dram_cycles
@@ -113,7 +113,7 @@ def breakdown(contexts: list[int]) -> list[dict]:
     out = []
     for ctx in contexts:
         net = load_network("llama3_8b", phase="decode", batch=1, context=ctx)
-        res = map_network(net, acc, "loma", "energy", params={"spatial": "search"})
+        res = map_network(net, acc, "loma", "energy", params={"spatial": "search", "lpf_limit": 7})
         cells: dict[tuple[str, str], float] = {}
         unfused = 0.0  # what fusing attention's matmuls and softmax could save (upper bound)
         for row, (layer, rep) in zip(res["layers"], net.unique()):

@@ -89,31 +89,29 @@ def _scaled(v: Any, units: tuple[tuple[float, str], ...], digits: int) -> tuple[
     return _fixed(_round_sig(f / scale, digits), digits), name
 
 
+def _in_units(v: Any, units: tuple[tuple[float, str], ...], digits: int) -> str:
+    """``v`` as "<number> <unit>" in the unit of ``units`` that fits (`_scaled`); n/a, inf, -inf
+    for None, NaN and infinities."""
+    sp = _special(v)
+    if sp is not None:
+        return sp
+    num, unit = _scaled(v, units, digits)
+    return f"{num} {unit}"
+
+
 def energy(pj: Any, digits: int = DIGITS) -> str:
     """An energy given in pJ in the unit that fits: ``12.71 mJ`` for 12,714,590,470.3 pJ."""
-    s = _special(pj)
-    if s is not None:
-        return s
-    num, unit = _scaled(pj, _ENERGY, digits)
-    return f"{num} {unit}"
+    return _in_units(pj, _ENERGY, digits)
 
 
 def seconds(s: Any, digits: int = DIGITS) -> str:
     """A time given in s in the unit that fits: ``12.35 ms`` for 0.012345 s."""
-    sp = _special(s)
-    if sp is not None:
-        return sp
-    num, unit = _scaled(s, _SECONDS, digits)
-    return f"{num} {unit}"
+    return _in_units(s, _SECONDS, digits)
 
 
 def bits(b: Any, digits: int = DIGITS) -> str:
     """A data volume given in bits, in bytes with a decimal prefix: ``16.06 GB`` for 1.285e11 bits."""
-    sp = _special(b)
-    if sp is not None:
-        return sp
-    num, unit = _scaled(b, _BYTES, digits)
-    return f"{num} {unit}"
+    return _in_units(b, _BYTES, digits)
 
 
 def cycles(n: Any, digits: int = DIGITS) -> str:
