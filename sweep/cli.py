@@ -208,7 +208,7 @@ def map_(
     dims: DimsOpt = None,
     objective: Annotated[Optional[str], typer.Option("--objective", help="What to minimise: energy (pJ), latency (cycles) or edp (default energy); on the multi-NPU archs arch1..arch8: latency_bytes (default), latency or bytes; on DeepOpt's systolic presets the PM: E (default), D, ED, E2D or ED2.")] = None,
     seed: Annotated[int, typer.Option("--seed", metavar="SEED", callback=seed_option, help="Seed of stochastic mappers, 0 <= SEED < 2**32.")] = 0,
-    param: Annotated[Optional[list[str]], typer.Option("--param", metavar="KEY=VALUE", callback=param_option, help="Mapper parameter KEY=VALUE (repeatable), e.g. --param iterations=2000 --param engine=sa; on systolic presets also DeepOpt's model parameters (a campaign's [systolic] table), e.g. --param fc_batch_quirk=true.")] = None,
+    param: Annotated[Optional[list[str]], typer.Option("--param", metavar="KEY=VALUE", callback=param_option, help="Mapper parameter KEY=VALUE (repeatable), e.g. --param iterations=2000 --param engine=sa; on systolic presets also DeepOpt's model parameters (a campaign's \\[systolic] table), e.g. --param fc_batch_quirk=true.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
     point: Annotated[Optional[int], typer.Option("--point", min=0, metavar="N", help="With a systolic preset of several hardware points (deepopt_table5, ...): which one, numbered as a campaign's rows number them (the message without it lists them).")] = None,
     phase: PhaseOpt = None, batch: BatchOpt = None, seq: SeqOpt = None, context: ContextOpt = None,
