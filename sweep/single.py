@@ -57,7 +57,8 @@ WORKLOAD_OPTIONS = {"phase": "--phase", "batch": "--batch", "seq": "--seq", "con
 
 
 def resolve_network(network: str, workload: dict[str, Any] | None = None) -> Network:
-    """The network named by ``--network``: a zoo name, or a file (``*.csv`` in the zoo format,
+    """The network named by ``--network``: a zoo name, a transformer step's name as campaigns and
+    reports write it (``llama3_8b/decode/b8/ctx4096``), or a file (``*.csv`` in the zoo format,
     ``*.onnx`` an ONNX model). ``workload``: the transformer step's parameters (`WORKLOAD_OPTIONS`;
     None values are left at the model's defaults), refused for a network without them.
 
@@ -66,7 +67,16 @@ def resolve_network(network: str, workload: dict[str, Any] | None = None) -> Net
             and its value when the network has no such parameter or the value is invalid.
     """
     from costmodel.zoo import list_networks, load_network, load_network_file
+    from costmodel.zoo.transformer import parse_step_name
     given = {k: v for k, v in (workload or {}).items() if v is not None}
+    step = parse_step_name(network) if not Path(network).exists() else None
+    if step is not None:  # a step's name, as campaigns and reports write it: llama3_8b/decode/b8/ctx4096
+        network, named = step
+        clash = [k for k in given if k in named and given[k] != named[k]]
+        if clash:
+            raise _bad("--network", WORKLOAD_OPTIONS[clash[0]], given[clash[0]],
+                       f"the step name already sets {clash[0]} = {named[clash[0]]}")
+        given = {**named, **given}
     if network in list_networks():
         try:
             return load_network(network, **given)

@@ -60,10 +60,11 @@ import importlib.resources
 import math
 import tomllib
 from dataclasses import dataclass, fields
+from typing import Any
 
 from costmodel.workload import Layer, Network, VectorOp
 
-__all__ = ["TransformerConfig", "list_transformers", "transformer_config", "transformer_info",
+__all__ = ["TransformerConfig", "list_transformers", "transformer_config", "transformer_info", "parse_step_name",
            "param_count", "build_transformer", "experts_touched", "MODEL_KINDS", "PHASES",
            "WEIGHT_BITS", "WORKLOAD_PARAMS"]
 
@@ -558,3 +559,29 @@ def build_transformer(name: str, *, phase: str | None = None, batch: int | None 
     size += "".join(f"/{tag}{v}" for tag, v in (("w", weight_bits), ("a", act_bits), ("kv", kv_bits)) if v is not None)
     return Network(f"{name}/{st.phase}/b{st.batch}/{size}", tuple(_with_bits(l, bits) for l in layers),
                    tuple(reps), cfg.source, tuple(vops), tuple(vreps), workload)
+
+
+#: The parts of a step's name after ``<model>/<phase>/b<batch>/`` and the parameter each sets.
+_NAME_TAGS = (("seq", "seq"), ("ctx", "context"), ("w", "weight_bits"), ("a", "act_bits"), ("kv", "kv_bits"))
+
+
+def parse_step_name(name: str) -> tuple[str, dict[str, Any]] | None:
+    """``"llama3_8b/decode/b8/ctx4096/kv4"`` (a step's `Network.name`, as `build_transformer`
+    names it) -> ``("llama3_8b", {"phase": "decode", "batch": 8, "context": 4096, "kv_bits": 4})``,
+    so that ``build_transformer(model, **params)`` rebuilds that step; None if ``name`` is not a
+    step name of a zoo transformer."""
+    parts = name.split("/")
+    if len(parts) < 3 or parts[0] not in list_transformers() or parts[1] not in PHASES:
+        return None
+    params: dict[str, Any] = {"phase": parts[1]}
+    if not parts[2].startswith("b") or not parts[2][1:].isdigit():
+        return None
+    params["batch"] = int(parts[2][1:])
+    for part in parts[3:]:
+        for tag, key in sorted(_NAME_TAGS, key=lambda t: -len(t[0])):  # "kv" before "w" / "a"
+            if part.startswith(tag) and part[len(tag):].isdigit() and key not in params:
+                params[key] = int(part[len(tag):])
+                break
+        else:
+            return None
+    return parts[0], params

@@ -39,7 +39,10 @@ than the array) is dropped and counted by reason; so are points failing a constr
 window. `sweep validate` prints the counts. No valid point left is a campaign error.
 
 Search objectives are per-design figures: ``edp``, ``energy_pj``, ``latency_cycles`` (each the
-geometric mean over the campaign's networks of that network's total) and ``area_mm2``.
+geometric mean over the campaign's networks of that network's total) and ``area_mm2``; with
+transformer steps among the networks also ``time_per_token_s`` (the geometric mean over the decode
+steps), ``ttft_s`` (over the prefill steps) and ``energy_per_token_j`` (over every step): each a
+campaign error naming ``search.objectives`` when no network has that figure.
 
 Dataflows (`costmodel.loopnest.template.Dataflow`): each table of ``[architectures.dataflows]``
 names one, with exactly one of ``spatial`` (a fixed unrolling, array dim -> [[loop dim, factor],
@@ -77,13 +80,17 @@ from sweep.ids import stable_hash
 from sweep.study import sampler_names
 
 __all__ = ["DesignSpace", "SearchSpec", "parse_design_space", "parse_search", 
-           "check_dataflow_mappers", "SAMPLERS", "SEARCH_OBJECTIVES"]
+           "check_dataflow_mappers", "check_step_objectives", "SAMPLERS", "SEARCH_OBJECTIVES", "STEP_OBJECTIVES"]
 
 #: Samplers of ``[search]``: every valid design, a seeded uniform sample, or an Optuna study
 #: (the names `sweep.study.SAMPLERS` gives architecture search).
 SAMPLERS = sampler_names("archsearch")
 #: Per-design figures a search can minimise (energy, latency and EDP: geometric mean over networks).
-SEARCH_OBJECTIVES = ("edp", "energy_pj", "latency_cycles", "area_mm2")
+SEARCH_OBJECTIVES = ("edp", "energy_pj", "latency_cycles", "area_mm2", "time_per_token_s", "ttft_s",
+                     "energy_per_token_j")
+#: The search objectives of transformer steps, and the phase each needs among the networks (None:
+#: any step): the geometric mean over the campaign's steps that have the figure.
+STEP_OBJECTIVES = {"time_per_token_s": "decode", "ttft_s": "prefill", "energy_per_token_j": None}
 _ARCH_KEYS = {"kind", "template", "grid", "dataflows"}
 _WINDOW_KEYS = {"constraints", "area_budget_mm2", "min_area_fraction"}
 _SEARCH_KEYS = {"sampler", "trials", "seed", "objectives", "batch"}
@@ -497,3 +504,18 @@ def parse_search(value: Any, n_designs: int | None, bad: Bad) -> SearchSpec:
         bad("search.batch", batch, "expected an integer in [1, 4096]")
         batch = 4
     return SearchSpec(sampler, trials, seed, tuple(objs), batch)
+
+
+def check_step_objectives(search: "SearchSpec | None", networks: list, bad: Bad) -> None:
+    """A step objective (`STEP_OBJECTIVES`) needs a transformer step of its phase among
+    ``networks``; report it through ``bad`` (key ``search.objectives``) otherwise."""
+    if search is None:
+        return
+    for o in search.objectives:
+        if o not in STEP_OBJECTIVES:
+            continue
+        phase = STEP_OBJECTIVES[o]
+        if not any(n.workload and (phase is None or n.workload.get("phase") == phase) for n in networks):
+            what = f"a {phase} step" if phase else "a transformer step"
+            bad("search.objectives", list(search.objectives), f"{o} needs {what} among the networks, e.g. "
+                f"{{model = \"llama3_8b\", phase = \"{phase or 'decode'}\"}}")

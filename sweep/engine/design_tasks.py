@@ -102,11 +102,13 @@ def evaluate_design(template, design_id: str, values: dict, networks: Sequence, 
         arch_row = [{"design_id": design_id, "arch": canonical_json(acc.to_dict())}]
     except Exception as e:  # noqa: BLE001 - an unbuildable design is an error row, the campaign goes on
         err = f"{type(e).__name__}: {e}"
+        extra = dict.fromkeys(STEP_TOTALS) if any(n.workload for n in networks) else {}
         return ([], [dict(common, network=n.name, status="error", error=err, area_mm2=np.nan,
-                          **_nan_totals(), mapper=mapper_name, objective=objective, seed=seed) for n in networks],
-                [])
+                          **_nan_totals(), mapper=mapper_name, objective=objective, seed=seed, **extra)
+                     for n in networks], [])
     cache: dict[str, dict] = {}
     rows, totals = [], []
+    steps = any(n.workload for n in networks)  # transformer steps: the STEP_TOTALS columns
     for net in networks:
         net_rows = []
         for li, (layer, rep) in enumerate(net.unique()):
@@ -126,10 +128,38 @@ def evaluate_design(template, design_id: str, values: dict, networks: Sequence, 
             tot.update(status="error", error=f"layer {failed[0]['layer']}: {failed[0]['error']}", **_nan_totals())
         else:
             t = network_totals(net_rows)
-            tot.update(status="ok", error="", energy_pj=t["energy_pj"], latency_cycles=t["latency_cycles"],
-                       edp=t["edp"])
+            if steps:  # a transformer step: its vector operations join the totals, as in `sweep map`
+                step_columns(t, net, acc, area)
+            tot.update(status="ok", error="", **{k: v for k, v in t.items() if k != "dram_bits"})
+        if steps:
+            tot = {**dict.fromkeys(STEP_TOTALS), **tot}
         totals.append(tot)
     return rows, totals, arch_row
+
+
+#: The totals columns of a campaign with transformer steps (None for its other networks and for a
+#: failed design): the step's parameters, the matmul / vector split (pJ, cycles) and the serving
+#: figures (s, tokens/s, J, tokens/s/mm^2), as `sweep map --network` computes them
+#: (`sweep.engine.totals.step_totals`).
+STEP_TOTALS = ("phase", "batch", "seq", "context", "matmul_energy_pj", "vector_energy_pj",
+               "matmul_latency_cycles", "vector_latency_cycles", "ttft_s", "time_per_token_s", "tokens_per_s",
+               "energy_per_token_j", "tokens_per_s_per_mm2")
+
+
+def step_columns(t: dict, net, acc, area: float) -> None:
+    """``t`` (`network_totals` of ``net``'s layers on ``acc``) in place: the step's totals with its
+    vector operations and the serving figures (`STEP_TOTALS`); nothing for a network that is not
+    a transformer step."""
+    from sweep.engine.totals import step_totals
+
+    if not (net.vector_ops or net.workload):
+        return
+    _, llm = step_totals(t, net, acc)
+    w = net.workload
+    t.update({k: w.get(k) for k in ("phase", "batch", "seq", "context")})
+    for k in ("ttft_s", "time_per_token_s", "tokens_per_s", "energy_per_token_j"):
+        t[k] = (llm or {}).get(k)
+    t["tokens_per_s_per_mm2"] = t["tokens_per_s"] / area if t.get("tokens_per_s") and area else None
 
 
 def _nan_totals() -> dict:

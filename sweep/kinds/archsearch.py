@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from costmodel.loopnest.reference import MODEL_VERSION
-from sweep.campaigns.designspace import check_dataflow_mappers, parse_design_space, parse_search
+from sweep.campaigns.designspace import check_dataflow_mappers, check_step_objectives, parse_design_space, parse_search
 from sweep.campaigns.validation import Bad
 from sweep.engine.design_tasks import count_design_tasks, design_tasks
 from sweep.kinds.base import CampaignKind, arch_kind
@@ -57,6 +57,10 @@ class ArchsearchKind(CampaignKind):
 
     def check(self, networks: list, archs: Any, mappers: list, bad: Bad) -> None:
         check_dataflow_mappers(archs, mappers, networks, bad)
+
+    def check_search(self, search: Any, networks: list, bad: Bad) -> None:
+        """A step objective (time_per_token_s, ttft_s, energy_per_token_j) needs a step of its phase."""
+        check_step_objectives(search, networks, bad)
 
     def config_extras(self, campaign: Any) -> dict[str, Any]:
         return {"loopnest_model": MODEL_VERSION, "search": campaign.search.describe(),

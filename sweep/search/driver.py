@@ -36,6 +36,7 @@ from typing import Callable
 import numpy as np
 
 from sweep import study as st
+from sweep.campaigns.designspace import STEP_OBJECTIVES
 from sweep.engine.design_tasks import make_task
 from sweep.engine.executor import Executor
 from sweep.engine.store import Store
@@ -52,10 +53,18 @@ MAX_ASKED = 10
 
 def design_value(totals: list[dict], objective: str) -> float:
     """The value of a design for ``objective`` from its per-network totals (dicts with
-    ``area_mm2``, ``energy_pj``, ``latency_cycles``, ``edp``): area, or the geometric mean over the
-    networks; NaN if a network failed."""
+    ``area_mm2``, ``energy_pj``, ``latency_cycles``, ``edp`` and, for transformer steps, the
+    `sweep.engine.design_tasks.STEP_TOTALS`): area, or the geometric mean over the networks (a
+    step objective: over the steps that have it, e.g. ``ttft_s`` over the prefill steps); NaN if
+    a network failed."""
     if objective == "area_mm2":
         return float(totals[0]["area_mm2"])
+    if objective in STEP_OBJECTIVES:  # over the steps that have the figure (a phase's steps)
+        if any(t.get("status", "ok") != "ok" for t in totals):
+            return math.nan
+        totals = [t for t in totals if t.get(objective) is not None]
+        if not totals:
+            return math.nan
     vals = np.asarray([t[objective] for t in totals], dtype=np.float64)
     if not np.all(np.isfinite(vals)) or np.any(vals <= 0):
         return math.nan

@@ -1,0 +1,103 @@
+"""Architecture search over transformer steps: the step objectives (time per token over the decode
+steps, time to first token over the prefill steps, energy per token), the serving columns of the
+totals, and each design's totals reproduced exactly by `sweep map` of the step's name."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from costmodel.importers.toml_out import write
+from costmodel.zoo.transformer import build_transformer, parse_step_name
+from sweep import api
+from sweep.cli import app
+from sweep.engine.store import Store
+from sweep.search.driver import design_value
+
+runner = CliRunner()
+
+CAMPAIGN = """
+name = "as_llm"
+output = "{out}"
+networks = [{{model = "gpt2", phase = "decode", batch = [1, 4], context = 32}}{prefill}]
+objectives = ["latency"]
+seeds = [0]
+
+[architectures]
+kind = "loopnest"
+template = "tpu_like"
+
+[architectures.grid]
+array.D1 = [16, 32]
+memory.unified_buffer.size_kib = [256, 512]
+
+[search]
+sampler = "grid"
+objectives = {objectives}
+
+[[mappers]]
+name = "loma"
+params = {{ lpf_limit = 4 }}
+"""
+
+
+def _write(tmp_path: Path, objectives: str, prefill: bool = True) -> Path:
+    p = tmp_path / "c.toml"
+    p.write_text(CAMPAIGN.format(out=(tmp_path / "out").as_posix(), objectives=objectives,
+                                 prefill=', {model = "gpt2", phase = "prefill", seq = 32}' if prefill else ""))
+    return p
+
+
+def test_a_step_objective_needs_a_step_of_its_phase(tmp_path):
+    res = runner.invoke(app, ["validate", str(_write(tmp_path, '["ttft_s"]', prefill=False))])
+    assert res.exit_code == 2
+    assert "search.objectives" in res.output and "prefill" in res.output
+    assert not (tmp_path / "out").exists()
+
+
+def test_step_names_round_trip():
+    for kw in ({"phase": "decode", "batch": 8, "context": 4096, "kv_bits": 4},
+               {"phase": "prefill", "batch": 2, "seq": 128, "weight_bits": 4}):
+        net = build_transformer("llama3_8b", **kw)
+        assert parse_step_name(net.name) == ("llama3_8b", kw)
+        assert api.load_network(net.name) == net
+    assert parse_step_name("resnet18") is None
+
+
+def test_design_value_of_step_objectives():
+    # geometric means over the steps that have the figure: sqrt(0.01 * 0.04) = 0.02 s
+    totals = [{"area_mm2": 5.0, "time_per_token_s": 0.01, "ttft_s": None, "energy_per_token_j": 1e-3},
+              {"area_mm2": 5.0, "time_per_token_s": 0.04, "ttft_s": None, "energy_per_token_j": 4e-3},
+              {"area_mm2": 5.0, "time_per_token_s": None, "ttft_s": 0.5, "energy_per_token_j": 1e-3}]
+    assert design_value(totals, "time_per_token_s") == pytest.approx(0.02)
+    assert design_value(totals, "ttft_s") == pytest.approx(0.5)
+    assert design_value(totals, "energy_per_token_j") == pytest.approx((1e-3 * 4e-3 * 1e-3) ** (1 / 3))
+    assert math.isnan(design_value(totals[:2], "ttft_s"))
+
+
+@pytest.mark.slow
+def test_search_totals_carry_the_serving_figures_and_sweep_map_reproduces_them(tmp_path):
+    run = api.run_campaign(_write(tmp_path, '["time_per_token_s", "ttft_s"]'), executor="local")
+    assert run.ok
+    t = Store(run.output).read("totals")
+    assert len(t) == 4 * 3  # 4 designs x 3 steps
+    dec = t[t["phase"] == "decode"]
+    # tpu_like's clock is 700 MHz (its TOML): seconds = cycles / 7e8; tokens/s = batch / that
+    assert (dec["time_per_token_s"] == dec["latency_cycles"] / 700e6).all()
+    assert dec["tokens_per_s"].to_numpy() == pytest.approx((dec["batch"] / dec["time_per_token_s"]).to_numpy())
+    assert dec["tokens_per_s_per_mm2"].to_numpy() == pytest.approx((dec["tokens_per_s"] / dec["area_mm2"]).to_numpy())
+    assert t[t["phase"] == "prefill"]["time_per_token_s"].isna().all()
+    # energy = matmuls + vector operations (no overlap)
+    assert t["energy_pj"].to_numpy() == pytest.approx((t["matmul_energy_pj"] + t["vector_energy_pj"]).to_numpy())
+    # a design's step through `sweep map --network <step name> --arch <design TOML>`: the same totals
+    row = dec.iloc[-1]
+    toml = tmp_path / "design.toml"
+    arch = Store(run.output).read("archs")
+    write(toml, json.loads(arch[arch["design_id"] == row["design_id"]]["arch"].iloc[0]))
+    one = api.map_network(row["network"], toml, "loma", "latency", params={"lpf_limit": 4})
+    assert one.energy_pj == row["energy_pj"] and one.latency_cycles == row["latency_cycles"]
+    assert one.llm["time_per_token_s"] == row["time_per_token_s"]
