@@ -24,9 +24,10 @@ entries where ``layer.o_role == "kv_cache"`` (the K and V projections write the 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["ROLES", "dram_traffic", "step_metrics"]
+__all__ = ["ROLES", "ServingMix", "dram_traffic", "step_metrics"]
 
 #: What DRAM traffic carries.
 ROLES = ("weights", "kv_cache", "activations")
@@ -82,3 +83,101 @@ def step_metrics(workload: dict[str, Any], energy_pj: float | None, latency_cycl
                            "energy_per_token_j": e_j / tokens if e_j is not None else None}
     out["ttft_s" if phase == "prefill" else "time_per_token_s"] = lat_s
     return out
+
+
+@dataclass(frozen=True)
+class ServingMix:
+    """A serving mix (issue: "which accelerator for this traffic"): requests of ``prompt`` tokens
+    answered with ``output`` tokens, ``batch`` requests served together: one prefill step of
+    ``batch`` x ``prompt`` tokens, then ``output`` decode steps at contexts ``prompt + 1`` ..
+    ``prompt + output``.
+
+    The decode steps are not all mapped: ``points`` contexts are, evenly spaced from ``prompt + 1``
+    to ``prompt + output`` (rounded half up to whole tokens), and the ``output`` steps' sum is the
+    trapezoid rule over them (`decode_weights`): exact where a step's cost is linear in its
+    context between two points, which it is for the KV cache's reads and the attention matmuls
+    (linear in the context) while the weights' part is constant; a mapping that changes with the
+    context makes it approximate. A whole request:
+
+    * request latency (cycles) = TTFT (the prefill step) + the decode steps' sum;
+    * energy per request (pJ) = (prefill energy + the decode steps' sum) / batch;
+    * requests/s = batch / request latency (s); output tokens/s = batch x output / request latency.
+
+    Raises:
+        ValueError: a count that is not a positive integer (``workload.<key>``), ``points`` < 2 or
+            more than ``output`` distinct contexts allow, or a model that is not a decoder.
+    """
+
+    model: str
+    prompt: int
+    output: int
+    batch: int = 1
+    points: int = 3
+
+    def __post_init__(self) -> None:
+        for k in ("prompt", "output", "batch", "points"):
+            v = getattr(self, k)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ValueError(f"workload.{k} = {v!r}: expected a positive integer")
+        if self.points < 2 and self.output > 1:
+            raise ValueError(f"workload.points = {self.points}: at least 2 decode contexts (the first and the last)")
+
+    @property
+    def name(self) -> str:
+        """``<model>/mix/b<batch>/p<prompt>/o<output>``: the mix's row in the totals."""
+        return f"{self.model}/mix/b{self.batch}/p{self.prompt}/o{self.output}"
+
+    def contexts(self) -> list[int]:
+        """The decode contexts mapped: ``points`` evenly spaced from prompt + 1 to prompt + output
+        (distinct, increasing; one if output is 1)."""
+        lo, hi = self.prompt + 1, self.prompt + self.output
+        if hi == lo:
+            return [lo]
+        n = min(self.points, hi - lo + 1)
+        return sorted({math.floor(lo + (hi - lo) * i / (n - 1) + 0.5) for i in range(n)})  # half up
+
+    def decode_weights(self) -> list[float]:
+        """How many of the ``output`` decode steps each context of `contexts` stands for: the
+        trapezoid rule of sum_{c = lo}^{hi} f(c) over the points (weights sum to ``output``)."""
+        cs = self.contexts()
+        if len(cs) == 1:
+            return [float(self.output)]
+        w = [0.0] * len(cs)
+        for i in range(len(cs) - 1):  # segment [c_i, c_i+1]: its tokens' share, split linearly
+            a, b = cs[i], cs[i + 1]
+            # tokens c in (a, b] of this segment (the first segment also holds c = a)
+            n = b - a + (1 if i == 0 else 0)
+            first = a if i == 0 else a + 1
+            s_a = sum((b - c) / (b - a) for c in range(first, b + 1))
+            w[i] += s_a
+            w[i + 1] += n - s_a
+        return w
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``[workload]`` table."""
+        return {"model": self.model, "prompt": self.prompt, "output": self.output, "batch": self.batch,
+                "points": self.points}
+
+    def figures(self, prefill: dict[str, Any], decodes: list[dict[str, Any]], clock_mhz: float) -> dict[str, Any]:
+        """The request's figures from the step totals (``energy_pj``, ``latency_cycles`` of the
+        prefill step and of each decode context of `contexts`, in that order): ``energy_pj`` and
+        ``latency_cycles`` of one batch of requests, ``request_latency_s``, ``requests_per_s``,
+        ``energy_per_request_j``, ``tokens_per_s`` (output tokens), ``energy_per_token_j`` (per
+        output token), ``ttft_s`` and ``time_per_token_s`` (the mean decode step); None where a
+        step has no figure."""
+        w = self.decode_weights()
+        steps = [prefill, *decodes]
+        if len(decodes) != len(w) or any(s.get(k) is None or not math.isfinite(s[k])
+                                         for s in steps for k in ("energy_pj", "latency_cycles")):
+            return dict.fromkeys(("energy_pj", "latency_cycles", "request_latency_s", "requests_per_s",
+                                  "energy_per_request_j", "tokens_per_s", "energy_per_token_j", "ttft_s",
+                                  "time_per_token_s"))
+        e = prefill["energy_pj"] + sum(wi * d["energy_pj"] for wi, d in zip(w, decodes))
+        dec_cycles = sum(wi * d["latency_cycles"] for wi, d in zip(w, decodes))
+        cyc = prefill["latency_cycles"] + dec_cycles
+        s = cyc / (clock_mhz * 1e6)
+        return {"energy_pj": e, "latency_cycles": cyc, "request_latency_s": s, "requests_per_s": self.batch / s,
+                "energy_per_request_j": e * 1e-12 / self.batch, "tokens_per_s": self.batch * self.output / s,
+                "energy_per_token_j": e * 1e-12 / (self.batch * self.output),
+                "ttft_s": prefill["latency_cycles"] / (clock_mhz * 1e6),
+                "time_per_token_s": dec_cycles / self.output / (clock_mhz * 1e6)}

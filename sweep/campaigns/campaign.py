@@ -69,7 +69,7 @@ Architectures = Union[SystolicPoints, ArchSet]
 
 #: The top-level keys of a campaign file (each kind reads the ones it uses).
 TOP_KEYS = {"name", "description", "output", "networks", "objectives", "seeds", "architectures",
-             "mappers", "run", "systolic", "report", "search"}
+             "mappers", "run", "systolic", "report", "search", "workload"}
 _MAPPER_KEYS = ("name", "params", "params_file")
 _RUN_KEYS = {"chunk_points": (int, 1, 10**7), "units_per_task": (int, 1, 10**5),
              "designs_per_task": (int, 1, 10**4),
@@ -157,6 +157,7 @@ class Campaign:
     description: str = ""
     search: Any = None                 # archsearch: the [search] table (`SearchSpec`)
     raw: dict[str, Any] = field(default_factory=dict, repr=False)
+    workload: Any = None               # the [workload] serving mix (`costmodel.llm.ServingMix`)
 
     @property
     def kind(self) -> str:
@@ -177,6 +178,7 @@ class Campaign:
             "units_per_task": self.run.units_per_task,
             "kind": self.kind,
             **self.plan.config_extras(self),
+            **({"workload": self.workload.to_dict()} if self.workload is not None else {}),
         }
 
     def config_hash(self) -> str:

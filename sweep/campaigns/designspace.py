@@ -42,7 +42,9 @@ Search objectives are per-design figures: ``edp``, ``energy_pj``, ``latency_cycl
 geometric mean over the campaign's networks of that network's total) and ``area_mm2``; with
 transformer steps among the networks also ``time_per_token_s`` (the geometric mean over the decode
 steps), ``ttft_s`` (over the prefill steps) and ``energy_per_token_j`` (over every step): each a
-campaign error naming ``search.objectives`` when no network has that figure.
+campaign error naming ``search.objectives`` when no network has that figure; with a ``[workload]``
+serving mix (`costmodel.llm.ServingMix`) also ``request_latency_s`` and ``energy_per_request_j``
+(its own row of the totals).
 
 Dataflows (`costmodel.loopnest.template.Dataflow`): each table of ``[architectures.dataflows]``
 names one, with exactly one of ``spatial`` (a fixed unrolling, array dim -> [[loop dim, factor],
@@ -87,10 +89,11 @@ __all__ = ["DesignSpace", "SearchSpec", "parse_design_space", "parse_search",
 SAMPLERS = sampler_names("archsearch")
 #: Per-design figures a search can minimise (energy, latency and EDP: geometric mean over networks).
 SEARCH_OBJECTIVES = ("edp", "energy_pj", "latency_cycles", "area_mm2", "time_per_token_s", "ttft_s",
-                     "energy_per_token_j")
+                     "energy_per_token_j", "request_latency_s", "energy_per_request_j")
 #: The search objectives of transformer steps, and the phase each needs among the networks (None:
 #: any step): the geometric mean over the campaign's steps that have the figure.
-STEP_OBJECTIVES = {"time_per_token_s": "decode", "ttft_s": "prefill", "energy_per_token_j": None}
+STEP_OBJECTIVES = {"time_per_token_s": "decode", "ttft_s": "prefill", "energy_per_token_j": None,
+                   "request_latency_s": "mix", "energy_per_request_j": "mix"}
 _ARCH_KEYS = {"kind", "template", "grid", "dataflows"}
 _WINDOW_KEYS = {"constraints", "area_budget_mm2", "min_area_fraction"}
 _SEARCH_KEYS = {"sampler", "trials", "seed", "objectives", "batch"}
@@ -506,15 +509,21 @@ def parse_search(value: Any, n_designs: int | None, bad: Bad) -> SearchSpec:
     return SearchSpec(sampler, trials, seed, tuple(objs), batch)
 
 
-def check_step_objectives(search: "SearchSpec | None", networks: list, bad: Bad) -> None:
+def check_step_objectives(search: "SearchSpec | None", networks: list, bad: Bad, workload: Any = None) -> None:
     """A step objective (`STEP_OBJECTIVES`) needs a transformer step of its phase among
-    ``networks``; report it through ``bad`` (key ``search.objectives``) otherwise."""
+    ``networks`` (a request objective: a ``[workload]`` mix); report it through ``bad`` (key
+    ``search.objectives``) otherwise."""
     if search is None:
         return
     for o in search.objectives:
         if o not in STEP_OBJECTIVES:
             continue
         phase = STEP_OBJECTIVES[o]
+        if phase == "mix":
+            if workload is None:
+                bad("search.objectives", list(search.objectives), f"{o} is a figure of a serving mix: add a "
+                    "[workload] table (model, prompt, output, batch)")
+            continue
         if not any(n.workload and (phase is None or n.workload.get("phase") == phase) for n in networks):
             what = f"a {phase} step" if phase else "a transformer step"
             bad("search.objectives", list(search.objectives), f"{o} needs {what} among the networks, e.g. "

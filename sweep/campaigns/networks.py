@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 from costmodel.workload import Network
 
-__all__ = ["parse_networks"]
+__all__ = ["parse_networks", "parse_workload", "mix_networks"]
 
 
 #: The keys of a transformer-step table besides ``model``.
@@ -94,3 +94,51 @@ def parse_networks(value: Any, base_dir: Path, bad: Callable[[str, Any, str], No
     if dup:
         bad("networks", value, f"network listed twice: {sorted(dup)}")
     return nets
+
+
+_WORKLOAD_KEYS = ("model", "prompt", "output", "batch", "points")
+
+
+def parse_workload(value: Any, bad: Callable[[str, Any, str], None]):
+    """The ``[workload]`` table, a serving mix (`costmodel.llm.ServingMix`): ``model`` (a zoo
+    decoder), ``prompt`` and ``output`` tokens per request, ``batch`` requests served together
+    (default 1), ``points`` decode contexts mapped (default 3); None if absent. Problems go to
+    ``bad`` naming ``workload.<key>``."""
+    if value is None:
+        return None
+    from costmodel.llm import ServingMix
+    from costmodel.zoo.transformer import list_transformers, transformer_config
+    if not isinstance(value, dict):
+        bad("workload", value, "expected a table {model = \"llama3_8b\", prompt = 2048, output = 256, batch = 16}")
+        return None
+    for k in value:
+        if k not in _WORKLOAD_KEYS:
+            bad(f"workload.{k}", value[k], f"no such key; known: {list(_WORKLOAD_KEYS)}")
+            return None
+    model = value.get("model")
+    decoders = [m for m in list_transformers() if transformer_config(m).kind == "decoder"]
+    if model not in decoders:
+        bad("workload.model", model, f"expected a zoo decoder: {decoders}")
+        return None
+    for k in ("prompt", "output"):
+        if k not in value:
+            bad(f"workload.{k}", None, "required: tokens per request")
+            return None
+    try:
+        return ServingMix(model, value["prompt"], value["output"], value.get("batch", 1), value.get("points", 3))
+    except ValueError as e:
+        key = str(e).split(" = ")[0]
+        bad(key, value.get(key.split(".")[-1]), str(e).split(": ", 1)[-1])
+        return None
+
+
+def mix_networks(mix, bad: Callable[[str, Any, str], None]) -> list[Network]:
+    """The steps a serving mix maps: its prefill (batch x prompt tokens), then a decode step at
+    each of its contexts (`costmodel.llm.ServingMix.contexts`)."""
+    from costmodel.zoo import load_network
+    try:
+        return [load_network(mix.model, phase="prefill", batch=mix.batch, seq=mix.prompt),
+                *(load_network(mix.model, phase="decode", batch=mix.batch, context=c) for c in mix.contexts())]
+    except ValueError as e:  # e.g. a prompt past a learned position table
+        bad(f"workload.{str(e).split(':')[0]}", mix.to_dict(), str(e))
+        return []

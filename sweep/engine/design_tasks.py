@@ -65,6 +65,7 @@ class DesignTask:
     objective: str
     seed: int
     param_names: tuple[str, ...]
+    workload: Any = None               # the campaign's serving mix (`costmodel.llm.ServingMix`), or None
 
     def run(self) -> dict[str, pa.Table]:
         """The task's ``rows``, ``totals`` and ``archs`` tables (module docstring)."""
@@ -74,6 +75,8 @@ class DesignTask:
         for did, values in self.designs:
             r, t, a = evaluate_design(self.template, did, values, self.networks, self.mapper, self.params,
                                       self.objective, self.seed)
+            if self.workload is not None:
+                t.append(mix_row(self.workload, t, a))
             rows += r
             totals += t
             archs += a
@@ -102,7 +105,7 @@ def evaluate_design(template, design_id: str, values: dict, networks: Sequence, 
         arch_row = [{"design_id": design_id, "arch": canonical_json(acc.to_dict())}]
     except Exception as e:  # noqa: BLE001 - an unbuildable design is an error row, the campaign goes on
         err = f"{type(e).__name__}: {e}"
-        extra = dict.fromkeys(STEP_TOTALS) if any(n.workload for n in networks) else {}
+        extra = dict.fromkeys(STEP_TOTALS + MIX_TOTALS) if any(n.workload for n in networks) else {}
         return ([], [dict(common, network=n.name, status="error", error=err, area_mm2=np.nan,
                           **_nan_totals(), mapper=mapper_name, objective=objective, seed=seed, **extra)
                      for n in networks], [])
@@ -132,7 +135,7 @@ def evaluate_design(template, design_id: str, values: dict, networks: Sequence, 
                 step_columns(t, net, acc, area)
             tot.update(status="ok", error="", **{k: v for k, v in t.items() if k != "dram_bits"})
         if steps:
-            tot = {**dict.fromkeys(STEP_TOTALS), **tot}
+            tot = {**dict.fromkeys(STEP_TOTALS + MIX_TOTALS), **tot}
         totals.append(tot)
     return rows, totals, arch_row
 
@@ -160,6 +163,41 @@ def step_columns(t: dict, net, acc, area: float) -> None:
     for k in ("ttft_s", "time_per_token_s", "tokens_per_s", "energy_per_token_j"):
         t[k] = (llm or {}).get(k)
     t["tokens_per_s_per_mm2"] = t["tokens_per_s"] / area if t.get("tokens_per_s") and area else None
+
+
+def mix_row(mix, totals: list[dict], arch_row: list[dict]) -> dict:
+    """The totals row of a serving mix on one design (``network`` = the mix's name, ``phase`` =
+    "mix"): `costmodel.llm.ServingMix.figures` from the design's step totals ``totals`` (energy pJ
+    and latency cycles per batch of requests, request latency s, requests/s, J per request, output
+    tokens/s, J per output token, TTFT s, mean time per output token s), at the design's clock."""
+    from costmodel.loopnest.arch import accelerator_from_dict
+
+    by_name = {t["network"]: t for t in totals}
+    first = totals[0]
+    names = [f"{mix.model}/prefill/b{mix.batch}/seq{mix.prompt}"] + \
+        [f"{mix.model}/decode/b{mix.batch}/ctx{c}" for c in mix.contexts()]
+    steps = [by_name.get(n, {}) for n in names]
+    ok = arch_row and all(s.get("status") == "ok" for s in steps)
+    clock = accelerator_from_dict(json.loads(arch_row[0]["arch"])).clock_mhz if arch_row else 1.0
+    fig = mix.figures(steps[0], steps[1:], clock) if ok else mix.figures({}, [], clock)
+    row = {**{k: first.get(k) for k in first}, **dict.fromkeys(STEP_TOTALS)}
+    row.update(network=mix.name, phase="mix", batch=mix.batch, seq=mix.prompt, context=mix.prompt + mix.output,
+               status="ok" if ok else "error", error="" if ok else "a step of the mix failed",
+               layers=sum(s.get("layers") or 0 for s in steps), macs=0,
+               evaluations=sum(s.get("evaluations") or 0 for s in steps),
+               wall_s=sum(s.get("wall_s") or 0.0 for s in steps))
+    row.update({k: fig[k] for k in ("energy_pj", "latency_cycles", "ttft_s", "time_per_token_s", "tokens_per_s",
+                                    "energy_per_token_j")})
+    row["edp"] = None if fig["energy_pj"] is None else fig["energy_pj"] * fig["latency_cycles"]
+    row["tokens_per_s_per_mm2"] = (fig["tokens_per_s"] / row["area_mm2"]
+                                   if fig["tokens_per_s"] and row.get("area_mm2") else None)
+    for k in MIX_TOTALS:
+        row[k] = fig[k]
+    return row
+
+
+#: The totals columns of a serving mix's row (None on the steps' rows).
+MIX_TOTALS = ("request_latency_s", "requests_per_s", "energy_per_request_j")
 
 
 def _nan_totals() -> dict:
@@ -215,6 +253,8 @@ def _task_id(campaign, designs: Sequence[tuple[str, dict]]) -> str:
            "objective": campaign.objectives[0], "seed": campaign.seeds[0], "model": MODEL_VERSION,
            "networks": [[n.name, [canonical_json({"name": l.name, **l.hash_fields()}) for l in n.layers],
                          list(n.repeats)] for n in campaign.networks]}
+    if campaign.workload is not None:  # a serving mix: its row is part of the task's output
+        doc["workload"] = campaign.workload.to_dict()
     return stable_hash(doc, 24)
 
 
@@ -227,7 +267,8 @@ def make_task(campaign, indices: Sequence[int]) -> DesignTask:
         designs.append((space.design_id(vals), vals))
     spec = campaign.mappers[0]
     return DesignTask(_task_id(campaign, designs), tuple(designs), space.template, tuple(campaign.networks),
-                      spec.name, dict(spec.params), campaign.objectives[0], campaign.seeds[0], space.names)
+                      spec.name, dict(spec.params), campaign.objectives[0], campaign.seeds[0], space.names,
+                      campaign.workload)
 
 
 def selected(campaign) -> np.ndarray:

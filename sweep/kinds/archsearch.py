@@ -58,9 +58,10 @@ class ArchsearchKind(CampaignKind):
     def check(self, networks: list, archs: Any, mappers: list, bad: Bad) -> None:
         check_dataflow_mappers(archs, mappers, networks, bad)
 
-    def check_search(self, search: Any, networks: list, bad: Bad) -> None:
-        """A step objective (time_per_token_s, ttft_s, energy_per_token_j) needs a step of its phase."""
-        check_step_objectives(search, networks, bad)
+    def check_search(self, search: Any, networks: list, bad: Bad, workload: Any = None) -> None:
+        """A step objective (time_per_token_s, ttft_s, energy_per_token_j) needs a step of its
+        phase, a request objective a [workload] mix."""
+        check_step_objectives(search, networks, bad, workload)
 
     def config_extras(self, campaign: Any) -> dict[str, Any]:
         return {"loopnest_model": MODEL_VERSION, "search": campaign.search.describe(),

@@ -106,8 +106,9 @@ class CampaignKind:
     def check(self, networks: list, archs: Any, mappers: list, bad: Bad) -> None:
         """Cross-checks between sections once the mappers are parsed (default: none)."""
 
-    def check_search(self, search: Any, networks: list, bad: Bad) -> None:
-        """Cross-checks of the ``[search]`` table against the networks (default: none)."""
+    def check_search(self, search: Any, networks: list, bad: Bad, workload: Any = None) -> None:
+        """Cross-checks of the ``[search]`` table against the networks and the ``[workload]`` mix
+        (default: none)."""
 
     def config_extras(self, campaign: Any) -> dict[str, Any]:
         """Entries of `Campaign.resolved_config` beyond the common ones (part of the config hash)."""

@@ -14,7 +14,7 @@ from typing import Any
 from sweep.campaigns.campaign import (TOP_KEYS, Campaign, mapper_names, network_names, parse_mappers,
                                       parse_name_output, parse_objectives, parse_run, parse_seeds,
                                       parse_systolic)
-from sweep.campaigns.networks import parse_networks
+from sweep.campaigns.networks import mix_networks, parse_networks, parse_workload
 from sweep.campaigns.report_table import parse_report
 from sweep.campaigns.validation import Findings, check_table, read_toml
 from sweep.errors import CampaignError, Finding, StoreError
@@ -68,7 +68,13 @@ def parse_campaign(data: dict[str, Any], source: str = "<campaign>", base_dir: P
     bad = findings.bad
     check_table(data, "", TOP_KEYS, bad)
     name, out = parse_name_output(data, output, bad)
-    networks = parse_networks(data.get("networks"), base_dir, bad)
+    # a [workload] mix brings its own steps: then `networks` may be left out
+    networks = parse_networks(data.get("networks"), base_dir, bad) \
+        if "networks" in data or "workload" not in data else []
+    workload = parse_workload(data.get("workload"), bad)
+    if workload is not None:  # the mix's steps join the networks (once each)
+        have = {n.name for n in networks}
+        networks += [n for n in mix_networks(workload, bad) if n.name not in have]
     objectives = (parse_objectives(data, kind.name, kind.objectives, kind.objective_defaults(), bad)
                   if kind is not None else [])
     seeds = parse_seeds(data.get("seeds", [0]), bad)
@@ -82,7 +88,7 @@ def parse_campaign(data: dict[str, Any], source: str = "<campaign>", base_dir: P
                             base_dir, bad)
     if kind is not None:
         kind.check(networks, archs, mappers, bad)
-        kind.check_search(search, networks, bad)
+        kind.check_search(search, networks, bad, workload)
     run = parse_run(data.get("run", {}), bad)
     known = kind.report_keys if kind is not None else tuple(sorted({k for c in KINDS.values() for k in c.report_keys}))
     report = parse_report(data.get("report", {}), kind.name if kind else "unknown", known,
@@ -92,7 +98,7 @@ def parse_campaign(data: dict[str, Any], source: str = "<campaign>", base_dir: P
     return Campaign(name=name, source=source, output=Path(out), networks=tuple(networks), plan=kind,
                     objectives=tuple(objectives), seeds=tuple(seeds), architectures=archs,
                     mappers=tuple(mappers), systolic=systolic, run=run, report=report,
-                    description=str(data.get("description", "")), raw=data, search=search)
+                    description=str(data.get("description", "")), raw=data, search=search, workload=workload)
 
 
 def campaign_from_manifest(directory: str | Path, output: str | Path) -> Campaign:

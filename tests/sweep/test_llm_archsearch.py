@@ -101,3 +101,74 @@ def test_search_totals_carry_the_serving_figures_and_sweep_map_reproduces_them(t
     one = api.map_network(row["network"], toml, "loma", "latency", params={"lpf_limit": 4})
     assert one.energy_pj == row["energy_pj"] and one.latency_cycles == row["latency_cycles"]
     assert one.llm["time_per_token_s"] == row["time_per_token_s"]
+
+
+MIX = """
+name = "as_mix"
+output = "{out}"
+objectives = ["latency"]
+seeds = [0]
+{workload}
+
+[architectures]
+kind = "loopnest"
+template = "tpu_like"
+
+[architectures.grid]
+array.D1 = [16, 32]
+
+[search]
+sampler = "grid"
+objectives = ["request_latency_s", "energy_per_request_j"]
+
+[[mappers]]
+name = "loma"
+params = {{ lpf_limit = 4 }}
+"""
+WORKLOAD = '[workload]\nmodel = "gpt2"\nprompt = 32\noutput = 16\nbatch = 2'
+
+
+@pytest.mark.parametrize("workload, key", [
+    ('[workload]\nmodel = "bert_base"\nprompt = 32\noutput = 16', "workload.model"),
+    ('[workload]\nmodel = "gpt2"\noutput = 16', "workload.prompt"),
+    ('[workload]\nmodel = "gpt2"\nprompt = 32\noutput = 16\npoints = 1', "workload.points"),
+    ('[workload]\nmodel = "gpt2"\nprompt = 32\noutput = 16\nspeed = 2', "workload.speed"),
+    ("", "search.objectives"),   # a request objective without a mix
+])
+def test_bad_serving_mix_exits_2_naming_the_key(tmp_path, workload, key):
+    p = tmp_path / "c.toml"
+    text = MIX.format(out=(tmp_path / "out").as_posix(), workload=workload)
+    if not workload:
+        text = text.replace('objectives = ["latency"]', 'objectives = ["latency"]\nnetworks = ["resnet18"]')
+    p.write_text(text)
+    res = runner.invoke(app, ["validate", str(p)])
+    assert res.exit_code == 2 and key in res.output, res.output
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.slow
+def test_mix_row_is_the_prefill_plus_the_integrated_decode_steps(tmp_path):
+    p = tmp_path / "c.toml"
+    p.write_text(MIX.format(out=(tmp_path / "out").as_posix(), workload=WORKLOAD))
+    c = api.load_campaign(p)
+    # the mix's steps: the prefill and decode at contexts 33, 41 (40.5 rounded), 48
+    assert [n.name for n in c.networks] == ["gpt2/prefill/b2/seq32", "gpt2/decode/b2/ctx33",
+                                            "gpt2/decode/b2/ctx41", "gpt2/decode/b2/ctx48"]
+    run = api.run_campaign(p, executor="local")
+    assert run.ok
+    t = Store(run.output).read("totals")
+    for did, g in t.groupby("design_id"):
+        by = g.set_index("network")
+        mix = by.loc["gpt2/mix/b2/p32/o16"]
+        pre = by.loc["gpt2/prefill/b2/seq32"]
+        d = [by.loc[f"gpt2/decode/b2/ctx{c}"] for c in (33, 41, 48)]
+        # trapezoid over 33..48 by hand: segment 33..41 holds tokens 33..41 (9 tokens), 41..48 holds
+        # 42..48 (7 tokens); weights: w33 = sum_{c=33}^{41} (41 - c)/8 = 36/8 = 4.5,
+        # w41 = (9 - 4.5) + sum_{c=42}^{48} (48 - c)/7 = 4.5 + 21/7 = 7.5, w48 = 7 - 3 = 4 (sum 16)
+        dec = 4.5 * d[0]["latency_cycles"] + 7.5 * d[1]["latency_cycles"] + 4 * d[2]["latency_cycles"]
+        assert mix["latency_cycles"] == pytest.approx(pre["latency_cycles"] + dec)
+        assert mix["request_latency_s"] == pytest.approx(mix["latency_cycles"] / 700e6)
+        assert mix["requests_per_s"] == pytest.approx(2 / mix["request_latency_s"])
+        e = pre["energy_pj"] + 4.5 * d[0]["energy_pj"] + 7.5 * d[1]["energy_pj"] + 4 * d[2]["energy_pj"]
+        assert mix["energy_per_request_j"] == pytest.approx(e * 1e-12 / 2)
+        assert mix["phase"] == "mix" and mix["status"] == "ok"
