@@ -67,10 +67,10 @@ from ..vector import VectorUnit
 from .hint import SpatialHint
 from .mapping import OPERANDS, SpatialMapping, MappingError
 
-__all__ = ["MemoryLevel", "Accelerator", "load_accelerator", "list_accelerators", "accelerator_from_dict"]
+__all__ = ["MemoryLevel", "Accelerator", "load_accelerator", "list_accelerators", "accelerator_from_dict", "dram_level"]
 
 _PRESET_DIR = Path(__file__).parent.parent / "presets"
-_LOOP_PRESETS = ("eyeriss_like", "simba_like", "tpu_like")
+_LOOP_PRESETS = ("eyeriss_like", "simba_like", "tpu_like", "tpu_v1", "llm_ws")
 
 
 @dataclass(frozen=True)
@@ -131,6 +131,11 @@ class Accelerator:
     accumulator_pj: float | None = None
     spatial_hint: SpatialHint | None = field(default=None, repr=False)
     vector: VectorUnit | None = field(default=None, repr=False)
+    # the technology model of a template (`costmodel.loopnest.physics.TECHS`; TOML ``tech``) and the
+    # DRAM's (kind, units) when it is of a kind (TOML ``[dram]``, `costmodel.tech.dram`): left out
+    # of the repr, which already holds what they set (the memories' energies, bandwidths)
+    tech: str | None = field(default=None, repr=False)
+    dram: tuple[str, int] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "memories", tuple(self.memories))
@@ -198,6 +203,10 @@ class Accelerator:
             d["spatial_hint"] = self.spatial_hint.to_dict()
         if self.vector is not None:
             d["vector"] = self.vector.to_dict()
+        if self.tech is not None:
+            d["tech"] = self.tech
+        if self.dram is not None:
+            d["dram"] = {"kind": self.dram[0], "units": self.dram[1]}
         return d
 
 
@@ -225,7 +234,7 @@ def accelerator_from_dict(d: dict[str, Any], src: str = "<dict>") -> Accelerator
         ValueError: naming ``src``, the key path and the bad value.
     """
     known = {"name", "description", "mac_pj", "clock_mhz", "array", "precision", "spatial", "spatial_hint", "memory",
-             "accumulator", "vector"}
+             "accumulator", "tech", "dram", "vector"}
     for k in d:
         if k not in known:
             raise _bad(src, k, d[k], f"no such key; known keys: {sorted(known)}")
@@ -308,11 +317,84 @@ def accelerator_from_dict(d: dict[str, Any], src: str = "<dict>") -> Accelerator
         acc_pj = _num(src, "accumulator.energy_pj", v, positive=False)
     hint = SpatialHint.from_dict(d["spatial_hint"], arr, src) if "spatial_hint" in d else None
     vector = VectorUnit.from_dict(d["vector"], src) if "vector" in d else None
+    tech, dram, mems = _tech_dram(d, mems, clock, src)
     try:
         return Accelerator(name, arr, mac_pj, tuple(mems), spatial, precisions, clock, str(desc), acc_pj, hint,
-                           vector)
+                           vector, tech, dram)
     except ValueError as e:
         raise ValueError(f"{src}: {e}") from None
+
+
+def dram_level(kind: str, units: int, clock_mhz: float, word_bits: int | None = None, name: str = "dram",
+               operands: tuple[str, ...] = ("W", "I", "O")) -> MemoryLevel:
+    """The DRAM of ``units`` units of ``kind`` as the outermost, unbounded memory level of an
+    accelerator clocked at ``clock_mhz`` (`costmodel.tech.dram`'s module docstring).
+
+    ``read_bw`` = ``write_bw`` = `dram_bits_per_cycle`; ``word_bits`` defaults to
+    `default_word_bits` of it; ``read_pj`` = ``write_pj`` = pJ/bit x ``word_bits``; one shared
+    port, one instance.
+
+    Raises:
+        ValueError: naming the key and the value (dram, units, clock_mhz, word_bits, operands, name).
+    """
+    from costmodel.tech.dram import default_word_bits, dram_bits_per_cycle, dram_spec
+    spec = dram_spec(kind)
+    bw = dram_bits_per_cycle(kind, units, clock_mhz)
+    if word_bits is None:
+        word_bits = default_word_bits(bw)
+    elif isinstance(word_bits, bool) or not isinstance(word_bits, int) or word_bits <= 0:
+        raise ValueError(f"word_bits = {word_bits!r}: expected a positive integer (bits per access) or None")
+    ops = tuple(operands) if isinstance(operands, (tuple, list)) else operands
+    if not isinstance(ops, tuple) or not ops or len(set(ops)) != len(ops) or any(o not in OPERANDS for o in ops):
+        raise ValueError(f"operands = {operands!r}: expected a non-empty tuple of distinct operands from {list(OPERANDS)}")
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"name = {name!r}: expected a non-empty string")
+    pj = spec.pj_per_bit * word_bits
+    return MemoryLevel(name, None, ops, pj, pj, word_bits, bw, bw, shared_port=True, private_to=())
+
+
+def _tech_dram(d: dict[str, Any], mems: list, clock: float, src: str):
+    """(``tech``, the DRAM's (kind, units) or None, the memories with the DRAM a ``[dram]`` table
+    makes in place of (or after) the file's unbounded level) of the TOML-shaped dict ``d``."""
+    tech = d.get("tech")
+    from costmodel.tech import TECHS
+    if tech is not None and tech not in TECHS:
+        raise _bad(src, "tech", tech, f"one of {list(TECHS)} (omit it for the 65 nm table)")
+    if "dram" not in d:
+        return tech, None, mems
+    given = mems[-1] if mems and mems[-1].size_bits is None else None
+    dram, top = _dram(d["dram"], given, clock, src)
+    return tech, dram, (mems[:-1] if given is not None else mems) + [top]
+
+
+def _dram(table: Any, given: MemoryLevel | None, clock: float, src: str) -> tuple[tuple[str, int], MemoryLevel]:
+    """``[dram] kind = "hbm2e", units = 1``: (kind, units) and the DRAM level they make at the
+    clock (`costmodel.tech.dram.dram_level`), named and serving as ``given`` (the file's unbounded
+    level, which must then agree with it: a design file written by a report) or ``dram`` serving
+    W, I, O.
+
+    Raises:
+        ValueError: a bad table, kind or count (naming ``dram.<key>``), or a ``given`` level whose
+            energy or bandwidth disagrees with the kind's.
+    """
+    from costmodel.tech.dram import DRAM_KINDS, dram_spec
+    if not isinstance(table, dict) or set(table) - {"kind", "units"} or "kind" not in table:
+        raise _bad(src, "dram", table, f"a table {{kind = one of {list(DRAM_KINDS)}, units = N}}")
+    kind = table["kind"]
+    if kind not in DRAM_KINDS:
+        raise _bad(src, "dram.kind", kind, f"one of {list(DRAM_KINDS)}")
+    units = table.get("units", dram_spec(kind).default_units)
+    try:
+        lv = dram_level(kind, units, clock, word_bits=given.word_bits if given else None,
+                        name=given.name if given else "dram", operands=given.operands if given else ("W", "I", "O"))
+    except ValueError as e:
+        raise _bad(src, "dram.units", units, str(e)) from None
+    if given is not None and not all(math.isclose(getattr(given, k), getattr(lv, k), rel_tol=1e-9)
+                                     for k in ("read_pj", "write_pj", "read_bw", "write_bw")):
+        raise _bad(src, f"memory ({given.name})", given.read_pj, f"the figures of [dram] {kind} x {units} at "
+                   f"{clock:g} MHz (read_pj {lv.read_pj:g}, read_bw {lv.read_bw:g}); omit the unbounded level "
+                   "to have it made from [dram]")
+    return (kind, int(units)), lv
 
 
 def list_accelerators() -> list[str]:

@@ -61,6 +61,7 @@ from typing import cast
 from functools import lru_cache
 
 from costmodel.systolic.area import A_PE_UM2, A_SRAM_UM2_PER_BYTE
+from costmodel.tech import PE_AREA_SCALE, TECHS
 from costmodel.systolic.params import sram_energy_table
 
 from .arch import Accelerator, MemoryLevel
@@ -68,7 +69,7 @@ from .arch import Accelerator, MemoryLevel
 __all__ = ["PhysicsRangeError", "TooSmallForWord", "SRAM_MIN_KIB", "SRAM_TABLE_MAX_KIB", "SRAM_MAX_KIB",
            "REGFILE_MAX_BITS",
            "memory_class", "sram_pj_per_bit", "check_size", "energy_ratio", "scale_memory",
-           "memory_instances", "memory_area_mm2", "design_area_mm2"]
+           "memory_instances", "memory_area_mm2", "design_area_mm2", "cacti_access_pj", "TECHS", "PE_AREA_SCALE"]
 
 #: Smallest SRAM of the CACTI table, KiB; largest SRAM of the model (the table ends at
 #: `SRAM_TABLE_MAX_KIB`; above it the square-root continuation), KiB.
@@ -131,13 +132,15 @@ def _pos_int(what: str, v) -> int:
     return int(v)
 
 
-def check_size(mem: MemoryLevel, size_bits: int) -> None:
+def check_size(mem: MemoryLevel, size_bits: int, tech: str | None = None) -> None:
     """Check that template memory ``mem`` may be given capacity ``size_bits`` (bits), word aside.
+    ``tech``: the accelerator's technology model (`TECHS`; None: the 65 nm table).
 
     Raises:
         ValueError: ``mem`` is unbounded (DRAM has no size) or size_bits not a positive integer.
-        PhysicsRangeError: SRAM outside 4..1024 KiB, size change of an SRAM template above
-            1024 KiB, or register file of 4 KiB (32768 bits) or more. The message names the size.
+        PhysicsRangeError: SRAM outside 4..1024 KiB (with ``tech = "cacti22"``: 4 KiB..128 MiB),
+            size change of an SRAM template above 1024 KiB (65 nm table), or register file of 4 KiB
+            (32768 bits) or more. The message names the size.
     """
     size_bits = _pos_int(f"memory {mem.name!r}: size_bits", size_bits)
     cls = memory_class(mem)
@@ -145,6 +148,12 @@ def check_size(mem: MemoryLevel, size_bits: int) -> None:
     if cls == "dram" or template is None:  # the same test (memory_class)
         raise ValueError(f"memory {mem.name!r} is unbounded (DRAM): it has no size to change")
     kib = size_bits / 8192
+    if tech == "cacti22" and cls == "sram":
+        from costmodel.tech.sram import SRAM_MAX_KIB as hi, SRAM_MIN_KIB as lo
+        if not lo <= kib <= hi:
+            raise PhysicsRangeError(f"memory {mem.name!r}: SRAM size {kib:g} KiB is outside the CACTI 22 nm "
+                                    f"model's range {lo}..{hi} KiB (costmodel.tech.sram)")
+        return
     if cls == "regfile":
         if size_bits >= REGFILE_MAX_BITS:
             raise PhysicsRangeError(
@@ -179,7 +188,8 @@ def energy_ratio(mem: MemoryLevel, size_bits: int | None = None, word_bits: int 
     return size_r * word_r
 
 
-def scale_memory(mem: MemoryLevel, size_bits: int | None = None, word_bits: int | None = None) -> MemoryLevel:
+def scale_memory(mem: MemoryLevel, size_bits: int | None = None, word_bits: int | None = None,
+                 tech: str | None = None) -> MemoryLevel:
     """Template memory ``mem`` with capacity ``size_bits`` and word ``word_bits`` (bits; None = unchanged).
 
     read_pj / write_pj (pJ per access of one word) scale by `energy_ratio`; read_bw / write_bw
@@ -205,15 +215,30 @@ def scale_memory(mem: MemoryLevel, size_bits: int | None = None, word_bits: int 
         raise TooSmallForWord(f"memory {mem.name!r}: {new_size} bits is too small for one word of "
                               f"{new_word} bits")
     if new_size is not None:
-        check_size(mem, new_size)
-    r = energy_ratio(mem, new_size, new_word)
+        check_size(mem, new_size, tech)
     changes: dict = {"size_bits": new_size, "word_bits": new_word}
-    if r != 1.0:
-        changes.update(read_pj=mem.read_pj * r, write_pj=mem.write_pj * r)
+    if tech == "cacti22" and memory_class(mem) == "sram":  # absolute: CACTI's energy at the new size
+        size = cast(int, new_size)  # an SRAM is bounded
+        changes.update(read_pj=cacti_access_pj(size, new_word, "read"),
+                       write_pj=cacti_access_pj(size, new_word, "write"))
+    else:
+        r = energy_ratio(mem, new_size, new_word)
+        if r != 1.0:
+            changes.update(read_pj=mem.read_pj * r, write_pj=mem.write_pj * r)
     if new_word != mem.word_bits:
         w = new_word / mem.word_bits
         changes.update(read_bw=mem.read_bw * w, write_bw=mem.write_bw * w)
     return replace(mem, **changes)
+
+
+def cacti_access_pj(size_bits: int, word_bits: int, op: str = "read") -> float:
+    """Energy (pJ) of one ``word_bits`` access ("read" or "write") of an SRAM of ``size_bits``
+    bits in the CACTI 22 nm model: CACTI's energy per bit at that capacity
+    (`costmodel.tech.sram`, a 64-bit-port SRAM) x ``word_bits`` (the per-bit energy taken as
+    independent of the port width)."""
+    from costmodel.tech.sram import sram_read_pj_per_bit, sram_write_pj_per_bit
+    f = sram_read_pj_per_bit if op == "read" else sram_write_pj_per_bit
+    return f(size_bits / 8192) * word_bits
 
 
 def memory_instances(mem: MemoryLevel, acc: Accelerator) -> int:
@@ -229,9 +254,24 @@ def memory_area_mm2(mem: MemoryLevel, acc: Accelerator) -> float:
     """
     if mem.size_bits is None:
         return 0.0
+    if getattr(acc, "tech", None) == "cacti22":
+        from costmodel.tech.sram import SRAM_MIN_KIB as lo, sram_area_mm2
+        kib = mem.size_bits / 8192
+        # an SRAM: CACTI's area at its capacity; a register file: the 4 KiB SRAM's area per byte
+        one = sram_area_mm2(kib) if kib >= lo else sram_area_mm2(lo) * kib / lo
+        return one * memory_instances(mem, acc)
     return mem.size_bits / 8 * A_SRAM_UM2_PER_BYTE * memory_instances(mem, acc) * 1e-6
 
 
 def design_area_mm2(acc: Accelerator) -> float:
-    """Chip area of ``acc``, mm^2: ``pe_count * A_PE_UM2 * 1e-6`` plus every memory's area."""
-    return acc.pe_count * A_PE_UM2 * 1e-6 + sum(memory_area_mm2(m, acc) for m in acc.memories)
+    """Chip area of ``acc``, mm^2: ``pe_count * A_PE_UM2 * 1e-6`` plus every memory's area; with
+    ``tech = "cacti22"`` the PE area scaled by `PE_AREA_SCALE` and, for a DRAM of a kind
+    (``acc.dram``: `costmodel.tech.dram`), its interface's (PHY) area on the die."""
+    tech = getattr(acc, "tech", None)
+    pe = acc.pe_count * A_PE_UM2 * 1e-6 * PE_AREA_SCALE.get(tech or "", 1.0)
+    phy = 0.0
+    dram = getattr(acc, "dram", None)
+    if dram is not None:
+        from costmodel.tech.dram import dram_area_mm2
+        phy = dram_area_mm2(dram[0], dram[1])
+    return pe + sum(memory_area_mm2(m, acc) for m in acc.memories) + phy

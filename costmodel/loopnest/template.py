@@ -39,17 +39,24 @@ from __future__ import annotations
 import math
 import numbers
 from dataclasses import dataclass, field, replace
-from typing import Any, Mapping
+from typing import Any, Mapping, cast
 
 from .arch import Accelerator
 from .hint import SpatialHint
 from .mapping import SpatialMapping
-from .physics import TooSmallForWord, check_size, design_area_mm2, scale_memory
+from .physics import PhysicsRangeError, TooSmallForWord, check_size, design_area_mm2, scale_memory
 
-__all__ = ["ArchTemplate", "BadDataflow", "DATAFLOW", "Dataflow", "InvalidDesign", "UnknownParameter"]
+__all__ = ["ArchTemplate", "BadDataflow", "CATEGORICAL", "CLOCK", "DATAFLOW", "DRAM_KIND", "DRAM_UNITS", "Dataflow",
+           "InvalidDesign", "UnknownParameter"]
 
 #: The parameter naming a design's dataflow (`Dataflow`).
 DATAFLOW = "dataflow"
+#: The parameters of a template whose DRAM is of a kind (TOML ``[dram]``, `costmodel.tech.dram`):
+#: the kind (a name: "lpddr5", "ddr5", "hbm2e", "hbm3"), its units (channels or stacks) and the
+#: accelerator's clock (MHz; the DRAM's bits per cycle follow it, the MAC energy does not).
+DRAM_KIND, DRAM_UNITS, CLOCK = "dram", "dram_units", "clock_mhz"
+#: The parameters whose values are names, not numbers.
+CATEGORICAL = (DATAFLOW, DRAM_KIND)
 
 
 class UnknownParameter(ValueError):
@@ -184,6 +191,10 @@ class ArchTemplate:
                 p[f"memory.{m.name}.size_bits"] = ("memory", i, "size_bits")
                 p[f"memory.{m.name}.size_kib"] = ("memory", i, "size_kib")
             p[f"memory.{m.name}.word_bits"] = ("memory", i, "word_bits")
+        if getattr(self.base, "dram", None) is not None:  # a DRAM of a kind: its kind, units, the clock
+            p[DRAM_KIND] = ("dram", "kind", "")
+            p[DRAM_UNITS] = ("dram", "units", "")
+            p[CLOCK] = ("clock", None, "")
         dfs = tuple(self.dataflows)
         if not all(isinstance(d, Dataflow) for d in dfs):
             raise TypeError("ArchTemplate.dataflows must be Dataflow objects")
@@ -230,6 +241,11 @@ class ArchTemplate:
         kind, key, attr = self._lookup(name)
         if kind == "dataflow":
             return None
+        if kind == "dram":
+            dram = cast(tuple, self.base.dram)  # a template with dram parameters has a DRAM kind
+            return dram[0] if key == "kind" else dram[1]
+        if kind == "clock":
+            return self.base.clock_mhz
         if kind == "array":
             return self.base.array[key]
         m = self.base.memories[key]
@@ -250,10 +266,27 @@ class ArchTemplate:
         kind, key, attr = self._lookup(name)
         if kind == "dataflow":
             return self.dataflow(value).name
+        if kind == "dram":
+            from costmodel.tech.dram import DRAM_KINDS, dram_spec
+            if key == "kind":
+                if value not in DRAM_KINDS:
+                    raise ValueError(f"{name} = {value!r}: expected one of the DRAM kinds {list(DRAM_KINDS)}")
+                return value
+            spec = dram_spec(cast(tuple, self.base.dram)[0])
+            v = _pos_int(name, value)
+            if not spec.min_units <= v <= spec.max_units:
+                raise PhysicsRangeError(f"{name} = {v}: expected {spec.min_units}..{spec.max_units} "
+                                        f"{spec.unit}s of {spec.name}")
+            return v
+        if kind == "clock":
+            if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value) \
+                    or value <= 0:
+                raise ValueError(f"{name} = {value!r}: expected a positive number of MHz")
+            return value  # type: ignore[return-value]
         if kind == "array" or attr == "word_bits":
             return _pos_int(name, value)
         bits = _kib_to_bits(name, value) if attr == "size_kib" else _pos_int(name, value)
-        check_size(self.base.memories[key], bits)
+        check_size(self.base.memories[key], bits, getattr(self.base, "tech", None))
         return bits
 
     def _spatial(self, sp: SpatialMapping, array: dict[str, int]) -> SpatialMapping:
@@ -292,9 +325,17 @@ class ArchTemplate:
         sizes: dict[int, int] = {}
         words: dict[int, int] = {}
         spatial, hint = base.spatial, base.spatial_hint
+        dram: dict[str, Any] = dict(zip(("kind", "units"), base.dram)) if base.dram is not None else {}
+        clock = base.clock_mhz
         for pname, value in values.items():
             v = self.check_value(pname, value)
             kind, key, attr = self._params[pname]
+            if kind == "dram":
+                dram[key] = v
+                continue
+            if kind == "clock":
+                clock = float(v)
+                continue
             if kind == "dataflow":
                 df = self.dataflow(v)
                 if df.spatial is not None:   # df.kind == "fixed"
@@ -315,13 +356,20 @@ class ArchTemplate:
         mems = list(base.memories)
         for i in sorted(set(sizes) | set(words)):
             try:
-                mems[i] = scale_memory(mems[i], sizes.get(i), words.get(i))
+                mems[i] = scale_memory(mems[i], sizes.get(i), words.get(i), getattr(base, "tech", None))
             except TooSmallForWord as e:
                 raise InvalidDesign("too small for one word", str(e)) from None
+        extra: dict[str, Any] = {}
+        if dram and ((dram["kind"], dram["units"]) != base.dram or clock != base.clock_mhz):
+            from costmodel.loopnest.arch import dram_level
+            top = mems[-1]
+            lv = dram_level(str(dram["kind"]), int(dram["units"]), clock, name=top.name, operands=top.operands)
+            mems[-1] = replace(lv, private_to=top.private_to)
+            extra = {"dram": (dram["kind"], dram["units"]), "clock_mhz": clock}
         spatial = self._spatial(spatial, array)
         try:
             return replace(base, name=name if name is not None else f"{base.name}_design", array=array,
-                           memories=tuple(mems), spatial=spatial, spatial_hint=hint)
+                           memories=tuple(mems), spatial=spatial, spatial_hint=hint, **extra)
         except ValueError as e:
             reason = "hierarchy order" if "sits above" in str(e) else (
                 "spatial does not fit" if "spatial" in str(e) else "invalid accelerator")

@@ -21,7 +21,7 @@ measurement is used. PHY areas: the LLMCompass area model (Zhang et al., ISCA 20
 mm^2 per stack, DDR5 1.45 mm^2 per 32 bits), itself an estimate from die photos; LPDDR5 and HBM3
 scaled or carried over from it.
 
-**DRAM as a memory level** (`dram_level`): the outermost, unbounded `MemoryLevel` of a loop-nest
+**DRAM as a memory level** (`costmodel.loopnest.arch.dram_level`, which builds it from this data): the outermost, unbounded `MemoryLevel` of a loop-nest
 accelerator (`costmodel.loopnest.arch`), one bus for reads and writes (``shared_port`` True, one
 instance: ``private_to`` ()):
 
@@ -63,10 +63,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from costmodel.loopnest.arch import MemoryLevel
-from costmodel.loopnest.mapping import OPERANDS
 
-__all__ = ["DRAM_KINDS", "DramSpec", "dram_spec", "dram_bits_per_cycle", "default_word_bits", "dram_level",
+__all__ = ["DRAM_KINDS", "DramSpec", "dram_spec", "dram_bits_per_cycle", "default_word_bits",
            "dram_area_mm2"]
 
 _DATA = Path(__file__).resolve().parent.parent / "data" / "dram_kinds.csv"
@@ -192,33 +190,6 @@ def default_word_bits(bits_per_cycle: float) -> int:
     """The default DRAM word: the largest power of two not above ``bits_per_cycle``, at least 8."""
     whole = int(bits_per_cycle)
     return max(8, 1 << (whole.bit_length() - 1)) if whole >= 1 else 8
-
-
-def dram_level(kind: str, units: int, clock_mhz: float, word_bits: int | None = None, name: str = "dram",
-               operands: tuple[str, ...] = ("W", "I", "O")) -> MemoryLevel:
-    """The DRAM of ``units`` units of ``kind`` as the outermost, unbounded memory level of an
-    accelerator clocked at ``clock_mhz`` (see the module docstring).
-
-    ``read_bw`` = ``write_bw`` = `dram_bits_per_cycle`; ``word_bits`` defaults to
-    `default_word_bits` of it; ``read_pj`` = ``write_pj`` = pJ/bit x ``word_bits``; one shared
-    port, one instance.
-
-    Raises:
-        ValueError: naming the key and the value (dram, units, clock_mhz, word_bits, operands, name).
-    """
-    spec = dram_spec(kind)
-    bw = dram_bits_per_cycle(kind, units, clock_mhz)
-    if word_bits is None:
-        word_bits = default_word_bits(bw)
-    elif isinstance(word_bits, bool) or not isinstance(word_bits, int) or word_bits <= 0:
-        raise _bad("word_bits", word_bits, "a positive integer (bits per access) or None")
-    ops = tuple(operands) if isinstance(operands, (tuple, list)) else operands
-    if not isinstance(ops, tuple) or not ops or len(set(ops)) != len(ops) or any(o not in OPERANDS for o in ops):
-        raise _bad("operands", operands, f"a non-empty tuple of distinct operands from {list(OPERANDS)}")
-    if not isinstance(name, str) or not name:
-        raise _bad("name", name, "a non-empty string")
-    pj = spec.pj_per_bit * word_bits
-    return MemoryLevel(name, None, ops, pj, pj, word_bits, bw, bw, shared_port=True, private_to=())
 
 
 def dram_area_mm2(kind: str, units: int) -> float:

@@ -74,7 +74,7 @@ from typing import Any
 
 import numpy as np
 
-from costmodel.loopnest.template import DATAFLOW
+from costmodel.loopnest.template import CATEGORICAL, DATAFLOW, DRAM_KIND
 from sweep.campaigns.archspace import area_window, axis_values
 from sweep.campaigns.validation import Bad, check_seed, check_table, is_int, resolve_path
 from sweep.campaigns.expr import ExprError, evaluate, parse
@@ -181,8 +181,9 @@ class DesignSpace:
         dataflows' definitions (part of the config hash)."""
         d = {"spec": self.spec, "template": self.template_ref, "template_arch": repr(self.template.base),
              "params": list(self.names),
-             "axes": {n: list(a) if n == DATAFLOW else list(map(_num, a)) for n, a in self.axes.items()},
-             "template_values": {n: _num(self.template.template_value(n)) for n in self.names if n != DATAFLOW},
+             "axes": {n: list(a) if n in CATEGORICAL else list(map(_num, a)) for n, a in self.axes.items()},
+             "template_values": {n: _num(self.template.template_value(n)) for n in self.names
+                                 if n not in CATEGORICAL},
              "designs": len(self), "grid_points": self.total, "dropped": dict(self.dropped)}
         if self.template.dataflows:
             d["dataflows"] = {df.name: df.to_dict() for df in self.template.dataflows}
@@ -302,6 +303,20 @@ def _dataflow_axis(raw: Any, template, key: str, bad: Bad) -> tuple | None:
     return tuple(raw)
 
 
+def _dram_axis(raw: Any, key: str, bad: Bad) -> tuple | None:
+    """The ``dram`` axis of a template whose DRAM is of a kind: a non-empty list of distinct DRAM
+    kinds (`costmodel.tech.dram.DRAM_KINDS`), grid order kept."""
+    from costmodel.tech.dram import DRAM_KINDS
+    if not isinstance(raw, list) or not raw or not all(isinstance(x, str) for x in raw) or len(set(raw)) != len(raw):
+        bad(key, raw, f"expected a non-empty list of distinct DRAM kinds from {list(DRAM_KINDS)}")
+        return None
+    unknown = [x for x in raw if x not in DRAM_KINDS]
+    if unknown:
+        bad(key, unknown[0], f"unknown DRAM kind; known: {list(DRAM_KINDS)}")
+        return None
+    return tuple(raw)
+
+
 def _check_values(template, name: str, axis: tuple, key: str, bad: Bad) -> bool:
     from costmodel.loopnest.physics import PhysicsRangeError
     for v in axis:
@@ -343,6 +358,12 @@ def parse_design_space(value: dict, base_dir: Path, bad: Bad) -> DesignSpace | N
     names, axes = [], {}
     for name, raw in sorted(flat.items()):   # sorted: the order survives a manifest's sort_keys
         key = f"architectures.grid.{name}"
+        if name == DRAM_KIND and name in known:
+            axis = _dram_axis(raw, key, bad)
+            if axis is not None:
+                names.append(name)
+                axes[name] = axis
+            continue
         if name == DATAFLOW:
             axis = _dataflow_axis(raw, template, key, bad)
             if axis is not None:
@@ -361,7 +382,7 @@ def parse_design_space(value: dict, base_dir: Path, bad: Bad) -> DesignSpace | N
     if template.dataflows and DATAFLOW not in flat:
         bad("architectures.dataflows", value.get("dataflows"), "dataflows defined but not searched: add "
             f"dataflow = {[d.name for d in template.dataflows]} to [architectures.grid]")
-    trees = _constraints(grid.get("constraints", []), tuple(n for n in flat if n != DATAFLOW), bad)
+    trees = _constraints(grid.get("constraints", []), tuple(n for n in flat if n not in CATEGORICAL), bad)
     budget, frac = area_window(grid, bad)
     if len(names) != len(flat) or not names:
         return None
@@ -390,7 +411,7 @@ def parse_design_space(value: dict, base_dir: Path, bad: Bad) -> DesignSpace | N
     values = np.asarray(pts, dtype=np.float64).reshape(len(pts), len(names))
     area = np.asarray(areas, dtype=np.float64)
     keep = np.ones(len(area), dtype=bool)
-    env = {_mangle(n): values[:, j] for j, n in enumerate(names) if n != DATAFLOW} | {"area_mm2": area}
+    env = {_mangle(n): values[:, j] for j, n in enumerate(names) if n not in CATEGORICAL} | {"area_mm2": area}
     for i, text, tree in trees:
         try:
             ok = np.broadcast_to(np.asarray(evaluate(tree, env), dtype=bool), keep.shape)

@@ -7,11 +7,11 @@ import math
 import numpy as np
 import pytest
 
-from costmodel.loopnest.arch import accelerator_from_dict, load_accelerator
+from costmodel.loopnest.arch import accelerator_from_dict, dram_level, load_accelerator
 from costmodel.loopnest.ordering import OrderingEvaluator
 from costmodel.loopnest.reference import evaluate
 from costmodel.tech.dram import (DRAM_KINDS, DramSpec, default_word_bits, dram_area_mm2, dram_bits_per_cycle,
-                                 dram_level, dram_spec)
+                                 dram_spec)
 from costmodel.workload import Layer
 
 
