@@ -27,7 +27,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["ROLES", "ServingMix", "dram_traffic", "step_metrics"]
+__all__ = ["ROLES", "ServingMix", "dram_traffic", "energy_breakdown", "step_metrics"]
 
 #: What DRAM traffic carries.
 ROLES = ("weights", "kv_cache", "activations")
@@ -181,3 +181,54 @@ class ServingMix:
                 "energy_per_token_j": e * 1e-12 / (self.batch * self.output),
                 "ttft_s": prefill["latency_cycles"] / (clock_mhz * 1e6),
                 "time_per_token_s": dec_cycles / self.output / (clock_mhz * 1e6)}
+
+
+def energy_breakdown(network, arch, mappings) -> dict[str, Any]:
+    """Where the energy of a step goes on ``arch`` (pJ): per (memory level, what it carries) from
+    each unique layer's cost report under ``mappings`` (one `costmodel.loopnest.mapping.Mapping`
+    per layer of ``network.unique()``, in order) times its repeats, the MACs, and the vector
+    operations (`costmodel.vector.vector_cost`: the vector unit's compute, and its tensors'
+    traffic at the level they live in, "<level> (vector ops)"). What a level carries is its
+    operand's role: W weights or the KV cache (``w_role``), I activations, O activations or the
+    new KV cache entries (``o_role``).
+
+    Returns:
+        ``{"cells": [{"where", "carries", "energy_pj", "share"}, ...] (largest first),
+        "total_pj", "fusion_bound_pj"}``; ``fusion_bound_pj`` is what fusing attention could save
+        at most: the vector operations' memory traffic plus the DRAM traffic of the scores
+        (``score``'s O) and probabilities (``context``'s I).
+
+    Raises:
+        ValueError: a mapping that is invalid on ``arch``; an accelerator without a vector unit
+            for a network with vector operations.
+    """
+    from costmodel.loopnest.reference import evaluate
+    from costmodel.vector import vector_cost
+
+    cells: dict[tuple[str, str], float] = {}
+    fusion = 0.0
+
+    def add(key: tuple[str, str], pj: float) -> None:
+        cells[key] = cells.get(key, 0.0) + pj
+
+    for (layer, rep), mapping in zip(network.unique(), mappings):
+        rep_ = evaluate(layer, arch, mapping)
+        if not rep_.valid:
+            raise ValueError(f"layer {layer.name!r}: invalid mapping: {rep_.reason}")
+        role = {"W": "kv_cache" if layer.w_role == "kv_cache" else "weights", "I": "activations",
+                "O": "kv_cache" if layer.o_role == "kv_cache" else "activations"}
+        for op, levels in rep_.breakdown["operands"].items():
+            for lv in levels:
+                add((lv["memory"], role[op]), lv["energy_pj"] * rep)
+            if (layer.name, op) in (("score", "O"), ("context", "I")) and arch.levels(op)[-1].size_bits is None:
+                fusion += levels[-1]["energy_pj"] * rep
+        add(("MAC", "-"), rep_.breakdown["mac_energy_pj"] * rep)
+    for v, rep in zip(network.vector_ops, network.vector_repeats):
+        c = vector_cost(v, arch)
+        add(("vector unit", "compute"), c.compute_pj * rep)
+        add((f"{c.memory} (vector ops)", "activations"), c.memory_pj * rep)
+        fusion += c.memory_pj * rep
+    total = sum(cells.values())
+    return {"total_pj": total, "fusion_bound_pj": fusion,
+            "cells": [{"where": w, "carries": r, "energy_pj": e, "share": e / total if total else 0.0}
+                      for (w, r), e in sorted(cells.items(), key=lambda kv: -kv[1])]}

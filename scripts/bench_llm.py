@@ -110,10 +110,9 @@ def bound(batches: list[int]) -> list[dict]:
 
 
 def breakdown(contexts: list[int]) -> list[dict]:
+    from costmodel.llm import energy_breakdown
     from costmodel.loopnest.arch import load_accelerator
     from costmodel.loopnest.mapping import Mapping
-    from costmodel.loopnest.reference import evaluate
-    from costmodel.vector import vector_cost
     from costmodel.zoo import load_network
     from sweep.single import map_network
 
@@ -122,32 +121,12 @@ def breakdown(contexts: list[int]) -> list[dict]:
     for ctx in contexts:
         net = load_network("llama3_8b", phase="decode", batch=1, context=ctx)
         res = map_network(net, acc, "loma", "energy", params={"spatial": "search", "lpf_limit": 7})
-        cells: dict[tuple[str, str], float] = {}
-        unfused = 0.0  # what fusing attention's matmuls and softmax could save (upper bound)
-        for row, (layer, rep) in zip(res["layers"], net.unique()):
-            b = evaluate(layer, acc, Mapping.from_dict(row["mapping"])).breakdown
-            role = {"W": "kv_cache" if layer.w_role == "kv_cache" else "weights", "I": "activations",
-                    "O": "kv_cache" if layer.o_role == "kv_cache" else "activations"}
-            for op, levels in b["operands"].items():
-                for lv in levels:
-                    key = (lv["memory"], role[op])
-                    cells[key] = cells.get(key, 0.0) + lv["energy_pj"] * rep
-                # the scores (score's O) and probabilities (context's I) leave the array for DRAM
-                if (layer.name, op) in (("score", "O"), ("context", "I")) and lv is levels[-1]:
-                    unfused += lv["energy_pj"] * rep
-            cells[("MAC", "-")] = cells.get(("MAC", "-"), 0.0) + b["mac_energy_pj"] * rep
-        for v, rep in zip(net.vector_ops, net.vector_repeats):
-            c = vector_cost(v, acc)
-            cells[("vector unit", "compute")] = cells.get(("vector unit", "compute"), 0.0) + c.compute_pj * rep
-            key = (f"{c.memory} (vector ops)", "activations")
-            cells[key] = cells.get(key, 0.0) + c.memory_pj * rep
-            unfused += c.memory_pj * rep
-        total = sum(cells.values())
-        out.append({"context": ctx, "total_pj": total, "step_energy_pj": res["total"]["energy_pj"],
-                    "fusion_saves_at_most_pj": unfused,
-                    "cells": [{"where": w, "role": r, "energy_pj": e, "share": e / total}
-                              for (w, r), e in sorted(cells.items(), key=lambda kv: -kv[1])]})
-        print(f"  context {ctx}: {total:.4g} pJ", file=sys.stderr)
+        b = energy_breakdown(net, acc, [Mapping.from_dict(r["mapping"]) for r in res["layers"]])
+        out.append({"context": ctx, "total_pj": b["total_pj"], "step_energy_pj": res["total"]["energy_pj"],
+                    "fusion_saves_at_most_pj": b["fusion_bound_pj"],
+                    "cells": [{"where": c["where"], "role": c["carries"], "energy_pj": c["energy_pj"],
+                               "share": c["share"]} for c in b["cells"]]})
+        print(f"  context {ctx}: {b['total_pj']:.4g} pJ", file=sys.stderr)
     return out
 
 

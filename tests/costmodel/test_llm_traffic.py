@@ -327,3 +327,23 @@ def test_eyeriss_like_default_mapping_of_a_decode_matmul():
     res = map_layer(_block()["ffn_gate"][0], load_accelerator("eyeriss_like"), "loma")
     assert res["spatial"] == {"D1": [["OX", 1]], "D2": [["FY", 1], ["K", 4]]}
     assert res["latency_cycles"] >= 14_680_064 > 1.02 * GATE_W_BITS / 64
+
+
+def test_energy_breakdown_adds_up_to_the_step_and_prices_dram_weights_by_hand():
+    """`costmodel.llm.energy_breakdown` of GPT-2's decode step (context 64) on tpu_like: its cells
+    sum to `sweep map`'s step energy (matmuls + vector operations), and the DRAM cell of the
+    weights is GPT-2's weights read once (988,256,256 bits, tied LM head included: see
+    tests/sweep/test_llm_cli.py) x tpu_like's 6.25 pJ/bit (800 pJ per 128-bit word)."""
+    from costmodel.llm import energy_breakdown
+    from costmodel.loopnest.mapping import Mapping
+    from costmodel.zoo import load_network
+    from sweep.single import map_network
+
+    acc = load_accelerator("tpu_like")
+    net = load_network("gpt2", phase="decode", batch=1, context=64)
+    res = map_network(net, acc, "loma", "energy")
+    b = energy_breakdown(net, acc, [Mapping.from_dict(r["mapping"]) for r in res["layers"]])
+    assert b["total_pj"] == pytest.approx(res["total"]["energy_pj"], rel=1e-12)
+    cell = {(c["where"], c["carries"]): c["energy_pj"] for c in b["cells"]}
+    assert cell[("dram", "weights")] == pytest.approx(988_256_256 * 6.25)
+    assert sum(c["share"] for c in b["cells"]) == pytest.approx(1.0)
