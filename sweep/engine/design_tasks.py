@@ -13,8 +13,8 @@ Tables of a task (every row carries ``task_id`` and ``status``):
   ``layer``, ``repeat``, ``mapper``, ``objective``, ``seed``, ``energy_pj``, ``latency_cycles``,
   ``edp``, ``value``, ``evaluations``, ``wall_s``, ``engine``, ``loops`` (JSON), ``error``, and the
   design's parameter values (one column per grid parameter, named as in the grid; ``dataflow``
-  holds the dataflow's name); with a ``dataflow`` axis also ``spatial``: the spatial unrolling the
-  layer's best mapping ran, JSON ``{"D1": [["C", 14]], ...}`` fitted to the layer (the mapper's
+  holds the dataflow's name); with a ``dataflow`` axis, or a mapper searching the unrolling
+  (``spatial = "search"``), also ``spatial``: the spatial unrolling the layer's best mapping ran, JSON ``{"D1": [["C", 14]], ...}`` fitted to the layer (the mapper's
   choice under a hint dataflow, ``extra["spatial"]`` of the loop-order mappers);
 * ``totals``: one per (design, network): ``design_id``, ``network``, ``area_mm2``, ``energy_pj``,
   ``latency_cycles``, ``edp`` (= energy x latency of the network), ``layers``, ``macs``,
@@ -98,7 +98,9 @@ def evaluate_design(template, design_id: str, values: dict, networks: Sequence, 
     if any(x.name == "seed" for x in mapper.params):
         p["seed"] = seed
     common = {"design_id": design_id, **values}
-    with_spatial = DATAFLOW in values
+    # the unrolling each layer ran: with a dataflow axis, or when the mapper searches it (the
+    # report rebuilds a design's mappings from `loops` and `spatial`: rooflines, energy breakdowns)
+    with_spatial = DATAFLOW in values or p.get("spatial") == "search"
     try:
         acc = template.design(values, name=design_name(design_id))
         area = design_area_mm2(acc)

@@ -281,7 +281,23 @@ def build(directory: Path, manifest: dict, plots_dir: str | Path | None = None) 
                                                                   params)
     if plots_dir is not None:
         rep["plots"] = write_plots(rep, per, plots_dir)
+    if "phase" in designs:  # transformer steps: which design for prefill, decode, the serving mix
+        from sweep.reports.llm import llm_designs
+        from sweep.engine.store import Store
+        layer_rows = Store(directory).read("rows") if "loops" in rows else None
+        llm = llm_designs(designs, layer_rows, archs, params, _campaign_networks(directory, manifest), plots_dir)
+        if llm:
+            rep["llm"] = llm
+            rep["plots"] = rep.get("plots", []) + llm.get("plots", [])
     return rep
+
+
+def _campaign_networks(directory: Path, manifest: dict) -> list:
+    """The campaign's networks, rebuilt from its manifest (the LLM answer needs each step's
+    layers); [] if the stored campaign no longer parses."""
+    from sweep.reports.llm import _campaign
+    c, _ = _campaign(directory, manifest)
+    return list(c.networks) if c is not None else []
 
 
 def _design_entries(directory: Path, manifest: dict, archs: pd.DataFrame, reports: dict[str, dict],
@@ -319,7 +335,8 @@ def _design_entries(directory: Path, manifest: dict, archs: pd.DataFrame, report
             out.append({"file": file, "network": net, "design_id": did, "energy_pj": float(r["energy_pj"]),
                         "latency_cycles": float(r["latency_cycles"]), "edp": float(r["edp"]),
                         "area_mm2": float(r["area_mm2"]),
-                        "command": None if file is None else map_command(
+                        # a serving mix is several steps (its own row of totals): no one command
+                        "command": None if file is None or "/mix/" in net else map_command(
                             net_args.get(net, net), file, mapper, obj, seed, _mapper_params(manifest, mapper))}
                        | ({"why": whys[did]} if did in whys else {}))
     return out, problems
@@ -485,4 +502,7 @@ def show(rep: dict[str, Any], console) -> None:
             console.print(f"  {d['command']}", highlight=False, markup=False, soft_wrap=True)
     for p in rep.get("design_file_problems", []):
         console.print(f"design file not written: {p}", style="red", highlight=False, markup=False, soft_wrap=True)
+    if rep.get("llm"):
+        from sweep.reports.llm import print_llm_designs
+        print_llm_designs(rep, console)
     print_plots(rep, console)

@@ -173,3 +173,191 @@ def print_llm_steps(rep: dict[str, Any], console) -> None:
     if gaps:
         console.print(f"{len(gaps)} step(s) without figures: some of their layers have no finished row "
                       f"(missing_layers)", style="yellow", highlight=False)
+
+
+# -- architecture search over transformer steps -------------------------------------------------
+
+#: The figure each phase's best design minimises, and the label of its side of the answer.
+_BEST_FOR = (("prefill", "ttft_s", "time to first token"), ("decode", "time_per_token_s", "time per output token"),
+             ("mix", "request_latency_s", "request latency (serving mix)"))
+
+
+def _gmean(v: pd.Series) -> float | None:
+    import numpy as np
+    v = v.dropna().astype(float)
+    return float(np.exp(np.log(v).mean())) if len(v) and (v > 0).all() else None
+
+
+def design_figures(totals: pd.DataFrame, params: list[str]) -> pd.DataFrame:
+    """Per design (its finished step rows): ``area_mm2``, the parameters, ``ttft_s`` (geometric
+    mean over its prefill steps), ``time_per_token_s``, ``tokens_per_s`` and
+    ``energy_per_token_j`` (over its decode steps), and the serving mix's ``request_latency_s``,
+    ``requests_per_s``, ``energy_per_request_j`` when the campaign has one."""
+    ok = totals[totals["status"] == "ok"]
+    out = []
+    for did, g in ok.groupby("design_id", sort=False):
+        pre, dec, mix = (g[g["phase"] == p] for p in ("prefill", "decode", "mix"))
+        row = {"design_id": did, "area_mm2": float(g["area_mm2"].iloc[0]),
+               **{p: g[p].iloc[0] for p in params if p in g},
+               "ttft_s": _gmean(pre["ttft_s"]), "time_per_token_s": _gmean(dec["time_per_token_s"]),
+               "tokens_per_s": _gmean(dec["tokens_per_s"]), "energy_per_token_j": _gmean(dec["energy_per_token_j"])}
+        for k in ("request_latency_s", "requests_per_s", "energy_per_request_j"):
+            row[k] = float(mix[k].iloc[0]) if len(mix) and k in mix and pd.notna(mix[k].iloc[0]) else None
+        out.append(row)
+    return pd.DataFrame(out)
+
+
+def llm_designs(totals: pd.DataFrame, rows: pd.DataFrame | None, archs: pd.DataFrame, params: list[str],
+                networks: list, plots_dir: str | Path | None = None) -> dict[str, Any]:
+    """The answer of an architecture search over transformer steps: per phase (prefill, decode,
+    the serving mix) the Pareto front of area against that phase's figure and the best design,
+    the best designs side by side, each one's roofline (`costmodel.roofline`: every layer of its
+    first prefill and first decode step, from the stored orderings and unrollings) and where its
+    energy goes (`costmodel.llm.energy_breakdown`, the same steps); with ``plots_dir``
+    ``roofline.png``. Empty when no total carries a phase."""
+    from sweep.reports.pareto import pareto_front
+
+    if "phase" not in totals or totals["phase"].isna().all():
+        return {}
+    df = design_figures(totals, params)
+    out: dict[str, Any] = {"best": [], "fronts": {}}
+    for phase, fig, label in _BEST_FOR:
+        if fig not in df or df[fig].isna().all():
+            continue
+        d = df[df[fig].notna()]
+        front = d.iloc[pareto_front(d[["area_mm2", fig]].to_numpy(dtype=float))].sort_values("area_mm2")
+        out["fronts"][phase] = front.to_dict("records")
+        best = d.loc[d[fig].astype(float).idxmin()].to_dict()
+        out["best"].append({"for": phase, "label": label, **best})
+    out["rooflines"], out["breakdowns"] = _design_details(out["best"], rows, archs, networks)
+    if plots_dir is not None and out["rooflines"]:
+        out["plots"] = [write_roofline_plot(out["rooflines"], Path(plots_dir) / "roofline.png")]
+    return out
+
+
+def _design_mappings(network, acc, rows: pd.DataFrame) -> list | None:
+    """The mapping of each unique layer of ``network`` on design ``acc`` from its stored rows
+    (``loops`` and, where the unrolling was searched, ``spatial``): the LOMA allocation of each
+    ordering (`costmodel.loopnest.allocation.allocate`); None if a layer has no finished row."""
+    import json
+    import math
+
+    from costmodel.loopnest.allocation import allocate
+    from costmodel.loopnest.mapping import SpatialMapping
+    from costmodel.loopnest.reference import evaluate
+    by = {int(r["layer_index"]): r for _, r in rows.iterrows() if r["status"] == "ok"}
+    out = []
+    for li, (layer, _) in enumerate(network.unique()):
+        r = by.get(li)
+        if r is None or not isinstance(r.get("loops"), str):
+            return None
+        sp = r.get("spatial")
+        spatial = SpatialMapping.from_dict(json.loads(sp)) if isinstance(sp, str) and sp else None
+        m = allocate(layer, acc, spatial, tuple(tuple(x) for x in json.loads(r["loops"])))
+        if not math.isclose(evaluate(layer, acc, m).energy_pj, float(r["energy_pj"]), rel_tol=1e-6):
+            return None  # not the stored mapping (another mapper's allocation): no figure rather than a wrong one
+        out.append(m)
+    return out
+
+
+def _design_details(best: list[dict], rows: pd.DataFrame | None, archs: pd.DataFrame,
+                    networks: list) -> tuple[list[dict], list[dict]]:
+    """Rooflines and energy breakdowns of the best designs (`llm_designs`): per design its first
+    prefill and first decode step (the campaign's order)."""
+    import json
+
+    from costmodel.llm import energy_breakdown
+    from costmodel.loopnest.arch import accelerator_from_dict
+    from costmodel.roofline import dram_bytes_per_cycle, ridge_point, roofline_points
+    if rows is None or rows.empty or "loops" not in rows:
+        return [], []
+    steps = [next((n for n in networks if (n.workload or {}).get("phase") == ph), None) for ph in ("prefill", "decode")]
+    roofs, breaks = [], []
+    for b in best:
+        a = archs[archs["design_id"] == b["design_id"]]
+        if a.empty:
+            continue
+        acc = accelerator_from_dict(json.loads(a["arch"].iloc[0]), f"design {b['design_id']}")
+        for net in (n for n in steps if n is not None):
+            r = rows[(rows["design_id"] == b["design_id"]) & (rows["network"] == net.name)]
+            maps = _design_mappings(net, acc, r)
+            if maps is None:
+                continue
+            lat = r.drop_duplicates("layer_index").sort_values("layer_index")["latency_cycles"].tolist()
+            pts = roofline_points(net, acc, [{"mapping": m, "latency_cycles": x} for m, x in zip(maps, lat)])
+            roofs.append({"for": b["for"], "design_id": b["design_id"], "network": net.name,
+                          "peak_macs_per_cycle": acc.pe_count, "dram_bytes_per_cycle": dram_bytes_per_cycle(acc),
+                          "ridge": ridge_point(acc), "points": [p.to_dict() for p in pts]})
+            br = energy_breakdown(net, acc, maps)
+            breaks.append({"for": b["for"], "design_id": b["design_id"], "network": net.name, **br})
+    return roofs, breaks
+
+
+def write_roofline_plot(rooflines: list[dict], path: Path) -> str:
+    """``roofline.png``: one panel per best design, attained MACs per cycle against operational
+    intensity (MACs per DRAM byte, both log), each layer of its steps a point (marker per step),
+    the design's roof (min(peak, intensity x DRAM bytes per cycle)) drawn."""
+    import numpy as np
+
+    from sweep.reports.plots import figure, save
+    designs = list(dict.fromkeys((r["for"], r["design_id"]) for r in rooflines))
+    fig, axes = figure(1, len(designs), figsize=(5.2 * len(designs), 4.4))
+    axes = np.atleast_1d(axes)
+    for ax, (what, did) in zip(axes, designs):
+        mine = [r for r in rooflines if r["design_id"] == did and r["for"] == what]
+        xs = [p["intensity"] for r in mine for p in r["points"] if np.isfinite(p["intensity"])]
+        lo, hi = min(xs + [1.0]) / 2, max(xs + [mine[0]["ridge"]]) * 2
+        grid = np.logspace(np.log10(lo), np.log10(hi), 200)
+        r0 = mine[0]
+        ax.plot(grid, np.minimum(r0["peak_macs_per_cycle"], grid * r0["dram_bytes_per_cycle"]), color="black", lw=1.5,
+                label=f"roof (ridge {r0['ridge']:.3g} MACs/B)")
+        for r, marker in zip(mine, ("o", "s", "^")):
+            pts = [p for p in r["points"] if np.isfinite(p["intensity"])]
+            ax.scatter([p["intensity"] for p in pts], [p["attained"] for p in pts], marker=marker, s=28,
+                       label=r["network"], alpha=0.8)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("operational intensity, MACs per DRAM byte")
+        ax.set_ylabel("attained MACs per cycle")
+        ax.set_title(f"best for {what}: {did}", fontsize=9)
+        ax.legend(fontsize=7)
+    return save(fig, path, "roofline")
+
+
+def print_llm_designs(rep: dict[str, Any], console) -> None:
+    """The best designs for prefill, decode and the serving mix side by side, then where their
+    energy goes (the largest cells)."""
+    from rich.table import Table
+
+    llm = rep.get("llm") or {}
+    best = llm.get("best") or []
+    if not best:
+        return
+    params = rep.get("params", [])
+    t = Table(title="Which accelerator: the best design for each phase (geometric means over the campaign's steps)")
+    t.add_column("")
+    for b in best:
+        t.add_column(f"best for {b['for']}", justify="right")
+    rows = [("design", lambda b: b["design_id"]), ("area", lambda b: fmt.area(b["area_mm2"])),
+            *((p, (lambda p: lambda b: str(b.get(p)))(p)) for p in params),
+            ("TTFT (prefill)", lambda b: fmt.seconds(b.get("ttft_s"))),
+            ("time per output token (decode)", lambda b: fmt.seconds(b.get("time_per_token_s"))),
+            ("tokens/s (decode)", lambda b: fmt.sig(b.get("tokens_per_s"))),
+            ("energy per token (decode)", lambda b: fmt.energy(None if b.get("energy_per_token_j") is None
+                                                                 else b["energy_per_token_j"] * 1e12)),
+            ("request latency (mix)", lambda b: fmt.seconds(b.get("request_latency_s"))),
+            ("requests/s (mix)", lambda b: fmt.sig(b.get("requests_per_s"))),
+            ("energy per request (mix)", lambda b: fmt.energy(None if b.get("energy_per_request_j") is None
+                                                                else b["energy_per_request_j"] * 1e12))]
+    for name, f in rows:
+        t.add_row(name, *(f(b) for b in best))
+    print_wide(console, t)
+    for br in llm.get("breakdowns") or []:
+        top = ", ".join(f"{c['where']} {c['carries']} {c['share']:.1%}" for c in br["cells"][:5])
+        console.print(f"energy of {br['network']} on the best design for {br['for']} ({br['design_id']}): "
+                      f"{fmt.energy(br['total_pj'])}: {top}", soft_wrap=True, highlight=False, markup=False)
+    for r in llm.get("rooflines") or []:
+        mem = sum(1 for p in r["points"] if p["bound"] == "memory")
+        console.print(f"roofline of {r['network']} on {r['design_id']} (best for {r['for']}): ridge "
+                      f"{r['ridge']:.4g} MACs per DRAM byte; {mem} of {len(r['points'])} unique layers memory-bound",
+                      soft_wrap=True, highlight=False, markup=False)

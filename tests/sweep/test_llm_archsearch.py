@@ -8,6 +8,7 @@ import json
 import math
 from pathlib import Path
 
+import numpy as np
 import pytest
 from typer.testing import CliRunner
 
@@ -172,3 +173,36 @@ def test_mix_row_is_the_prefill_plus_the_integrated_decode_steps(tmp_path):
         e = pre["energy_pj"] + 4.5 * d[0]["energy_pj"] + 7.5 * d[1]["energy_pj"] + 4 * d[2]["energy_pj"]
         assert mix["energy_per_request_j"] == pytest.approx(e * 1e-12 / 2)
         assert mix["phase"] == "mix" and mix["status"] == "ok"
+
+
+@pytest.mark.slow
+def test_report_answers_which_design_with_rooflines(tmp_path):
+    p = tmp_path / "c.toml"
+    p.write_text(MIX.format(out=(tmp_path / "out").as_posix(), workload=WORKLOAD).replace(
+        'objectives = ["latency"]', 'objectives = ["latency"]\nnetworks = [{model = "gpt2", phase = "decode", context = 32}]'))
+    run = api.run_campaign(p, executor="local")
+    from sweep.kinds.registry import build_report
+    rep = build_report(run.output, tmp_path / "plots")
+    llm = rep["llm"]
+    t = Store(run.output).read("totals")
+    # best for decode: the least geometric mean of time per token over the decode steps, by hand
+    dec = t[t["phase"] == "decode"].groupby("design_id")["time_per_token_s"].apply(
+        lambda v: float(np.exp(np.log(v).mean())))
+    best = {b["for"]: b for b in llm["best"]}
+    assert set(best) == {"prefill", "decode", "mix"}
+    assert best["decode"]["time_per_token_s"] == pytest.approx(dec.min())
+    mix = t[t["phase"] == "mix"].set_index("design_id")["request_latency_s"]
+    assert best["mix"]["design_id"] == mix.idxmin()
+    # each best design's roofline: its decode step at batch 2 is memory-bound on every layer, and each
+    # point's latency is the stored row's (the mapping rebuilt from the stored ordering)
+    roofs = [r for r in llm["rooflines"] if r["network"].startswith("gpt2/decode")]
+    assert roofs and all(pt["bound"] == "memory" for r in roofs for pt in r["points"])
+    rows = Store(run.output).read("rows")
+    r0 = roofs[0]
+    stored = rows[(rows["design_id"] == r0["design_id"]) & (rows["network"] == r0["network"])]
+    assert sorted(pt["latency_cycles"] for pt in r0["points"]) == sorted(stored["latency_cycles"].tolist())
+    assert (tmp_path / "plots" / "roofline.png").is_file()
+    # energy breakdowns add up to the step's matmul + vector energy stored in the totals
+    br = next(b for b in llm["breakdowns"] if b["network"] == r0["network"] and b["design_id"] == r0["design_id"])
+    tot = t[(t["design_id"] == r0["design_id"]) & (t["network"] == r0["network"])].iloc[0]
+    assert br["total_pj"] == pytest.approx(tot["energy_pj"], rel=1e-9)

@@ -221,5 +221,52 @@ def build(directory: Path, manifest: dict, out_file: str | Path, rep: dict[str, 
                                       "points": {r.design_id: [r.area_mm2, r.edp, r.latency_cycles, r.energy_pj]
                                                  for r in d.itertuples()},
                                       "details": {did: "\n".join(t) for did, t in text.items()}}
+    add_llm_answer(page, rep)
     page.script = _SCRIPT
     return write_page(page, out_file)
+
+
+def add_llm_answer(page: Page, rep: dict[str, Any]) -> None:
+    """The answer of a search over transformer steps (``rep["llm"]``, `sweep.reports.llm.llm_designs`):
+    the best designs for prefill, decode and the serving mix side by side, and each one's roofline
+    (attained MACs per cycle against MACs per DRAM byte, the roof drawn)."""
+    import plotly.graph_objects as go
+
+    from sweep import fmt
+    llm = rep.get("llm") or {}
+    best = llm.get("best") or []
+    if not best:
+        return
+    page.heading("Which accelerator: the best design for prefill, decode and the serving mix")
+    names = ["design", "area", *rep.get("params", []), "TTFT", "time per token", "tokens/s", "energy per token",
+             "request latency", "J per request"]
+    cols = [[b["design_id"], fmt.area(b["area_mm2"]), *(str(b.get(p)) for p in rep.get("params", [])),
+             fmt.seconds(b.get("ttft_s")), fmt.seconds(b.get("time_per_token_s")), fmt.sig(b.get("tokens_per_s")),
+             fmt.energy(None if b.get("energy_per_token_j") is None else b["energy_per_token_j"] * 1e12),
+             fmt.seconds(b.get("request_latency_s")),
+             fmt.energy(None if b.get("energy_per_request_j") is None else b["energy_per_request_j"] * 1e12)]
+            for b in best]
+    table = go.Figure(go.Table(header={"values": ["", *(f"best for {b['for']}" for b in best)]},
+                               cells={"values": [names, *cols]}))
+    table.update_layout(height=60 + 26 * len(names), margin={"l": 10, "r": 10, "t": 10, "b": 10})
+    page.figure(table, "llm-best")
+    for b in best:
+        mine = [r for r in llm.get("rooflines") or [] if r["design_id"] == b["design_id"] and r["for"] == b["for"]]
+        if not mine:
+            continue
+        fig = go.Figure()
+        xs = [p["intensity"] for r in mine for p in r["points"] if p["intensity"] != float("inf")]
+        lo, hi = min(xs + [1.0]) / 2, max(xs + [mine[0]["ridge"]]) * 2
+        grid = [lo * (hi / lo) ** (i / 99) for i in range(100)]
+        r0 = mine[0]
+        fig.add_trace(go.Scatter(x=grid, y=[min(r0["peak_macs_per_cycle"], g * r0["dram_bytes_per_cycle"]) for g in grid],
+                                 mode="lines", name=f"roof (ridge {r0['ridge']:.3g} MACs/B)", line={"color": "black"}))
+        for r in mine:
+            pts = [p for p in r["points"] if p["intensity"] != float("inf")]
+            fig.add_trace(go.Scatter(x=[p["intensity"] for p in pts], y=[p["attained"] for p in pts], mode="markers",
+                                     name=r["network"], text=[p["layer"] for p in pts],
+                                     hovertemplate="%{text}: %{x:.4g} MACs/B, %{y:.4g} MACs/cycle<extra></extra>"))
+        fig.update_xaxes(type="log", title="operational intensity, MACs per DRAM byte")
+        fig.update_yaxes(type="log", title="attained MACs per cycle")
+        fig.update_layout(height=420, title=f"roofline of the best design for {b['for']} ({b['design_id']})")
+        page.figure(fig, f"roofline-{b['for']}")
