@@ -38,6 +38,15 @@ same sizes (x1.64, 2.45, 4.31, 5.84; the square-root law gives x4). The table mo
 SRAM (DeepOpt's data), ZigZag's figures a banked one with a fixed 64-byte port; with ZigZag's
 numbers large buffers cost relatively less, and an architecture search favours them more.
 
+**CACTI 22 nm** (an accelerator with ``tech = "cacti22"``, e.g. the LLM template ``llm_ws``): an
+SRAM (template size >= 4 KiB) is priced absolutely, not anchored: ``read_pj`` / ``write_pj`` =
+CACTI's energy per bit at the new capacity (`costmodel.tech.sram`, CACTI 7.0, 22 nm, one bank,
+64-bit port; log-log interpolated) x ``word_bits`` (`cacti_access_pj`), valid from 4 KiB to 128 MiB;
+its area is CACTI's; a register file keeps the anchored square-root rule and takes the 4 KiB SRAM's
+area per byte; the PE area is DeepOpt's scaled by (22/65)^2 (`costmodel.tech.PE_AREA_SCALE`, ideal
+scaling: our assumption); a DRAM of a kind (``acc.dram``) adds its interface's (PHY) area
+(`costmodel.tech.dram`). Existing presets name no ``tech``: their rows do not change.
+
 Scaling rule: ``new_pj = template_pj * model(S_new, w_new) / model(S_tmpl, w_tmpl)`` for both
 read_pj and write_pj, computed as (size ratio) x (width ratio) so that an unchanged size or width
 contributes a factor of exactly 1.0. Port bandwidths (read_bw, write_bw, bits per cycle) are
