@@ -206,3 +206,49 @@ def test_report_answers_which_design_with_rooflines(tmp_path):
     br = next(b for b in llm["breakdowns"] if b["network"] == r0["network"] and b["design_id"] == r0["design_id"])
     tot = t[(t["design_id"] == r0["design_id"]) & (t["network"] == r0["network"])].iloc[0]
     assert br["total_pj"] == pytest.approx(tot["energy_pj"], rel=1e-9)
+
+
+LLM_GRID = """
+name = "as_ws"
+output = "{out}"
+networks = [{{model = "gpt2", phase = "decode", context = 32}}]
+objectives = ["latency"]
+[architectures]
+kind = "loopnest"
+template = "llm_ws"
+[architectures.grid]
+{grid}
+[search]
+objectives = ["time_per_token_s"]
+[[mappers]]
+name = "loma"
+params = {{ lpf_limit = 4 }}
+"""
+
+
+@pytest.mark.parametrize("grid, key", [
+    ('dram = ["hbm3", "hbm9"]', "architectures.grid.dram"),
+    ("clock_mhz = [-1000]", "architectures.grid.clock_mhz"),
+    ("memory.unified_buffer.size_kib = [262144]", "architectures.grid.memory.unified_buffer.size_kib"),
+    ("dram_units = [0, 2]", "architectures.grid.dram_units"),
+])
+def test_bad_llm_template_values_exit_2_naming_the_key(tmp_path, grid, key):
+    p = tmp_path / "c.toml"
+    p.write_text(LLM_GRID.format(out=(tmp_path / "out").as_posix(), grid=grid))
+    res = runner.invoke(app, ["run", str(p), "--executor", "local"])
+    assert res.exit_code == 2 and key in res.output, res.output
+    assert not (tmp_path / "out").exists()
+
+
+def test_dram_and_clock_axes_make_designs(tmp_path):
+    p = tmp_path / "c.toml"
+    p.write_text(LLM_GRID.format(out=(tmp_path / "out").as_posix(),
+                                 grid='dram = ["lpddr5", "hbm3"]\nclock_mhz = [700, 1400]'))
+    c = api.load_campaign(p)
+    space = c.architectures
+    assert len(space) == 4
+    accs = {(v["dram"], v["clock_mhz"]): space.template.design(v) for v in (space.point(i) for i in range(4))}
+    # LPDDR5, one x16 channel (llm_ws.toml has units = 1, kept unless dram_units varies): 12.8 GB/s x 8 / 700 MHz
+    assert accs[("lpddr5", 700)].memories[-1].read_bw == pytest.approx(12.8e9 * 8 / 700e6)
+    # HBM3 one stack at 1.4 GHz: 819.2e9 x 8 / 1.4e9 = 4681.14 bits per cycle
+    assert accs[("hbm3", 1400)].memories[-1].read_bw == pytest.approx(819.2e9 * 8 / 1.4e9)
