@@ -25,8 +25,15 @@ def test_presets_listed_and_load():
     for n in names:
         acc = load_accelerator(n)
         assert isinstance(acc, Accelerator) and acc.name == n
+        assert acc.memories[-1].size_bits is None  # an unbounded outermost level (DRAM)
         for op in "WIO":
-            assert acc.levels(op)[-1].size_bits is None  # DRAM on top of every operand
+            top = acc.levels(op)[-1]
+            # DRAM on top of every operand, except TPU v1's activations: they live in its unified
+            # buffer, its DRAM being the Weight Memory (costmodel/presets/tpu_v1.toml)
+            if n == "tpu_v1" and op in "IO":
+                assert top.name == "unified_buffer"
+            else:
+                assert top.size_bits is None
 
 
 def test_eyeriss_like_exactly_as_specified():
