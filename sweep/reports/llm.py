@@ -211,7 +211,7 @@ def llm_designs(totals: pd.DataFrame, rows: pd.DataFrame | None, archs: pd.DataF
                 networks: list, plots_dir: str | Path | None = None) -> dict[str, Any]:
     """The answer of an architecture search over transformer steps: per phase (prefill, decode,
     the serving mix) the Pareto front of area against that phase's figure and the best design,
-    the best designs side by side, each one's roofline (`costmodel.roofline`: every layer of its
+    the best designs side by side (the fastest, and the most area-efficient: least figure x area), each one's roofline (`costmodel.roofline`: every layer of its
     first prefill and first decode step, from the stored orderings and unrollings) and where its
     energy goes (`costmodel.llm.energy_breakdown`, the same steps); with ``plots_dir``
     ``roofline.png``. Empty when no total carries a phase."""
@@ -229,6 +229,9 @@ def llm_designs(totals: pd.DataFrame, rows: pd.DataFrame | None, archs: pd.DataF
         out["fronts"][phase] = front.to_dict("records")
         best = d.loc[d[fig].astype(float).idxmin()].to_dict()
         out["best"].append({"for": phase, "label": label, **best})
+        # the most area-efficient: least figure x area (most tokens or requests per s per mm^2)
+        eff = d.loc[(d[fig].astype(float) * d["area_mm2"]).idxmin()].to_dict()
+        out["best"].append({"for": f"{phase} per mm^2", "label": f"{label} x area", **eff})
     out["rooflines"], out["breakdowns"] = _design_details(out["best"], rows, archs, networks)
     if plots_dir is not None and out["rooflines"]:
         out["plots"] = [write_roofline_plot(out["rooflines"], Path(plots_dir) / "roofline.png")]
@@ -273,7 +276,11 @@ def _design_details(best: list[dict], rows: pd.DataFrame | None, archs: pd.DataF
         return [], []
     steps = [next((n for n in networks if (n.workload or {}).get("phase") == ph), None) for ph in ("prefill", "decode")]
     roofs, breaks = [], []
-    for b in best:
+    labels: dict[str, list[str]] = {}
+    for b in best:  # one design may be the best for several phases: its details once, all its labels
+        labels.setdefault(b["design_id"], []).append(b["for"])
+    for did, whats in labels.items():
+        b = {"design_id": did, "for": ", ".join(whats)}
         a = archs[archs["design_id"] == b["design_id"]]
         if a.empty:
             continue
@@ -319,7 +326,7 @@ def write_roofline_plot(rooflines: list[dict], path: Path) -> str:
         ax.set_yscale("log")
         ax.set_xlabel("operational intensity, MACs per DRAM byte")
         ax.set_ylabel("attained MACs per cycle")
-        ax.set_title(f"best for {what}: {did}", fontsize=9)
+        ax.set_title(f"{did}: best for {what}", fontsize=9)
         ax.legend(fontsize=7)
     return save(fig, path, "roofline")
 

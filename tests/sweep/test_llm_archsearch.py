@@ -189,8 +189,11 @@ def test_report_answers_which_design_with_rooflines(tmp_path):
     dec = t[t["phase"] == "decode"].groupby("design_id")["time_per_token_s"].apply(
         lambda v: float(np.exp(np.log(v).mean())))
     best = {b["for"]: b for b in llm["best"]}
-    assert set(best) == {"prefill", "decode", "mix"}
+    assert set(best) == {"prefill", "decode", "mix", "prefill per mm^2", "decode per mm^2", "mix per mm^2"}
     assert best["decode"]["time_per_token_s"] == pytest.approx(dec.min())
+    # the most area-efficient for decode: least (time per token x area), by hand
+    area = t.drop_duplicates("design_id").set_index("design_id")["area_mm2"]
+    assert best["decode per mm^2"]["design_id"] == (dec * area.reindex(dec.index)).idxmin()
     mix = t[t["phase"] == "mix"].set_index("design_id")["request_latency_s"]
     assert best["mix"]["design_id"] == mix.idxmin()
     # each best design's roofline: its decode step at batch 2 is memory-bound on every layer, and each

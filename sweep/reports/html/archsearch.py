@@ -250,8 +250,8 @@ def add_llm_answer(page: Page, rep: dict[str, Any]) -> None:
                                cells={"values": [names, *cols]}))
     table.update_layout(height=60 + 26 * len(names), margin={"l": 10, "r": 10, "t": 10, "b": 10})
     page.figure(table, "llm-best")
-    for b in best:
-        mine = [r for r in llm.get("rooflines") or [] if r["design_id"] == b["design_id"] and r["for"] == b["for"]]
+    for b in {r["design_id"]: r for r in llm.get("rooflines") or []}.values():  # one figure per design
+        mine = [r for r in llm.get("rooflines") or [] if r["design_id"] == b["design_id"]]
         if not mine:
             continue
         fig = go.Figure()
@@ -268,5 +268,5 @@ def add_llm_answer(page: Page, rep: dict[str, Any]) -> None:
                                      hovertemplate="%{text}: %{x:.4g} MACs/B, %{y:.4g} MACs/cycle<extra></extra>"))
         fig.update_xaxes(type="log", title="operational intensity, MACs per DRAM byte")
         fig.update_yaxes(type="log", title="attained MACs per cycle")
-        fig.update_layout(height=420, title=f"roofline of the best design for {b['for']} ({b['design_id']})")
-        page.figure(fig, f"roofline-{b['for']}")
+        fig.update_layout(height=420, title=f"roofline of {b['design_id']}, the best design for {b['for']}")
+        page.figure(fig, f"roofline-{b['design_id']}")
