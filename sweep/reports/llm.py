@@ -359,6 +359,15 @@ def print_llm_designs(rep: dict[str, Any], console) -> None:
     for name, f in rows:
         t.add_row(name, *(f(b) for b in best))
     print_wide(console, t)
+    figs = {phase: (fig, label) for phase, fig, label in _BEST_FOR}
+    for phase, front in (llm.get("fronts") or {}).items():
+        fig, label = figs[phase]
+        f = Table(title=f"Pareto front of area against {label} ({phase}; {len(front)} design(s))")
+        for c in ("design", "area", label):
+            f.add_column(c, justify="left" if c == "design" else "right")
+        for r in front[:15]:
+            f.add_row(str(r["design_id"]), fmt.area(r["area_mm2"]), fmt.seconds(r[fig]))
+        print_wide(console, f)
     for br in llm.get("breakdowns") or []:
         top = ", ".join(f"{c['where']} {c['carries']} {c['share']:.1%}" for c in br["cells"][:5])
         console.print(f"energy of {br['network']} on the best design for {br['for']} ({br['design_id']}): "
