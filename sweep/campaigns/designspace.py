@@ -293,26 +293,25 @@ def _dataflow_axis(raw: Any, template, key: str, bad: Bad) -> tuple | None:
         bad(key, raw, "no dataflow is defined: add tables [architectures.dataflows.<name>] with spatial "
             "(a fixed unrolling) or spatial_hint (searched per layer)")
         return None
-    if not isinstance(raw, list) or not raw or not all(isinstance(x, str) for x in raw) or len(set(raw)) != len(raw):
-        bad(key, raw, f"expected a non-empty list of distinct dataflow names from {names}")
-        return None
-    unknown = [x for x in raw if x not in names]
-    if unknown:
-        bad(key, unknown[0], f"unknown dataflow; defined in [architectures.dataflows]: {names}")
-        return None
-    return tuple(raw)
+    return _name_axis(raw, names, "dataflow names", "unknown dataflow; defined in [architectures.dataflows]", key, bad)
 
 
 def _dram_axis(raw: Any, key: str, bad: Bad) -> tuple | None:
     """The ``dram`` axis of a template whose DRAM is of a kind: a non-empty list of distinct DRAM
     kinds (`costmodel.tech.dram.DRAM_KINDS`), grid order kept."""
     from costmodel.tech.dram import DRAM_KINDS
+    return _name_axis(raw, list(DRAM_KINDS), "DRAM kinds", "unknown DRAM kind; known", key, bad)
+
+
+def _name_axis(raw: Any, names: list[str], what: str, unknown_msg: str, key: str, bad: Bad) -> tuple | None:
+    """A categorical axis: a non-empty list of distinct names from ``names`` (grid order kept);
+    problems go to ``bad`` naming ``key``."""
     if not isinstance(raw, list) or not raw or not all(isinstance(x, str) for x in raw) or len(set(raw)) != len(raw):
-        bad(key, raw, f"expected a non-empty list of distinct DRAM kinds from {list(DRAM_KINDS)}")
+        bad(key, raw, f"expected a non-empty list of distinct {what} from {names}")
         return None
-    unknown = [x for x in raw if x not in DRAM_KINDS]
+    unknown = [x for x in raw if x not in names]
     if unknown:
-        bad(key, unknown[0], f"unknown DRAM kind; known: {list(DRAM_KINDS)}")
+        bad(key, unknown[0], f"{unknown_msg}: {names}")
         return None
     return tuple(raw)
 
