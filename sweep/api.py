@@ -150,7 +150,9 @@ def load_layer(network: str | Path | None = None, layer: str | int | None = None
     from sweep.single import resolve_layer
     given = {k: v for k, v in workload.items() if v is not None}
     if given and dims:
-        raise CampaignError("options", [Finding(next(iter(given)), "--dims", "the transformer step parameters apply to --network")])
+        k = next(iter(given))
+        raise CampaignError("options", [Finding(f"--{k.replace('_', '-')}", given[k],
+                                                "the transformer step options apply to --network, not --dims")])
     return resolve_layer(None if network is None else str(network), None if layer is None else str(layer), dims,
                          given)
 
