@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import json
 import os
 import sys
 from enum import Enum
@@ -24,6 +23,7 @@ from mappers import mappers_by_kind
 from sweep.kinds.registry import for_mapper_kind, kind_named
 from sweep.errors import CampaignError, Finding, StoreError, SweepError
 from sweep import fmt
+from sweep.ids import strict_json
 from sweep.cli_text import param_option, plain_help, seed_option
 from sweep.cli_llm import (ActBitsOpt, BatchOpt, ContextOpt, KvBitsOpt, PhaseOpt, SeqOpt, WeightBitsOpt,
                            workload_of)
@@ -93,8 +93,9 @@ def _json_only(on: bool):
 
 
 def _echo_json(doc, default=str) -> None:
-    """Print ``doc`` as one indented JSON document on the real stdout (see `_json_only`)."""
-    text = json.dumps(doc, indent=1, default=default) + "\n"
+    """Print ``doc`` as one indented, strict JSON document (an infinite or NaN number is ``null``)
+    on the real stdout (see `_json_only`)."""
+    text = strict_json(doc, default=default, indent=1) + "\n"
     if _JSON_FD is None:
         typer.echo(text, nl=False)
         return

@@ -31,6 +31,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from sweep.errors import StoreError
+from sweep.ids import strict_json
 
 __all__ = ["Store", "code_version"]
 
@@ -120,7 +121,7 @@ class Store:
         if not path.exists():
             m = dict(manifest, format=FORMAT, code_version=code_version())
             tmp = self._tmp_dir() / MANIFEST
-            tmp.write_text(json.dumps(m, indent=1, sort_keys=True, default=str))
+            tmp.write_text(strict_json(m, indent=1, sort_keys=True))
             os.replace(tmp, path)
         shutil.rmtree(self.root / ".tmp", ignore_errors=True)
 
