@@ -17,6 +17,7 @@ from typing import Annotated, Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from mappers import mappers_by_kind
@@ -150,8 +151,9 @@ def _execute(c, resume: bool, executor: ExecutorKind, address: str | None, resum
 
     from sweep.engine.runner import Interrupted, run_campaign
 
-    err.print(f"campaign [bold]{c.name}[/]: {len(c.networks)} network(s) x {c.plan.describe_archs(c)} x {len(c.mappers)} mapper(s) x {len(c.objectives)} objective(s) "
-              f"-> {c.output}")
+    err.print(f"campaign [bold]{escape(c.name)}[/]: {len(c.networks)} network(s) x "
+              f"{escape(c.plan.describe_archs(c))} x {len(c.mappers)} mapper(s) x {len(c.objectives)} objective(s) "
+              f"-> {escape(str(c.output))}")
     with Progress(TextColumn("[progress.description]{task.description}"), BarColumn(),
                   MofNCompleteColumn(), TextColumn("tasks"), TimeElapsedColumn(),
                   TimeRemainingColumn(), console=err, transient=False) as prog:
@@ -165,12 +167,12 @@ def _execute(c, resume: bool, executor: ExecutorKind, address: str | None, resum
         except Interrupted as i:
             prog.stop()
             err.print(f"interrupted: {i.summary.tasks_run} task(s) stored in {c.output}; "
-                      f"complete it with: {resume_hint}")
+                      f"complete it with: {resume_hint}", markup=False, highlight=False)
             raise typer.Exit(130)
     skipped = "suggested design(s) told their stored figures" if c.plan.runs_study(c) else "already stored"
     err.print(f"done: {s.tasks_run} task(s) run, {s.tasks_skipped} {skipped}, "
               f"{s.tasks_failed} failed, {s.rows_written:,} rows in {s.seconds:.1f} s "
-              f"(executor start {s.executor_start_s:.1f} s) -> {s.output}")
+              f"(executor start {s.executor_start_s:.1f} s) -> {s.output}", markup=False)
     if s.tasks_failed:
         err.print(f"{s.tasks_failed} task(s) failed; their rows have status 'error' (what failed, first "
                   f"error per mapper and layer: `sweep report {s.output}`)", style="yellow", markup=False,
@@ -185,7 +187,7 @@ def validate(campaign: Annotated[Path, typer.Argument(help="Campaign TOML file."
     from sweep.kinds import load_any
 
     kind, c = load_any(campaign)
-    out.print(kind.describe_valid(c, campaign), highlight=False)
+    out.print(kind.describe_valid(c, campaign), highlight=False, markup=False)
 
 
 _LAYER_PANEL = "Layer (zoo / file / ONNX layer, a whole network, or explicit dimensions)"
@@ -240,21 +242,21 @@ def map_(
     if "branch" in res:  # DeepOpt on a systolic hardware point
         wide.print(f"{mapper} on {_point_text(res['point'])}: layer {res['layer']}: LOS branch {res['branch']}, "
                    f"energy {fmt.energy(res['energy_pj'])}, {fmt.cycles(res['latency_cycles'])} per image, "
-                   f"PM {res['objective']} {fmt.sig(res['value'])}; {_fs_text(res)}", highlight=False)
+                   f"PM {res['objective']} {fmt.sig(res['value'])}; {_fs_text(res)}", highlight=False, markup=False)
         return
     wide.print(res.get("loop_nest", ""), highlight=False, markup=False)
     if "transferred_bytes" in res:  # multi-NPU schedule
         wide.print(f"{mapper} ({res['engine']}): tiling {res.get('tiling')} {res.get('dataflow')}, latency "
                    f"{fmt.cycles(res['latency_cycles'])}, {res['transferred_bytes']:,.0f} bytes transferred "
                    f"{res.get('bytes_by_type')}, {res['objective']} {res['value']:.4g}; {res['evaluations']:,} "
-                   f"schedules in {res['wall_s']:.3f} s")
+                   f"schedules in {res['wall_s']:.3f} s", markup=False)
         return
     if res.get("spatial_candidates", 1) > 1:
         wide.print(f"spatial unrolling {_spatial_text(res['spatial'])}: best of {res['spatial_candidates']} "
-                   f"candidates under the hint of {acc.name}")
+                   f"candidates under the hint of {acc.name}", markup=False)
     wide.print(f"{mapper} ({res['engine']}): energy {fmt.energy(res['energy_pj'])}, latency "
               f"{fmt.cycles(res['latency_cycles'])}, EDP {fmt.edp(res['edp'])}; {res['evaluations']:,} "
-              f"evaluations in {res['wall_s']:.3f} s")
+              f"evaluations in {res['wall_s']:.3f} s", markup=False)
 
 
 def _spatial_text(spatial: dict | None) -> str:
@@ -331,10 +333,10 @@ def _print_network(res: dict, arch: str, mapper: str) -> None:
                f"{tot['executed_layers']} executed{', vector operations included' if 'vector_energy_pj' in tot else ''}; "
                f"energy {fmt.energy(tot['energy_pj'])}, latency "
                f"{fmt.cycles(tot['latency_cycles'])} (layers one after another), EDP = total energy x total "
-               f"latency {fmt.edp(tot['edp'])}", highlight=False)
+               f"latency {fmt.edp(tot['edp'])}", highlight=False, markup=False)
     if branches:
         wide.print(f"{_point_text(res['point'])}: network PM {res['objective']} ({res['network_pm']} over the layers) "
-                   f"{fmt.sig(tot['pm_value'])}; {_fs_text(tot)}", highlight=False)
+                   f"{fmt.sig(tot['pm_value'])}; {_fs_text(tot)}", highlight=False, markup=False)
     if "vector" in res or "llm" in res:
         from sweep.cli_llm import print_step
         print_step(res, wide)
@@ -369,7 +371,7 @@ def eval_(
 def _print_cost_report(rep: dict, console: Console) -> None:
     """Per operand and memory level accesses and energy, then the latency split."""
     if not rep.get("valid", True):
-        console.print(f"invalid mapping: {rep.get('reason')}", style="red")
+        console.print(f"invalid mapping: {rep.get('reason')}", style="red", markup=False)
         return
     b = rep.get("breakdown", {})
     t = Table(title="Accesses and energy per operand and memory level")
@@ -387,7 +389,7 @@ def _print_cost_report(rep: dict, console: Console) -> None:
     console.print(f"energy {fmt.energy(rep['energy_pj'])}; latency {fmt.cycles(rep['latency_cycles'])} = "
                   f"compute {b.get('compute_cycles', 0):,} + stall (largest of "
                   f"{', '.join(f'{k} {v:,.0f}' for k, v in stalls.items()) or 'none'}); "
-                  f"utilisation {b.get('utilization', 1):.1%}; EDP {fmt.edp(rep['edp'])}")
+                  f"utilisation {b.get('utilization', 1):.1%}; EDP {fmt.edp(rep['edp'])}", markup=False)
 
 
 class ListWhat(str, Enum):
@@ -490,9 +492,9 @@ def compact(directory: Annotated[Path, typer.Argument(help="A result directory w
 
     done = Store(directory).compact()
     for name, (before, after) in done.items():
-        out.print(f"{name}: {before} -> {after} fragment(s)")
+        out.print(f"{name}: {before} -> {after} fragment(s)", markup=False)
     if not done:
-        out.print(f"{directory}: nothing to compact")
+        out.print(f"{directory}: nothing to compact", markup=False)
 
 
 @app.command()
@@ -520,9 +522,9 @@ def tune(
 
     c = load_tune_campaign(campaign, output=out_dir)
     n = trials or c.trials
-    err.print(f"tuning [bold]{c.mapper}[/] on {len(c.training[1])} {c.training[0]} layer(s) x {len(c.seeds)} seed(s) "
+    err.print(f"tuning [bold]{escape(c.mapper)}[/] on {len(c.training[1])} {c.training[0]} layer(s) x {len(c.seeds)} seed(s) "
               f"at {c.budget} proposals, {len(c.space)} parameter(s), {c.sampler['name']} sampler: {n} trial(s), "
-              f"{parallel or c.parallel} at a time -> {c.output}")
+              f"{parallel or c.parallel} at a time -> {escape(str(c.output))}")
     with Progress(TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TextColumn("trials"), TimeElapsedColumn(), console=err) as prog:
         bar = prog.add_task("tuning", total=n)
@@ -534,15 +536,17 @@ def tune(
             prog.stop()
             err.print(f"interrupted after {i.summary.run_here} trial(s) in this driver; running trials stay in the "
                       f"study and the next driver finishes them. Continue with: sweep tune {campaign} --resume"
-                      + (f" --out {out_dir}" if out_dir else ""))
+                      + (f" --out {out_dir}" if out_dir else ""), markup=False)
             raise typer.Exit(130)
     err.print(f"done: {s.complete} complete + {s.pruned} pruned trial(s) ({s.run_here} here, {s.orphans} orphan(s) "
-              f"of a stopped driver taken over) in {s.seconds:.1f} s (references {s.reference_s:.1f} s) -> {s.output}")
+              f"of a stopped driver taken over) in {s.seconds:.1f} s (references {s.reference_s:.1f} s) -> {s.output}",
+              markup=False)
     if s.best:
-        err.print(f"best trial {s.best['trial']}: mean gap {100 * s.best['values'][0]:.4f} %, {s.best['full']}")
+        err.print(f"best trial {s.best['trial']}: mean gap {100 * s.best['values'][0]:.4f} %, {s.best['full']}",
+                  markup=False)
     for k, v in s.heldout.items():
         err.print(f"held-out ({k}): mean gap {100 * v['mean_gap']:.4f} %, reach {100 * v['reach_rate']:.1f} %, "
-                  f"{v['mean_evals_to_optimum']:.0f} proposals to the optimum, seeds {v['seeds']}")
+                  f"{v['mean_evals_to_optimum']:.0f} proposals to the optimum, seeds {v['seeds']}", markup=False)
 
 
 import_app = typer.Typer(no_args_is_help=True, add_completion=False, rich_markup_mode="rich",

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from rich.markup import escape
 
 from sweep import fmt
 from sweep.errors import StoreError
@@ -124,8 +125,9 @@ def show(rep: dict, console) -> None:
     smp = rep.get("sampler") or {}
     sampler = (f"{smp.get('name')} (" + ", ".join(f"{k} {v}" for k, v in smp.items() if k != "name") + ")"
                if isinstance(smp, dict) else str(smp))
-    console.print(f"[bold]{rep['campaign']}[/]: tuning {rep['mapper']} at {rep['budget']} proposals per layer and "
-                  f"seed, seeds {fmt.words(rep.get('seeds') or [])}, sampler {sampler}; trials: "
+    console.print(f"[bold]{escape(str(rep['campaign']))}[/]: tuning {escape(str(rep['mapper']))} at {rep['budget']} "
+                  f"proposals per layer and seed, seeds {fmt.words(rep.get('seeds') or [])}, sampler "
+                  f"{escape(sampler)}; trials: "
                   f"{fmt.counts(rep['trials'])}, {rep['trial_seconds_mean']:.2f} s per trial", soft_wrap=True,
                   highlight=False)
     b = rep.get("best")
