@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 import numpy as np
 import pandas as pd
@@ -41,7 +41,7 @@ __all__ = [
     "best_units",
     "build",
     "layer_report",
-    "mapper_label",
+    "mapper_labels",
     "print_layer_report",
     "read",
     "show",
@@ -95,12 +95,38 @@ def show(rep: dict[str, Any], console) -> None:
     print_plots(rep, console)
 
 
-def mapper_label(mapper: str, params_json: str) -> str:
-    """A short name for a mapper configuration, e.g. ``loma(lpf_limit=7)``; seeds left out."""
-    params = {k: v for k, v in json.loads(params_json).items() if k != "seed"}
-    shown = {k: v for k, v in params.items() if v is not None and k in ("lpf_limit", "engine", "iterations", "chains",
-                                                     "patience", "max_orderings")}
-    return mapper + ("(" + ", ".join(f"{k}={v}" for k, v in sorted(shown.items())) + ")" if shown else "")
+def mapper_labels(pairs: Iterable[tuple[str, str]]) -> dict[tuple[str, str], str]:
+    """Short names of a campaign's mapper configurations, keyed by their (mapper, params JSON).
+
+    A mapper with one configuration is its name (``salsa``); a mapper with several is its name and
+    every parameter whose value differs between them, seeds left out (``random(max_samples=200)``
+    and ``random(max_samples=1000)``), so two entries never share a label. A parameter one entry
+    leaves unset reads ``absent``.
+    """
+    entries: dict[str, dict[str, dict]] = {}  # mapper -> canonical params (no seed) -> params
+    parsed: dict[tuple[str, str], tuple[str, dict]] = {}
+    for m, pj in dict.fromkeys((str(m), str(pj)) for m, pj in pairs):
+        params = {k: v for k, v in json.loads(pj).items() if k != "seed"}
+        parsed[(m, pj)] = (m, params)
+        entries.setdefault(m, {})[json.dumps(params, sort_keys=True)] = params
+    differing: dict[str, list[str]] = {}
+    for m, by_key in entries.items():
+        configs = list(by_key.values())
+        names = sorted({k for c in configs for k in c})
+        differing[m] = [k for k in names if len({json.dumps(c.get(k), sort_keys=True) for c in configs}) > 1]
+    return {pair: m + ("(" + ", ".join(f"{k}={_label_value(params.get(k))}" for k in differing[m]) + ")"
+                       if differing[m] else "")
+            for pair, (m, params) in parsed.items()}
+
+
+def _label_value(v: Any) -> str:
+    if v is None:
+        return "absent"
+    if isinstance(v, bool):
+        return str(v).lower()
+    if isinstance(v, (list, tuple)):
+        return "+".join(str(x) for x in v)
+    return str(v)
 
 
 def finished(rows: pd.DataFrame, problems: pd.DataFrame) -> bool:
@@ -128,7 +154,9 @@ def _problems(rows: pd.DataFrame, problems: pd.DataFrame) -> pd.DataFrame:
     agg = ok.groupby("problem_id").agg(evaluations=("evaluations", "sum"), search_s=("wall_s", "sum"),
                                        units=("unit_index", "count"))
     best = best.drop(columns=["evaluations"]).join(agg)
-    best["label"] = [mapper_label(m, p) for m, p in zip(best["mapper"], best["params"])]
+    configs = rows[["mapper", "params"]].dropna().drop_duplicates()
+    labels = mapper_labels(zip(configs["mapper"], configs["params"]))
+    best["label"] = [labels[(str(m), str(p))] for m, p in zip(best["mapper"], best["params"])]
     cols = ["label", "value", "energy_pj", "latency_cycles", "edp", "evaluations", "search_s",
             "engine", "units", "loops"] + [c for c in ("spatial", "mapping") if c in best]
     return problems.drop(columns=["task_id", "mapper", "arch", "objective", "seed"], errors="ignore") \
@@ -320,12 +348,14 @@ def _visited_plot(h: pd.DataFrame, network: str, path: Path) -> str:
     li = h.groupby("layer_index")["history"].apply(lambda v: sum(len(x) for x in v)).idxmax()
     hl = h[h["layer_index"] == li]
     fig, ax = figure(figsize=(7, 4))
+    configs = h[["mapper", "params"]].drop_duplicates()
+    labels = mapper_labels(zip(configs["mapper"], configs["params"]))
     for (m, p), gh in hl.groupby(["mapper", "params"], observed=True):
         vals = np.concatenate([np.asarray(v, dtype=float) for v in gh["history"]])
         vals = vals[np.isfinite(vals)]
         seed = json.loads(p).get("seed")
         if len(vals):
-            ax.hist(vals, bins=60, alpha=0.5, label=mapper_label(m, p) + ("" if seed is None else f" seed {seed}"))
+            ax.hist(vals, bins=60, alpha=0.5, label=labels[(str(m), str(p))] + ("" if seed is None else f" seed {seed}"))
     ax.set_xlabel("objective of visited mappings")
     ax.set_ylabel("count")
     ax.legend(fontsize=7)
