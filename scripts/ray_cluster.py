@@ -66,10 +66,18 @@ class LocalCluster:
         temp_dir: Ray's session files (keep it short: socket paths are limited to 107 bytes).
         workers: worker nodes, each with ``worker_cpus`` CPUs and resource ``worker<i>``.
         head_cpus: CPUs of the head node (0: tasks run on worker nodes only).
+        env: environment of the nodes and of the driver counting them (default `cluster_env`:
+            no token authentication; tests of Ray's defaults pass their own).
+        worker_env: environment of the worker nodes (default ``env``; a worker joining a cluster
+            with token authentication needs ``RAY_AUTH_MODE=token``: `ray start --address` never
+            turns it on by itself).
     """
 
     def __init__(self, temp_dir: str | Path | None = None, workers: int = 2, head_cpus: int = 1,
-                 worker_cpus: int = 1, object_store_mib: int = 100):
+                 worker_cpus: int = 1, object_store_mib: int = 100, env: dict[str, str] | None = None,
+                 worker_env: dict[str, str] | None = None):
+        self.env = dict(env) if env is not None else cluster_env()
+        self.worker_env = dict(worker_env) if worker_env is not None else self.env
         self.temp_dir = Path(temp_dir or tempfile.mkdtemp(prefix="rc_", dir="/tmp"))
         self.workers, self.head_cpus, self.worker_cpus = workers, head_cpus, worker_cpus
         self.store_bytes = object_store_mib * 1024 * 1024
@@ -78,7 +86,7 @@ class LocalCluster:
         self._logs: list = []
 
     def _ray(self, *args) -> subprocess.Popen:
-        env = cluster_env()
+        env = dict(self.env if "--head" in args else self.worker_env)
         env.pop("RAY_ADDRESS", None)
         log = open(self.temp_dir / f"node{len(self._logs)}.log", "w")
         self._logs.append(log)
@@ -121,12 +129,12 @@ class LocalCluster:
 
     def alive_nodes(self) -> int:
         """Alive nodes as the GCS sees them (-1 if it cannot be asked yet)."""
-        code = ("import ray,sys; ray.init(address=sys.argv[1], logging_level='ERROR', log_to_driver=False);"
+        code = ("import ray,sys; from sweep.engine.cluster import use_available_token; use_available_token();"
+                "ray.init(address=sys.argv[1], logging_level='ERROR', log_to_driver=False);"
                 "print(sum(n['Alive'] for n in ray.nodes()))")
-        env = cluster_env()
         try:
             r = subprocess.run([sys.executable, "-c", code, self.address], capture_output=True, text=True,
-                               env=env, timeout=30)
+                               env=self.env, timeout=30)
             return int(r.stdout.strip().splitlines()[-1])
         except (ValueError, IndexError, subprocess.TimeoutExpired):
             return -1

@@ -5,7 +5,9 @@
 
 * "local": in this process, one call after another (debugging, tests, tiny runs).
 * "ray": Ray tasks, a local Ray started in-process by default (quietly: without Ray's
-  token-authentication notice) or an existing cluster (``address`` / ``RAY_ADDRESS``). At most ``max_in_flight`` calls are pending (Ray's
+  token-authentication notice, and never the cluster ``ray_current_cluster`` names) or an
+  existing cluster (``address`` / ``RAY_ADDRESS``; its token and the one-line errors of joining
+  it: `sweep.engine.cluster`). At most ``max_in_flight`` calls are pending (Ray's
   limit-pending-tasks pattern, `ray.wait`), items are pulled from the stream only as slots free
   up (so a lazy stream is never listed), a call whose worker dies is retried by Ray
   (``max_retries``), results are consumed in completion order, and leaving the ``with`` block
@@ -113,17 +115,24 @@ class Executor:
         KeyboardInterrupt inside it left a half-started driver that segfaulted at exit (exit 139,
         1 run in 3 with Ctrl-C 2.3-2.6 s after `sweep run` on 2 cores). A signal that arrived
         meanwhile then stops the fully started Ray and raises KeyboardInterrupt (exit 130)."""
+        from sweep.engine import cluster
         from sweep.engine.signals import interrupts_deferred
         kw = dict(include_dashboard=False, log_to_driver=True, configure_logging=False)
+        if self.address:  # the cluster's token as Ray finds it; one line if it cannot be joined
+            with _quiet_token_notice():
+                cluster.use_available_token()
+            cluster.check_reachable(self.address)
         with interrupts_deferred() as got, _quiet_token_notice():
             try:
                 if self.address:
                     ray.init(address=self.address, **kw)
-                else:
-                    ray.init(num_cpus=self.num_cpus, **kw)
+                else:  # "local": a new Ray, whatever ray_current_cluster names or runs beside
+                    ray.init(address="local", num_cpus=self.num_cpus, **kw)
                 self._started = True
-            except Exception:
+            except Exception as e:
                 if not got:  # a real start-up failure, not the interrupt's side effect
+                    if self.address:
+                        raise cluster.connect_failed(self.address, e) from None
                     raise
         if got:
             self._started = self._started or ray.is_initialized()  # (ray.init may have half-connected)
