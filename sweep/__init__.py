@@ -4,3 +4,16 @@ From Python: ``from sweep import api`` (`sweep.api`: map a layer or a network, e
 load accelerators and networks, run a campaign from a file or a dict, read results as DataFrames).
 Nothing is imported here, so ``sweep --help`` stays quick.
 """
+
+
+def main() -> None:
+    """The ``sweep`` console script: `sweep.cli.main`, with a Ctrl-C that comes while the command
+    line is still importing (the first second on a loaded machine) ending as one later does: one
+    line on stderr, exit 130, no traceback (nothing has run yet, so nothing is to resume)."""
+    import sys
+    try:
+        from sweep.cli import main as cli_main
+    except KeyboardInterrupt:
+        sys.stderr.write("interrupted while starting: nothing was run\n")
+        raise SystemExit(130) from None
+    cli_main()

@@ -103,3 +103,26 @@ def test_ctrl_c_at_any_moment_of_start_up_exits_130_and_resumes(tmp_path):
     # also with the "interrupted" line printed). -SIGSEGV (139) is what this test exists for.
     bad = {d: (c, texts[d][-600:]) for d, c in codes.items() if c not in (0, 130, -signal.SIGINT)}
     assert not bad, bad
+
+
+def test_ctrl_c_while_the_command_line_imports_is_one_line_and_exit_130(monkeypatch, capsys):
+    """The console script (`sweep.main`) imports the CLI under a guard: a Ctrl-C that lands in
+    those imports (made certain here by an import that raises KeyboardInterrupt) ends with one
+    line and exit 130, no traceback."""
+    import builtins
+
+    import sweep
+
+    real = builtins.__import__
+
+    def interrupted(name, *args, **kwargs):
+        if name == "sweep.cli":
+            raise KeyboardInterrupt
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", interrupted)
+    with pytest.raises(SystemExit) as e:
+        sweep.main()
+    assert e.value.code == 130
+    err = capsys.readouterr().err
+    assert err == "interrupted while starting: nothing was run\n"
