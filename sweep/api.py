@@ -394,8 +394,9 @@ def _evaluate_mapping(layer: Layer, arch: Accelerator, mapping: Any) -> dict[str
             raise CampaignError("mapping", [Finding("mapping", mapping.mapper, "this result has no mapping")])
         mapping = mapping.mapping
     if not isinstance(mapping, LoopNest):
+        from sweep.single import mapping_data
         try:
-            mapping = LoopNest.from_dict(mapping)
+            mapping = LoopNest.from_dict(mapping_data(mapping, layer, "<dict>"))
         except (ValueError, KeyError, TypeError, AttributeError) as e:
             raise CampaignError("mapping", [Finding("--mapping", "<dict>", f"not a valid mapping: {e}")]) from None
     out = reference(layer, arch, mapping).to_dict()

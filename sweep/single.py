@@ -26,9 +26,10 @@ def _bad(source: str, key: str, value: Any, msg: str) -> CampaignError:
 
 def parse_dims(text: str) -> Layer:
     """``"K=64,C=64,OY=56,OX=56,FY=3,FX=3"`` -> a `Layer` (unlisted dims 1; SY, SX, DY, DX, G, B
-    accepted too). Raises `CampaignError` naming the bad item."""
-    allowed = set(LOOP_DIMS) | {"SY", "SX", "DY", "DX"}
-    vals: dict[str, int] = {}
+    accepted too, and the paddings PY, PX as the zoo and ONNX layers have them). Raises
+    `CampaignError` naming the bad item."""
+    allowed = set(LOOP_DIMS) | {"SY", "SX", "DY", "DX", "PY", "PX"}
+    vals: dict[str, int | float] = {}
     for item in text.split(","):
         item = item.strip()
         if not item:
@@ -37,6 +38,15 @@ def parse_dims(text: str) -> Layer:
         k = k.strip()
         if not sep or k not in allowed:
             raise _bad("--dims", "--dims", item, f"expected DIM=VALUE with DIM in {sorted(allowed)}")
+        if k in ("PY", "PX"):  # paddings: >= 0, may be fractional (the zoo's DeepOpt tables use 1.5)
+            try:
+                pad = float(v)
+            except ValueError:
+                raise _bad("--dims", f"--dims {k}", v, "expected a number >= 0 (padding)") from None
+            if not pad >= 0 or pad == float("inf"):
+                raise _bad("--dims", f"--dims {k}", v, "expected a number >= 0 (padding)")
+            vals[k] = int(pad) if pad.is_integer() else pad
+            continue
         try:
             n = int(v)
         except ValueError:
@@ -416,8 +426,32 @@ def _add_step_figures(res: dict[str, Any], network: Network, arch) -> None:
         res["llm"] = llm
 
 
+def mapping_data(data: Any, layer: Layer, source: str) -> Any:
+    """The bare mapping dict in ``data``: ``data`` itself (`costmodel.loopnest.mapping` format), the
+    ``mapping`` of one layer's `sweep map --json`, or, from a whole network's `sweep map --network
+    N --json`, the ``mapping`` of its layer named ``layer.name``.
+
+    Raises:
+        CampaignError: a network's JSON without that layer or without its mapping (``--mapping``).
+    """
+    if not isinstance(data, dict):
+        return data
+    if isinstance(data.get("layers"), list) and "total" in data:  # a whole network's result
+        rows = [r for r in data["layers"] if isinstance(r, dict) and r.get("layer") == layer.name]
+        if not rows or not isinstance(rows[0].get("mapping"), dict):
+            names = [r.get("layer") for r in data["layers"] if isinstance(r, dict)]
+            raise _bad(source, "--mapping", source, f"a network's `sweep map --json` without a mapping of layer "
+                       f"{layer.name!r} (its layers: {names}); pick one with --layer")
+        return rows[0]["mapping"]
+    if isinstance(data.get("mapping"), dict) and "energy_pj" in data:  # one layer's result
+        return data["mapping"]
+    return data
+
+
 def eval_mapping(layer: Layer, arch, mapping_file: str | Path) -> dict[str, Any]:
-    """Cost report of the mapping in ``mapping_file`` (JSON or TOML, `costmodel.loopnest.mapping` format).
+    """Cost report of the mapping in ``mapping_file``: JSON or TOML in the `costmodel.loopnest.mapping`
+    format, or the JSON `sweep map --json` prints (one layer's, or a whole network's: the layer
+    evaluated is picked by name, `mapping_data`).
 
     Raises:
         CampaignError: unreadable file or an invalid mapping (the reason is named).
@@ -432,8 +466,12 @@ def eval_mapping(layer: Layer, arch, mapping_file: str | Path) -> dict[str, Any]
         raise _bad(str(p), "--mapping", str(p), f"cannot read: {e.strerror}") from None
     try:
         data = tomllib.loads(text) if p.suffix == ".toml" else json.loads(text)
+    except (ValueError, tomllib.TOMLDecodeError) as e:
+        raise _bad(str(p), "--mapping", str(p), f"not JSON or TOML: {e}") from None
+    data = mapping_data(data, layer, str(p))  # a `sweep map --json` result: its mapping
+    try:
         mapping = Mapping.from_dict(data)
-    except (ValueError, KeyError, TypeError, tomllib.TOMLDecodeError) as e:
+    except (ValueError, KeyError, TypeError) as e:
         raise _bad(str(p), "--mapping", str(p), f"not a valid mapping: {e}") from None
     rep = evaluate(layer, arch, mapping)
     out = rep.to_dict()
