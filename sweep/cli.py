@@ -23,7 +23,7 @@ from rich.table import Table
 from mappers import mappers_by_kind
 from sweep.kinds.registry import for_mapper_kind, kind_named
 from sweep.errors import CampaignError, Finding, StoreError, SweepError
-from sweep import fmt
+from sweep import cli_text, fmt
 from sweep.ids import strict_json
 from sweep.cli_text import param_option, plain_help, seed_option
 from sweep.cli_llm import (ActBitsOpt, BatchOpt, ContextOpt, KvBitsOpt, PhaseOpt, SeqOpt, WeightBitsOpt,
@@ -218,10 +218,9 @@ def map_(
     weight_bits: WeightBitsOpt = None, act_bits: ActBitsOpt = None, kv_bits: KvBitsOpt = None,
 ) -> None:
     """Map one layer on one accelerator and print the best mapping as a loop nest; with --network
-    and no --layer, map every unique layer of the network and print a per-layer table and totals.
-    A transformer step (--network llama3_8b --phase decode --batch 8 --context 4096) adds its
-    vector operations, DRAM traffic by role and the serving figures (time per token, tokens/s,
-    energy per token).
+    and no --layer, map every unique layer of the network and print a per-layer table and totals
+    (a transformer step, --network llama3_8b --phase decode --batch 8 --context 4096, adds its vector
+    operations, DRAM traffic by role, time per token, tokens/s and energy per token).
     On a DeepOpt systolic preset (--mapper deepopt): each layer's LOS branch, energy and cycles, the
     network PM and the fixed-scheduling PMs, as a campaign stores that point."""
     from sweep import api
@@ -257,6 +256,7 @@ def map_(
     wide.print(f"{mapper} ({res['engine']}): energy {fmt.energy(res['energy_pj'])}, latency "
               f"{fmt.cycles(res['latency_cycles'])}, EDP {fmt.edp(res['edp'])}; {res['evaluations']:,} "
               f"evaluations in {res['wall_s']:.3f} s", markup=False)
+    cli_text.print_low_utilization(wide, [res], acc, res)
 
 
 def _spatial_text(spatial: dict | None) -> str:
@@ -305,6 +305,8 @@ def _map_network(network: str, arch: str, mapper: str, objective: str | None, se
         _echo_json(res)
         return
     _print_network(res, arch, mapper)
+    if any("utilization" in r for r in res["layers"]):  # loop-nest layers: their PE utilisation
+        cli_text.print_low_utilization(Console(width=max(out.width, 160)), res["layers"], acc, {"params": params})
 
 
 def _print_network(res: dict, arch: str, mapper: str) -> None:
@@ -407,11 +409,9 @@ def list_(what: Annotated[ListWhat, typer.Argument(help="networks | archs | mapp
           phase: PhaseOpt = None, batch: BatchOpt = None, seq: SeqOpt = None, context: ContextOpt = None,
           weight_bits: WeightBitsOpt = None, act_bits: ActBitsOpt = None, kv_bits: KvBitsOpt = None) -> None:
     """List the networks of the zoo, the architecture presets or the mappers; with a NAME, the
-    layers of one zoo network or the parameters of one mapper. A transformer with the step's
-    options (sweep list networks llama3_8b --phase decode --batch 8 --context 4096) lists every
-    operation of that step: matmuls with their shapes and MACs, vector operations with their
-    elements, and the totals (MACs, parameters)."""
-    from sweep import catalog as cat, cli_text
+    layers of one zoo network or the parameters of one mapper; a transformer with a step's options
+    (--phase decode --batch 8 --context 4096) lists every matmul and vector operation and the totals."""
+    from sweep import catalog as cat
 
     workload = workload_of(phase, batch, seq, context, weight_bits, act_bits, kv_bits)
     given = {k: v for k, v in workload.items() if v is not None}

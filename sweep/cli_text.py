@@ -21,8 +21,8 @@ import typer
 from sweep.errors import CampaignError
 from sweep.fmt import print_wide
 
-__all__ = ["param_option", "plain_help", "print_catalog", "print_mapper", "print_network", "print_rows",
-           "seed_option"]
+__all__ = ["param_option", "plain_help", "print_catalog", "print_low_utilization", "print_mapper", "print_network",
+           "print_rows", "seed_option"]
 
 
 def seed_option(value: int) -> int:
@@ -186,3 +186,14 @@ def print_network(doc: dict, console: Any) -> None:
     if doc["ignored"]:
         print_rows(f"{len(doc['ignored'])} node(s) not costed (data movement, or no layer or vector operation "
                    "of theirs)", doc["ignored"], console)
+
+
+def print_low_utilization(console: Any, rows: list, acc: Any, res: dict) -> None:
+    """`sweep map`'s warning when a mapped layer keeps few PEs busy
+    (`sweep.single.low_utilization_note`), in yellow; nothing otherwise."""
+    from sweep.single import low_utilization_note
+    searched = any(r.get("spatial_candidates", 1) > 1 for r in rows) or \
+        (res.get("params") or {}).get("spatial") == "search"
+    note = low_utilization_note(rows, acc, searched)
+    if note:
+        console.print(note, style="yellow", soft_wrap=True, highlight=False, markup=False)

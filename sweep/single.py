@@ -291,7 +291,42 @@ def map_layer(layer: Layer, arch, mapper_name: str, objective: str | None = None
     if m is not None:
         out["mapping"] = m.to_dict()
         out["loop_nest"] = format_loop_nest(m, layer, arch)
+        out.update(_utilization(layer, arch, m))
     return out
+
+
+#: Below this share of the PEs busy on average, `sweep map` says so (and suggests the hint search).
+LOW_UTILIZATION = 0.25
+
+
+def _utilization(layer: Layer, arch, mapping) -> dict[str, Any]:
+    """``utilization``: the layer's MACs / (compute cycles x PEs) under ``mapping``
+    (`costmodel.loopnest.reference`'s breakdown: the average share of the PEs busy), and ``busy_pes``
+    = utilization x PEs; nothing for an invalid mapping."""
+    from costmodel.loopnest.reference import evaluate
+    rep = evaluate(layer, arch, mapping)
+    if not rep.valid:
+        return {}
+    u = float(rep.breakdown.get("utilization", 1.0))
+    return {"utilization": u, "busy_pes": u * arch.pe_count}
+
+
+def low_utilization_note(rows: list[dict[str, Any]], arch, searched: bool) -> str:
+    """One line when a layer's mapping keeps fewer than `LOW_UTILIZATION` of ``arch``'s PEs busy
+    (``rows``: `map_layer` results or `map_network` rows with ``utilization``): which layers, how
+    many PEs, and what to try (the spatial search under the accelerator's hint, if it has one and
+    the unrolling was not searched); "" otherwise."""
+    low = [r for r in rows if r.get("utilization") is not None and r["utilization"] < LOW_UTILIZATION]
+    if not low:
+        return ""
+    pes = getattr(arch, "pe_count", 0)
+    worst = min(low, key=lambda r: r["utilization"])
+    what = (f"{len(low)} layer(s) keep fewer than {LOW_UTILIZATION:.0%} of the {pes:,} PEs busy (lowest: "
+            f"{worst.get('layer')}, {worst['utilization']:.1%}, {worst['busy_pes']:.1f} PEs on average)")
+    if getattr(arch, "spatial_hint", None) is not None and not searched:
+        return what + "; the accelerator's [spatial] unrolling does not fit them: try --param spatial=search " \
+                      "(each layer's unrolling searched under its [spatial_hint])"
+    return what + ": the array is larger than these layers can use"
 
 
 def _one_layer(res: dict[str, Any]) -> dict[str, Any]:
@@ -375,7 +410,7 @@ def map_network(network: Network, arch, mapper_name: str, objective: str | None 
                "latency_cycles": res["latency_cycles"], "edp": res["edp"], "value": res["value"],
                "evaluations": res["evaluations"], "wall_s": res["wall_s"], "engine": res["engine"],
                "macs": layer.macs}
-        for k in ("transferred_bytes", "spatial", "spatial_candidates", "mapping"):
+        for k in ("transferred_bytes", "spatial", "spatial_candidates", "mapping", "utilization", "busy_pes"):
             if k in res:
                 row[k] = res[k]
         rows.append(row)
