@@ -1,6 +1,6 @@
 """ZigZag and dse-sweep side by side on the same inputs (issue 12, item 8).
 
-    python scripts/compare_zigzag.py --zigzag-python /root/venvs/zigzag/bin/python            # eyeriss_like, 5 layers
+    python scripts/compare_zigzag.py --zigzag-python $ZIGZAG_VENV/bin/python            # eyeriss_like, 5 layers
     python scripts/compare_zigzag.py --zigzag-python ... --case tpu_like --explain --json out.json  # resnet18.onnx
     python scripts/compare_zigzag.py --zigzag-python ... --zigzag-cache /tmp/zz   # rerun: ZigZag's results reused
     python scripts/compare_zigzag.py --zigzag-python ... --no-search --pin tests/data/zigzag  # store for the tests
@@ -9,7 +9,7 @@ About 4 minutes for eyeriss_like (ZigZag LOMA + SALSA, ours loma + salsa), 2-4 f
 
 ZigZag (``zigzag-dse==3.9.1``) lives in its own virtual environment, never a dependency of ours::
 
-    python3 -m venv /root/venvs/zigzag && /root/venvs/zigzag/bin/pip install zigzag-dse==3.9.1 six
+    python3 -m venv $ZIGZAG_VENV && $ZIGZAG_VENV/bin/pip install zigzag-dse==3.9.1 six
 
 Its side runs in a subprocess with that Python (``scripts/zigzag_driver.py``, JSON on stdout).
 Cases:

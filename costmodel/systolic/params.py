@@ -2,7 +2,7 @@
 
 Every default below is the value of the DeepOpt paper (Manasi & Sapatnekar, ASP-DAC'21, Sec. 4)
 as set in the authors' public MATLAB code (``manasiumn37/DeepOpt``, ``src/OHA_Main.m``), and
-summarised in ``/work/shared/reference/README.md``.
+summarised in ``../shared/reference/README.md``.
 """
 
 from __future__ import annotations

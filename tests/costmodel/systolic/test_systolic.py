@@ -1,7 +1,7 @@
 """Tests of costmodel.systolic (DeepOpt J x K systolic-array model).
 
 Expected numbers are derived by hand from the DeepOpt paper's equations (ASP-DAC'21, eqs. 1-17)
-and the constants of /work/shared/reference/README.md, or were obtained by running the DeepOpt
+and the constants of ../shared/reference/README.md, or were obtained by running the DeepOpt
 authors' MATLAB functions (github.com/manasiumn37/DeepOpt, src/private/*.m, driven the way
 src/Opt_Hardware_Allocation.m drives them) under GNU Octave 7.3.0.
 """

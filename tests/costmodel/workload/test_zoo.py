@@ -27,7 +27,7 @@ DEEPOPT = ["alexnet", "vgg16", "googlenet_v1", "squeezenet_v11", "resnet50"]
 ALL = CANONICAL + [f"{n}_deepopt" for n in DEEPOPT]
 
 #: DeepOpt's layer tables, shipped (tests/data/deepopt/README.md: copies of
-#: /work/shared/reference/deepopt/, from the authors' repository manasiumn37/DeepOpt).
+#: ../shared/reference/deepopt/, from the authors' repository manasiumn37/DeepOpt).
 DEEPOPT_REF = DATA / "deepopt"
 SHARED_DEEPOPT = SHARED / "reference" / "deepopt"
 #: The CSV layer tables (the transformers are configs with published parameter counts instead,
