@@ -27,7 +27,7 @@ from sweep import cli_text, fmt
 from sweep.ids import strict_json
 from sweep.cli_text import param_option, plain_help, seed_option
 from sweep.cli_llm import (ActBitsOpt, BatchOpt, ContextOpt, KvBitsOpt, PhaseOpt, SeqOpt, WeightBitsOpt,
-                           workload_of)
+                           list_step_options, workload_of)
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, rich_markup_mode="rich",
                   help="dse-sweep: distributed design-space exploration of DNN accelerators.\n\n"
@@ -413,12 +413,7 @@ def list_(what: Annotated[ListWhat, typer.Argument(help="networks | archs | mapp
     (--phase decode --batch 8 --context 4096) lists every matmul and vector operation and the totals."""
     from sweep import catalog as cat
 
-    workload = workload_of(phase, batch, seq, context, weight_bits, act_bits, kv_bits)
-    given = {k: v for k, v in workload.items() if v is not None}
-    if given and (what.value != "networks" or name is None):
-        k = next(iter(given))
-        raise CampaignError("sweep list", [Finding(f"--{k.replace('_', '-')}", given[k],
-                                                   "the step options go with `sweep list networks NAME` (a transformer)")])
+    given = list_step_options(what.value, name, workload_of(phase, batch, seq, context, weight_bits, act_bits, kv_bits))
 
     if (file is not None or name is not None) and what.value == "archs":
         key, value = ("--file", file) if file is not None else ("NAME", name)

@@ -14,7 +14,7 @@ from rich.table import Table
 from sweep import fmt
 
 __all__ = ["PhaseOpt", "BatchOpt", "SeqOpt", "ContextOpt", "WeightBitsOpt", "ActBitsOpt", "KvBitsOpt",
-           "workload_of", "print_step", "print_vector_ops"]
+           "list_step_options", "workload_of", "print_step", "print_vector_ops"]
 
 _PANEL = "Transformer step (the zoo's LLMs, BERT and ViT; `sweep list networks`)"
 PhaseOpt = Annotated[Optional[str], typer.Option("--phase", help="prefill (the prompt, compute-bound) or decode (one new token per sequence, weights and KV cache read from DRAM); encoders (bert_base, vit_b16) are prefill only. Default: the model's.", rich_help_panel=_PANEL)]
@@ -31,6 +31,21 @@ def workload_of(phase: str | None, batch: int | None, seq: int | None, context: 
     """The given step options as `sweep.single.resolve_network`'s ``workload`` (None: not given)."""
     return {"phase": phase, "batch": batch, "seq": seq, "context": context,
             "weight_bits": weight_bits, "act_bits": act_bits, "kv_bits": kv_bits}
+
+
+def list_step_options(what: str, name: str | None, workload: dict[str, Any]) -> dict[str, Any]:
+    """The step options given to `sweep list` (None values dropped).
+
+    Raises:
+        CampaignError: a step option anywhere but `sweep list networks NAME` (the option named).
+    """
+    from sweep.errors import CampaignError, Finding
+    given = {k: v for k, v in workload.items() if v is not None}
+    if given and (what != "networks" or name is None):
+        k = next(iter(given))
+        raise CampaignError("sweep list", [Finding(f"--{k.replace('_', '-')}", given[k],
+                                                   "the step options go with `sweep list networks NAME` (a transformer)")])
+    return given
 
 
 def print_vector_ops(doc: dict, console: Any) -> None:
