@@ -3,10 +3,13 @@ buffer sizes), every layer of DeepBench's OCR network mapped by SALSA on each, t
 the Pareto front of area (mm^2) and EDP (pJ x cycles).
 
     python examples/arch_search.py [OUT_DIR]      # default: a new temporary directory
+
+It prints the result directory it writes (then: sweep report OUT_DIR --plots OUT_DIR/plots).
 """
 
 import sys
 import tempfile
+from pathlib import Path
 
 from sweep import api
 
@@ -20,6 +23,7 @@ campaign = {
 }
 out = sys.argv[1] if len(sys.argv) > 1 else tempfile.mkdtemp(prefix="arch_search_")
 run = api.run_campaign(campaign, output=out, executor="local")
+print(f"results: {Path(run.output).resolve()}")
 totals = api.load_results(run.output).totals               # one row per (design, network)
 front = api.pareto_front(totals, "area_mm2", "edp")
 print(f"{len(totals)} designs, {len(front)} on the area-EDP front:")

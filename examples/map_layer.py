@@ -1,7 +1,7 @@
 """Map one ResNet-18 layer on the Eyeriss-like accelerator with SALSA, print the loop nest and its
 cost, then evaluate the mapping found (energy per memory level).
 
-    python examples/map_layer.py
+    python examples/map_layer.py                  # prints only; writes no file
 
 The same layer from the command line:
     sweep map --arch eyeriss_like --network resnet18 --layer layer1.0.conv1 --mapper salsa \\

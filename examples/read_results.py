@@ -3,10 +3,13 @@ layer of DeepBench's OCR network, minimising energy), then read its results as p
 the stored rows and the per-layer table, pivoted to energy (pJ) per layer and mapper.
 
     python examples/read_results.py [OUT_DIR]     # default: a new temporary directory
+
+It prints the result directory it writes.
 """
 
 import sys
 import tempfile
+from pathlib import Path
 
 from sweep import api
 
@@ -20,6 +23,7 @@ campaign = {
 }
 out = sys.argv[1] if len(sys.argv) > 1 else tempfile.mkdtemp(prefix="read_results_")
 api.run_campaign(campaign, output=out, executor="local")
+print(f"results: {Path(out).resolve()}")
 
 results = api.load_results(out)
 print(f"{results.manifest['name']}: {len(results.rows)} rows, {len(results.layers)} (layer, mapper) results")

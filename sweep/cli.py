@@ -150,7 +150,9 @@ def _execute(c, resume: bool, executor: ExecutorKind, address: str | None, resum
                                TimeElapsedColumn, TimeRemainingColumn)
 
     from sweep.engine.runner import Interrupted, run_campaign
+    from sweep.engine.store import Store
 
+    Store(c.output).check_new_or_resumable(c.config_hash(), resume)  # before any output; writes nothing
     err.print(f"campaign [bold]{escape(c.name)}[/]: {len(c.networks)} network(s) x "
               f"{escape(c.plan.describe_archs(c))} x {len(c.mappers)} mapper(s) x {len(c.objectives)} objective(s) "
               f"-> {escape(str(c.output))}")

@@ -19,15 +19,25 @@ EXAMPLES = REPO / "examples"
 ENV = dict(os.environ, RAY_USAGE_STATS_ENABLED="0")
 
 
-def _run(args: list[str], cwd: Path) -> str:
-    """stdout of ``args`` run in ``cwd``; the command must exit 0."""
-    p = subprocess.run(args, cwd=cwd, env=ENV, capture_output=True, text=True, timeout=300)
+def _run(args: list[str], cwd: Path, env: dict | None = None) -> str:
+    """stdout of ``args`` run in ``cwd`` (with ``env`` added to the environment); the command must exit 0."""
+    p = subprocess.run(args, cwd=cwd, env=dict(ENV, **(env or {})), capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, f"{args} exited {p.returncode}\n{p.stdout}\n{p.stderr}"
     return p.stdout
 
 
-def _example(name: str, cwd: Path, *args: str) -> str:
-    return _run([sys.executable, str(EXAMPLES / name), *args], cwd)
+def _example(name: str, cwd: Path, *args: str, env: dict | None = None) -> str:
+    return _run([sys.executable, str(EXAMPLES / name), *args], cwd, env)
+
+
+def _results_dir(out: str) -> Path:
+    """The result directory an example says it wrote (``results: DIR``, an absolute path): it
+    exists and is a result directory."""
+    m = re.search(r"^results: (.+)$", out, flags=re.M)
+    assert m, f"the example does not say where it writes:\n{out}"
+    d = Path(m[1])
+    assert d.is_absolute() and (d / "manifest.json").is_file() and (d / "rows").is_dir(), d
+    return d
 
 
 def _sweep_json(args: list[str], cwd: Path) -> dict:
@@ -55,7 +65,8 @@ def test_map_layer_prints_what_sweep_map_finds(tmp_path):
 
 def test_arch_search_prints_the_front_and_each_design_reproduces(tmp_path):
     run_dir = tmp_path / "search"
-    out = _example("arch_search.py", tmp_path, str(run_dir))
+    out = _example("arch_search.py", tmp_path, "search")   # a relative OUT_DIR: printed absolute
+    assert _results_dir(out) == run_dir.resolve()
     head = re.search(r"(\d+) designs, (\d+) on the area-EDP front", out)
     assert head and head[1] == "4", out   # 2 array heights x 2 buffer sizes, no constraint
     rows = [line.split() for line in out.splitlines() if re.match(r"[0-9a-f]{16} ", line)]
@@ -74,8 +85,10 @@ def test_arch_search_prints_the_front_and_each_design_reproduces(tmp_path):
 
 
 def test_read_results_prints_the_pivot_of_the_stored_results(tmp_path):
-    run_dir = tmp_path / "compare"
-    out = _example("read_results.py", tmp_path, str(run_dir))
+    # no OUT_DIR: a new temporary directory (here under tmp_path), which it names
+    (tmp_path / "tmp").mkdir()
+    out = _example("read_results.py", tmp_path, env={"TMPDIR": str(tmp_path / "tmp")})
+    assert _results_dir(out).parent == (tmp_path / "tmp").resolve()
     # deepbench_ocr: 4 layers, all of different shapes; 2 mappers, one unit per problem
     assert "tiny_compare: 8 rows, 8 (layer, mapper) results" in out, out
     lines = out.splitlines()

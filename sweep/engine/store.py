@@ -86,8 +86,9 @@ class Store:
         """Refuse to write into a directory that holds something else. Writes nothing.
 
         Raises:
-            StoreError: the directory holds another campaign's results, foreign files, or
-                results while ``resume`` is False.
+            StoreError: the directory holds another campaign's results, foreign files (no
+                manifest: not a result directory), or results while ``resume`` is False; the
+                message names the directory and what to pass instead.
         """
         if not self.root.exists():
             return
@@ -96,6 +97,10 @@ class Store:
         entries = [p for p in self.root.iterdir()]
         if not entries:
             return
+        if not (self.root / MANIFEST).exists():
+            raise StoreError(f"{self.root}: not empty and not a dse-sweep result directory (no {MANIFEST}); "
+                             "choose an empty or new folder as --out, or this campaign's result directory "
+                             "with --resume to complete it")
         m = self.manifest()
         if m.get("config_hash") != config_hash:
             raise StoreError(f"{self.root}: holds results of another campaign or configuration "
