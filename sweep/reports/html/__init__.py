@@ -10,7 +10,9 @@ its script fills in once every figure is drawn::
 
 (``data-points``: the scatter markers drawn, ``.scatterlayer .point``), which a headless browser
 test reads back. A kind module builds a `Page` (headings, paragraphs, figures, data, a script run
-after drawing) and writes it with `write_page`. Plotly is the optional ``html`` extra:
+after drawing) and writes it with `write_page`; the axes of its figures are set by
+`sweep.reports.html.axes` (log ticks in engineering units, re-picked by the page on a zoom, padded
+ranges, layer names, gaps). Plotly is the optional ``html`` extra:
 `plotly_available` says whether it is installed.
 """
 
@@ -23,6 +25,8 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from sweep.reports.html.axes import ZOOM_TICKS
 
 __all__ = ["COLOURS", "PLOTLY_MISSING", "Page", "plotly_available", "short", "write_page"]
 
@@ -87,19 +91,41 @@ class Page:
         self.blocks.append(f'<div class="figure" id="{fid}"></div>')
         return fid
 
+    def items(self, lines: list[str], cls: str = "") -> None:
+        """A bulleted list of plain-text ``lines`` (``cls``: its CSS class)."""
+        attr = f' class="{cls}"' if cls else ""
+        self.blocks.append(f"<ul{attr}>" + "".join(f"<li>{html.escape(line)}</li>" for line in lines) + "</ul>")
+
     def summary(self, rep: dict[str, Any]) -> None:
         """The head every `sweep run` report has (`sweep.reports.summary.summary`): campaign,
-        directory, code, tasks and rows stored, and the first failed tasks with their errors."""
+        directory, code, tasks and rows stored, and what did not finish (`unfinished`)."""
         rows = ", ".join(f"{k} {v}" for k, v in (rep.get("rows") or {}).items())
         self.text(f"{rep.get('campaign')} in {rep.get('directory')} (code {rep.get('code_version')}): "
                   f"{rep.get('tasks_stored')}/{rep.get('tasks_expected')} tasks stored; rows: {rows}.")
-        errors = rep.get("errors") or []
-        if errors:
+        self.unfinished(rep)
+
+    def unfinished(self, rep: dict[str, Any]) -> None:
+        """The rows of ``rep`` whose status is not "ok" (error, infeasible, ...), as `sweep report`
+        prints them (`sweep.reports.summary.print_failures`): how many of each status, and the
+        first reason per mapper and layer (``rep["failures"]``; else the first failed tasks'
+        errors, ``rep["errors"]``). Nothing when every row is ok."""
+        f, errors = rep.get("failures"), rep.get("errors") or []
+        if f:
+            status = rep.get("rows") or {}
+            ok = status.get("ok", 0)
+            kinds = ", ".join(f"{n:,} {k}" for k, n in status.items() if k != "ok")
+            what = "no row finished" if not ok else f"{f['rows']:,} of {f['rows'] + ok:,} rows did not finish"
+            self.text(f"{what} ({kinds}; {f['tasks']:,} task(s)); the figures cover the {ok:,} finished row(s) "
+                      f"(`sweep report {rep.get('directory')} --json`: the tracebacks). First reason per mapper "
+                      "and layer:", "note")
+            more = [f"... and {f['more_groups']} more (mapper, layer) group(s)"] if f.get("more_groups") else []
+            self.items([" / ".join(str(g[k]) for k in ("mapper", "network", "layer") if g.get(k) is not None)
+                        + f": {g['rows']:,} row(s): {g['error']}" for g in f["groups"]] + more, "errors")
+        elif errors:
             self.text(f"{len(errors)} failed task(s) shown (`sweep report {rep.get('directory')}` lists "
                       "them); their rows are left out of the figures:", "note")
-            self.blocks.append("<ul class=\"errors\">" + "".join(
-                f"<li>task {html.escape(str(e['task_id']))}: {html.escape(str(e['error']).splitlines()[0])}</li>"
-                for e in errors[:5]) + "</ul>")
+            self.items([f"task {e['task_id']}: {str(e['error']).splitlines()[0] if str(e['error']) else ''}"
+                        for e in errors[:5]], "errors")
 
 
 _STYLE = """
@@ -107,6 +133,7 @@ body { font-family: system-ui, sans-serif; margin: 1.5em auto; max-width: 1280px
 h1 { font-size: 1.5em; } h2 { font-size: 1.2em; margin-top: 1.6em; border-bottom: 1px solid #ddd; }
 .figure { width: 100%; min-height: 300px; }
 .note { color: #555; font-size: 0.92em; }
+.errors { color: #a40000; font-size: 0.9em; }
 pre { background: #f6f6f6; padding: 0.6em; white-space: pre-wrap; word-break: break-all; font-size: 0.85em; }
 #render-status { color: #888; font-size: 0.8em; }
 """
@@ -122,7 +149,8 @@ _MAIN = """
   var figures = JSON.parse(document.getElementById("sweep-figures").textContent);
   window.SWEEP_DATA = JSON.parse(document.getElementById("sweep-data").textContent);
   Promise.all(figures.map(function (f) {
-    return Plotly.newPlot(f.id, f.figure.data, f.figure.layout, {responsive: true, displaylogo: false});
+    return Plotly.newPlot(f.id, f.figure.data, f.figure.layout, {responsive: true, displaylogo: false})
+      .then(sweepZoomTicks);
   })).then(function () {
     if (typeof window.sweepAfterDraw === "function") { window.sweepAfterDraw(); }
     var points = document.querySelectorAll(".scatterlayer .point").length;
@@ -163,7 +191,7 @@ def write_page(page: Page, out_file: str | Path) -> Path:
         f"<h1>{html.escape(page.title)}</h1>", *page.blocks,
         '<p id="render-status" data-done="0">drawing the figures ...</p>',
         _json_script("sweep-figures", page.figures), _json_script("sweep-data", page.data),
-        f"<script>{page.script}</script>", f"<script>{_MAIN}</script>", "</body>", "</html>", ""])
+        f"<script>{page.script}</script>", f"<script>{ZOOM_TICKS}{_MAIN}</script>", "</body>", "</html>", ""])
     fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:

@@ -33,6 +33,7 @@ from sweep.reports.archsearch import (
 )
 from sweep.reports.designs import _record
 from sweep.reports.html import COLOURS, Page, short, write_page
+from sweep.reports.html.axes import category_axis, log_axis, pad_axis
 from sweep.reports.html.breakdown import UNSPLIT, level_breakdown
 from sweep.reports.summary import read_rows
 
@@ -117,10 +118,10 @@ def fronts_figure(net: str, d: pd.DataFrame, params: list[str], text: dict[str, 
         fig.add_trace(go.Scatter(x=f[x].tolist(), y=f[y].tolist(), mode="lines", line={"color": "red", "shape": "hv"},
                                  name="Pareto front", legendgroup="front", showlegend=col == 1, hoverinfo="skip"),
                       row=1, col=col)
-    fig.update_xaxes(title_text="area (mm^2)", row=1, col=1)
-    fig.update_yaxes(title_text="EDP (pJ x cycles)", type="log", row=1, col=1)
-    fig.update_xaxes(title_text="latency (cycles)", type="log", exponentformat="power", row=1, col=2)
-    fig.update_yaxes(title_text="energy (pJ)", type="log", exponentformat="power", row=1, col=2)
+    pad_axis(fig, "x", row=1, col=1, title_text="area (mm^2)")
+    log_axis(fig, "y", row=1, col=1, title_text="EDP (pJ x cycles)")
+    log_axis(fig, "x", "cycles", row=1, col=2, title_text="latency")
+    log_axis(fig, "y", "pJ", row=1, col=2, title_text="energy")
     fig.update_layout(height=480, template="plotly_white", hovermode="closest", clickmode="event",
                       title=f"{net}: {len(d)} designs (click one for its energy per layer and memory level)",
                       legend={"orientation": "h", "y": -0.18})
@@ -135,9 +136,9 @@ def _breakdown_figure(net: str, bd: dict[str, Any], did: str) -> Any:
     for level, values in zip(bd["levels"], bd["designs"][did]):
         fig.add_trace(go.Bar(x=bd["layers"], y=values, name=level,
                              hovertemplate=f"%{{x}}<br>{level}: %{{y:.4g}} pJ<extra></extra>"))
+    category_axis(fig, bd["layers"], title_text=f"unique layer of {net}")
     fig.update_layout(barmode="stack", height=420, template="plotly_white", title=_breakdown_title(net, did),
-                      xaxis_title=f"unique layer of {net}", yaxis_title="energy (pJ, x the layer's repeats)",
-                      yaxis_exponentformat="power")
+                      yaxis_title="energy (pJ, x the layer's repeats)", yaxis_exponentformat="power")
     return fig
 
 
@@ -266,7 +267,8 @@ def add_llm_answer(page: Page, rep: dict[str, Any]) -> None:
             fig.add_trace(go.Scatter(x=[p["intensity"] for p in pts], y=[p["attained"] for p in pts], mode="markers",
                                      name=r["network"], text=[p["layer"] for p in pts],
                                      hovertemplate="%{text}: %{x:.4g} MACs/B, %{y:.4g} MACs/cycle<extra></extra>"))
-        fig.update_xaxes(type="log", title="operational intensity, MACs per DRAM byte")
-        fig.update_yaxes(type="log", title="attained MACs per cycle")
-        fig.update_layout(height=420, title=f"roofline of {b['design_id']}, the best design for {b['for']}")
+        log_axis(fig, "x", title_text="operational intensity, MACs per DRAM byte")
+        log_axis(fig, "y", title_text="attained MACs per cycle")
+        fig.update_layout(height=420, template="plotly_white",
+                          title=f"roofline of {b['design_id']}, the best design for {b['for']}")
         page.figure(fig, f"roofline-{b['design_id']}")

@@ -18,6 +18,7 @@ from typing import Any
 import pandas as pd
 
 from sweep.reports.html import COLOURS, Page, write_page
+from sweep.reports.html.axes import category_axis, gapped, layer_labels
 from sweep.reports.html.loopnest import add_comparison
 from sweep.reports.loopnest import read
 from sweep.reports.npu import _is_preset, _layer, npu_report
@@ -79,14 +80,18 @@ def _speedup_figure(g: pd.DataFrame, network: str, mapper: str, baseline: str) -
     from plotly.subplots import make_subplots
 
     fig = make_subplots(2, 1, shared_xaxes=True, vertical_spacing=0.06)
+    order = g.drop_duplicates("layer_index").sort_values("layer_index")
+    names = layer_labels(order)
     for i, (arch, ga) in enumerate(g.groupby("arch", sort=True)):
         ga = ga.sort_values("layer_index")
-        x = [f"{int(li)} {n}" for li, n in zip(ga["layer_index"], ga["layer"])]
+        x = layer_labels(ga)
         for row, col in ((1, "speedup"), (2, "data_reduction")):
-            fig.add_trace(go.Scatter(x=x, y=ga[col].tolist(), mode="lines+markers", name=str(arch), legendgroup=str(arch),
-                                     showlegend=row == 1, line={"color": COLOURS[i % len(COLOURS)]},
+            fig.add_trace(go.Scatter(x=names, y=gapped(names, x, ga[col].tolist()), mode="lines+markers",
+                                     name=str(arch), legendgroup=str(arch), showlegend=row == 1, connectgaps=False,
+                                     line={"color": COLOURS[i % len(COLOURS)]},
                                      hovertemplate=f"%{{x}} on {arch}<br>{col.replace('_', ' ')} %{{y:.3f}}x"
                                                    "<extra></extra>"), row=row, col=1)
+    category_axis(fig, names)
     fig.update_yaxes(title_text="speed-up (x)", row=1, col=1)
     fig.update_yaxes(title_text="data reduction (x)", row=2, col=1)
     fig.update_layout(height=560, template="plotly_white",
@@ -105,10 +110,10 @@ def build(directory: Path, manifest: dict, out_file: str | Path, rep: dict[str, 
     """
     page = Page(f"{rep.get('campaign')}: multi-NPU schedules")
     page.summary(rep)
-    add_comparison(page, rep)
+    rows, problems = read(Path(directory))
+    add_comparison(page, rep, rows)
     cfg = manifest.get("report") or {}
     mapper, baseline = cfg.get("mapper", "flexer"), cfg.get("baseline", "static")
-    rows, problems = read(Path(directory))
     _, m = npu_report(rows, problems, mapper, baseline)
     if m is None or m.empty:
         page.text(f"no layer has finished rows of both {mapper} and {baseline}: no speed-up, no schedule.", "note")

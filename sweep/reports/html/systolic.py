@@ -3,7 +3,7 @@
 
 * per PM, one panel per network: the PM of every hardware point over its area (mm^2), relative
   to the network's optimum (log axis), the optimum marked;
-* per network: energy (uJ) over delay (Mcycles) of every point under the schedules optimal for
+* per network: energy over delay (cycles) of every point under the schedules optimal for
   ED (or the first PM), with its Pareto front.
 
 A panel of at most `ALL_POINTS` points draws each as a hoverable marker (J x K, the SRAMs in KiB,
@@ -20,7 +20,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from sweep import fmt
 from sweep.reports.html import Page, write_page
+from sweep.reports.html.axes import log_axis, pad_axis
 from sweep.reports.pareto import pareto_front
 
 __all__ = ["ALL_POINTS", "add_cloud", "build"]
@@ -32,24 +34,24 @@ _HW = ("J", "K", "fsram_kib", "isram_kib", "psram_kib")
 
 def _hover(g: pd.DataFrame, pm: str) -> list[str]:
     return [f"J x K = {int(r.J)} x {int(r.K)}, SRAM f/i/p {int(r.fsram_kib)}/{int(r.isram_kib)}/{int(r.psram_kib)} KiB"
-            f"<br>area {r.area_mm2:.3f} mm^2, {pm} {r.pm_value:.4g}<br>energy {r.energy_pj / 1e6:.4g} uJ, "
-            f"{r.cycles / 1e6:.4g} Mcycles" for r in g.itertuples()]
+            f"<br>area {fmt.area(r.area_mm2)}, {pm} {fmt.sig(r.pm_value)}<br>energy {fmt.energy(r.energy_pj)}, "
+            f"delay {fmt.cycles(r.cycles)}" for r in g.itertuples()]
 
 
 def add_cloud(fig: Any, g: pd.DataFrame, x: np.ndarray, y: np.ndarray, pm: str, col: int, name: str,
-              show_legend: bool) -> int:
-    """Draw the points (``x``, ``y``: one per row of ``g``, y > 0 on a log axis) in panel ``col``
-    of ``fig`` (module docstring: every point, or a density map and the Pareto front). Returns
-    the number of markers drawn."""
+              show_legend: bool, xlog: bool = False) -> int:
+    """Draw the points (``x``, ``y``: one per row of ``g``, y > 0 on a log axis, x > 0 too with
+    ``xlog``) in panel ``col`` of ``fig`` (module docstring: every point, or a density map, its
+    cells equal on those axes, and the Pareto front). Returns the number of markers drawn."""
     import plotly.graph_objects as go
 
     if len(g) <= ALL_POINTS:
         keep = np.arange(len(g))
     else:
-        ly = np.log10(y)
-        counts, xe, ye = np.histogram2d(x, ly, bins=(80, 60))
+        counts, xe, ye = np.histogram2d(np.log10(x) if xlog else x, np.log10(y), bins=(80, 60))
+        xc = (xe[:-1] + xe[1:]) / 2
         fig.add_trace(go.Heatmap(z=np.where(counts.T > 0, counts.T, np.nan).tolist(),
-                                 x=((xe[:-1] + xe[1:]) / 2).tolist(), y=(10 ** ((ye[:-1] + ye[1:]) / 2)).tolist(),
+                                 x=(10 ** xc if xlog else xc).tolist(), y=(10 ** ((ye[:-1] + ye[1:]) / 2)).tolist(),
                                  colorscale="Greys", showscale=False, zmin=0, name="points per cell",
                                  hovertemplate="%{z} point(s)<extra></extra>"), row=1, col=col)
         keep = np.sort(pareto_front(np.stack([x, y], axis=1)))
@@ -86,23 +88,24 @@ def _pm_panel(fig: Any, g: pd.DataFrame, pm: str, col: int) -> None:
                              showlegend=col == 1, marker={"size": 11, "color": "red", "symbol": "star"},
                              text=["optimum<br>" + _hover(b, pm)[0]], hovertemplate="%{text}<extra></extra>"),
                   row=1, col=col)
-    fig.update_xaxes(title_text="area (mm^2)", row=1, col=col)
-    fig.update_yaxes(type="log", row=1, col=col)
+    pad_axis(fig, "x", row=1, col=col, title_text="area (mm^2)")
+    log_axis(fig, "y", row=1, col=col)
 
 
 def _ed_panel(fig: Any, g: pd.DataFrame, pm: str, col: int) -> None:
-    """Energy (uJ) over delay (Mcycles) with the Pareto front as a red step line."""
+    """Energy over delay (cycles; ticks in engineering units) with the Pareto front as a red step line."""
     import plotly.graph_objects as go
 
-    d, e = g["cycles"].to_numpy() / 1e6, g["energy_pj"].to_numpy() / 1e6
-    add_cloud(fig, g, d, e, pm, col, "Pareto front" if len(g) > ALL_POINTS else "hardware points", col == 1)
+    d, e = g["cycles"].to_numpy(dtype=float), g["energy_pj"].to_numpy(dtype=float)
+    add_cloud(fig, g, d, e, pm, col, "Pareto front" if len(g) > ALL_POINTS else "hardware points", col == 1,
+              xlog=True)
     f = np.sort(pareto_front(np.stack([d, e], axis=1)))
     f = f[np.argsort(d[f], kind="stable")]
     fig.add_trace(go.Scatter(x=d[f].tolist(), y=e[f].tolist(), mode="lines", line={"color": "red", "shape": "hv"},
                              name="Pareto front line", legendgroup="front", showlegend=col == 1, hoverinfo="skip"),
                   row=1, col=col)
-    fig.update_xaxes(title_text="delay (Mcycles)", type="log", row=1, col=col)
-    fig.update_yaxes(type="log", row=1, col=col)
+    log_axis(fig, "x", "cycles", row=1, col=col, title_text="delay")
+    log_axis(fig, "y", "pJ", row=1, col=col)
 
 
 def build(directory: Path, manifest: dict, out_file: str | Path, rep: dict[str, Any]) -> Path:
@@ -135,5 +138,5 @@ def build(directory: Path, manifest: dict, out_file: str | Path, rep: dict[str, 
     pm = "ED" if "ED" in pms else pms[0]
     page.heading("Energy vs delay")
     page.figure(_panels(ok, pm, nets, f"Energy vs delay of every hardware point (schedules optimal for {pm})",
-                        "energy (uJ)", lambda fig, g, col: _ed_panel(fig, g, pm, col)), "ed")
+                        "energy", lambda fig, g, col: _ed_panel(fig, g, pm, col)), "ed")
     return write_page(page, out_file)

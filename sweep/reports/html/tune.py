@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from sweep.reports.html import Page, short, write_page
+from sweep.reports.html.axes import log_axis
 from sweep.reports.tune import _study
 from sweep.study import history_figure, importances_figure
 
@@ -63,7 +64,8 @@ def build(directory: Path, manifest: dict, out_file: str | Path, rep: dict[str, 
         page.heading("Optimisation history")
         fig = history_figure(study, target, name)
         gaps = [h["gap"] for h in rep.get("history", [])]
-        fig.update_yaxes(type="log" if gaps and min(gaps) > 0 else "linear")  # a gap of 0: the optimum
+        if gaps and min(gaps) > 0:  # else linear: a gap of 0 is the optimum
+            log_axis(fig, "y")
         fig.update_layout(height=420)
         page.figure(fig, "history")
         page.heading("Parameter importances")

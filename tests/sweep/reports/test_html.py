@@ -129,8 +129,9 @@ def page_data(page: str) -> dict:
 
 
 def markers(figs: list[dict]) -> int:
-    """Scatter markers in ``figs``: the points a browser draws as ``.scatterlayer .point``."""
-    return sum(len(t["x"]) for f in figs for t in f["figure"]["data"]
+    """Scatter markers in ``figs``: the points a browser draws as ``.scatterlayer .point`` (a
+    None y is a gap in a mapper's line, no marker)."""
+    return sum(sum(y is not None for y in t["y"]) for f in figs for t in f["figure"]["data"]
                if t.get("type") == "scatter" and "markers" in t.get("mode", "markers"))
 
 
