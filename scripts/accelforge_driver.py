@@ -277,7 +277,7 @@ def search(req: dict, job: dict) -> dict:
     unrolling pinned through the fanouts' loop_bounds; ``time_limit_s`` -> spec.mapper.time_limit."""
     import accelforge as af
     from accelforge.frontend.mapper.metrics import Metrics
-    arch_text = arch_yaml(req["arch"], job.get("bits", req["bits"]))
+    arch_text = arch_yaml(req["arch"], job.get("bits") or req.get("bits"))
     bounds = spatial_bounds(job.get("spatial"), req["arch"]["array"])
     if bounds:
         new = []
@@ -291,7 +291,7 @@ def search(req: dict, job: dict) -> dict:
     cwd = os.getcwd()
     with tempfile.TemporaryDirectory(prefix="af_search_") as td:
         (Path(td) / "arch.yaml").write_text(arch_text)
-        (Path(td) / "workload.yaml").write_text(workload_yaml(job["layer"], job.get("bits", req["bits"])))
+        (Path(td) / "workload.yaml").write_text(workload_yaml(job["layer"], job.get("bits") or req.get("bits")))
         if req.get("dump"):
             d = Path(req["dump"]) / ("search_" + job["name"])
             d.mkdir(parents=True, exist_ok=True)
