@@ -28,7 +28,7 @@ if TYPE_CHECKING:  # types only: importing them here would load the cost model w
 
 __all__ = ["Param", "Mapper", "LayerMapper", "ProblemT", "KINDS", "ExtraColumn", "Columns", "check_params", "LayerProblem", "WorkUnit",
            "SearchResult", "LoopNestDetail", "AllocationDetail", "best_of", "concat_columns", "resolve_params",
-           "chain_seeds", "OBJECTIVES", "objective_value"]
+           "chain_seeds", "OBJECTIVES", "objective_value", "result_status"]
 
 #: A batch of result rows as columns of equal length (name -> 1-D array or list).
 Columns = dict[str, Any]
@@ -212,6 +212,13 @@ class Mapper(ABC, Generic[ProblemT]):
         p = self.resolve(params)
         return self.reduce([self.run(problem, u, p) for u in self.units(problem, p)])
 
+    def explain_infeasible(self, problem: ProblemT, result: "SearchResult", params: Mapping[str, Any]) -> str:
+        """Why ``result`` (value +inf: nothing valid found) has no answer, as a sentence a person can
+        act on (which memory overflows, which limit was hit). The default: the mapper's own
+        ``extra["reason"]``, else a generic sentence; kinds and mappers refine it."""
+        own = (result.extra or {}).get("reason")
+        return str(own) if own else f"{self.name} found no valid result"
+
 
 def concat_columns(parts: Sequence[Columns]) -> Columns:
     """Concatenate row batches with equal column names."""
@@ -250,6 +257,26 @@ class LayerMapper(Mapper[LayerProblem]):
         if not isinstance(arch, Accelerator):
             raise TypeError(f"{self.name} needs an Accelerator (costmodel.loopnest.arch), got {type(arch).__name__}")
         return LayerProblem(layer, arch, spatial, objective)
+
+    def explain_infeasible(self, problem: LayerProblem, result: "SearchResult", params: Mapping[str, Any]) -> str:
+        """Why no valid mapping was found: first whether any mapping can fit (the smallest tiles of
+        the problem's unrolling, `costmodel.loopnest.allocation.capacity_floor`: if they overflow
+        a memory, no mapper can succeed), else the search's own reason (`search_shortfall`)."""
+        from costmodel.loopnest.allocation import capacity_floor
+        floor = capacity_floor(problem.layer, problem.arch, problem.spatial)
+        if floor:
+            return floor
+        return self.search_shortfall(problem, result, params)
+
+    def search_shortfall(self, problem: LayerProblem, result: "SearchResult", params: Mapping[str, Any]) -> str:
+        """Why the search missed where valid mappings exist (the smallest tiles fit): the mapper's
+        ``extra["reason"]`` if it gave one, else a suggestion to search longer."""
+        own = (result.extra or {}).get("reason")
+        what = f": the last candidate was invalid ({own})" if own else ""
+        return (f"{self.name} found no valid mapping although one exists (every temporal loop at the top "
+                f"memory level fits){what}; its search or its allocation missed it (the loop-order "
+                "mappers' LOMA allocation fills the lower memories first, which can overflow an upper one): "
+                "search longer, or use a full-space mapper (cosa, primitive_sa)")
 
 
 @dataclass(frozen=True)
@@ -345,6 +372,22 @@ def best_of(results: Sequence[SearchResult]) -> SearchResult:
     return replace(best, evaluations=sum(r.evaluations for r in results),
                    wall_s=sum(r.wall_s for r in results),
                    extra=dict(best.extra, units=len(results)))
+
+
+def result_status(mapper: "Mapper[Any]", problem: Any, result: SearchResult, params: Mapping[str, Any]) -> tuple[str, str]:
+    """The status of a result row and its reason: ("ok", "") when ``result.value`` is finite;
+    ("skipped", the mapper's reason) when the mapper declined the search by design (engine
+    "skipped", e.g. loma above ``max_orderings``); else ("infeasible", `Mapper.explain_infeasible`):
+    nothing valid was found, an outcome of the search (not an error of the code) with a reason a
+    person can act on."""
+    if math.isfinite(result.value):
+        return "ok", ""
+    if result.engine == "skipped":
+        return "skipped", str((result.extra or {}).get("reason") or f"{mapper.name} skipped the search")
+    try:
+        return "infeasible", mapper.explain_infeasible(problem, result, params)
+    except Exception as e:  # noqa: BLE001 - the reason is a courtesy; the status stands
+        return "infeasible", f"{mapper.name} found no valid result (its reason could not be derived: {e})"
 
 
 def resolve_params(mapper: Mapper[Any], params: Mapping[str, Any] | None) -> dict[str, Any]:

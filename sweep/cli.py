@@ -175,11 +175,7 @@ def _execute(c, resume: bool, executor: ExecutorKind, address: str | None, resum
     err.print(f"done: {s.tasks_run} task(s) run, {s.tasks_skipped} {skipped}, "
               f"{s.tasks_failed} failed, {s.rows_written:,} rows in {s.seconds:.1f} s "
               f"(executor start {s.executor_start_s:.1f} s) -> {s.output}", markup=False)
-    if s.tasks_failed:
-        err.print(f"{s.tasks_failed} task(s) failed; their rows have status 'error' (what failed, first "
-                  f"error per mapper and layer: `sweep report {s.output}`)", style="yellow", markup=False,
-                  highlight=False)
-        raise typer.Exit(1)
+    cli_text.print_run_outcome(s, err)
 
 
 @app.command()
@@ -238,6 +234,7 @@ def map_(
     res = api.map_layer(lay, acc, mapper, objective, seed, params=params).to_dict()
     if as_json:
         _echo_json({k: v for k, v in res.items() if k != "loop_nest"})
+        cli_text.exit_if_infeasible([res], err)
         return
     wide = Console(width=max(out.width, 160), soft_wrap=True)
     if "branch" in res:  # DeepOpt on a systolic hardware point
@@ -259,6 +256,7 @@ def map_(
               f"{fmt.cycles(res['latency_cycles'])}, EDP {fmt.edp(res['edp'])}; {res['evaluations']:,} "
               f"evaluations in {res['wall_s']:.3f} s", markup=False)
     cli_text.print_low_utilization(wide, [res], acc, res)
+    cli_text.exit_if_infeasible([res], err)
 
 
 def _spatial_text(spatial: dict | None) -> str:
@@ -305,10 +303,12 @@ def _map_network(network: str, arch: str, mapper: str, objective: str | None, se
         res = map_network(net, acc, mapper, objective, seed, params, progress)
     if as_json:
         _echo_json(res)
+        cli_text.exit_if_infeasible(res["layers"], err, dict(res["total"], layer=res["network"]))
         return
     _print_network(res, arch, mapper)
     if any("utilization" in r for r in res["layers"]):  # loop-nest layers: their PE utilisation
         cli_text.print_low_utilization(Console(width=max(out.width, 160)), res["layers"], acc, {"params": params})
+    cli_text.exit_if_infeasible(res["layers"], err, dict(res["total"], layer=res["network"]))
 
 
 def _print_network(res: dict, arch: str, mapper: str) -> None:

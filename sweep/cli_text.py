@@ -197,3 +197,43 @@ def print_low_utilization(console: Any, rows: list, acc: Any, res: dict) -> None
     note = low_utilization_note(rows, acc, searched)
     if note:
         console.print(note, style="yellow", soft_wrap=True, highlight=False, markup=False)
+
+
+def exit_if_infeasible(rows: list[dict], console: Any, total: dict | None = None) -> None:
+    """`sweep map`'s end when a layer has no valid mapping (status "infeasible", `sweep.single.map_layer`),
+    or a network on a hardware point has none (``total``'s status): one red line per such layer
+    with its reason on ``console`` (stderr), then exit 1; nothing when everything was mapped."""
+    bad = [r for r in rows + ([total] if total else []) if r.get("status") == "infeasible"]
+    if not bad:
+        return
+    for r in bad:
+        console.print(f"no valid mapping of {r.get('layer')}: {r.get('reason')}", style="red", soft_wrap=True,
+                      highlight=False, markup=False)
+    if len(rows) > 1:
+        console.print(f"{len(bad)} of {len(rows)} layer(s) have no valid mapping: the totals are inf",
+                      style="red", highlight=False, markup=False)
+    raise typer.Exit(1)
+
+
+def print_run_outcome(s: Any, console: Any) -> None:
+    """After `sweep run`'s done line (``s``: `sweep.engine.runner.RunSummary`): the rows that are
+    not "ok" by status with the first reason of each (infeasible: nothing valid found; skipped:
+    declined by the mapper; error: the code failed); exit 1 if a task failed or if nothing run
+    was feasible, else return."""
+    others = {k: v for k, v in s.rows_by_status.items() if k != "ok" and v}
+    for st, n in sorted(others.items()):
+        why = s.first_reason.get(st) or "(no reason given)"
+        console.print(f"{n:,} row(s) {st}; the first: {why}", style="yellow", soft_wrap=True, markup=False,
+                      highlight=False)
+    if s.tasks_failed:
+        console.print(f"{s.tasks_failed} task(s) failed; their rows have status 'error' (what failed, first "
+                      f"error per mapper and layer: `sweep report {s.output}`)", style="red", markup=False,
+                      highlight=False)
+        raise typer.Exit(1)
+    if others:
+        console.print(f"per mapper and layer, with reasons: `sweep report {s.output}`", style="yellow",
+                      soft_wrap=True, markup=False, highlight=False)
+    if s.nothing_feasible:
+        console.print("nothing feasible: no row of this run found a valid result (reasons above)", style="red",
+                      markup=False, highlight=False)
+        raise typer.Exit(1)

@@ -229,7 +229,8 @@ def map_layer(layer: Layer, arch, mapper_name: str, objective: str | None = None
               params: dict[str, Any] | None = None) -> dict[str, Any]:
     """Search a mapping of ``layer`` on ``arch`` with a mapper of its kind; every work unit runs
     in-process and the results are reduced. Returns a JSON-able dict (energy_pj, latency_cycles,
-    edp, evaluations, wall_s, mapper, engine, mapping, loop_nest). On a systolic hardware point
+    edp, evaluations, wall_s, mapper, engine, mapping, loop_nest; ``status`` "ok", or
+    "infeasible" with its ``reason`` when nothing valid was found, `mappers.base.result_status`). On a systolic hardware point
     (`load_arch`): DeepOpt's schedule of the layer (`SystolicKind.map_network` of a one-layer
     network): its LOS ``branch``, energy (pJ) and cycles per image, ``value`` the PM, ``point`` the
     hardware, ``fs_<branch>`` the PM of each fixed schedule.
@@ -238,7 +239,7 @@ def map_layer(layer: Layer, arch, mapper_name: str, objective: str | None = None
         CampaignError: unknown mapper, a mapper of another kind, bad parameters or objective.
     """
     from mappers import get_mapper
-    from mappers.base import check_params
+    from mappers.base import check_params, result_status
     from sweep.kinds.layers import LayerKind
 
     arch_kind, objective = _checked(arch, mapper_name, objective)
@@ -267,14 +268,19 @@ def map_layer(layer: Layer, arch, mapper_name: str, objective: str | None = None
         results = [mapper.run(prob, u, resolved) for u in units]
     best = mapper.reduce(results)
     wall = time.perf_counter() - t0
-    out = {"mapper": mapper_name, "engine": best.engine, "objective": objective,
+    status, reason = result_status(mapper, prob, best, resolved)
+    out = {"mapper": mapper_name, "engine": best.engine, "objective": objective, "status": status,
            "value": best.value, "energy_pj": best.energy_pj, "latency_cycles": best.latency_cycles,
            "edp": best.edp, "evaluations": best.evaluations, "wall_s": wall,
            "units": len(results), "params": resolved, "layer": layer.name}
+    if reason:
+        out["reason"] = reason
     if "spatial" in best.extra:  # loop-order mappers: the unrolling the best unit ran
         out["spatial"] = json.loads(best.extra["spatial"])
         out["spatial_candidates"] = best.extra.get("spatial_candidates", 1)
-    for k in ("status", "solver_s", "mip_gap", "mip_objective",  # MIP mappers (cosa)
+    if "status" in best.extra:  # MIP mappers (cosa): the solver's status, as the rows' column names it
+        out["solver_status"] = best.extra["status"]
+    for k in ("solver_s", "mip_gap", "mip_objective",  # MIP mappers (cosa)
               "transferred_bytes", "metric", "bytes_by_type", "tiling", "dataflow"):  # flexer / static
         if k in best.extra:
             out[k] = best.extra[k]
@@ -338,7 +344,9 @@ def _one_layer(res: dict[str, Any]) -> dict[str, Any]:
            "value": tot["pm_value"], "energy_pj": tot["energy_pj"], "latency_cycles": tot["latency_cycles"],
            "edp": tot["edp"], "evaluations": tot["evaluations"], "wall_s": tot["wall_s"], "units": 1,
            "params": res["params"], "layer": res["network"], "branch": rows[0]["branch"] if rows else None,
-           "point": res["point"], "systolic": res["systolic"]}
+           "point": res["point"], "systolic": res["systolic"], "status": tot.get("status", "ok")}
+    if tot.get("reason"):
+        out["reason"] = tot["reason"]
     return out | {k: v for k, v in tot.items() if k.startswith("fs_")}
 
 
@@ -406,11 +414,12 @@ def map_network(network: Network, arch, mapper_name: str, objective: str | None 
             progress(i, n, layer.name)
         res = map_layer(layer, arch, mapper_name, objective, seed, params)
         used = res["objective"]
-        row = {"layer": layer.name, "repeat": rep, "energy_pj": res["energy_pj"],
+        row = {"layer": layer.name, "repeat": rep, "status": res["status"], "energy_pj": res["energy_pj"],
                "latency_cycles": res["latency_cycles"], "edp": res["edp"], "value": res["value"],
                "evaluations": res["evaluations"], "wall_s": res["wall_s"], "engine": res["engine"],
                "macs": layer.macs}
-        for k in ("transferred_bytes", "spatial", "spatial_candidates", "mapping", "utilization", "busy_pes"):
+        for k in ("reason", "transferred_bytes", "spatial", "spatial_candidates", "mapping", "utilization",
+                  "busy_pes"):
             if k in res:
                 row[k] = res[k]
         rows.append(row)

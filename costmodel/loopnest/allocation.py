@@ -30,10 +30,35 @@ from __future__ import annotations
 import itertools
 import math
 
-from .reference import _Nest, operand_bits
+from .reference import _Nest, evaluate, operand_bits
 from .mapping import OPERANDS, Mapping, MappingError, SpatialMapping, TemporalMapping
 
-__all__ = ["allocate"]
+__all__ = ["allocate", "capacity_floor"]
+
+
+def capacity_floor(layer, arch, spatial: SpatialMapping | None = None) -> str:
+    """Why no mapping of ``layer`` with the unrolling ``spatial`` fits ``arch``, or "" if one does.
+
+    The test mapping keeps every temporal loop at each operand's top memory level, so every lower
+    level holds only the spatial tile of one of its instances: the smallest W and I tiles any
+    mapping has (moving a loop down only grows a tile), and O at partial precision (its smallest
+    tile unless the reduction loops move below, which grows W and I instead). If this mapping
+    overflows a memory (`reference.evaluate`'s capacity rule) or breaks a structural rule (a
+    fan-out wider than the array dim), the reason is returned with what to change; otherwise
+    "" (a valid mapping exists: a search that found none stopped short).
+
+    Args:
+        layer: `Layer`. arch: `Accelerator`. spatial: the unrolling (None = ``arch.spatial``).
+    """
+    sp = (spatial if spatial is not None else arch.spatial).fit(layer)
+    loops = tuple((d, f) for d, f in sp.temporal_bounds(layer).items() if f > 1)
+    bounds = {op: (0,) * (len(arch.levels(op)) - 1) + (len(loops),) for op in OPERANDS}
+    rep = evaluate(layer, arch, Mapping(sp, TemporalMapping(loops), bounds))
+    if rep.valid:
+        return ""
+    return (f"no mapping fits {arch.name}: even the smallest tiles (every temporal loop at "
+            f"the top memory level, unrolling {sp.to_dict()}) break a rule: {rep.reason}. Give that memory "
+            "more bits, unroll less, or lower the precisions")
 
 
 def allocate(layer, arch, spatial: SpatialMapping | None, loops, even: bool = False) -> Mapping:

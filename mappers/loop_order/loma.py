@@ -103,7 +103,9 @@ class LomaMapper(LoopOrderMapper):
             return make_result(ev, problem, self.name, "skipped", None, float("inf"), 0,
                                time.perf_counter() - t0,
                                extra={"space": total, "max_orderings": int(limit),
-                                      "n_loops": int(np.sum(ev.counts))})
+                                      "n_loops": int(np.sum(ev.counts)),
+                                      "reason": f"search skipped: {total:,} orderings, more than "
+                                                f"max_orderings {int(limit):,}"})
         start, stop = shard_range(total, unit.shard, unit.shards)
         v, o, r, n = exhaustive_range(ev, problem.objective, start, stop, int(params.get("batch", 4096)))
         extra = {"rank": r, "space": total, "start": start, "stop": stop, "n_loops": int(np.sum(ev.counts)),

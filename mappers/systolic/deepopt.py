@@ -80,6 +80,39 @@ def _masked_layer_pm(res: SystolicResult, pm: str) -> np.ndarray:
     return val
 
 
+def infeasible_reasons(res: SystolicResult, layers, pts: SystolicPoints, pm: str,
+                       value: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Status and reason of each point's network PM ``value`` (P,): "ok" and "" where it is finite,
+    else "infeasible" and why, naming the first layer that no LOS branch can run on the point:
+    the array has fewer rows J than the filter's width S (section 3.1: a filter row is mapped on
+    J rows), no branch's blocks fit the SRAMs (`costmodel.systolic` feasibility: one R x S x C_uv x
+    F_uv filter block, the R-row ifmap window), or, for a delay PM, only ZiXYZo fits and its delay
+    is undefined (footnote 1: the filter SRAM cannot hold R x S x C x F_uv filters)."""
+    status = np.where(np.isfinite(value), "ok", "infeasible").astype(object)
+    why = np.full(len(value), "", dtype=object)
+    bad = np.flatnonzero(~np.isfinite(value))
+    if not bad.size:
+        return status, why
+    fits = np.isfinite(res.energy_pj[bad])                    # (n, L, 5)
+    runs = fits & res.delay_ok[bad] if PMS[pm][1] else fits
+    first = np.argmax(~runs.any(axis=2), axis=1)              # the first layer with no branch
+    J = np.asarray(pts.J)[bad]
+    fk = np.asarray(pts.fsram_kib)[bad]
+    ik = np.asarray(pts.isram_kib)[bad]
+    for n, (i, li) in enumerate(zip(bad, first)):
+        lay = layers[li]
+        head = f"layer {lay.name} ({lay.FY}x{lay.FX} filter, C = {lay.C}) fits no LOS branch"
+        if J[n] < lay.FX:
+            why[i] = f"{head}: the array has J = {int(J[n])} rows < the filter width S = {lay.FX}; J >= {lay.FX} needed"
+        elif fits[n, li].any():
+            why[i] = (f"{head} with a known delay: only ZiXYZo fits and the filter SRAM ({fk[n]:g} KiB) cannot "
+                      "hold all R x S x C x F_uv filters (footnote 1); use PM E or a larger filter SRAM")
+        else:
+            why[i] = (f"{head}: no branch's blocks fit the SRAMs (filter {fk[n]:g} KiB: one R x S x C_uv x F_uv "
+                      f"block; ifmap {ik[n]:g} KiB: the R-row window); larger SRAMs needed")
+    return status, why
+
+
 def los(res: SystolicResult, repeats, pm: str):
     """Layer-specific optimal scheduling with DeepOpt's network PM (sum of per-layer minima).
 
@@ -251,7 +284,7 @@ class DeepOptMapper(Mapper[AllocationProblem]):
         P = len(pts)
         rows: dict[str, list] = {k: [] for k in (
             "network", "pm", "network_pm", "point", "J", "K", "fsram_kib", "isram_kib", "psram_kib",
-            "area_mm2", "pm_value", "energy_pj", "cycles", *[f"fs_{b}" for b in BRANCHES])}
+            "area_mm2", "pm_value", "status", "error", "energy_pj", "cycles", *[f"fs_{b}" for b in BRANCHES])}
         detail: dict[str, list] = {k: [] for k in (
             "network", "pm", "network_pm", "point", "layer_index", "layer", "repeat", "branch",
             "energy_pj", "cycles")}
@@ -268,6 +301,9 @@ class DeepOptMapper(Mapper[AllocationProblem]):
             for k in (*HW_COLUMNS, "area_mm2"):
                 rows[k].append(getattr(pts, k))
             rows["pm_value"].append(value)
+            st, why = infeasible_reasons(res, layers, pts, pm, value)
+            rows["status"].append(st)
+            rows["error"].append(why)
             rows["energy_pj"].append(energy)
             rows["cycles"].append(cycles)
             for b, name in enumerate(BRANCHES):

@@ -39,7 +39,7 @@ import pyarrow as pa
 from costmodel.loopnest.reference import MODEL_VERSION
 from costmodel.loopnest.template import DATAFLOW
 from mappers import get_mapper
-from mappers.base import LayerProblem
+from mappers.base import LayerProblem, result_status
 from sweep.ids import canonical_json, stable_hash
 from sweep.study import runs_study
 
@@ -124,13 +124,14 @@ def evaluate_design(template, design_id: str, values: dict, networks: Sequence, 
             net_rows.append(dict(common, network=net.name, layer_index=li, layer=layer.name, repeat=rep,
                                  mapper=mapper_name, objective=objective, seed=seed, **res))
         rows += net_rows
-        failed = [r for r in net_rows if r["status"] != "ok"]
+        failed = sorted((r for r in net_rows if r["status"] != "ok"), key=lambda r: r["status"] != "error")
         tot = dict(common, network=net.name, area_mm2=area, mapper=mapper_name, objective=objective, seed=seed,
                    layers=len(net_rows), macs=int(net.macs),
                    evaluations=int(sum(r["evaluations"] or 0 for r in net_rows)),
                    wall_s=float(sum(r["wall_s"] for r in net_rows)))
         if failed:
-            tot.update(status="error", error=f"layer {failed[0]['layer']}: {failed[0]['error']}", **_nan_totals())
+            tot.update(status=failed[0]["status"], error=f"layer {failed[0]['layer']}: {failed[0]['error']}",
+                       **_nan_totals())
         else:
             t = network_totals(net_rows)
             if steps:  # a transformer step: its vector operations join the totals, as in `sweep map`
@@ -179,12 +180,14 @@ def mix_row(mix, totals: list[dict], arch_row: list[dict]) -> dict:
     names = [f"{mix.model}/prefill/b{mix.batch}/seq{mix.prompt}"] + \
         [f"{mix.model}/decode/b{mix.batch}/ctx{c}" for c in mix.contexts()]
     steps = [by_name.get(n, {}) for n in names]
-    ok = arch_row and all(s.get("status") == "ok" for s in steps)
+    bad = sorted((s.get("status") or "error" for s in steps if s.get("status") != "ok"), key=lambda x: x != "error")
+    ok = bool(arch_row) and not bad
+    bad = bad or ["error"]  # no design row: the design did not build
     clock = accelerator_from_dict(json.loads(arch_row[0]["arch"])).clock_mhz if arch_row else 1.0
     fig = mix.figures(steps[0], steps[1:], clock) if ok else mix.figures({}, [], clock)
     row = {**{k: first.get(k) for k in first}, **dict.fromkeys(STEP_TOTALS)}
     row.update(network=mix.name, phase="mix", batch=mix.batch, seq=mix.prompt, context=mix.prompt + mix.output,
-               status="ok" if ok else "error", error="" if ok else "a step of the mix failed",
+               status="ok" if ok else bad[0], error="" if ok else f"a step of the mix has status {bad[0]}",
                layers=sum(s.get("layers") or 0 for s in steps), macs=0,
                evaluations=sum(s.get("evaluations") or 0 for s in steps),
                wall_s=sum(s.get("wall_s") or 0.0 for s in steps))
@@ -218,7 +221,8 @@ def _map_layer(mapper, prob: LayerProblem, params: dict, with_spatial: bool = Fa
                "energy_pj": np.nan, "latency_cycles": np.nan, "edp": np.nan, "value": np.nan,
                "evaluations": 0, "wall_s": time.perf_counter() - t0, "engine": None, "loops": None}
         return out | ({"spatial": ""} if with_spatial else {})
-    out = {"status": "ok", "error": "", "energy_pj": best.energy_pj, "latency_cycles": best.latency_cycles,
+    status, reason = result_status(mapper, prob, best, params)
+    out = {"status": status, "error": reason, "energy_pj": best.energy_pj, "latency_cycles": best.latency_cycles,
            "edp": best.edp, "value": best.value, "evaluations": best.evaluations,
            "wall_s": time.perf_counter() - t0, "engine": best.engine,
            "loops": canonical_json(best.loops) if best.loops is not None else None}

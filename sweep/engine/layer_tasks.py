@@ -30,7 +30,7 @@ import numpy as np
 import pyarrow as pa
 
 from mappers import declared_columns, get_mapper
-from mappers.base import WorkUnit
+from mappers.base import WorkUnit, result_status
 from mappers.spatial import spatial_mode
 from sweep.ids import canonical_json, stable_hash
 
@@ -241,7 +241,9 @@ def _unit_row(u: LayerUnit, r, err: str, wall_s: float, columns) -> dict[str, An
 
 
 def execute_layers(task: LayerTask) -> dict[str, pa.Table]:
-    """Run every unit of ``task`` in-process. A failing unit becomes a row with status "error".
+    """Run every unit of ``task`` in-process. A failing unit becomes a row with status "error"
+    (``error``: the exception and its traceback); a unit that found nothing valid (value +inf) a
+    row with status "infeasible" (``error``: the reason, `mappers.base.result_status`).
 
     Returns:
         ``rows`` (one row per unit: the columns of every unit, then the mappers' declared
@@ -256,8 +258,9 @@ def execute_layers(task: LayerTask) -> dict[str, pa.Table]:
     for u in task.units:
         t0 = time.perf_counter()
         try:
-            r = get_mapper(u.mapper).run(u.problem, u.unit, u.params)
-            status, err = "ok", ""
+            mapper = get_mapper(u.mapper)
+            r = mapper.run(u.problem, u.unit, u.params)
+            status, err = result_status(mapper, u.problem, r, u.params)
         except Exception as e:  # noqa: BLE001 - a failing unit is a row, the campaign goes on
             r, status = None, "error"
             err = f"{type(e).__name__}: {e}\n{traceback.format_exc()[-2000:]}"

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator
 
+import pyarrow as pa
 import pyarrow.compute as pc
 
 from sweep.campaigns.campaign import Campaign
@@ -55,6 +56,28 @@ class RunSummary:
     fragments: int = 0
     compacted: dict = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
+    rows_by_status: dict[str, int] = field(default_factory=dict)
+    first_reason: dict[str, str] = field(default_factory=dict)
+
+    def count_rows(self, rows: pa.Table) -> None:
+        """Count the ``rows`` of one task by status (``rows_by_status``: "ok", "infeasible",
+        "skipped", "error") and keep the first reason (``error`` column) of each status but "ok"
+        (``first_reason``); a task with an "error" row counts in ``tasks_failed``."""
+        if not rows.num_rows or "status" not in rows.column_names:
+            return
+        for vc in pc.value_counts(rows.column("status")).to_pylist():
+            st = str(vc["values"])
+            self.rows_by_status[st] = self.rows_by_status.get(st, 0) + int(vc["counts"])
+            if st != "ok" and st not in self.first_reason and "error" in rows.column_names:
+                hit = rows.filter(pc.equal(rows.column("status"), st)).column("error")[0].as_py()
+                self.first_reason[st] = str(hit or "").strip().splitlines()[0] if hit else ""
+        if "error" in self.rows_by_status and pc.any(pc.equal(rows.column("status"), "error")).as_py():
+            self.tasks_failed += 1
+
+    @property
+    def nothing_feasible(self) -> bool:
+        """Rows were written in this run and none has status "ok", some "infeasible"."""
+        return not self.rows_by_status.get("ok") and bool(self.rows_by_status.get("infeasible"))
 
 
 def run_campaign(campaign: Campaign, *, resume: bool = False, executor: str = "ray",
@@ -137,8 +160,7 @@ def run_campaign(campaign: Campaign, *, resume: bool = False, executor: str = "r
                 rows = tables["rows"]
                 buf_rows += rows.num_rows
                 summary.tasks_run += 1
-                if rows.num_rows and pc.any(pc.not_equal(rows.column("status"), "ok")).as_py():
-                    summary.tasks_failed += 1
+                summary.count_rows(rows)
                 if buf_rows >= campaign.run.flush_rows or time.monotonic() - last_flush > 30:
                     flush()
                 if progress:
@@ -162,6 +184,9 @@ def _optuna_search(campaign: Campaign, store: Store, stamp: dict, summary: RunSu
     from sweep.search.driver import run_search
 
     def store_batch(batch):
+        for _, tables in batch:
+            if "rows" in tables:
+                summary.count_rows(tables["rows"])
         t1 = time.perf_counter()
         summary.rows_written += store.write_batch(batch, stamp=stamp)
         summary.fragments += bool(batch)

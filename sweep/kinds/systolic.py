@@ -140,7 +140,8 @@ class SystolicKind(CampaignKind):
                  "edp": None if energy is None or cycles is None else energy * cycles,
                  "pm_value": row["pm_value"], **{f"fs_{b}": row[f"fs_{b}"] for b in BRANCHES},
                  "macs": network.macs, "layers": len(network), "executed_layers": network.layer_count,
-                 "evaluations": len(BRANCHES) * len(network), "wall_s": wall}
+                 "evaluations": len(BRANCHES) * len(network), "wall_s": wall,
+                 "status": row.get("status", "ok"), **({"reason": row["error"]} if row.get("error") else {})}
         hw = {"index": index, **{k: row[k] for k in (*HW_COLUMNS, "area_mm2")}}
         return {"network": network.name, "arch_kind": self.name, "mapper": mapper_name, "objective": objective,
                 "network_pm": res.engine, "params": resolved, "systolic": model, "point": hw,

@@ -271,10 +271,10 @@ def _print_unreported(rep: dict[str, Any], console) -> None:
     problems whose units all failed (or whose search was skipped)."""
     missing = rep.get("unreported") or {}
     if not rep.get("layers") and rep.get("failures"):
-        console.print("no per-layer table: no problem has a finished row (the failures are listed above)",
+        console.print("no per-layer table: no problem has a finished row (the reasons are listed above)",
                       style="yellow", soft_wrap=True, highlight=False)
     elif missing:
-        console.print("left out of the tables, no finished row (every unit failed or the search was skipped): "
+        console.print("left out of the tables, no finished row (errors, infeasible or skipped: the reasons above): "
                       + ", ".join(f"{n} problem(s) of {m}" for m, n in missing.items()),
                       style="yellow", soft_wrap=True, highlight=False, markup=False)
     if rep.get("layers") and rep.get("mappers") and not rep.get("baseline"):

@@ -77,18 +77,19 @@ def _first_line(error: Any) -> str:
 
 
 def failures(rows: pd.DataFrame, problems: pd.DataFrame | None = None) -> dict[str, Any]:
-    """What failed among ``rows`` (status not "ok"): ``rows`` and ``tasks`` counted, and
-    ``groups``, one per (mapper, network, layer) in the order first met (network and layer None
-    where a row does not say, e.g. a task that failed as a whole): its failed ``rows`` and the
-    ``error`` of its first row (first line only; `sweep report --json`'s ``errors`` keep the
-    tracebacks). At most 20 groups; ``more_groups`` counts the rest."""
+    """What did not finish among ``rows`` (status not "ok": "error", the code failed;
+    "infeasible", nothing valid found; "skipped", the mapper declined the search): ``rows`` and
+    ``tasks`` counted, and ``groups``, one per (status, mapper, network, layer) in the order first
+    met (network and layer None where a row does not say, e.g. a task that failed as a whole): its
+    ``rows`` and the ``error`` (the reason) of its first row (first line only; `sweep report
+    --json`'s ``errors`` keep the tracebacks). At most 20 groups; ``more_groups`` counts the rest."""
     err = rows[rows["status"].astype(str) != "ok"].copy()
     if problems is not None and not problems.empty and "problem_id" in err and "problem_id" in problems:
         names = problems.drop_duplicates("problem_id").set_index("problem_id")
         for c in ("network", "layer"):
             if c in names and c not in err:
                 err[c] = err["problem_id"].map(names[c].astype(object))
-    keys = ["mapper", "network", "layer"]
+    keys = ["status", "mapper", "network", "layer"]
     for c in keys:
         err[c] = err[c].astype(object).where(err[c].notna(), None) if c in err else None
     if "error" not in err:
@@ -121,14 +122,20 @@ def print_failures(rep: dict[str, Any], console) -> None:
     f = rep.get("failures")
     if not f:
         return
-    ok = rep.get("rows", {}).get("ok", 0)
-    what = "every row failed" if not ok else f"{f['rows']:,} of {f['rows'] + ok:,} rows failed"
-    console.print(f"[red]{what}[/] ({f['tasks']:,} task(s)); the report below covers the {ok:,} finished "
-                  "row(s). First error per mapper and layer (`sweep report --json`: the tracebacks):",
+    status = rep.get("rows", {})
+    ok = status.get("ok", 0)
+    kinds = ", ".join(f"{n:,} {k}" for k, n in status.items() if k != "ok")
+    verb = "failed" if set(status) <= {"ok", "error"} else "did not finish"
+    what = (("every row failed" if verb == "failed" else "no row finished") if not ok
+            else f"{f['rows']:,} of {f['rows'] + ok:,} rows {verb}")
+    console.print(f"[red]{what}[/] ({escape(kinds)}; {f['tasks']:,} task(s)); the report below covers the {ok:,} "
+                  "finished row(s). First reason per mapper and layer (error: the code failed, `sweep report "
+                  "--json` has the tracebacks; infeasible: nothing valid found; skipped: the mapper declined):",
                   soft_wrap=True, highlight=False)
     for g in f["groups"]:
         where = " / ".join(str(g[k]) for k in ("mapper", "network", "layer") if g.get(k) is not None) or "?"
-        console.print(f"  {where}: {g['rows']:,} row(s): {g['error']}", style="red", soft_wrap=True,
+        console.print(f"  {g.get('status') or 'error'}: {where}: {g['rows']:,} row(s): {g['error']}",
+                      style="red" if g.get("status") in (None, "error") else "yellow", soft_wrap=True,
                       highlight=False, markup=False)
     if f.get("more_groups"):
         console.print(f"  ... and {f['more_groups']} more (mapper, layer) group(s)", style="red", highlight=False)

@@ -395,6 +395,22 @@ class CosaMapper(LayerMapper):
         return replace(best, extra=dict(best.extra, solver_s_max=max(secs), solver_s_total=sum(secs),
                                         solve_values=[r.value for r in results]))
 
+    def search_shortfall(self, problem: LayerProblem, result: SearchResult, params: _Mapping[str, Any]) -> str:
+        """Why the MIP gave no valid mapping, by HiGHS's status (time limit, infeasible model,
+        solver error) or the decode's reason."""
+        ex = result.extra or {}
+        status = ex.get("status")
+        if status == "time_limit":
+            return (f"HiGHS stopped at time_limit_s = {params.get('time_limit_s')} s before it found a feasible "
+                    "schedule; raise time_limit_s")
+        if status == "infeasible":
+            return ("the CoSA MIP has no solution under this accelerator's constraints (spatial hint, "
+                    "min_utilization, memory capacities as the MIP counts them); relax them, e.g. hint = false "
+                    "or a lower min_utilization")
+        if status == "error":
+            return f"HiGHS failed: {ex.get('error', 'unknown error')}"
+        return super().search_shortfall(problem, result, params)
+
     def run(self, problem: LayerProblem, unit: WorkUnit, params: _Mapping[str, Any]) -> SearchResult:
         """Solve and evaluate (``params`` resolved). ``problem.spatial`` and ``problem.even`` are
         ignored (CoSA chooses the unrolling, within ``problem.arch.spatial_hint`` unless

@@ -119,7 +119,8 @@ class Page:
                       f"(`sweep report {rep.get('directory')} --json`: the tracebacks). First reason per mapper "
                       "and layer:", "note")
             more = [f"... and {f['more_groups']} more (mapper, layer) group(s)"] if f.get("more_groups") else []
-            self.items([" / ".join(str(g[k]) for k in ("mapper", "network", "layer") if g.get(k) is not None)
+            self.items([f"{g.get('status') or 'error'}: "
+                        + " / ".join(str(g[k]) for k in ("mapper", "network", "layer") if g.get(k) is not None)
                         + f": {g['rows']:,} row(s): {g['error']}" for g in f["groups"]] + more, "errors")
         elif errors:
             self.text(f"{len(errors)} failed task(s) shown (`sweep report {rep.get('directory')}` lists "

@@ -128,7 +128,11 @@ def build(directory: Path, manifest: dict, out_file: str | Path, rep: dict[str, 
         return write_page(page, out_file)
     ok = ok.assign(network=ok["network"].astype(str), pm=ok["pm"].astype(str))
     nets, pms = list(dict.fromkeys(ok["network"])), list(dict.fromkeys(ok["pm"]))
-    page.text(f"{ok['point'].nunique():,} hardware point(s), {len(nets)} network(s), PMs {', '.join(pms)}. Panels "
+    n_all, n_ok = rows["point"].nunique(), ok["point"].nunique()
+    left = (f" of the {n_all:,} evaluated ({n_all - n_ok:,} infeasible on every network and PM: the reasons "
+            "above)" if n_all > n_ok else "")
+    page.text(f"{n_ok:,} hardware point(s){left}, {len(nets)} network(s), PMs {', '.join(pms)}; a panel shows the "
+              "points feasible for its network and PM. Panels "
               f"with more than {ALL_POINTS:,} points show their density (grey) and, as markers, the points on "
               "their Pareto front; hover a marker for its hardware.", "note")
     for pm in pms:

@@ -95,5 +95,5 @@ def test_map_cosa_json_has_solver_fields():
                               "--mapper", "cosa", "--objective", "latency", "--json"])
     assert res.exit_code == 0, res.output
     d = json.loads(res.output)
-    assert d["status"] in ("optimal", "time_limit") and d["solver_s"] >= 0 and "mip_gap" in d
+    assert d["status"] == "ok" and d["solver_status"] in ("optimal", "time_limit") and d["solver_s"] >= 0 and "mip_gap" in d
     assert d["engine"] == "mip" and d["latency_cycles"] > 0 and "mapping" in d

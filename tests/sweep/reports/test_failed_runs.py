@@ -166,7 +166,7 @@ def test_systolic_failed_tasks(tmp_path, monkeypatch, fail_start, failed_tasks):
     assert s.tasks_failed == failed_tasks
     text, rep = _report(out)
     assert rep["failures"] == {"rows": failed_tasks, "tasks": failed_tasks, "more_groups": 0,
-                               "groups": [{"mapper": "deepopt", "network": None, "layer": None,
+                               "groups": [{"status": "error", "mapper": "deepopt", "network": None, "layer": None,
                                            "rows": failed_tasks, "error": BOOM}]}
     assert f"deepopt: {failed_tasks} row(s): {BOOM}" in text
     if fail_start is None:

@@ -287,15 +287,16 @@ def test_error_and_infeasible_rows_count_as_unfinished_with_their_reason(skipped
 def test_summary_lists_what_did_not_finish_by_status():
     rep = {"campaign": "c", "directory": "d", "rows": {"ok": 5, "error": 1, "infeasible": 2},
            "failures": {"rows": 3, "tasks": 2, "more_groups": 0, "groups": [
-               {"mapper": "cosa", "network": "n", "layer": "conv1", "rows": 2, "error": "infeasible: MIP <empty>"},
-               {"mapper": "loma", "network": None, "layer": None, "rows": 1, "error": "boom"}]},
+               {"status": "infeasible", "mapper": "cosa", "network": "n", "layer": "conv1", "rows": 2,
+                "error": "MIP <empty>"},
+               {"status": "error", "mapper": "loma", "network": None, "layer": None, "rows": 1, "error": "boom"}]},
            "errors": [{"task_id": 7, "error": "boom"}]}
     page = Page("t")
     page.summary(rep)
     html = "\n".join(page.blocks)
     assert "3 of 8 rows did not finish (1 error, 2 infeasible; 2 task(s))" in html
-    assert "<li>cosa / n / conv1: 2 row(s): infeasible: MIP &lt;empty&gt;</li>" in html
-    assert "<li>loma: 1 row(s): boom</li>" in html
+    assert "<li>infeasible: cosa / n / conv1: 2 row(s): MIP &lt;empty&gt;</li>" in html
+    assert "<li>error: loma: 1 row(s): boom</li>" in html
 
 
 # -- in a browser: zooming re-ticks a log axis -------------------------------------------------------

@@ -1,0 +1,210 @@
+"""Results with nothing feasible (issue 30, item 2): their own status ("infeasible", or "skipped"
+for a search a mapper declines) with a reason a person can act on, counted by the run, the
+reports and `sweep map`, which exit 1 when nothing is feasible."""
+
+import json
+import math
+from dataclasses import replace
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+from typer.testing import CliRunner
+
+from costmodel.loopnest.allocation import capacity_floor
+from costmodel.loopnest.arch import load_accelerator
+from costmodel.zoo import load_network, load_network_file
+from mappers import get_mapper
+from mappers.base import LayerProblem, result_status
+from paths import DATA
+from sweep.cli import app
+
+runner = CliRunner()
+TINY = load_network_file(DATA / "tiny_net.csv")
+CONV_B = TINY.layers[1]   # K 16, C 8, OY = OX = 7, 1x1
+
+
+def _eyeriss(**sizes):
+    """eyeriss_like with the named memories resized (bits)."""
+    acc = load_accelerator("eyeriss_like")
+    mems = tuple(replace(m, size_bits=sizes.get(m.name, m.size_bits)) for m in acc.memories)
+    return replace(acc, memories=mems)
+
+
+def _toml(tmp_path, **sizes):
+    """eyeriss_like's preset file with the named memories' size_bits replaced, as a new TOML."""
+    from pathlib import Path
+
+    import costmodel.presets
+    text = (Path(costmodel.presets.__file__).parent / "eyeriss_like.toml").read_text()
+    for name, bits in sizes.items():
+        head = f'name = "{name}"\nsize_bits = '
+        i = text.index(head) + len(head)
+        j = text.index("\n", i)
+        text = text[:i] + str(bits) + text[j:]
+    p = tmp_path / "small.toml"
+    p.write_text(text)
+    return p
+
+
+# -- the floor: can any mapping fit? --------------------------------------------------------------
+
+@pytest.mark.parametrize("sizes, memory, need", [
+    ({"rf_16B": 8}, "rf_16B", "16 bits > 8"),        # one 16-bit partial sum per PE does not fit 8 bits
+    ({"rf_64B_A": 4}, "rf_64B_A", "8 bits > 4"),     # one 8-bit input per PE does not fit 4 bits
+    ({"sram_8KB": 100}, "sram_8KB", "> 100"),        # the array's outputs (7 x 4 = 28 x 16 bits) do not fit
+])
+def test_floor_names_the_memory_that_overflows(sizes, memory, need):
+    why = capacity_floor(CONV_B, _eyeriss(**sizes))
+    assert f"capacity exceeded at {memory}" in why and need in why
+    assert "more bits" in why   # what to change
+
+
+def test_floor_by_hand_at_the_limit():
+    """sram_8KB holds the O tile of one array pass: OX 7 x K 4 outputs of the unrolling (FY 3 clips
+    to 1 on a 1x1 layer) at 16 bits = 448 bits. 448 fits, 447 does not."""
+    assert capacity_floor(CONV_B, _eyeriss(sram_8KB=448)) == ""
+    assert "tiles need 448 bits > 447" in capacity_floor(CONV_B, _eyeriss(sram_8KB=447))
+
+
+@pytest.mark.parametrize("sizes", [{}, {"rf_16B": 8}, {"rf_16B": 16}, {"rf_64B_A": 4}, {"sram_8KB": 447},
+                                   {"sram_8KB": 1024}, {"rf_64B_W": 7}])
+def test_floor_agrees_with_exhaustive_search(sizes):
+    """Oracle: loma's exhaustive search over every ordering finds a valid mapping exactly when the
+    floor says one exists (away from the limit: at sram_8KB = 448 bits exactly, the floor mapping
+    fits but LOMA's greedy allocation puts a K loop in rf_16B first and overflows sram_8KB, see
+    `test_loma_misses_the_floor_at_the_limit`)."""
+    acc = _eyeriss(**sizes)
+    r = get_mapper("loma").search(LayerProblem(CONV_B, acc, None, "energy"), {})
+    assert math.isfinite(r.value) == (capacity_floor(CONV_B, acc) == "")
+
+
+def test_loma_misses_the_floor_at_the_limit():
+    """Where a valid mapping exists but the search misses it, the reason says so (not "nothing fits")."""
+    acc = _eyeriss(sram_8KB=448)
+    loma = get_mapper("loma")
+    p = loma.resolve({})
+    prob = LayerProblem(CONV_B, acc, None, "energy")
+    st, why = result_status(loma, prob, loma.search(prob, p), p)
+    assert st == "infeasible" and "although one exists" in why and "full-space mapper" in why
+
+
+# -- status and reason of a result -----------------------------------------------------------------
+
+def test_status_of_results():
+    acc = _eyeriss(rf_16B=8)
+    prob = LayerProblem(CONV_B, acc, None, "energy")
+    salsa = get_mapper("salsa")
+    p = salsa.resolve({"iterations": 50, "chains": 1})
+    st, why = result_status(salsa, prob, salsa.search(prob, p), p)
+    assert st == "infeasible" and "rf_16B" in why
+    ok = LayerProblem(CONV_B, _eyeriss(), None, "energy")
+    assert result_status(salsa, ok, salsa.search(ok, p), p) == ("ok", "")
+    loma = get_mapper("loma")
+    q = loma.resolve({"max_orderings": 2})
+    st, why = result_status(loma, ok, loma.search(ok, q), q)
+    assert st == "skipped" and why.startswith("search skipped:") and "max_orderings 2" in why
+
+
+def test_cosa_time_limit_reason():
+    cosa = get_mapper("cosa")
+    prob = LayerProblem(CONV_B, load_accelerator("simba_like"), None, "energy")
+    p = cosa.resolve({"time_limit_s": 0.0, "hint": False})
+    r = cosa.search(prob, p)
+    assert r.value == math.inf
+    st, why = result_status(cosa, prob, r, p)
+    assert st == "infeasible" and "time_limit_s = 0.0" in why and "raise time_limit_s" in why
+
+
+def test_deepopt_reasons():
+    """AlexNet conv1 (11 x 11) needs J >= 11 array rows (DeepOpt section 3.1); 4 KiB SRAMs hold no
+    branch's blocks of it; a feasible point is ok."""
+    from costmodel.systolic import SystolicParams
+    from costmodel.systolic.points import SystolicPoints
+    from mappers.systolic.deepopt import DEEPOPT, AllocationProblem
+
+    a = lambda *v: np.array(v, dtype=float)  # noqa: E731
+    pts = SystolicPoints(J=a(8, 32, 32), K=a(32, 64, 64), fsram_kib=a(16, 16, 4), isram_kib=a(32, 32, 4),
+                         psram_kib=a(8, 8, 4), area_mm2=a(1, 1, 1))
+    prob = AllocationProblem((load_network("alexnet"),), pts, ("E",), SystolicParams(), point_offset=0,
+                             chunk_points=3)
+    rows = DEEPOPT.search(prob, {}).tables["rows"]
+    assert list(rows["status"]) == ["infeasible", "ok", "infeasible"]
+    assert "J = 8 rows < the filter width S = 11" in rows["error"][0] and rows["error"][1] == ""
+    assert "layer conv1" in rows["error"][2] and "filter 4 KiB" in rows["error"][2]
+    assert np.isinf(rows["pm_value"][0]) and np.isfinite(rows["pm_value"][1])
+
+
+# -- sweep map ------------------------------------------------------------------------------------
+
+def test_map_infeasible_exits_1_with_reason(tmp_path):
+    arch = _toml(tmp_path, rf_16B=8)
+    res = runner.invoke(app, ["map", "--dims", "K=16,C=8,OY=7,OX=7", "--arch", str(arch), "--mapper", "salsa",
+                              "--param", "iterations=50"])
+    assert res.exit_code == 1, res.output
+    assert "no valid mapping of" in res.output and "capacity exceeded at rf_16B" in res.output
+    res = runner.invoke(app, ["map", "--dims", "K=16,C=8,OY=7,OX=7", "--arch", str(arch), "--mapper", "salsa",
+                              "--param", "iterations=50", "--json"])
+    assert res.exit_code == 1
+    doc = json.loads(res.stdout)   # strict JSON: inf is null
+    assert doc["status"] == "infeasible" and doc["value"] is None and "rf_16B" in doc["reason"]
+
+
+def test_map_network_one_layer_infeasible(tmp_path):
+    """With rf_64B_A at 4 bits no 8-bit input fits a PE: the table, one line per layer and exit 1."""
+    arch = _toml(tmp_path, rf_64B_A=4)
+    res = runner.invoke(app, ["map", "--network", str(DATA / "tiny_net.csv"), "--arch", str(arch),
+                              "--mapper", "salsa", "--param", "iterations=50"])
+    assert res.exit_code == 1, res.output
+    assert "no valid mapping of conv_a" in res.output and "no valid mapping of conv_b" in res.output
+    assert "2 of 2 layer(s) have no valid mapping" in res.output
+
+
+# -- a campaign where nothing is feasible ---------------------------------------------------------
+
+CAMPAIGN = """
+name = "nothing_fits"
+output = "{out}"
+networks = [{{ file = "{net}" }}]
+objectives = ["energy"]
+
+[architectures]
+kind = "loopnest"
+presets = ["simba_like"]
+
+[[mappers]]
+name = "cosa"
+params = {{ time_limit_s = 0.0, hint = false, solves = ["0"] }}
+"""
+
+
+def test_run_with_nothing_feasible(tmp_path):
+    from sweep.engine.tasks import expand
+    from sweep.kinds import load_campaign
+
+    p = tmp_path / "c.toml"
+    out = tmp_path / "out"
+    p.write_text(CAMPAIGN.format(out=out.as_posix(), net=(DATA / "tiny_net.csv").as_posix()))
+    res = runner.invoke(app, ["run", str(p), "--executor", "local"])
+    assert res.exit_code == 1, res.output
+    assert "row(s) infeasible; the first: HiGHS stopped at time_limit_s = 0.0 s" in res.output
+    assert "nothing feasible" in res.output and "0 failed" in res.output
+    rows = pq.read_table(out / "rows").to_pandas()
+    assert set(rows["status"]) == {"infeasible"} and rows["error"].str.contains("raise time_limit_s").all()
+    # the status and reason are row data: the task ids are those the campaign expands to
+    assert set(rows["task_id"]) == {t.task_id for t in expand(load_campaign(p))}
+    rep = runner.invoke(app, ["report", str(out)])
+    assert rep.exit_code == 0, rep.output
+    assert "rows: 2 infeasible" in rep.output and "no row finished (2 infeasible; 1 task(s))" in rep.output
+    assert "infeasible: cosa / tiny_net / conv_a: 1 row(s): HiGHS stopped" in rep.output
+
+
+def test_design_layer_and_totals_infeasible():
+    """An architecture-search design whose memories hold no tile of a layer: the layer row and the
+    network's totals row are "infeasible" with the layer named (not "error")."""
+    from sweep.engine.design_tasks import _map_layer
+    salsa = get_mapper("salsa")
+    p = salsa.resolve({"iterations": 50, "chains": 1})
+    row = _map_layer(salsa, LayerProblem(CONV_B, _eyeriss(rf_16B=8), None, "energy"), p)
+    assert row["status"] == "infeasible" and "capacity exceeded at rf_16B" in row["error"]
+    assert row["value"] == math.inf
