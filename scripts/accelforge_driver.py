@@ -131,7 +131,7 @@ def mapping_yaml(arch: dict, layer: dict, spatial: dict, temporal: list, boundar
     priv_b = [b for b, _, _, m in holders if m["private"]]
     shared_b = [b for b, _, _, m in holders if not m["private"] and m is not mems[0]]
     sp_at = max(priv_b) if priv_b else 0          # spatial loops directly above loops[sp_at - 1]
-    if shared_b and min(shared_b) < sp_at and not os.environ.get("AF_ALLOW_SPATIAL_ABOVE_SHARED"):
+    if shared_b and min(shared_b) < sp_at:
         raise ValueError(f"a shared memory's boundary ({min(shared_b)}) below a per-PE one ({sp_at}): "
                          "not a LoopTree with the array between them")
     sp_loops = [(a, d, f) for a, loops in spatial.items() for d, f in loops if f > 1]

@@ -6,7 +6,7 @@
     python scripts/compare_accelforge.py --accelforge-python ... --pin tests/data/accelforge              # store for the tests
     python scripts/compare_accelforge.py --accelforge-python ... --search --time-limit 3600               # + each tool's own search
 
-About 1 minute per case (our LOMA searches, AccelForge's model once per layer); ``--search`` adds
+Under a minute per case (our LOMA searches, AccelForge's model once per row); ``--search`` adds
 AccelForge's FFM mapper on ResNet-18 layer1.0.conv1 on eyeriss_like (about 20 minutes on 2 cores)
 and our ``loma`` / ``salsa`` on the same layer.
 
@@ -56,7 +56,9 @@ writes added on a shared port; the MAC array: compute cycles), all overlapped.
 (``Spec.map_workload_to_arch``, energy metric, our spatial unrolling pinned through the fanouts'
 ``loop_bounds``; ``--time-limit`` seconds, its ``mapper.time_limit``; ``--free-spatial`` lets it
 choose the unrolling) and ours (``loma`` lpf_limit 6, ``salsa`` 4 chains): best energy each, wall
-times side by side; AccelForge's best is also costed by our model where it can be translated.
+times side by side; each best is also costed by the other tool (AccelForge's LoopTree translated
+to our mapping by `translate_looptree`; ours evaluated by AccelForge), with our prediction of
+AccelForge's figure from our counts.
 
 ``--pin DIR`` writes DIR/<case>.json (AccelForge's version, the command, per row the layer, our
 mapping, the AccelForge bits, its energy per (tensor, component, action), actions and latency
@@ -426,6 +428,41 @@ def print_decomposition(rows) -> None:
 # ---------------------------------------------------------------------------------------------
 # each tool's own search
 
+def translate_looptree(text: str, arch) -> Mapping:
+    """AccelForge's best LoopTree as the driver prints it (one node a line, top first:
+    ``[weight, input in sram_1M]``, ``T-k in [0..8) shape=8``, ``S-D2-k in [0..4) shape=2``)
+    -> our Mapping: temporal loops innermost first (factor = the loop's iteration count),
+    the spatial loops per array dim, per (operand, memory) the temporal loops below its node."""
+    import re
+    op_of = {v: k for k, v in TENSOR.items()}
+    temporal, spatial, holders = [], {}, []
+    for line in text.splitlines():
+        line = line.strip()
+        m = re.match(r"\[(.+) in (\S+)\]$", line)
+        if m:
+            holders.append(([t.strip() for t in m.group(1).split(",")], m.group(2), len(temporal)))
+            continue
+        m = re.match(r"T-(\w+) in \[0\.\.(\d+)\)", line)
+        if m:
+            temporal.append((m.group(1).upper(), int(m.group(2))))
+            continue
+        m = re.match(r"S-(\w+)-(\w+) in \[0\.\.(\d+)\)", line)
+        if m:
+            if int(m.group(3)) > 1:
+                spatial.setdefault(m.group(1), []).append((m.group(2).upper(), int(m.group(3))))
+    n = len(temporal)
+    loops = [(d, f) for d, f in reversed(temporal)]          # innermost first
+    b = {op: {} for op in ("W", "I", "O")}
+    for tensors, comp, above in holders:
+        for t in tensors:
+            b[op_of[t]][comp] = n - above
+    bounds = {op: tuple(b[op].get(m.name, n) for m in arch.levels(op)) for op in b}
+    keep = [i for i, (_, f) in enumerate(loops) if f > 1]
+    idx = {i: sum(1 for k in keep if k < i) for i in range(n + 1)}
+    from costmodel.loopnest.mapping import SpatialMapping
+    return Mapping(SpatialMapping({a: tuple(v) for a, v in spatial.items()}), tuple(loops[i] for i in keep),
+                   {op: tuple(idx[x] for x in v) for op, v in bounds.items()})
+
 def run_search(a) -> dict:
     arch = load_accelerator("eyeriss_like")
     layer = next(l for l, _ in load_network("resnet18") if l.name == SEARCH_LAYER)
@@ -438,19 +475,51 @@ def run_search(a) -> dict:
     bits = af_bits(layer, arch, m)
     job = {"name": SEARCH_LAYER, "layer": _layer_dict(layer), "bits": bits,
            "spatial": None if a.free_spatial else m.to_dict()["spatial"], "time_limit_s": a.time_limit}
+    evals, forms = [], {}
+    for k, v in ours.items():   # our bests costed by AccelForge too (where a LoopTree holds them)
+        try:
+            mk, moved = loop_tree_form(layer, arch, _with_spatial(layer, arch, Mapping.from_dict(v["mapping"])))
+        except ValueError as e:
+            v["accelforge"] = str(e)
+            continue
+        bk, dk = af_bits(layer, arch, mk), mk.to_dict()
+        forms[k] = (mk, bk, moved)
+        evals.append({"name": k, "layer": _layer_dict(layer), "spatial": dk["spatial"], "temporal": dk["temporal"],
+                      "boundaries": dk["boundaries"], "bits": bk})
     t0 = time.perf_counter()
-    res = run_driver(a.accelforge_python, {"arch": arch_request(arch), "search": [job], "dump": a.dump})
+    res = run_driver(a.accelforge_python, {"arch": arch_request(arch), "search": [job], "evaluate": evals,
+                                           "dump": a.dump})
     wall = time.perf_counter() - t0
-    af = res[0] if res else {}
+    for r in res:
+        if r["kind"] == "evaluate":
+            mk, bk, moved = forms[r["name"]]
+            ours[r["name"]]["accelforge"] = {"energy_pj": r["energy_pj"], "latency_cycles": r["latency_cycles"],
+                                             "predicted_pj": decompose(layer, arch, mk, bk, moved)["pred"]}
+    af = next((r for r in res if r["kind"] == "search"), {})
     af["driver_wall_s"] = round(wall, 1)
     print(f"\neach tool's own search, {SEARCH_LAYER} on eyeriss_like (energy objective):")
     print(f"  AccelForge FFM ({'free' if a.free_spatial else 'our'} spatial unrolling, time limit "
           f"{a.time_limit or 'none'} s): {af.get('energy_pj', float('nan')):.4e} pJ, "
           f"{af.get('latency_cycles', float('nan')):.0f} cycles, wall {af.get('wall_s', float('nan')):.0f} s "
           f"(driver {wall:.0f} s)")
+    if af.get("mapping_text"):
+        try:
+            am = translate_looptree(af["mapping_text"], arch)
+            rep = evaluate(layer, arch, am)
+            dec = decompose(layer, arch, am, bits)
+            af["ours_of_af_best"] = {"mapping": am.to_dict(), "energy_pj": rep.energy_pj,
+                                     "latency_cycles": rep.latency_cycles, "predicted_af_pj": dec["pred"]}
+            print(f"  AccelForge's best in our model: {rep.energy_pj:.4e} pJ, {rep.latency_cycles:.0f} cycles "
+                  f"(mapping {am.to_dict()}); our prediction of AccelForge from our counts {dec['pred']:.4e} pJ, "
+                  f"AccelForge / prediction {_r(af['energy_pj'], dec['pred']):.4f}")
+        except Exception as e:  # noqa: BLE001 (a LoopTree we cannot translate: say so)
+            print(f"  AccelForge's best not translated to our mapping: {e}")
     for k, v in ours.items():
-        print(f"  ours {k} {v['params']}: {v['energy_pj']:.4e} pJ, {v['latency_cycles']:.0f} cycles, wall {v['wall_s']:.1f} s; "
-              f"ours / AccelForge FFM energy {_r(v['energy_pj'], af.get('energy_pj', float('nan'))):.4f}")
+        x = v.get("accelforge")
+        other = (f"; in AccelForge {x['energy_pj']:.4e} pJ (prediction {x['predicted_pj']:.4e})"
+                 if isinstance(x, dict) else f"; not a LoopTree: {x}" if x else "")
+        print(f"  ours {k} {v['params']}: {v['energy_pj']:.4e} pJ, {v['latency_cycles']:.0f} cycles, wall {v['wall_s']:.1f} s"
+              + other)
     return {"accelforge_ffm": af, "ours": ours}
 
 
