@@ -70,6 +70,9 @@ def assemble(directory: Path, manifest: dict, rows: pd.DataFrame, problems: pd.D
     llm = llm_steps(Path(directory), manifest, rep.get("layers") or [], _problems(rows, problems))
     if llm["steps"] or llm["note"]:  # a campaign of transformer steps
         rep["llm"] = llm
+    low = low_utilization(Path(directory), manifest, _problems(rows, problems))
+    if low.get("rows") or low.get("note"):
+        rep["low_utilization"] = low
     if plots_dir is not None and "problem_id" in problems:
         named = rows.merge(problems[["problem_id", "network", "layer_index"]], on="problem_id", how="left")
         rep["plots"] = write_layer_plots(rep, named, plots_dir, cfg.get("network"))
@@ -92,7 +95,82 @@ def show(rep: dict[str, Any], console) -> None:
     print_layer_report(rep, console)
     from sweep.reports.llm import print_llm_steps
     print_llm_steps(rep, console)
+    for line in low_utilization_lines(rep):
+        console.print(line, style="yellow", soft_wrap=True, highlight=False, markup=False)
     print_plots(rep, console)
+
+
+#: Below this share of the PEs busy on average, the report names the layer's best mapping.
+LOW_UTILIZATION = 0.25
+#: At most this many best mappings are rebuilt to check their PE utilisation.
+_MAX_CHECKED = 5000
+
+
+def low_utilization(directory: Path, manifest: dict, best: pd.DataFrame) -> dict[str, Any]:
+    """The best mappings (``best``: `best_units`) that keep fewer than `LOW_UTILIZATION` of their
+    accelerator's PEs busy on average: utilisation = MACs / (compute cycles x PEs) of the mapping
+    rebuilt from its row (`costmodel.loopnest.reference.evaluate`'s breakdown, as ``sweep map``).
+
+    Returns:
+        ``{"threshold", "checked", "rows": [{network, layer, arch, mapper, utilization, busy_pes,
+        pes, searched, hint}], "note"}``: ``searched`` whether the unrolling was searched (more
+        than one ``spatial_candidates``, or a full-space mapper's ``mapping``), ``hint`` whether the accelerator has a
+        ``[spatial_hint]`` to search under; ``note`` why nothing was checked (not a loop-nest
+        campaign, more than 5,000 best mappings, the campaign no longer parses).
+    """
+    out: dict[str, Any] = {"threshold": LOW_UTILIZATION, "checked": 0, "rows": [], "note": ""}
+    if best.empty or "loops" not in best:
+        return out
+    if len(best) > _MAX_CHECKED:
+        return dict(out, note=f"PE utilisation not checked: {len(best):,} best mappings (more than {_MAX_CHECKED:,})")
+    from costmodel.loopnest.arch import Accelerator
+    from costmodel.loopnest.reference import evaluate
+    from sweep.reports.llm import _campaign, _mapping
+    campaign, why = _campaign(directory, manifest)
+    if campaign is None:
+        return dict(out, note=f"PE utilisation not checked: {why}")
+    archs = dict(campaign.architectures.archs)
+    nets = {n.name: list(n.unique()) for n in campaign.networks}
+    for _, r in best.iterrows():
+        acc, uniq = archs.get(r["arch"]), nets.get(r["network"])
+        if not isinstance(acc, Accelerator) or uniq is None:
+            continue
+        layer = uniq[int(r["layer_index"])][0]
+        try:
+            rep = evaluate(layer, acc, _mapping(layer, acc, r))
+        except (ValueError, KeyError, TypeError, AttributeError):
+            continue
+        out["checked"] += 1
+        u = float(rep.breakdown.get("utilization", 1.0)) if rep.valid else 1.0
+        if u < LOW_UTILIZATION:
+            cands = r.get("spatial_candidates")   # loop-order mappers: > 1 when the unrolling was searched
+            searched = bool(cands == cands and cands is not None and cands > 1) or \
+                bool(isinstance(r.get("mapping"), str) and r.get("mapping"))   # full-space mappers
+            out["rows"].append({"network": r["network"], "layer": r["layer"], "arch": r["arch"],
+                                "mapper": r["label"], "utilization": u, "busy_pes": u * acc.pe_count,
+                                "pes": acc.pe_count, "searched": searched, "hint": acc.spatial_hint is not None})
+    return out
+
+
+def low_utilization_lines(rep: dict[str, Any]) -> list[str]:
+    """`low_utilization` of ``rep`` in words: how many best mappings keep few PEs busy, the
+    lowest, and what to try (the spatial search under the accelerator's hint); [] if none."""
+    low = rep.get("low_utilization") or {}
+    rows = low.get("rows") or []
+    if not rows:
+        return [low["note"]] if low.get("note") else []
+    w = min(rows, key=lambda r: r["utilization"])
+    lines = [f"{len(rows):,} of {low['checked']:,} best mappings keep fewer than {low['threshold']:.0%} of the PEs "
+             f"busy (lowest: {w['network']} / {w['layer']} on {w['arch']} by {w['mapper']}, {w['utilization']:.1%}, "
+             f"{w['busy_pes']:.1f} of {w['pes']:,} PEs on average)"]
+    fixed = sorted({r["mapper"] for r in rows if r["hint"] and not r["searched"]})
+    if fixed:
+        lines.append(f"  {', '.join(fixed)} kept the accelerator's fixed [spatial] unrolling: try spatial = \"search\" "
+                     "in the mapper's params (each layer's unrolling searched under the accelerator's [spatial_hint])")
+    else:
+        lines.append("  the unrollings were searched (or no [spatial_hint] allows another): the array is larger "
+                     "than these layers can use")
+    return lines
 
 
 def mapper_labels(pairs: Iterable[tuple[str, str]]) -> dict[tuple[str, str], str]:
@@ -158,7 +236,7 @@ def _problems(rows: pd.DataFrame, problems: pd.DataFrame) -> pd.DataFrame:
     labels = mapper_labels(zip(configs["mapper"], configs["params"]))
     best["label"] = [labels[(str(m), str(p))] for m, p in zip(best["mapper"], best["params"])]
     cols = ["label", "value", "energy_pj", "latency_cycles", "edp", "evaluations", "search_s",
-            "engine", "units", "loops"] + [c for c in ("spatial", "mapping") if c in best]
+            "engine", "units", "loops"] + [c for c in ("spatial", "spatial_candidates", "mapping") if c in best]
     return problems.drop(columns=["task_id", "mapper", "arch", "objective", "seed"], errors="ignore") \
         .join(best[cols + ["arch", "objective", "seed", "mapper"]], on="problem_id", how="inner")
 

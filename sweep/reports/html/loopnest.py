@@ -170,6 +170,12 @@ def build(directory: Path, manifest: dict, out_file: str | Path, rep: dict[str, 
     page = Page(f"{rep.get('campaign')}: loop-nest mappers compared")
     page.summary(rep)
     add_comparison(page, rep, read(Path(directory))[0])
+    from sweep.reports.loopnest import low_utilization_lines
+    lines = low_utilization_lines(rep)
+    if lines:
+        page.heading("PE utilisation")
+        page.text(lines[0], "note")
+        page.items([x.strip() for x in lines[1:]], "errors")
     add_llm_steps(page, rep)
     return write_page(page, out_file)
 
