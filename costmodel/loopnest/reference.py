@@ -193,6 +193,19 @@ decides double buffering per operand (shared memories split greedily), ours per 
 a level's own loops are all op-irrelevant ZigZag's stationary mapping merges them down and takes
 the whole period as window, ours keeps T (the tile still dies only in the last pass).
 EDP = energy (pJ) x latency (cycles).
+
+**AccelForge conventions** (AccelForge 1.0.467, the Timeloop / Accelergy line; measured in
+docs/accelforge.md, pinned in tests/data/accelforge/). With our energies per action, AccelForge
+costs our mappings per (operand, memory) as our counts predict once four conventions are swapped:
+(a) our MAC keeps its W and I operand across the innermost run of operand-irrelevant loops (loads
+into the MAC F = P / R, `_boundary_accesses`); AccelForge reads each operand per MAC
+(``analyze_compute``). (b) A transfer costs ceil(bits / word_bits) accesses here, bits /
+bits_per_action unrounded there (a 16-bit partial sum in a 24-bit word: 2/3). (c) Outputs move at
+O_final when complete and at O as partial sums here; one precision per (tensor, memory) there.
+(d) A tile stays across operand-irrelevant loops directly above its boundary here; a LoopTree
+storage node is refilled on every iteration of every loop above it. Where none applies (DRAM, the
+MACs, eyeriss_like's input register) the energies are equal. Latency: ours adds the stalls of
+transfers that miss their window; AccelForge takes its slowest component, all overlapped.
 """
 
 from __future__ import annotations
