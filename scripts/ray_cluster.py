@@ -13,6 +13,8 @@ users' included.
     python scripts/ray_cluster.py [--campaign campaigns/X.toml] [--workers 2] [--keep DIR]
 
 Without ``--campaign`` it runs a small synthetic loop-nest campaign (scripts/synthetic_campaign.py).
+The nodes run with Ray's defaults (`ray_defaults_env`: token authentication on when a token
+exists, as for a user's ``ray start``; `LocalCluster`'s own default, for the tests, has none).
 It runs ``sweep run CAMPAIGN --address ADDR --out DIR/cluster`` and ``sweep run CAMPAIGN
 --executor local --out DIR/local`` and compares the rows (same task_ids, same values except the
 measured ``wall_s`` / ``solver_s``). Exit 0 if equal.
@@ -286,6 +288,19 @@ def same_rows(a: Path, b: Path) -> tuple[bool, str]:
     return True, f"{len(x)} rows, {x['task_id'].nunique()} task_ids, identical"
 
 
+def ray_defaults_env() -> tuple[dict[str, str], dict[str, str]]:
+    """Environments of the head (and the drivers) and of the worker nodes with Ray's defaults, as a
+    user's `ray start` has them: no RAY_AUTH_MODE, so the head turns token authentication on when a
+    token exists (``~/.ray/auth_token``, ``RAY_AUTH_TOKEN``, ``RAY_AUTH_TOKEN_PATH``), and the
+    worker nodes then join with ``RAY_AUTH_MODE=token`` (a joining node never turns it on itself);
+    the drivers (`sweep run --address`) find the token as Ray does."""
+    env = {k: v for k, v in os.environ.items() if k != "RAY_AUTH_MODE"}
+    env["RAY_USAGE_STATS_ENABLED"] = "0"
+    token = bool(env.get("RAY_AUTH_TOKEN") or env.get("RAY_AUTH_TOKEN_PATH")) or \
+        (Path.home() / ".ray" / "auth_token").is_file()
+    return env, (dict(env, RAY_AUTH_MODE="token") if token else env)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--campaign", type=Path)
@@ -298,9 +313,9 @@ def main() -> None:
         sys.path.insert(0, str(Path(__file__).parent))
         from synthetic_campaign import write_campaign
         campaign = write_campaign(work / "campaign", 400, layers=20, units_per_task=4)
-    env = cluster_env()
+    env, worker_env = ray_defaults_env()
     sweep = [sys.executable, "-m", "sweep.cli", "run", str(campaign)]
-    with LocalCluster(workers=a.workers) as cl:
+    with LocalCluster(workers=a.workers, env=env, worker_env=worker_env) as cl:
         print(f"cluster {cl.address}: {cl.alive_nodes()} nodes, temp dir {cl.temp_dir}", flush=True)
         t0 = time.time()
         subprocess.run(sweep + ["--address", cl.address, "--out", str(work / "cluster")], env=env, check=True)

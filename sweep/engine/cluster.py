@@ -87,12 +87,17 @@ def check_reachable(address: str) -> None:
                              "--head` printed), in --address or RAY_ADDRESS")
     port = int(port_text)
     try:
-        socket.create_connection((host.strip("[]"), port), timeout=CONNECT_TIMEOUT_S).close()
+        answer = _http2_settings(host.strip("[]"), port)
     except OSError as e:
         why = e.strerror or type(e).__name__
         raise ExecutionError(f"cannot reach a Ray cluster at {address} ({why}): check --address / "
                              f"RAY_ADDRESS, or start one there with `ray start --head --port {port}`"
                              ) from None
+    if answer is None or len(answer) < 9 or answer[3] != 0x04:
+        what = (f"accepts connections but says nothing in {CONNECT_TIMEOUT_S:g} s" if answer is None
+                else "answers, but not as a gRPC server")
+        raise ExecutionError(f"{address} {what}: not a Ray cluster's GCS (or a hung one); check --address / "
+                             "RAY_ADDRESS (the GCS port `ray start --head` printed)")
     from ray._raylet import GcsClient
     from ray.exceptions import AuthenticationError
     try:
@@ -105,6 +110,34 @@ def check_reachable(address: str) -> None:
         raise ExecutionError(f"{address} does not answer as a Ray cluster ({_one_line(e)}): check "
                              "--address / RAY_ADDRESS (the GCS port `ray start --head` printed)"
                              ) from None
+
+
+#: The client's opening of an HTTP/2 connection (RFC 9113 section 3.4): the preface, then an empty
+#: SETTINGS frame (length 0, type 0x4, no flags, stream 0).
+_HTTP2_OPENING = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])
+
+
+def _http2_settings(host: str, port: int) -> bytes | None:
+    """The first frame header (9 bytes) a server at ``host:port`` sends after the HTTP/2 opening,
+    or None if it says nothing within `CONNECT_TIMEOUT_S`. A gRPC server (Ray's GCS) answers at
+    once with its SETTINGS frame (type 0x4 in byte 3), before any authentication; `ray.init`
+    would instead wait 40 s on a port that accepts and never answers.
+
+    Raises:
+        OSError: nothing listening, the name does not resolve, or the connection timed out.
+    """
+    with socket.create_connection((host, port), timeout=CONNECT_TIMEOUT_S) as s:
+        s.sendall(_HTTP2_OPENING)
+        head = b""
+        try:
+            while len(head) < 9:
+                chunk = s.recv(9 - len(head))
+                if not chunk:
+                    break
+                head += chunk
+        except socket.timeout:
+            return None
+        return head
 
 
 def connect_failed(address: str, e: BaseException) -> ExecutionError:

@@ -122,3 +122,38 @@ def test_version_mismatch_is_one_line():
         "This process on node 10.0.0.2 was started with:\n    Ray: 2.60.0\n    Python: 3.11.7\n"))
     text = str(e)
     assert "\n" not in text and "Ray: 2.59.0" in text and "same Ray and Python versions" in text
+
+
+@pytest.mark.parametrize("reply, words", [(None, "says nothing in 5 s"),
+                                          (b"HTTP/1.0 400 Bad request\r\n\r\n", "not as a gRPC server")])
+def test_port_that_is_not_a_gcs_is_one_line_in_seconds(tmp_path, home, reply, words):
+    """A port that accepts and never answers (Ray's own client waits 40 s on it) or answers as
+    something else: one line naming it, exit 1, within the 5 s probe (plus start-up)."""
+    import socket
+    import threading
+
+    srv = socket.create_server(("127.0.0.1", 0))
+    port = srv.getsockname()[1]
+    held = []
+
+    def serve():
+        while True:
+            try:
+                c, _ = srv.accept()
+            except OSError:
+                return
+            held.append(c)
+            if reply is not None:
+                c.recv(64)
+                c.sendall(reply)
+    threading.Thread(target=serve, daemon=True).start()
+    try:
+        camp = write_campaign(tmp_path / "c", TASKS, layers=2, samples=8)
+        t0 = time.time()
+        r = _sweep(camp, tmp_path / "out", _env(home), "--address", f"127.0.0.1:{port}", timeout=40)
+        _one_error_line(r, f"127.0.0.1:{port}", words, "RAY_ADDRESS")
+        assert time.time() - t0 < 25
+    finally:
+        srv.close()
+        for c in held:
+            c.close()
