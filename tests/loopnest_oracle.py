@@ -270,7 +270,7 @@ def _move_in(link, bits, out, flags):
             lo["fills"] += 1
             for k in link.inst:
                 r = real[k]
-                lo["writes"] += _cdiv(len(r) * b, link.lower.word_bits)
+                lo["writes"] += _cdiv(len(r) * b, link.lower.port(op).word_bits)
                 lo["writes_e"] += len(r)
                 lo["writes_p"] += len(pad[k])
                 lo["new_e"] += len(r - before[k])
@@ -284,7 +284,7 @@ def _move_in(link, bits, out, flags):
                 t[0] |= real[k]
                 t[1] |= pad[k]
             union = set().union(*(r for r, _ in tiles.values()))
-            up["reads"] += _cdiv(len(union) * b, link.upper.word_bits)
+            up["reads"] += _cdiv(len(union) * b, link.upper.port(op).word_bits)
             up["reads_e"] += len(union)
             up["reads_p"] += sum(len(p) for _, p in tiles.values())
             up["env_lo_r"] += len(tiles) * env[0]
@@ -351,7 +351,7 @@ def _move_out(link, bits, out, flags, partial, above):
         te = max(len(p) for p in pad.values())
         for u, ks in link.under.items():
             union = set().union(*(real[k] for k in ks))
-            words, fin = _precision_words(nest, union, t, link.up_pes[u], bits, link.upper.word_bits)
+            words, fin = _precision_words(nest, union, t, link.up_pes[u], bits, link.upper.port("O").word_bits)
             up["writes"] += words
             up["writes_e"] += len(union)
             up["writes_p"] += len({link.ident[k] for k in ks}) * te
@@ -363,7 +363,7 @@ def _move_out(link, bits, out, flags, partial, above):
                 flags[("O", link.upper.name)].add("group_r")
                 if link.lower is not None:
                     flags[("O", link.lower.name)].add("group_w")
-            up["reads"] += _cdiv(len(rb) * bits["O"], link.upper.word_bits)
+            up["reads"] += _cdiv(len(rb) * bits["O"], link.upper.port("O").word_bits)
             up["reads_e"] += len(rb)
             up["reads_p"] += len({link.ident[k] for k in ks if k in back}) * te
             if lo is not None:
@@ -378,7 +378,7 @@ def _lower_out(link, lo, ks, real, rb, fin, t, t0, te, back, bits, flags):
     each reads its own values out at their own precision (``fin``: final after the reduction);
     each partial sum in ``rb`` is read back into the first instance that needs it. Returns
     {(instance, t0): elements read back into it}."""
-    wl = link.lower.word_bits
+    wl = link.lower.port("O").word_bits
     into = {}
     needing = sum(1 for k in ks if real[k] & rb)
     for k in ks:

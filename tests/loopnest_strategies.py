@@ -34,7 +34,10 @@ What is drawn, and why:
   precisions do not divide (the ceil of a transfer); read and write bandwidths independent, as
   multiples of the word or arbitrary integers, ports shared or separate; pJ as ints or floats (the
   kernel keeps int pJ exact); an ``accumulator_pj`` (0 or positive) or none; precisions given for
-  none, some or all of W, I, O, O_final.
+  none, some or all of W, I, O, O_final. Per-operand ports (`_per_operand`): in one memory in
+  four that serves several operands, each operand's own word, bandwidths and pJ (the
+  reference's "Per-operand ports"; gemm_l1_l3's l1 in ZigZag), some keys per operand, others
+  shared.
 * **Spatial unrollings** (`spatials`): the accelerator's default unrolling, passed to the
   evaluator explicitly or as None: 0-3 loops per array dim, any loop dim (the same dim may be
   unrolled on several array dims), fan-out within the array dim's size; factors may exceed the
@@ -210,6 +213,24 @@ def _bandwidth(draw, word: int):
                           st.integers(1, 4096)))
 
 
+def _per_operand(draw, ops, word: int) -> tuple:
+    """Rows (operand, word_bits, read_bw, write_bw, read_pj, write_pj) of a memory with per-operand
+    ports: each key drawn per operand or shared (the word's default bandwidth follows it)."""
+    per = {k: draw(st.booleans()) for k in ("word", "rbw", "wbw", "rpj", "wpj")}
+    shared = {k: None for k in per}
+    rows = []
+    for op in ops:
+        w = draw(st.sampled_from(_WORDS)) if per["word"] else word
+        vals = {}
+        for k, make in (("rbw", lambda: _bandwidth(draw, w)), ("wbw", lambda: _bandwidth(draw, w)),
+                        ("rpj", lambda: draw(_pj)), ("wpj", lambda: draw(_pj))):
+            if not per[k] and shared[k] is None:
+                shared[k] = make()
+            vals[k] = make() if per[k] else shared[k]
+        rows.append((op, w, vals["rbw"], vals["wbw"], vals["rpj"], vals["wpj"]))
+    return tuple(rows)
+
+
 def _scope(draw, allowed: tuple[str, ...]) -> tuple[str, ...]:
     """``private_to`` within ``allowed`` (array order): all of it, none, or any subset."""
     how = draw(st.sampled_from(["all", "none", "subset"]))
@@ -237,7 +258,8 @@ def _memories(draw, array: dict[str, int], layer: Layer, fit: SpatialMapping,
         mems.append(dict(
             name=f"m{len(mems)}_{''.join(ops)}", top=top, operands=ops,
             read_pj=draw(_pj), write_pj=draw(_pj), word_bits=word, read_bw=_bandwidth(draw, word),
-            write_bw=_bandwidth(draw, word), shared_port=draw(st.booleans()), private_to=scope))
+            write_bw=_bandwidth(draw, word), shared_port=draw(st.booleans()), private_to=scope,
+            per_operand=_per_operand(draw, ops, word) if len(ops) > 1 and draw(st.integers(0, 3)) == 0 else ()))
         for op in ops:
             left[op] -= 1
             scope_of[op] = scope
@@ -556,8 +578,15 @@ def case_from_dict(d: dict) -> Case:
     """Inverse of `case_to_dict`. Builds `MemoryLevel` s directly (not `accelerator_from_dict`,
     which turns int pJ and bandwidths into floats: the kernel treats int pJ apart)."""
     a = d["arch"]
-    mems = tuple(MemoryLevel(m["name"], m.get("size_bits"), tuple(m["operands"]), m["read_pj"], m["write_pj"],
-                             m["word_bits"], m["read_bw"], m["write_bw"], m["shared_port"], tuple(m["private_to"]))
+    keys = ("word_bits", "read_bw", "write_bw", "read_pj", "write_pj")
+
+    def rows(m):   # per-operand ports: the keys given as tables
+        if not any(isinstance(m[k], dict) for k in keys):
+            return ()
+        return tuple((op, *(m[k][op] if isinstance(m[k], dict) else m[k] for k in keys)) for op in m["operands"])
+    mems = tuple(MemoryLevel(m["name"], m.get("size_bits"), tuple(m["operands"]), *(max(m[k].values())
+                             if isinstance(m[k], dict) else m[k] for k in ("read_pj", "write_pj", "word_bits",
+                             "read_bw", "write_bw")), m["shared_port"], tuple(m["private_to"]), rows(m))
                  for m in a["memory"])
     arch = Accelerator(a["name"], dict(a["array"]), a["mac_pj"], mems, SpatialMapping.from_dict(a["spatial"]),
                        dict(a["precision"]), a.get("clock_mhz", 200.0), a.get("description", ""),
@@ -574,6 +603,7 @@ def features(case: Case, reports) -> set[str]:
     tags = {f"kind={case.layer.name[5:]}", f"array_dims={len(arch.array)}"}
     tags.add("accumulator" if arch.accumulator_pj is not None else "no accumulator")
     tags.add(f"precisions given: {len(arch.precisions)}")
+    tags |= {"per-operand ports" for m in arch.memories if m.per_operand}
     tags |= {"memory shared by 3" if len(m.operands) == 3 else "memory shared by 2" if len(m.operands) == 2
              else "memory unshared" for m in arch.memories}
     tags |= {f"{op} levels={len(arch.levels(op))}" for op in OPERANDS}

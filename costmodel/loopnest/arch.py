@@ -41,6 +41,8 @@ TOML format (presets in ``costmodel/presets/*.toml``; user files alike)::
     write_bw = 8
     shared_port = false                   # true: one port shared by reads and writes
     private_to = "all"                    # or a list of array dims, or [] (one instance)
+    # per-operand ports: word_bits, read_bw, write_bw, read_pj, write_pj may each be a table with a
+    # value for every operand of the memory, e.g. word_bits = { I = 512, W = 512, O = 2048 }
     [vector]                              # optional: the vector unit (`costmodel.vector.VectorUnit`)
     lanes = 32                            # primitive ops per cycle; add_pj, mul_pj, special_pj
                                           # (pJ), special_cycles, bits, source default as documented
@@ -52,6 +54,14 @@ loops run innermost and each MAC costs ``energy_pj`` more (`costmodel.loopnest.r
 accumulation buffer that is a real memory (capacity, word, ports) is a ``[[memory]]`` level
 serving O, not an ``[accumulator]``.
 
+**Per-operand ports.** A memory whose operands reach it through ports of different widths (ZigZag's
+gemm_l1_l3 ``l1``: 512-bit ports for I and W, 2048 bits for O) gives any of ``word_bits``,
+``read_bw``, ``write_bw``, ``read_pj``, ``write_pj`` as a table with one value per operand
+(`MemoryLevel.port`; the rule in `costmodel.loopnest.reference`, "Per-operand ports"). A scalar
+means what it always meant: the same value for every operand. The memory's scalar attributes
+then hold the largest per-operand value (what models with one value per memory read: roofline,
+CoSA, the vector unit); a table whose values are all equal is the scalar (same repr, same ids).
+
 Errors: `load_accelerator` raises ValueError naming the file, the key and the bad value.
 """
 
@@ -61,16 +71,30 @@ import math
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..vector import VectorUnit
 from .hint import SpatialHint
 from .mapping import OPERANDS, SpatialMapping, MappingError
 
-__all__ = ["MemoryLevel", "Accelerator", "load_accelerator", "list_accelerators", "accelerator_from_dict", "dram_level"]
+__all__ = ["MemoryLevel", "Port", "Accelerator", "load_accelerator", "list_accelerators", "accelerator_from_dict", "dram_level"]
 
 _PRESET_DIR = Path(__file__).parent.parent / "presets"
 _LOOP_PRESETS = ("eyeriss_like", "simba_like", "tpu_like", "tpu_v1", "llm_ws")
+
+
+class Port(NamedTuple):
+    """What one operand sees of a memory (`MemoryLevel.port`): word width (bits), read / write
+    bandwidth (bits per cycle per instance), energy of one word read / written (pJ)."""
+
+    word_bits: int
+    read_bw: float
+    write_bw: float
+    read_pj: float
+    write_pj: float
+
+
+_PORT_KEYS = Port._fields
 
 
 @dataclass(frozen=True)
@@ -87,6 +111,10 @@ class MemoryLevel:
         shared_port: True if reads and writes share one port (their times add).
         private_to: array dims this memory is replicated over (one instance per index of each);
             all dims = per PE, () = one instance for the whole array.
+        per_operand: () or one (operand, word_bits, read_bw, write_bw, read_pj, write_pj) per
+            operand, in ``operands``' order (per-operand ports, the module docstring); with it the
+            scalar attributes are set to the largest value of each column, and rows all equal are
+            dropped (the scalar form). Left out of the repr when empty.
     """
 
     name: str
@@ -99,10 +127,37 @@ class MemoryLevel:
     write_bw: float
     shared_port: bool = False
     private_to: tuple[str, ...] = ()
+    per_operand: tuple = field(default=(), repr=False)
+
+    def __post_init__(self) -> None:
+        rows = tuple(tuple(r) for r in self.per_operand)
+        if not rows:
+            return
+        if [r[0] for r in rows] != list(self.operands) or any(len(r) != 6 for r in rows):
+            raise ValueError(f"memory {self.name!r}: per_operand {rows!r}: expected one (operand, word_bits, read_bw, "
+                             f"write_bw, read_pj, write_pj) per operand, in the order {list(self.operands)}")
+        for k, col in zip(_PORT_KEYS, zip(*(r[1:] for r in rows))):
+            object.__setattr__(self, k, max(col))
+        same = all(r[1:] == rows[0][1:] for r in rows)
+        object.__setattr__(self, "per_operand", () if same else rows)
+
+    def port(self, op: str) -> Port:
+        """Word width, bandwidths and energies per word of operand ``op`` at this memory: its
+        per-operand row, else the scalar attributes."""
+        for r in self.per_operand:
+            if r[0] == op:
+                return Port(*r[1:])
+        return Port(self.word_bits, self.read_bw, self.write_bw, self.read_pj, self.write_pj)
 
     @property
     def unbounded(self) -> bool:
         return self.size_bits is None
+
+
+_auto_repr = MemoryLevel.__repr__
+# the dataclass repr (problem ids) unchanged for memories without per-operand ports
+MemoryLevel.__repr__ = lambda self: (_auto_repr(self) if not self.per_operand else  # type: ignore[method-assign]
+                                     f"{_auto_repr(self)[:-1]}, per_operand={self.per_operand!r})")
 
 
 @dataclass(frozen=True)
@@ -193,6 +248,9 @@ class Accelerator:
                  "shared_port": m.shared_port, "private_to": list(m.private_to)}
             if m.size_bits is not None:
                 d["size_bits"] = m.size_bits
+            for j, k in enumerate(_PORT_KEYS, 1):   # per-operand ports: a table where the operands differ
+                if len({r[j] for r in m.per_operand}) > 1:
+                    d[k] = {r[0]: r[j] for r in m.per_operand}
             mems.append(d)
         d = {"name": self.name, "description": self.description, "mac_pj": self.mac_pj,
              "clock_mhz": self.clock_mhz, "array": dict(self.array), "precision": dict(self.precisions),
@@ -287,9 +345,7 @@ def accelerator_from_dict(d: dict[str, Any], src: str = "<dict>") -> Accelerator
         if (not isinstance(ops, list) or not ops or any(o not in OPERANDS for o in ops)
                 or len(set(ops)) != len(ops)):
             raise _bad(src, f"{where}.operands", ops, f"a non-empty list of distinct operands from {list(OPERANDS)}")
-        word = _num(src, f"{where}.word_bits", m.get("word_bits"), integer=True)
-        rbw = _num(src, f"{where}.read_bw", m.get("read_bw", word))
-        wbw = _num(src, f"{where}.write_bw", m.get("write_bw", word))
+        word, rbw, wbw, rpj, wpj, per_op = _ports(src, where, m, ops)
         sp = m.get("shared_port", False)
         if not isinstance(sp, bool):
             raise _bad(src, f"{where}.shared_port", sp, "true or false")
@@ -298,9 +354,8 @@ def accelerator_from_dict(d: dict[str, Any], src: str = "<dict>") -> Accelerator
             pt = list(arr)
         if not isinstance(pt, list) or any(a not in arr for a in pt):
             raise _bad(src, f"{where}.private_to", pt, f"\"all\" or a list of array dims from {list(arr)}")
-        mems.append(MemoryLevel(mname, size, tuple(ops), _num(src, f"{where}.read_pj", m.get("read_pj"), positive=False),
-                                _num(src, f"{where}.write_pj", m.get("write_pj"), positive=False), word, rbw, wbw,
-                                sp, tuple(a for a in arr if a in pt)))
+        mems.append(MemoryLevel(mname, size, tuple(ops), rpj, wpj, word, rbw, wbw, sp, tuple(a for a in arr if a in pt),
+                                per_op))
     desc = d.get("description", "")
     clock = _num(src, "clock_mhz", d.get("clock_mhz", 200.0))
     acc_pj = None
@@ -323,6 +378,25 @@ def accelerator_from_dict(d: dict[str, Any], src: str = "<dict>") -> Accelerator
                            vector, tech, dram)
     except ValueError as e:
         raise ValueError(f"{src}: {e}") from None
+
+
+def _ports(src: str, where: str, m: dict, ops: list) -> tuple:
+    """(word_bits, read_bw, write_bw, read_pj, write_pj, per-operand rows) of a [[memory]] table:
+    each key a number or a table with one number per operand (bandwidths default to the word)."""
+    def value(key, v, op, **kw):
+        if isinstance(v, dict):
+            if set(v) != set(ops):
+                raise _bad(src, f"{where}.{key}", v, f"a number or a table with one value per operand {ops}, "
+                           f"e.g. {{{', '.join(f'{o} = 64' for o in ops)}}}")
+            return _num(src, f"{where}.{key}.{op}", v[op], **kw)
+        return _num(src, f"{where}.{key}", v, **kw)
+    rows = []
+    for op in ops:
+        word = value("word_bits", m.get("word_bits"), op, integer=True)
+        rows.append((op, word, value("read_bw", m.get("read_bw", word), op), value("write_bw", m.get("write_bw", word), op),
+                     value("read_pj", m.get("read_pj"), op, positive=False),
+                     value("write_pj", m.get("write_pj"), op, positive=False)))
+    return (*rows[0][1:], tuple(rows) if any(isinstance(m.get(k), dict) for k in _PORT_KEYS) else ())
 
 
 def dram_level(kind: str, units: int, clock_mhz: float, word_bits: int | None = None, name: str = "dram",

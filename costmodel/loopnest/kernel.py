@@ -42,9 +42,8 @@ from types import ModuleType
 import numpy as np
 
 from .tables import (LV_EVERY, LV_EXT, LV_FINOK, LV_G, LV_MEM, LV_NLO, LV_NUP, LV_TOP, LV_UNRED, LV_WIN,
-                     LV_WORD, LVF_A, LVF_SLO, LVF_SUP, M_LI, M_NI, M_NOPS, M_OP, M_SHARED, M_SIZE, M_WORD,
-                     MF_RBW, MF_RPJ, MF_WBW, MF_WPJ, N_CUM, P_BI, P_BO, P_BOF, P_BW, P_DX, P_DY, P_EVEN, P_NL,
-                     P_SX, P_SY, P_TOTAL, R_REM, R_REMO, S_CHOICE, S_DEP, S_HI, S_LO, S_START, T_F, T_FX,
+                     LV_WORD, LVF_A, LVF_RBW, LVF_RPJ, LVF_SLO, LVF_SUP, LVF_WBW, LVF_WPJ, M_LI, M_NI, M_NOPS,
+                     M_OP, M_SHARED, M_SIZE, N_CUM, P_BI, P_BO, P_BOF, P_BW, P_DX, P_DY, P_EVEN, P_NL, P_SX, P_SY, P_TOTAL, R_REM, R_REMO, S_CHOICE, S_DEP, S_HI, S_LO, S_START, T_F, T_FX,
                      T_FY, T_IBCG, T_O, T_OIRR, T_OX, T_OY, T_REL, T_W, TF_CYC, TF_WORDS, TR_GI, TR_LO, TR_MEM,
                      TR_W, TR_WIN, TR_WQ, F_PORTS, F_PREV, carve, work_sizes)
 
@@ -300,20 +299,22 @@ def _allocate(L, C, lv, mem, par, SM, RG, CT, CC, bnd):
 
 
 @_inline
-def _put(TR, TF, q, mi, w, ml, win, words, mem, memf):
-    """Record transfer q: memory mi, a write (1) or a read (0), the link's lower memory ml (-1:
-    the MAC), its window if ml is single-buffered (compute cycles // T of the link), its words and
-    its cycles at mi's port: words x word bits / bandwidth / instances (reference `_stalls`)."""
+def _put(TR, TF, q, op, li, w, ml, win, words, lv, lvf, mem):
+    """Record transfer q at operand op's level li: its memory, a write (1) or a read (0), the
+    link's lower memory ml (-1: the MAC), its window if ml is single-buffered (compute cycles // T
+    of the link), its words and its cycles at the memory's port: words x the operand's word bits /
+    its bandwidth / instances (reference `_stalls`, per-operand ports)."""
+    mi = lv[op, li, LV_MEM]
     TR[TR_MEM, q] = mi
     TR[TR_W, q] = w
     TR[TR_LO, q] = ml
     TR[TR_WIN, q] = win
     TF[TF_WORDS, q] = words
-    TF[TF_CYC, q] = words * mem[mi, M_WORD] / (memf[mi, MF_WBW] if w != 0 else memf[mi, MF_RBW]) / mem[mi, M_NI]
+    TF[TF_CYC, q] = words * lv[op, li, LV_WORD] / (lvf[op, li, LVF_WBW] if w != 0 else lvf[op, li, LVF_RBW]) / mem[mi, M_NI]
 
 
 @_inline
-def _link(op, up, O, i, L, C, ft, lv, lvf, mem, memf, par, bnd, TE, RW, TR, TF, ne):
+def _link(op, up, O, i, L, C, ft, lv, lvf, mem, par, bnd, TE, RW, TR, TF, ne):
     """The transfers across the link below operand op's level ``up`` (from level up - 1, or the
     MAC for up = 0): F = P / R tile loads (stationarity; every MAC for O without an accumulator);
     W, I: multicast reads above, fills below; O: write-ups (final on a tile's last visit once the
@@ -338,7 +339,6 @@ def _link(op, up, O, i, L, C, ft, lv, lvf, mem, memf, par, bnd, TE, RW, TR, TF, 
         dep = min(j + 1, L)
     F = C[R_REM, j]
     te = 1 if lo < 0 else TE[op, lo]
-    mu = lv[op, up, LV_MEM]
     ml = -1
     T = 1
     if lo >= 0:
@@ -354,13 +354,13 @@ def _link(op, up, O, i, L, C, ft, lv, lvf, mem, memf, par, bnd, TE, RW, TR, TF, 
         bb = par[P_BW] if op == 0 else par[P_BI]
         rd = F * lv[op, up, LV_NUP] * ((te * g * bb + w_up - 1) // w_up) * s_up
         RW[op, up, 0] += rd
-        _put(TR, TF, ne, mu, 0, ml, win, rd, mem, memf)
+        _put(TR, TF, ne, op, up, 0, ml, win, rd, lv, lvf, mem)
         if lo < 0:
             return ne + 1, dep
         wl = lv[op, lo, LV_WORD]
         wr = F * lv[op, up, LV_NLO] * ((te * bb + wl - 1) // wl) * s_lo
         RW[op, lo, 1] += wr
-        _put(TR, TF, ne + 1, ml, 1, ml, win, wr, mem, memf)
+        _put(TR, TF, ne + 1, op, lo, 1, ml, win, wr, lv, lvf, mem)
         return ne + 2, dep
     pb = par[P_BO]
     fb = par[P_BOF]
@@ -373,8 +373,8 @@ def _link(op, up, O, i, L, C, ft, lv, lvf, mem, memf, par, bnd, TE, RW, TR, TF, 
     ru = rb * n_up * ((te * g * pb + w_up - 1) // w_up) * s_up
     RW[op, up, 1] += wu
     RW[op, up, 0] += ru
-    _put(TR, TF, ne, mu, 1, ml, win, wu, mem, memf)
-    _put(TR, TF, ne + 1, mu, 0, ml, win, ru, mem, memf)
+    _put(TR, TF, ne, op, up, 1, ml, win, wu, lv, lvf, mem)
+    _put(TR, TF, ne + 1, op, up, 0, ml, win, ru, lv, lvf, mem)
     if lo < 0:
         return ne + 2, dep
     wl = lv[op, lo, LV_WORD]
@@ -383,8 +383,8 @@ def _link(op, up, O, i, L, C, ft, lv, lvf, mem, memf, par, bnd, TE, RW, TR, TF, 
     wr = rb * n_lo * ((te * pb + wl - 1) // wl) * s_lo
     RW[op, lo, 0] += rl
     RW[op, lo, 1] += wr
-    _put(TR, TF, ne + 2, ml, 0, ml, win, rl, mem, memf)
-    _put(TR, TF, ne + 3, ml, 1, ml, win, wr, mem, memf)
+    _put(TR, TF, ne + 2, op, lo, 0, ml, win, rl, lv, lvf, mem)
+    _put(TR, TF, ne + 3, op, lo, 1, ml, win, wr, lv, lvf, mem)
     return ne + 4, dep
 
 
@@ -408,7 +408,7 @@ def _relink(op, up, RW, TF, ne):
 
 
 @_inline
-def _traffic(O, i, L, C, ft, lv, lvf, mem, memf, par, bnd, TE, TK, RW, TB, TR, TF, LK):
+def _traffic(O, i, L, C, ft, lv, lvf, mem, par, bnd, TE, TK, RW, TB, TR, TF, LK):
     """Tiles, access counts and energy of the allocated ordering (reference `_level_tiles`,
     `_boundary_accesses`, "Energy"): TB[mi] = tile bits memory mi holds per instance; RW per
     (operand, level); the transfers in TR / TF in the reference's order. A level's tile is kept
@@ -437,11 +437,10 @@ def _traffic(O, i, L, C, ft, lv, lvf, mem, memf, par, bnd, TE, TK, RW, TB, TR, T
             if 0 <= LK[op, up, 0] <= LK[op, up, 3] and LK[op, up, 1] == b1 and LK[op, up, 2] == b2:
                 ne = _relink(op, up, RW, TF, ne)
                 continue
-            ne, dep = _link(op, up, O, i, L, C, ft, lv, lvf, mem, memf, par, bnd, TE, RW, TR, TF, ne)
+            ne, dep = _link(op, up, O, i, L, C, ft, lv, lvf, mem, par, bnd, TE, RW, TR, TF, ne)
             LK[op, up, 0], LK[op, up, 1], LK[op, up, 2], LK[op, up, 3] = dep, b1, b2, L
         for li in range(nl):
-            mi = lv[op, li, LV_MEM]
-            acc = acc + (RW[op, li, 0] * memf[mi, MF_RPJ] + RW[op, li, 1] * memf[mi, MF_WPJ])
+            acc = acc + (RW[op, li, 0] * lvf[op, li, LVF_RPJ] + RW[op, li, 1] * lvf[op, li, LVF_WPJ])
     return acc, ne
 
 
@@ -528,7 +527,7 @@ _carve = _inline(carve)
 def evaluate_batch(O, ft, lv, lvf, mem, memf, par, mac_e, out, wi, wf):
     """Costs of the orderings O (n, L) of loop-type ids, innermost loop first, into out (4, n):
     energy (pJ), latency (cycles), EDP, valid (1.0 / 0.0); invalid orderings (no allocation fits)
-    get inf costs. wi / wf: the evaluator's workspace (`tables.workspace`); after the call its RW,
+    get inf costs. memf is not read (each operand's port at a level is in lvf). wi / wf: the evaluator's workspace (`tables.workspace`); after the call its RW,
     bnd and ST (`tables.carve`) hold the access counts, boundaries and stalls of the last row evaluated. Returns
     the index of the first row with a type id out of range (rows from there on are not
     evaluated), else -1."""
@@ -552,7 +551,7 @@ def evaluate_batch(O, ft, lv, lvf, mem, memf, par, mac_e, out, wi, wf):
         if not _allocate(L, C, lv, mem, par, SM, RG, CT, CC, bnd):
             out[0, i], out[1, i], out[2, i], out[3, i] = np.inf, np.inf, np.inf, 0.0
             continue
-        e, ne = _traffic(O, i, L, C, ft, lv, lvf, mem, memf, par, bnd, TE, TK, RW, TB, TR, TF, LK)
+        e, ne = _traffic(O, i, L, C, ft, lv, lvf, mem, par, bnd, TE, TK, RW, TB, TR, TF, LK)
         if FL[F_PORTS] == 0:
             _ports(ne, TR, GO, mem)
             FL[F_PORTS] = 1

@@ -155,6 +155,21 @@ the walk).
 **Energy** = sum over (operand, level) of reads x read_pj + writes x write_pj, plus MACs x mac_pj
 (+ MACs x accumulator_pj with an accumulator).
 
+**Per-operand ports** (`MemoryLevel.port`; after ZigZag 3.9.1, which keeps a bandwidth per operand
+and direction, ``hardware/architecture/memory_level.py`` ``MemoryLevel.__allocate_ports``, and
+counts and times each with its own port, ``cost_model/cost_model.py`` ``_calc_memory_access`` and
+``calculate_real_data_transfer_cycles``). Where a memory gives word_bits, read_bw, write_bw,
+read_pj or write_pj per operand, every count and time of operand op at it uses op's: a transfer
+costs ceil(bits / word_bits[op]) accesses at the memory it touches (the upper's word for the
+reads above, the lower's for the fills below), each at read_pj[op] / write_pj[op], and takes
+words x word_bits[op] / bandwidth[op] / instances cycles. Operands share the memory's port(s) as
+before (one shared port, or a read and a write port): on one port the times of all operands
+add, each at its own width and bandwidth (the port moves one operand's words at a time). ZigZag's
+ports of different operands are separate physical ports working in parallel; the importer
+therefore keeps the bandwidth of such a memory the sum of its ports (`costmodel.importers.zigzag`).
+A 2048-bit O port moving 4 x 512 bits makes 1 access, a 512-bit I port 4. Scalars: the rule is
+the one above, unchanged.
+
 **Capacity.** For each bounded memory the tiles of all operands it holds (per instance) must fit:
 sum of tile bits <= size_bits; otherwise the report is invalid (energy, latency, EDP = inf) with the
 reason.
@@ -470,7 +485,8 @@ def evaluate(layer, arch, mapping: Mapping) -> CostReport:
         costs = _level_tiles(nest, op, levels, b, bits, mem_tile_bits)
         _boundary_accesses(nest, op, levels, b, bits, costs, transfers)
         for c, m in zip(costs, levels):
-            c.energy_pj = c.reads * m.read_pj + c.writes * m.write_pj
+            pt = m.port(op)
+            c.energy_pj = c.reads * pt.read_pj + c.writes * pt.write_pj
         per_op[op] = costs
 
     reason = _capacity_violation(arch, per_op, mem_tile_bits)
@@ -530,7 +546,7 @@ def _boundary_accesses(nest: _Nest, op: str, levels, b, bits: dict[str, int], co
     write-ups final (when reduced) or partial. Adds to the reads / writes / fills / readbacks of
     ``costs`` and appends every transfer of the link to ``transfers`` for the stall model:
     (memory name, is a write, words, lower level's memory name or None for the MAC, T of the link
-    (`_Nest.top_ir`)), per boundary in the order W/I: upper read, lower write; O: upper write,
+    (`_Nest.top_ir`), operand), per boundary in the order W/I: upper read, lower write; O: upper write,
     upper read, lower read, lower write.
     """
     acc = nest.arch.accumulator_pj is not None
@@ -560,34 +576,35 @@ def _boundary_accesses(nest: _Nest, op: str, levels, b, bits: dict[str, int], co
         T = 1 if lo < 0 else nest.top_ir(op, bl, 0 if lo == 0 else b[lo - 1])
         if lo >= 0:
             costs[lo].fills = F
+        wu_b = up.port(op).word_bits   # per-operand ports: the operand's own word at either memory
         if op != "O":
-            rd = _real(F * n_up * _cdiv(te * g * bits[op], up.word_bits), s_up)
+            rd = _real(F * n_up * _cdiv(te * g * bits[op], wu_b), s_up)
             cu.reads += rd
-            transfers.append((up.name, False, rd, lo_name, T))
+            transfers.append((up.name, False, rd, lo_name, T, op))
             if lo >= 0:
-                wr = _real(F * n_lo * _cdiv(te * bits[op], levels[lo].word_bits), s_lo)
+                wr = _real(F * n_lo * _cdiv(te * bits[op], levels[lo].port(op).word_bits), s_lo)
                 costs[lo].writes += wr
-                transfers.append((lo_name, True, wr, lo_name, T))
+                transfers.append((lo_name, True, wr, lo_name, T, op))
             continue
         fin = 0 if nest.unreduced(up.private_to) else D
         part = F - fin
         rb = F - D
-        wu = _real(n_up * (fin * _cdiv(te * g * bits["O_final"], up.word_bits)
-                           + part * _cdiv(te * g * bits["O"], up.word_bits)), s_up)
-        ru = _real(rb * n_up * _cdiv(te * g * bits["O"], up.word_bits), s_up)
+        wu = _real(n_up * (fin * _cdiv(te * g * bits["O_final"], wu_b)
+                           + part * _cdiv(te * g * bits["O"], wu_b)), s_up)
+        ru = _real(rb * n_up * _cdiv(te * g * bits["O"], wu_b), s_up)
         cu.writes += wu
         cu.reads += ru
-        transfers.append((up.name, True, wu, lo_name, T))
-        transfers.append((up.name, False, ru, lo_name, T))
+        transfers.append((up.name, True, wu, lo_name, T, op))
+        transfers.append((up.name, False, ru, lo_name, T, op))
         if lo >= 0:
-            wl = levels[lo].word_bits
+            wl = levels[lo].port(op).word_bits
             rl = _real(n_lo * (fin * _cdiv(te * bits["O_final"], wl) + part * _cdiv(te * bits["O"], wl)), s_lo)
             wr = _real(rb * n_lo * _cdiv(te * bits["O"], wl), s_lo)
             costs[lo].reads += rl
             costs[lo].writes += wr
             costs[lo].readbacks = rb
-            transfers.append((lo_name, False, rl, lo_name, T))
-            transfers.append((lo_name, True, wr, lo_name, T))
+            transfers.append((lo_name, False, rl, lo_name, T, op))
+            transfers.append((lo_name, True, wr, lo_name, T, op))
 
 
 def _real(count: int, scale: float):
@@ -610,7 +627,7 @@ def _capacity_violation(arch, per_op: dict[str, list[LevelCost]], mem_tile_bits:
 def _stalls(nest: _Nest, arch, transfers: list, mem_tile_bits: dict[str, int], compute: int) -> dict[str, float]:
     """Stall cycles per memory name (the module docstring's stall model): every transfer of
     ``transfers`` (`_boundary_accesses`) takes words x word_bits / bandwidth / instances cycles
-    at its memory's port within the window of its link (``compute`` if the link's lower level is
+    (its operand's, `MemoryLevel.port`) at its memory's port within the window of its link (``compute`` if the link's lower level is
     the MAC or double-buffered, else compute // T); per port the stall is the largest excess
     `port_stall` of the transfers whose windows lie within one window; a memory stalls as its
     worst port."""
@@ -621,10 +638,11 @@ def _stalls(nest: _Nest, arch, transfers: list, mem_tile_bits: dict[str, int], c
         s = 0.0
         for port in ((None,) if m.shared_port else (False, True)):
             ts, ws = [], []
-            for name, is_w, words, lo, T in transfers:
+            for name, is_w, words, lo, T, op in transfers:
                 if name != m.name or (port is not None and is_w != port):
                     continue
-                ts.append(words * m.word_bits / (m.write_bw if is_w else m.read_bw) / n_inst)
+                pt = m.port(op)
+                ts.append(words * pt.word_bits / (pt.write_bw if is_w else pt.read_bw) / n_inst)
                 ws.append(compute if lo is None or db[lo] else compute // T)
             s = port_stall(ts, ws, s)
         stalls[m.name] = s

@@ -34,7 +34,7 @@ N_T = 12
 # ---- lv[op, li, col]: operand op's level li (the level's own columns), then the transfer link
 # below it (between level li - 1, or the MAC for li = 0, and level li)
 LV_MEM = 0                  # memory index
-LV_WORD = 1                 # word bits
+LV_WORD = 1                 # word bits (the operand's port, `MemoryLevel.port`)
 LV_TOP = 2                  # 1 if the operand's top level
 LV_EXT = 3                  # 3..7: spatial extents inside one instance: W: K*C*FY*FX*G, O: B*K*OY*OX*G,
 #                             I: B*C*G, OY, FY, OX, FX
@@ -47,10 +47,12 @@ LV_EVERY = 13               # link: O visits the level at every MAC (no accumula
 LV_WIN = 14                 # link: I's padded window dims unrolled inside the moved tile
 N_LV = 15
 
-# ---- lvf[op, li, col]: real / padded shares of the link below level li, and I's window fractions
+# ---- lvf[op, li, col]: real / padded shares of the link below level li, and I's window fractions;
+# the operand's port at the level (`MemoryLevel.port`)
 LVF_SUP, LVF_SLO = 0, 1     # share of the counts at the upper / lower side
 LVF_A = 2                   # 2..5: D / P of OY, FY, OX, FX (1.0 where not fractional)
-N_LVF = 6
+LVF_RBW, LVF_WBW, LVF_RPJ, LVF_WPJ = 6, 7, 8, 9   # bits per cycle read / written; pJ per word read / written
+N_LVF = 10
 
 # ---- mem[mi, col]: memories
 M_SIZE = 0                  # size bits, -1 = unbounded
@@ -131,7 +133,9 @@ def _level_rows(nest: _Nest, arch, lv, lvf) -> None:
         for li, m in enumerate(levels):
             row, rowf = lv[k, li], lvf[k, li]
             ext = nest.spatial_ext([a for a in nest.all_dims if a not in m.private_to]).get
-            row[LV_MEM], row[LV_WORD], row[LV_TOP] = index[m.name], m.word_bits, li == len(levels) - 1
+            pt = m.port(op)
+            row[LV_MEM], row[LV_WORD], row[LV_TOP] = index[m.name], pt.word_bits, li == len(levels) - 1
+            rowf[LVF_RBW:LVF_WPJ + 1] = (pt.read_bw, pt.write_bw, pt.read_pj, pt.write_pj)
             if op == "W":
                 row[LV_EXT] = ext("K", 1) * ext("C", 1) * ext("FY", 1) * ext("FX", 1) * ext("G", 1)
             elif op == "O":

@@ -103,6 +103,12 @@ def _base():
     (lambda d: d["memory"].pop(1) and d["memory"].pop(3) and d["memory"].pop(-1),
      r"no memory serves operand W"),
     (lambda d: d["memory"][5].update(private_to="all"), r"'sram_1M' .* sits above 'sram_8KB'"),
+    # per-operand ports: a table names every operand of the memory, each value checked
+    (lambda d: d["memory"][5].update(word_bits={"I": 64}),
+     r"memory\[5\] \(sram_1M\).word_bits = \{'I': 64\}: expected a number or a table with one value per operand"),
+    (lambda d: d["memory"][5].update(word_bits={"I": 64, "O": 0}),
+     r"memory\[5\] \(sram_1M\).word_bits.O = 0: expected a positive integer"),
+    (lambda d: d["memory"][5].update(read_pj={"I": 1.0, "O": -1}), r"\(sram_1M\).read_pj.O = -1: expected a non-negative"),
 ])
 def test_bad_inputs_name_key_and_value(change, match):
     d = _base()
@@ -136,3 +142,42 @@ def test_accumulator_table_parse_validate_round_trip():
         accelerator_from_dict(dict(base, accumulator={"energy_pj": 1.0, "size": 2}), "x.toml")
     with pytest.raises(ValueError, match=r"x.toml: accumulator = "):
         accelerator_from_dict(dict(base, accumulator=3), "x.toml")
+
+
+def test_per_operand_ports_parse_repr_round_trip(tmp_path):
+    """``word_bits = { I = 512, W = 512, O = 2048 }`` (and the other port keys): each operand its
+    own port; the repr and to_dict carry them (other problem ids), the scalar form is unchanged."""
+    d = _base()
+    sram = d["memory"][5]   # sram_1M: I and O
+    scalar = accelerator_from_dict(copy.deepcopy(d))
+    sram.update(word_bits={"I": 64, "O": 256}, read_pj={"I": 10.0, "O": 30.0})
+    del sram["read_bw"], sram["write_bw"]
+    acc = accelerator_from_dict(copy.deepcopy(d))
+    m = acc.memory("sram_1M")
+    assert m.port("I") == (64, 64.0, 64.0, 10.0, 130.0)   # bandwidths default to the operand's word
+    assert m.port("O") == (256, 256.0, 256.0, 30.0, 130.0)
+    assert (m.word_bits, m.read_pj, m.read_bw) == (256, 30.0, 256.0)   # the widest, for one-value models
+    assert "per_operand=" in repr(acc) and repr(acc) != repr(scalar) and "per_operand" not in repr(scalar)
+    out = acc.to_dict()["memory"][5]
+    assert out["word_bits"] == {"I": 64, "O": 256} and out["read_pj"] == {"I": 10.0, "O": 30.0}
+    assert out["write_pj"] == 130.0 and "per_operand" not in out
+    assert accelerator_from_dict(acc.to_dict()) == acc and scalar.to_dict() == _base()
+    # a table of equal values is the scalar
+    sram.update(word_bits={"I": 384, "O": 384}, read_pj={"I": 100.0, "O": 100.0}, read_bw=384.0, write_bw=384.0)
+    same = accelerator_from_dict(copy.deepcopy(d))
+    assert same == scalar and repr(same) == repr(scalar) and same.to_dict() == scalar.to_dict()
+    # TOML
+    f = tmp_path / "p.toml"
+    f.write_text('''name = "p"
+mac_pj = 1.0
+[array]
+D1 = 2
+[[memory]]
+name = "l1"
+operands = ["I", "W", "O"]
+word_bits = { I = 512, W = 512, O = 2048 }
+read_pj = { I = 14.75, W = 14.75, O = 3.6875 }
+write_pj = 2.0
+''')
+    l1 = load_accelerator(f).memory("l1")
+    assert [l1.port(op).word_bits for op in "IWO"] == [512, 512, 2048] and l1.port("O").read_pj == 3.6875

@@ -309,3 +309,42 @@ def test_hand_port_stall_of_a_single_buffered_register_file(rf_bits, shared, sta
     assert rep.breakdown["compute_cycles"] == 8
     assert rep.breakdown["stall_cycles"]["sram"] == stall
     assert rep.latency_cycles == 8 + stall
+
+
+def _ports_arch(word, read_pj, read_bw):
+    """l1 (I and O, ports per operand where the arguments are tables; write_pj 2, write_bw 2048,
+    separate read and write ports), then a DRAM of 512-bit words (10 pJ); no MAC energy."""
+    from costmodel.loopnest.arch import accelerator_from_dict
+    return accelerator_from_dict({
+        "name": "ports", "mac_pj": 0.0, "array": {"D1": 1}, "precision": {"W": 8, "I": 8, "O": 8, "O_final": 8},
+        "memory": [{"name": "l1", "operands": ["I", "O"], "word_bits": word, "read_pj": read_pj, "write_pj": 2.0,
+                    "read_bw": read_bw, "write_bw": 2048},
+                   {"name": "dram", "operands": ["W", "I", "O"], "read_pj": 10.0, "write_pj": 10.0, "word_bits": 512,
+                    "shared_port": True}]})
+
+
+def test_hand_per_operand_ports():
+    """K = C = 1, OX 256, all in l1: the I tile and the O tile are 256 x 8 = 2048 bits each. l1's
+    I port is 512 bits wide, its O port 2048 (gemm_l1_l3's l1 in ZigZag): the I fill from DRAM is
+    4 accesses of 512 bits, the O write-up to DRAM 1 access of 2048 (a 2048-bit port moving
+    4 x 512 bits); with one 2048-bit word for both, the I fill would be 1 access."""
+    layer = Layer("p", K=1, C=1, OX=256)
+    m = Mapping(SpatialMapping({}), TemporalMapping((("OX", 256),)), {"W": (1,), "I": (1, 1), "O": (1, 1)})
+    arch = _ports_arch({"I": 512, "O": 2048}, {"I": 1.0, "O": 3.0}, {"I": 256, "O": 2048})
+    rep = check(layer, arch, m)
+    by = {(c["operand"], c["memory"]): c for op in rep.breakdown["operands"].values() for c in op}
+    # I: 256 reads into the MAC (one 512-bit word each), 4 writes (2048 / 512) from DRAM's 4
+    assert (by[("I", "l1")]["reads"], by[("I", "l1")]["writes"], by[("I", "dram")]["reads"]) == (256, 4, 4)
+    # O: 256 writes from the MAC (no accumulator), 1 read (2048 / 2048) to DRAM's 4 writes
+    assert (by[("O", "l1")]["reads"], by[("O", "l1")]["writes"], by[("O", "dram")]["writes"]) == (1, 256, 4)
+    # energy: I at l1 256 x 1 + 4 x 2, O at l1 1 x 3 + 256 x 2, DRAM (4 + 4 + 1 weight) x 10
+    assert rep.energy_pj == 256 + 8 + 3 + 512 + 90
+    # l1's read port: I 256 x 512 / 256 = 512 cycles + O 1 x 2048 / 2048 = 1, in the 256 compute
+    # cycles: stall 257; its write port: I 4 x 512 / 2048 = 1 + O 256 x 2048 / 2048 = 256: stall 1
+    assert rep.breakdown["stall_cycles"]["l1"] == 257 and rep.latency_cycles == 256 + 257
+    # today's form (one port, the widest word, its energy, its bandwidth): a quarter of the I fill
+    wide = check(layer, _ports_arch(2048, 3.0, 2048), m)
+    by = {(c["operand"], c["memory"]): c for op in wide.breakdown["operands"].values() for c in op}
+    assert by[("I", "l1")]["writes"] == 1 and wide.energy_pj == 256 * 3 + 2 + 3 + 512 + 90
+    # a table whose values are all equal is the scalar: the same accelerator
+    assert _ports_arch({"I": 2048, "O": 2048}, 3.0, {"I": 2048, "O": 2048}) == _ports_arch(2048, 3.0, 2048)

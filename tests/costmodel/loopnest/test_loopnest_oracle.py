@@ -91,9 +91,12 @@ def _memories(draw, dims):
         for j in range(draw(st.integers(0, 2))):
             ops = draw(st.lists(st.sampled_from(["W", "I", "O"]), unique=True, min_size=1, max_size=3))
             size = draw(st.sampled_from([None, None, 64, 256, 2048]))
-            mems.append(MemoryLevel(f"m{i}{j}", size, tuple(ops), 1.0 + i, 2.0 + i,
-                                    draw(st.sampled_from([4, 8, 16, 24, 64])), 8.0, 8.0,
-                                    draw(st.booleans()), scope))
+            words = st.sampled_from([4, 8, 16, 24, 64])
+            # per-operand ports in one multi-operand memory in two: each operand its own word and pJ
+            per = (tuple((op, draw(words), 8.0, 8.0, 1.0 + i + k / 2, 2.0 + i + k) for k, op in enumerate(ops))
+                   if len(ops) > 1 and draw(st.booleans()) else ())
+            mems.append(MemoryLevel(f"m{i}{j}", size, tuple(ops), 1.0 + i, 2.0 + i, draw(words), 8.0, 8.0,
+                                    draw(st.booleans()), scope, per))
     mems.append(MemoryLevel("dram", None, ("W", "I", "O"), 100.0, 100.0, draw(st.sampled_from([8, 64])),
                             16.0, 16.0, True, ()))
     return tuple(mems)
@@ -152,7 +155,8 @@ def _coprime(layer, padded):
 
 def _element_arch(arch):
     """The accelerator with 1-bit words, 1-bit data and no capacity: counts are elements moved."""
-    mems = tuple(dataclasses.replace(m, word_bits=1, size_bits=None) for m in arch.memories)
+    mems = tuple(dataclasses.replace(m, word_bits=1, size_bits=None, per_operand=tuple((r[0], 1, *r[2:])
+                                     for r in m.per_operand)) for m in arch.memories)
     return dataclasses.replace(arch, memories=mems, precisions={"W": 1, "I": 1, "O": 1, "O_final": 1})
 
 
@@ -257,7 +261,7 @@ def _check_energy(rep, arch, layer, walked):
         for c in levels:
             m = arch.memory(c["memory"])
             src = walked[(op, c["memory"])] if walked is not None else c
-            e += src["reads"] * m.read_pj + src["writes"] * m.write_pj
+            e += src["reads"] * m.port(op).read_pj + src["writes"] * m.port(op).write_pj
     assert rep.energy_pj == pytest.approx(e, rel=1e-12)
     assert rep.latency_cycles >= rep.breakdown["compute_cycles"]
 
