@@ -12,7 +12,7 @@ from typing import Any, Iterator
 from costmodel.loopnest.reference import MODEL_VERSION
 from sweep.campaigns.designspace import check_dataflow_mappers, check_step_objectives, parse_design_space, parse_search
 from sweep.campaigns.validation import Bad
-from sweep.engine.design_tasks import count_design_tasks, design_tasks
+from sweep.engine.design_tasks import count_design_tasks, design_tasks, selected
 from sweep.kinds.base import CampaignKind, arch_kind
 from sweep.kinds.layers import compile_kernel
 from sweep.kinds.loopnest import LOOPNEST_OBJECTIVES
@@ -85,9 +85,27 @@ class ArchsearchKind(CampaignKind):
     def describe_archs(self, campaign: Any) -> str:
         return f"{len(campaign.architectures):,} design(s) of {campaign.architectures.template.base.name}"
 
+    def estimate(self, campaign: Any) -> Any:
+        """Every design costs what the middle valid design's layers cost (each unique layer's units
+        as the mapper's parameters say, `sweep.kinds.estimate`); an Optuna study maps ``batch``
+        designs at once."""
+        from sweep.kinds.estimate import Estimate
+        c = campaign
+        est = Estimate(parallel=c.search.batch if self.runs_study(c) else None)
+        design_s, what, why = _design_seconds(c)
+        n = self.count(c)
+        per = 1 if self.runs_study(c) else c.run.designs_per_task
+        designs = c.search.trials if self.runs_study(c) else len(selected(c))
+        for i in range(n):
+            k = min(per, designs - i * per)
+            est.add(None if design_s is None else k * design_s, what, why)
+        return est
+
     def describe_valid(self, campaign: Any, path: Path) -> str:
-        """The counts, then the grid, the valid designs, what was dropped and why, the search."""
+        """The counts, then the grid, the valid designs, what was dropped and why, the search, the
+        estimated run time."""
         from sweep.fmt import words
+        from sweep.kinds.estimate import cpus
         c = campaign
         sp, s = c.architectures, c.search
         return "\n".join([
@@ -98,4 +116,41 @@ class ArchsearchKind(CampaignKind):
             + (", ".join(f"{k}: {v:,}" for k, v in sp.dropped.items()) or "none"),
             f"  area of the valid designs {sp.area_mm2.min():.2f}..{sp.area_mm2.max():.2f} mm^2",
             f"  search: {s.sampler}" + (f", {s.trials} trial(s), seed {s.seed}" if s.trials else "")
-            + f", objectives {words(s.objectives)}"])
+            + f", objectives {words(s.objectives)}",
+            f"  {self.estimate(c).line(cpus(c))}"])
+
+
+def _design_seconds(campaign: Any) -> tuple[float | None, str, str]:
+    """(estimated seconds to map every unique layer of the networks on one design, "", "") or
+    (None, what has no estimate, why): the middle valid design stands for all. A layer no mapping of that
+    design fits costs nothing (its row is an error)."""
+    from types import SimpleNamespace
+
+    from mappers import get_mapper
+    from mappers.base import LayerProblem
+    from sweep.ids import canonical_json
+    from sweep.kinds.estimate import units_seconds
+
+    c = campaign
+    sp, spec, objective = c.architectures, c.mappers[0], c.objectives[0]
+    mapper = get_mapper(spec.name)
+    params = dict(spec.params)
+    if any(x.name == "seed" for x in mapper.params):
+        params["seed"] = c.seeds[0]
+    if not len(sp):
+        return 0.0, "", ""
+    acc = sp.template.design(sp.point(len(sp) // 2))
+    layers = {canonical_json(l.hash_fields()): l for net in c.networks for l, _ in net.unique()}
+    total = 0.0
+    for layer in layers.values():
+        prob = LayerProblem(layer, acc, None, objective)
+        try:
+            units = mapper.units(prob, params)
+        except Exception:  # noqa: BLE001 - no mapping fits: an error row, no time
+            continue
+        s, what, why = units_seconds(SimpleNamespace(mapper=spec.name, params=params, unit=u, problem=prob)
+                                     for u in units)
+        if s is None:
+            return None, what, why
+        total += s
+    return total, "", ""

@@ -140,11 +140,19 @@ class CampaignKind:
         """The architectures in a few words, for `sweep run`'s first line."""
         return f"{len(campaign.architectures)} accelerator(s)"
 
+    def estimate(self, campaign: Any) -> Any:
+        """How long the campaign's run will take (`sweep.kinds.estimate.Estimate`, its tasks
+        counted); the default counts the tasks and has no cost model."""
+        from sweep.kinds.estimate import Estimate
+        return Estimate(tasks=sum(1 for _ in self.expand(campaign)), missing={f"kind {self.name}": "no cost model"})
+
     def describe_valid(self, campaign: Any, path: Path) -> str:
-        """What `sweep validate` prints for a valid campaign of this kind."""
-        c = campaign
-        n_tasks = sum(1 for _ in self.expand(c))
+        """What `sweep validate` prints for a valid campaign of this kind: the counts, then the
+        estimated run time (`estimate`)."""
         from sweep.fmt import words
+        from sweep.kinds.estimate import cpus
+        c = campaign
+        est = self.estimate(c)
         return (f"{path}: valid. {len(c.networks)} network(s), {self.describe_archs(c)}, mappers "
-                f"{words(m.name for m in c.mappers)}, objectives {words(c.objectives)}, {n_tasks:,} task(s) -> "
-                f"{c.output}")
+                f"{words(m.name for m in c.mappers)}, objectives {words(c.objectives)}, {est.tasks:,} task(s) -> "
+                f"{c.output}\n  {est.line(cpus(c))}")

@@ -54,6 +54,14 @@ class LayerKind(CampaignKind):
     def count(self, campaign: Any) -> int:
         return count_layer_tasks(campaign, self.rules)
 
+    def estimate(self, campaign: Any) -> Any:
+        """Every task's units, each as its mapper's parameters say (`sweep.kinds.estimate`)."""
+        from sweep.kinds.estimate import Estimate, units_seconds
+        est = Estimate()
+        for task in self.expand(campaign):
+            est.add(*units_seconds(task.units))
+        return est
+
 
 def compile_kernel(layer: Any, arch: Any, spatial: Any) -> None:
     """Compile (or load from the on-disk cache) the loop-nest evaluator's kernel once in the driver

@@ -83,6 +83,22 @@ class SystolicKind(CampaignKind):
     def describe_archs(self, campaign: Any) -> str:
         return f"{len(campaign.architectures):,} hardware point(s)"
 
+    def estimate(self, campaign: Any) -> Any:
+        """Every task: its chunk of points x the networks' layers (`sweep.kinds.estimate`; counted,
+        no task built)."""
+        from types import SimpleNamespace
+
+        from sweep.kinds.estimate import Estimate, units_seconds
+        c = campaign
+        n, step = len(c.architectures), c.run.chunk_points
+        est = Estimate()
+        for spec in c.mappers:
+            for start in range(0, max(n, 1), step):
+                chunk = SimpleNamespace(points=range(min(step, n - start)), networks=c.networks)
+                est.add(*units_seconds([SimpleNamespace(mapper=spec.name, params=spec.params, unit=None,
+                                                        problem=chunk)]))
+        return est
+
     # -- sweep map -----------------------------------------------------------------------------
     def arch_type(self) -> type:
         """The class of this kind's architectures: a set of hardware points."""

@@ -42,4 +42,6 @@ class TuneKind(CampaignKind):
         return (f"{path}: valid tuning campaign. {t.mapper} on {t.arch}, {len(t.space)} tuned parameter(s) "
                 f"({words(s.name for s in t.space)}), budget {t.budget} per (layer, seed), training {t.training[0]} "
                 f"x {len(t.training[1])} layer(s) x {len(t.seeds)} seed(s), held out {t.heldout[0]} x "
-                f"{len(t.heldout[1])}, {t.trials} trial(s) -> {t.output}; run it with `sweep tune {path}`")
+                f"{len(t.heldout[1])}, {t.trials} trial(s) -> {t.output}; run it with `sweep tune {path}`\n"
+                "  run time: no estimate for kind tune (its pruner stops trials early, after a number of "
+                "layers no parameter fixes)")
