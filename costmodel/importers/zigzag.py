@@ -13,13 +13,19 @@ item 4). The result is usable with ``--arch ACCEL.toml`` and in campaigns; its f
   unbounded); ``r_cost`` / ``w_cost`` are ZigZag's energy per access of ``bandwidth_max`` bits,
   charged per ``bandwidth_min``-bit word as ``r_cost x bandwidth_min / bandwidth_max``
   (``CostModelEvaluation._calc_memory_access``: ceil(bits / min) x min / max accesses) ->
-  ``read_pj`` / ``write_pj`` = that per-word energy, with the ``bandwidth_max`` of the ports that
-  read / write (ports of one direction with different ``bandwidth_max``: the largest, with a note);
+  ``read_pj`` / ``write_pj`` = that per-word energy, per operand with the ``bandwidth_max`` of the
+  ports its ``allocation`` reads it through (tl, th) / writes it through (fh, fl): a table per
+  operand where they differ (per-operand ports, `costmodel.loopnest.arch`; gemm_l1_l3's l1: I, W
+  512 bits, O 2048), else one number; an operand reading (or writing) through ports of different
+  ``bandwidth_max`` (gemm_l1_l3's O: 2048 to reg_O, 512 through the DMA port to l3) takes the
+  largest, with a note (ZigZag charges each direction at its own port);
   ``operands`` through the mapping's ``memory_operand_links``
   (I1 / I2 -> I / W); ``served_dimensions`` -> ``private_to`` = the array dims NOT served (a
   per-PE register file serves none: private to all); ports: a ``read_write`` port -> ``shared_port
   = true``; ``word_bits`` = the ports' ``bandwidth_min`` (equal on all ports, else refused);
-  ``read_bw`` / ``write_bw`` = the sum of ``bandwidth_max`` of the ports that read / write.
+  ``read_bw`` / ``write_bw`` = the sum of ``bandwidth_max`` of the ports that read / write (one
+  bandwidth for all operands: ZigZag's per-operand ports work in parallel, ours share the
+  memory's port, so the memory's total rate is kept).
 * mapping YAML: the entry ``default`` (or ``--layer-type``) gives ``[spatial]`` and the operand
   links; other entries (per layer name or type, e.g. Add, Pooling) are reported as not imported.
   ``temporal_ordering`` entries (fixed orderings) are not part of an accelerator and are ignored.
@@ -289,6 +295,7 @@ def _memory(hs: str, mname: str, m: Any, array: dict[str, int], to_ours: dict[st
     words, rbw, wbw, shared = set(), 0, 0, False
     rmax: set[int] = set()
     wmax: set[int] = set()
+    op_max: dict[tuple[str, str], set[int]] = {}   # (ZigZag operand, "read" / "write") -> its ports' bandwidth_max
     for j, p in enumerate(ports):
         pw = f"{w}ports[{j}]."
         if not isinstance(p, dict):
@@ -302,6 +309,7 @@ def _memory(hs: str, mname: str, m: Any, array: dict[str, int], to_ours: dict[st
             mm = re.fullmatch(r"(I[12]|O), (fh|tl|fl|th)", str(a))
             if mm is None or mm.group(1) not in ops:
                 raise _err(hs, f"{pw}allocation", a, f"\"OPERAND, fh|tl|fl|th\" with OPERAND one of {ops}")
+            op_max.setdefault((mm.group(1), "read" if mm.group(2) in ("tl", "th") else "write"), set()).add(bmax)
         words.add(bmin)
         if ptype in ("read", "read_write"):
             rbw += bmax
@@ -322,12 +330,19 @@ def _memory(hs: str, mname: str, m: Any, array: dict[str, int], to_ours: dict[st
         d["size_bits"] = size
     order = {"I": 0, "W": 1, "O": 2}
     d["operands"] = sorted((to_ours[o] for o in ops), key=order.__getitem__)
-    for what, maxes in (("read", rmax), ("write", wmax)):
-        if len(maxes) > 1:
-            notes.append(f"{hs}: {w}ports: {what} ports of different bandwidth_max {sorted(maxes)}; "
-                         f"{what} energy per word taken at {max(maxes)}")
-    d["read_pj"] = _num(hs, f"{w}r_cost", r * word / max(rmax))
-    d["write_pj"] = _num(hs, f"{w}w_cost", wc * word / max(wmax))
+    for what, cost, maxes in (("read", r, rmax), ("write", wc, wmax)):
+        # per operand: the widest port it is allocated to in that direction (else the memory's widest)
+        per = {o: max(op_max.get((o, what), maxes)) for o in ops}
+        for o in ops:
+            if len(op_max.get((o, what), ())) > 1:
+                notes.append(f"{hs}: {w}ports: {o} ({to_ours[o]}) {what}s through ports of different bandwidth_max "
+                             f"{sorted(op_max[(o, what)])}; its {what} energy per word taken at {per[o]}")
+        pj = {to_ours[o]: _num(hs, f"{w}{'r' if what == 'read' else 'w'}_cost", cost * word / per[o]) for o in ops}
+        if len(set(pj.values())) > 1:
+            notes.append(f"{hs}: {w}ports: per-operand {what} energy (bandwidth_max "
+                         f"{ {to_ours[o]: per[o] for o in ops} }): {what}_pj per operand")
+        d[f"{what}_pj"] = (next(iter(pj.values())) if len(set(pj.values())) == 1
+                           else {o: pj[o] for o in sorted(pj, key=order.__getitem__)})
     d["word_bits"] = word
     if rbw != word:
         d["read_bw"] = rbw
