@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 from rich.markup import escape
 
+from mappers.schedule import RESERVED
 from sweep import fmt
 from sweep.errors import StoreError
 from sweep.reports.plots import figure, pyplot, save
@@ -133,7 +134,7 @@ def show(rep: dict, console) -> None:
     b = rep.get("best")
     if b:
         sched = ", ".join(f"{k} = {fmt.sig(v) if isinstance(v, float) else v}" for k, v in b["full_params"].items()
-                          if k not in ("seed", "engine", "lockstep"))
+                          if k not in RESERVED)
         console.print(f"best trial {b['trial']}: mean gap {100 * b['value_gap']:.4f} %, schedule {sched}",
                       soft_wrap=True, highlight=False, markup=False)
         console.print("per training layer: " + ", ".join(f"{k} {100 * v:.4f} %" for k, v in b["layer_gaps"].items()),

@@ -56,6 +56,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from mappers.schedule import RESERVED
 from sweep import study as st
 from sweep.errors import ExecutionError
 from sweep.engine.executor import Executor, ordered
@@ -370,7 +371,7 @@ def write_best_params(study, c: TuneCampaign, path: Path) -> dict:
     t = st.best_trial(study, len(c.objectives))
     if t is None:
         return {}
-    full = {k: v for k, v in t.user_attrs["full_params"].items() if k not in ("seed", "engine", "lockstep")}
+    full = {k: v for k, v in t.user_attrs["full_params"].items() if k not in RESERVED}
     full = {k: v for k, v in full.items() if v is not None}
     from costmodel.importers import toml_out
     lines = [f"Tuned by `sweep tune {c.source}` (study {c.name!r}, trial {t.number}): mean relative gap "

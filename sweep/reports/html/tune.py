@@ -13,6 +13,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+from mappers.schedule import RESERVED
 from sweep.reports.html import Page, short, write_page
 from sweep.reports.html.axes import log_axis
 from sweep.reports.tune import _study
@@ -56,7 +57,7 @@ def build(directory: Path, manifest: dict, out_file: str | Path, rep: dict[str, 
               + ", ".join(f"{k} {v}" for k, v in (rep.get("trials") or {}).items()) + ".")
     b = rep.get("best")
     if b:
-        sched = {k: v for k, v in b["full_params"].items() if k not in ("seed", "engine", "lockstep")}
+        sched = {k: v for k, v in b["full_params"].items() if k not in RESERVED}
         page.text(f"best trial {b['trial']}: mean gap {100 * b['value_gap']:.4f} %, schedule "
                   + ", ".join(f"{k} = {short(v)}" for k, v in sched.items()))
     with warnings.catch_warnings():
