@@ -7,6 +7,10 @@ resumable with ``--resume``); 130 interrupted by Ctrl-C (resumable).
 
 from __future__ import annotations
 
+if __name__ == "__main__":  # `python -m sweep.cli`: run as the console script, its imports guarded
+    from sweep import main as _console_main
+    raise SystemExit(_console_main())
+
 import contextlib
 import ctypes
 import os
@@ -250,25 +254,13 @@ def map_(
                    f"schedules in {res['wall_s']:.3f} s", markup=False)
         return
     if res.get("spatial_candidates", 1) > 1:
-        wide.print(f"spatial unrolling {_spatial_text(res['spatial'])}: best of {res['spatial_candidates']} "
+        wide.print(f"spatial unrolling {cli_text.spatial_text(res['spatial'])}: best of {res['spatial_candidates']} "
                    f"candidates under the hint of {acc.name}", markup=False)
     wide.print(f"{mapper} ({res['engine']}): energy {fmt.energy(res['energy_pj'])}, latency "
               f"{fmt.cycles(res['latency_cycles'])}, EDP {fmt.edp(res['edp'])}; {res['evaluations']:,} "
               f"evaluations in {res['wall_s']:.3f} s", markup=False)
     cli_text.print_low_utilization(wide, [res], acc, res)
     cli_text.exit_if_infeasible([res], err)
-
-
-def _spatial_text(spatial: dict | None) -> str:
-    """``D1: OX 14 | D2: FY 3 x K 4`` for a spatial unrolling dict (array dim -> [[dim, factor]])."""
-    if not spatial:
-        return "-"
-    return " | ".join(f"{a}: " + " x ".join(f"{d} {f}" for d, f in loops) for a, loops in spatial.items())
-
-
-def _num(v, spec: str) -> str:
-    """``v`` formatted by ``spec``, "n/a" for None (no figure: no energy model, or no schedule fits)."""
-    return "n/a" if v is None else format(v, spec)
 
 
 def _point_text(p: dict) -> str:
@@ -324,8 +316,8 @@ def _print_network(res: dict, arch: str, mapper: str) -> None:
     for r in res["layers"]:
         t.add_row(r["layer"], f"{r['repeat']:,}", *((r["branch"],) if branches else ()),
                   fmt.energy(r["energy_pj"]), fmt.cycles(r["latency_cycles"]),
-                  fmt.edp(r["edp"], unit=False), f"{r['evaluations']:,}", _num(r["wall_s"], ".3f"),
-                  *((_spatial_text(r.get("spatial")),) if searched else ()))
+                  fmt.edp(r["edp"], unit=False), f"{r['evaluations']:,}", cli_text.num(r["wall_s"], ".3f"),
+                  *((cli_text.spatial_text(r.get("spatial")),) if searched else ()))
     tot = res["total"]
     e_mm, l_mm = tot.get("matmul_energy_pj", tot["energy_pj"]), tot.get("matmul_latency_cycles", tot["latency_cycles"])
     t.add_row("total (x repeats)", f"{tot['executed_layers']:,}", *(("",) if branches else ()),

@@ -237,3 +237,15 @@ def print_run_outcome(s: Any, console: Any) -> None:
         console.print("nothing feasible: no row of this run found a valid result (reasons above)", style="red",
                       markup=False, highlight=False)
         raise typer.Exit(1)
+
+
+def spatial_text(spatial: dict | None) -> str:
+    """``D1: OX 14 | D2: FY 3 x K 4`` for a spatial unrolling dict (array dim -> [[dim, factor]])."""
+    if not spatial:
+        return "-"
+    return " | ".join(f"{a}: " + " x ".join(f"{d} {f}" for d, f in loops) for a, loops in spatial.items())
+
+
+def num(v: Any, spec: str) -> str:
+    """``v`` formatted by ``spec``, "n/a" for None (no figure: no energy model, or no schedule fits)."""
+    return "n/a" if v is None else format(v, spec)
