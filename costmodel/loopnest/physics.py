@@ -17,7 +17,7 @@ Memory classes (`memory_class`), decided by the **template** memory (the one bei
 Energy model of one access of one word (``word_bits`` wide), relative to the template:
 
 * SRAM: ``e_bit(S) * word_bits`` pJ with ``e_bit`` the CACTI-projected 65 nm energy per bit at S
-  KiB (`costmodel.systolic.params.sram_energy_table`, file
+  KiB (`costmodel.tech.deepopt65.sram_energy_table`, file
   ``costmodel/data/sram_energy_pj_per_bit.csv``, DeepOpt authors' data, integer sizes 4..512
   KiB), linearly interpolated between tabulated sizes (`sram_pj_per_bit`). Above the table, up
   to 1 MiB (eyeriss_like's global buffer is 1 MiB), the energy per bit continues from the 512 KiB
@@ -54,10 +54,10 @@ multiplied by ``w_new / w_tmpl``.
 
 Area (mm^2): every on-chip memory costs ``A_SRAM_UM2_PER_BYTE`` = 32.5457 um^2 per byte of
 capacity per instance (DeepOpt's TSMC 65 nm memory-compiler density,
-`costmodel.systolic.area`). Register files built from flip-flops are larger per bit than a
+`costmodel.tech.deepopt65`). Register files built from flip-flops are larger per bit than a
 compiled SRAM, so the register-file area is a lower bound. Instances = product of the array dims
 the memory is ``private_to``; DRAM is off chip (0). Each MAC/PE costs ``A_PE_UM2`` = 7405.95 um^2
-(DeepOpt: 8-bit multiplier + 32-bit adder + registers).
+(DeepOpt: 8-bit multiplier + 32-bit adder + registers; `costmodel.tech.deepopt65`).
 """
 
 from __future__ import annotations
@@ -69,9 +69,8 @@ from dataclasses import replace
 from typing import cast
 from functools import lru_cache
 
-from costmodel.systolic.area import A_PE_UM2, A_SRAM_UM2_PER_BYTE
 from costmodel.tech import PE_AREA_SCALE, TECHS
-from costmodel.systolic.params import sram_energy_table
+from costmodel.tech.deepopt65 import A_PE_UM2, A_SRAM_UM2_PER_BYTE, sram_energy_table
 
 from .arch import Accelerator, MemoryLevel
 

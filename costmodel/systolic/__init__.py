@@ -24,7 +24,8 @@ What is modelled (paper section / equation):
   order so that what is still resident is not reloaded). Every branch writes the ofmap once.
 * Energy (eqs. 12-16): E = N_MAC*(e_add32 + e_mul8) + N_MAC*(b_f + b_i + 2 b_p)*e_R
   + sum_SRAM accesses*b*e_S(size) + (filter + ifmap + ofmap DRAM bits)*e_D, with e_S from the
-  CACTI 65 nm table (``costmodel/data/sram_energy_pj_per_bit.csv``) per SRAM size.
+  CACTI 65 nm table (``costmodel/data/sram_energy_pj_per_bit.csv``, read by
+  `costmodel.tech.deepopt65`, which also holds the SRAM and PE areas) per SRAM size.
 * Delay (Sec. 3.2): eq. (17) compute cycles + DRAM stall cycles + ofmap write-back cycles. DRAM
   loads take ceil(bits/128) cycles per stage and overlap the previous stage's compute;
   stall = max(0, load - compute); later ofmap rows load only the U*W*C_uv new ifmap elements;

@@ -10,6 +10,9 @@ Area model (DeepOpt authors' code, ``manasiumn37/DeepOpt`` ``src/OHA_Main.m``; p
   post place-and-route systolic array whose PE logic is 10 % and its 2 KiB local SRAM 90 % of
   the area (OHA_Main.m ``Area_per_PE``).
 
+Both are technology data shared with the loop-nest model: they live in `costmodel.tech.deepopt65`
+(``A_SRAM_UM2_PER_BYTE``, ``A_PE_UM2``) and are re-exported here.
+
 The authors' hardware-allocation grid (OHA_Main.m, exhaustive search), exactly:
 
 * Area budget A = 4000 um x 4000 um = 16 mm^2; a point is kept iff area <= A (the code uses
@@ -35,13 +38,10 @@ import math
 
 import numpy as np
 
+from costmodel.tech.deepopt65 import A_PE_UM2, A_SRAM_UM2_PER_BYTE
+
 __all__ = ["A_SRAM_UM2_PER_BYTE", "A_PE_UM2", "AREA_BUDGET_MM2", "area_mm2", "deepopt_grid"]
 
-#: SRAM area per byte, um^2 (TSMC 65 nm memory compiler; DeepOpt OHA_Main.m).
-A_SRAM_UM2_PER_BYTE: float = 32.545670202636720
-#: Area of one PE (8-bit multiplier + 32-bit adder + registers), um^2:
-#: 0.1 * area(2 KiB SRAM) / 0.9 (DeepOpt OHA_Main.m).
-A_PE_UM2: float = 0.1 * (A_SRAM_UM2_PER_BYTE * 2 * 1024) / 0.9
 #: The paper's area budget, mm^2 (OHA_Main.m: 4000 um x 4000 um).
 AREA_BUDGET_MM2: float = 16.0
 

@@ -2,16 +2,18 @@
 
 Every default below is the value of the DeepOpt paper (Manasi & Sapatnekar, ASP-DAC'21, Sec. 4)
 as set in the authors' public MATLAB code (``manasiumn37/DeepOpt``, ``src/OHA_Main.m``), and
-summarised in ``../shared/reference/README.md``.
+summarised in ``../shared/reference/README.md``. The 65 nm SRAM energy table is technology data
+shared with the loop-nest model: it lives in `costmodel.tech.deepopt65` (`sram_energy_table`,
+re-exported here); this module looks it up exactly (`sram_energy_pj_per_bit`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import lru_cache
-from pathlib import Path
 
 import numpy as np
+
+from costmodel.tech.deepopt65 import SRAM_ENERGY_CSV, sram_energy_table
 
 __all__ = [
     "BRANCHES",
@@ -34,8 +36,6 @@ TECH_SCALE: float = (65.0 / 45.0) * (1.0 / 0.9) ** 2
 #: 16-bit MAC energy at 65 nm: (0.03 pJ * 2 + 0.2 pJ * 4) * s (8-bit add scaled linearly and
 #: 8-bit multiply quadratically from Horowitz ISSCC'14; OHA_Main.m) = 1.5336 pJ.
 _E_MAC16_PJ: float = (0.03 * 2 + 0.2 * 4) * TECH_SCALE
-
-_DATA = Path(__file__).resolve().parent.parent / "data" / "sram_energy_pj_per_bit.csv"
 
 
 @dataclass(frozen=True)
@@ -64,8 +64,9 @@ class SystolicParams:
     e_rf_pj_per_bit: float = _E_MAC16_PJ / 16.0
     #: DRAM access per bit: 200 * E_MAC16 / 16 (Eyeriss ISCA'16 ratio; OHA_Main.m E_DRAM_to_SRAM).
     e_dram_pj_per_bit: float = 200.0 * _E_MAC16_PJ / 16.0
-    #: CSV file with columns sram_kib, energy_pj_per_bit (CACTI 65 nm, authors' data/E_EySRAM_perbit.mat).
-    sram_energy_csv: str = str(_DATA)
+    #: CSV file with columns sram_kib, energy_pj_per_bit (CACTI 65 nm, authors' data/E_EySRAM_perbit.mat;
+    #: `costmodel.tech.deepopt65.SRAM_ENERGY_CSV`).
+    sram_energy_csv: str = SRAM_ENERGY_CSV
     #: True = reproduce the authors' per-image accounting of batched FC layers (their code divides
     #: the SRAM/DRAM counts by the batch and takes ceil(cycles/batch) per cycle component, but adds
     #: the MAC and register energy of the *whole* batch). Our results are per execution of the
@@ -85,27 +86,9 @@ class SystolicParams:
         return (self.b_f + self.b_i + 2 * self.b_p) * self.e_rf_pj_per_bit
 
 
-@lru_cache(maxsize=8)
-def sram_energy_table(path: str = str(_DATA)) -> tuple[np.ndarray, np.ndarray]:
-    """The SRAM energy table: (sizes in KiB, energy in pJ/bit), both float64 1-D arrays.
-
-    Lines starting with ``#`` and the header line are skipped.
-    """
-    rows = []
-    with open(path, encoding="utf-8") as fh:
-        for line in fh:
-            line = line.strip()
-            if not line or line.startswith("#") or line[0].isalpha():
-                continue
-            a, b = line.split(",")[:2]
-            rows.append((float(a), float(b)))
-    arr = np.asarray(rows, dtype=np.float64)
-    order = np.argsort(arr[:, 0])
-    return arr[order, 0].copy(), arr[order, 1].copy()
-
-
 def sram_energy_pj_per_bit(kib, params: SystolicParams | None = None) -> np.ndarray:
-    """SRAM access energy per bit (pJ/bit) for SRAM sizes ``kib`` (KiB), looked up exactly.
+    """SRAM access energy per bit (pJ/bit) for SRAM sizes ``kib`` (KiB), looked up exactly in the
+    table ``params.sram_energy_csv`` (default: the 65 nm table of `costmodel.tech.deepopt65`).
 
     Raises:
         ValueError: if a size is not one of the tabulated sizes (integers 4..512 KiB).

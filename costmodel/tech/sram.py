@@ -36,7 +36,7 @@ CACTI's organisation search is discrete, so the energy per bit rises in steps (8
 Compared with today's model (`costmodel.loopnest.physics`): its SRAM energy per bit is the 65 nm
 table ``costmodel/data/sram_energy_pj_per_bit.csv`` (DeepOpt authors' CACTI projection, 4..512
 KiB, configuration not published) and its area 32.5457 um^2 per byte at every size (DeepOpt's TSMC
-65 nm memory-compiler density). "CACTI 65 nm" below is the same configuration as the shipped table
+65 nm memory-compiler density), both in `costmodel.tech.deepopt65`. "CACTI 65 nm" below is the same configuration as the shipped table
 run at 65 nm (``scripts/cacti_tables.py --node 65``; not shipped), to separate the node from the
 rest. Read energies, pJ/bit:
 

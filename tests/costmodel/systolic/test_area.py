@@ -1,19 +1,14 @@
-"""Tests of costmodel.systolic.area: DeepOpt's 65 nm area model and hardware-allocation grid."""
+"""Tests of costmodel.systolic.area: DeepOpt's 65 nm area model and hardware-allocation grid (the
+area constants themselves, in `costmodel.tech.deepopt65`, are checked in
+tests/costmodel/tech/test_deepopt65.py)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from costmodel.systolic.area import A_PE_UM2, A_SRAM_UM2_PER_BYTE, area_mm2, deepopt_grid
-
-
-def test_constants_by_hand():
-    # OHA_Main.m: Area_SRAM_per_byte = 32.545670202636720 um^2 (65 nm memory compiler)
-    assert A_SRAM_UM2_PER_BYTE == pytest.approx(32.54567, abs=1e-5)
-    # one PE = 0.1 * area(2 KiB SRAM) / 0.9 = 0.1 * 2048 * 32.54567 / 0.9 = 7405.95 um^2
-    assert A_PE_UM2 == pytest.approx(0.1 * 2048 * 32.54567 / 0.9, rel=1e-7)
-    assert A_PE_UM2 == pytest.approx(7405.95, abs=0.01)
+from costmodel.systolic.area import area_mm2, deepopt_grid
+from costmodel.tech.deepopt65 import A_PE_UM2
 
 
 def test_area_by_hand():
