@@ -4,10 +4,10 @@
 layers and of the 21 nodes of its resnet18.onnx on tpu_like, with ZigZag's energy and latency of
 each (an external peer's figures; how they were produced: that folder's README.md). Here our
 reference evaluator (what `sweep eval` and `scripts/compare_zigzag.py` run) costs the very same
-mappings, and the ratios ours / ZigZag must be the ones README.md states in "ZigZag side by side",
+mappings, and the ratios ours / ZigZag must be the ones docs/zigzag.md ("ZigZag side by side") states,
 each to the precision it is printed with (0.979 means [0.9785, 0.9795]; 0.92 means [0.915, 0.925]).
-The figures below are copied from README.md (lines cited); `test_readme_still_states_these_figures`
-fails when the README's tables and this file part.
+The figures below are copied from docs/zigzag.md (lines cited); `test_readme_still_states_these_figures`
+fails when that page's tables and this file part.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from paths import DATA, REPO, SCRIPTS
 
 ZZ = DATA / "zigzag"
 
-# README.md "ZigZag side by side", eyeriss_like table, lines 279-283:
+# docs/zigzag.md, eyeriss_like table, lines 47-51:
 # layer: (ZigZag energy pJ, ours / ZigZag energy, ZigZag latency, ours / ZigZag latency)
 EYERISS = {
     "conv1": ("8.117e+08", "0.979", "1,420,247", "0.92"),
@@ -37,7 +37,7 @@ EYERISS = {
     "conv4_2": ("8.858e+08", "0.999", "1,205,749", "0.98"),
     "conv5_2": ("1.082e+09", "1.000", "3,736,939", "1.12"),
 }
-EYERISS_TOTAL = ("4.431e+09", "0.995", "7,742,698", "1.04")   # README.md line 284, row "total"
+EYERISS_TOTAL = ("4.431e+09", "0.995", "7,742,698", "1.04")   # docs/zigzag.md line 52, row "total"
 EYERISS_ZOO = {"conv1": "conv1", "conv2_1": "layer1.0.conv1", "conv3_2": "layer2.0.conv2",
                "conv4_2": "layer3.0.conv2", "conv5_2": "layer4.0.conv2"}
 
@@ -48,7 +48,7 @@ def _node(block: str, conv: str) -> str:
     return f"/{stage}/{block}/downsample/downsample.0/Conv" if conv == "downsample" else f"/{stage}/{block}/{conv}/Conv"
 
 
-# README.md "ZigZag side by side", tpu_like table, lines 308-319: the row's label
+# docs/zigzag.md, tpu_like table, lines 76-87: the row's label
 # as printed, its ONNX nodes, then the four figures as for EYERISS.
 TPU = [
     ("`/conv1/Conv`", ["/conv1/Conv"], ("1.289e+08", "1.004", "1,248,163", "0.98")),
@@ -71,7 +71,7 @@ TPU = [
     ("`layer4.0.downsample`", [_node("layer4.0", "downsample")], ("1.651e+07", "0.999", "19,583", "1.08")),
     ("`/fc/Gemm`", ["/fc/Gemm"], ("4.511e+07", "1.000", "63,739", "1.01")),
 ]
-# README.md line 320, row "**network (21 layers)**" (bold in the README).
+# docs/zigzag.md line 88, row "**network (21 layers)**" (bold there).
 TPU_NETWORK = ("1.860e+09", "1.010", "4,106,119", "0.955")
 
 
@@ -158,7 +158,7 @@ def test_network_totals_as_readme(case, figures):
 
 
 def test_energy_agreement_stated_in_the_readme_introduction():
-    """README.md lines 15-16: "within 0.14% of ZigZag's energy on its own mappings of four of five
+    """README.md's map of the docs (and docs/zigzag.md): "within 0.14% of ZigZag's energy on its own mappings of four of five
     ResNet-18 layers, 2.1% on conv1"."""
     rows = _case("eyeriss_like")["rows"]
     gap = {n: abs(r["ours"].energy_pj / r["zigzag"]["energy_pj"] - 1) for n, r in rows.items()}
@@ -167,8 +167,8 @@ def test_energy_agreement_stated_in_the_readme_introduction():
 
 
 def test_latency_terms_stated_in_the_readme():
-    """README.md lines 298-299 (eyeriss_like stalls at sram_8KB: conv1 ZigZag 516,000 stall cycles,
-    ours 408,576; conv5_2 2,359,260 and 2,813,312) and 339-341 (tpu_like layer3.0.downsample: ours
+    """docs/zigzag.md lines 65-67 (eyeriss_like stalls at sram_8KB: conv1 ZigZag 516,000 stall cycles,
+    ours 408,576; conv5_2 2,359,260 and 2,813,312) and 106-109 (tpu_like layer3.0.downsample: ours
     compute 6,272 + DRAM stall 7,232 = 13,504; ZigZag's 10,431 = compute 6,272, no stall,
     on-loading 4,095 (+ 2 off-loading cycles, left out of the README's sum))."""
     ey = _case("eyeriss_like")["rows"]
@@ -187,13 +187,13 @@ def test_latency_terms_stated_in_the_readme():
 
 
 def _readme_row(label: str) -> list[str]:
-    lines = [l for l in (REPO / "README.md").read_text().splitlines() if l.startswith(f"| {label} |")]
-    assert len(lines) == 1, f"README.md has {len(lines)} table rows labelled {label!r}"
+    lines = [l for l in (REPO / "docs" / "zigzag.md").read_text().splitlines() if l.startswith(f"| {label} |")]
+    assert len(lines) == 1, f"docs/zigzag.md has {len(lines)} table rows labelled {label!r}"
     return [c.strip().strip("*") for c in lines[0].split("|")[2:6]]
 
 
 def test_readme_still_states_these_figures():
-    """The figures above are the README's (first four columns of its two tables)."""
+    """The figures above are docs/zigzag.md's (first four columns of its two tables; they were the README's)."""
     for name, figures in EYERISS.items():
         assert _readme_row(name) == list(figures), name
     assert _readme_row("total") == list(EYERISS_TOTAL)
