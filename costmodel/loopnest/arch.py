@@ -155,9 +155,14 @@ class MemoryLevel:
 
 
 _auto_repr = MemoryLevel.__repr__
-# the dataclass repr (problem ids) unchanged for memories without per-operand ports
-MemoryLevel.__repr__ = lambda self: (_auto_repr(self) if not self.per_operand else  # type: ignore[method-assign]
-                                     f"{_auto_repr(self)[:-1]}, per_operand={self.per_operand!r})")
+
+
+def _memory_repr(self: MemoryLevel) -> str:
+    """The dataclass repr (part of problem ids), unchanged for memories without per-operand ports."""
+    return _auto_repr(self) if not self.per_operand else f"{_auto_repr(self)[:-1]}, per_operand={self.per_operand!r})"
+
+
+MemoryLevel.__repr__ = _memory_repr  # type: ignore[method-assign, assignment]
 
 
 @dataclass(frozen=True)
