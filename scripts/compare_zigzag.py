@@ -72,7 +72,7 @@ Latency, how ZigZag counts (``zigzag/cost_model/cost_model.py``, ``calc_overall_
   last MAC, levels in series. We do not count it.
 * ``systolic_drain_cycle``: array size - 1 along each systolic dimension (tpu_like only).
 
-Measured (README "ZigZag side by side"; ``--explain`` prints the terms), same mapping, ours / ZigZag:
+Measured (docs/zigzag.md; ``--explain`` prints the terms), same mapping, ours / ZigZag:
 
 * eyeriss_like, commit d60910d, costmodel/loopnest clean: energy 0.979 (conv1), 0.999-1.000
   (others), total 0.995; latency 0.92 (conv1), 1.12 (conv5_2), 0.98-1.00 (others), total 1.04: the

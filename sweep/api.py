@@ -498,7 +498,7 @@ class Results:
         """Every stored row (n_rows x columns): one per work unit of a layer (loop-nest, multi-NPU),
         per (design, layer) (architecture search) or per hardware point and layer (systolic), with
         ``status`` ("ok" / "error"), ``error``, ``energy_pj`` (pJ), ``latency_cycles`` (cycles),
-        ``edp`` (pJ x cycles) and the kind's own columns (see README "Result columns")."""
+        ``edp`` (pJ x cycles) and the kind's own columns (see docs/operations.md, "Results")."""
         from sweep.engine.store import Store
         return Store(self.directory).read("rows")
 

@@ -15,7 +15,7 @@ slower; "numpy", the name of the vectorised NumPy path this replaced, is accepte
 The first numba call in a fresh environment compiles the kernel (about 10 s, one entry point);
 later processes load it from numba's cache.
 
-Speed: README "Evaluator speed" (``python scripts/bench_costmodel.py``).
+Speed: docs/salsa_loma.md (``python scripts/bench_costmodel.py``).
 """
 
 from __future__ import annotations

@@ -56,7 +56,7 @@ the OX 14 x FY 3 positions times 7/9) differs from ours by 0.03 % of conv1's ene
 ZigZag truncates fractional loop sizes to integers before an input extent (``calc_tensor_dim``):
 OX 14 over 4 PEs is 3.5 in its output tile but 3 in its input tile, so its array-side input reads
 are ours x (6/7)^2 on such layers (edge_tpu_like layer3 / layer4: +2.33 % of the network ours;
-README "Every accelerator ZigZag ships"). One difference is ours to fix (model version 4, open):
+docs/zigzag.md, "Every accelerator ZigZag ships"). One difference is ours to fix (model version 4, open):
 ZigZag clips an input tile to the unpadded input, we count the padded window (+1.09 % on
 edge_tpu_like; the halo is generated, not read, so ZigZag is the physical one there).
 
@@ -203,7 +203,7 @@ the last outputs after the last; < 0.2 % on eyeriss_like ResNet-18) are not mode
 waits before the first MAC for every tile a memory loads once (on tpu_like the layer's whole
 input into the SRAM: 25,088 cycles on ResNet-18 layer1), though a DMA streaming it in the order
 of use needs only the first innermost tile, and the per-link windows already charge a port
-that cannot keep up (ours the more physical; README "ZigZag side by side"); (c) ZigZag
+that cannot keep up (ours the more physical; docs/zigzag.md); (c) ZigZag
 decides double buffering per operand (shared memories split greedily), ours per memory; (d) when
 a level's own loops are all op-irrelevant ZigZag's stationary mapping merges them down and takes
 the whole period as window, ours keeps T (the tile still dies only in the last pass).

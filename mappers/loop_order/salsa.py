@@ -118,7 +118,7 @@ before completing the best (94.0 % on seeds 0-499).
 Default schedule
 ----------------
 `DEFAULT_SCHEDULE`: the chains' T0 = 0.0044, ``"log"``, mixed moves and swap share 0.32 were chosen by
-``sweep tune campaigns/tune_salsa_default.toml`` (README, "Loop-nest model and mappers"; 8 x 500, no
+``sweep tune campaigns/tune_salsa_default.toml`` (docs/salsa_loma.md; 8 x 500, no
 descent: six trials tied at zero training gap, all mixed; the default rounds the one that measured
 best on issue 13's criterion); rho = 0.9 (the same final temperature range for shorter chains) was
 then chosen with the descent, chains x iterations with version 4's descent (above). Measured with
@@ -171,7 +171,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from mappers.base import LayerProblem, Param, SearchResult, WorkUnit, best_of, chain_seeds, objective_index
-from mappers.loop_order.base import SPATIAL_PARAMS, LoopOrderMapper, make_result, problem_evaluator
+from mappers.loop_order.base import SPATIAL_PARAMS, LoopOrderMapper, make_result, problem_counts, problem_evaluator
 from mappers.loop_order.loma import exhaustive_range
 from mappers.loop_order.lpf import expand, iter_permutations, multiset_count, shard_range
 from mappers.loop_order.moves import BLOCK_MAX, MoveStream, PairStream, descend_ends, fit_surrogate
@@ -514,7 +514,9 @@ class SalsaMapper(LoopOrderMapper):
         engine = params.get("engine", "auto")
         if engine != "auto":
             return engine
-        space = multiset_count(self.evaluator(problem).counts)
+        # the default evaluator's counts without building it (units are listed in the driver)
+        counts = problem_counts(problem) if self.evaluator_factory is None else self.evaluator(problem).counts
+        space = multiset_count(counts)
         d = DEFAULT_SCHEDULE
         budget = int(params.get("chains", d["chains"])) * int(params.get("iterations", d["iterations"])) \
             * AUTO_EXHAUSTIVE_FACTOR

@@ -37,7 +37,7 @@ space n! / prod k_i! is at most ``max_orderings`` and the mapper searches orderi
 LOMA's space is SALSA's space, so the reference is the true optimum), else a long run of the
 tuned mapper itself (``fallback_chains`` x ``fallback_iterations`` at the mapper's defaults:
 the "best cost ever seen"; `sweep.tune.driver` also keeps the best cost any trial found). The LOMA
-evaluator does about 250,000 orderings/s per core (README), so 2e6 orderings take ~8 s.
+evaluator does about 250,000 orderings/s per core (docs/salsa_loma.md), so 2e6 orderings take ~8 s.
 """
 
 from __future__ import annotations
