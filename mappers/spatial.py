@@ -59,7 +59,7 @@ import numpy as np
 from costmodel.loopnest.mapping import RELEVANT, SPATIAL_DIMS, SpatialMapping
 from costmodel.loopnest.reference import operand_bits
 
-__all__ = ["SpatialCandidate", "NoSpatialCandidate", "spatial_candidates", "spatial_mode", "first_missing", "axis_options", "utilization",
+__all__ = ["SpatialCandidate", "NoSpatialCandidate", "spatial_candidates", "spatial_mode", "first_missing", "has_candidate", "axis_options", "utilization",
            "probe_values", "RANKS"]
 
 #: Ranking rules of `spatial_candidates`.
@@ -172,7 +172,11 @@ def _tile_fits(layer, arch, bits, totals_by_axis: list[dict[str, int]], axes: li
     return True
 
 
-def _enumerate(layer, arch, hint, keep: int | None) -> list[SpatialCandidate]:
+class _Found(Exception):
+    """`_enumerate` with ``first``: a candidate survived (args[0]); the search stops."""
+
+
+def _enumerate(layer, arch, hint, keep: int | None, first: bool = False) -> list[SpatialCandidate]:
     axes = list(arch.array)
     opts = [axis_options(layer, arch, hint, a) if a in hint.dims else [()] for a in axes]
     sizes = [arch.array[a] for a in axes]
@@ -199,6 +203,8 @@ def _enumerate(layer, arch, hint, keep: int | None) -> list[SpatialCandidate]:
         if keep is not None and len(kept) == keep and key >= kept[-1][0]:
             return
         sp = SpatialMapping({a: opts[i][j] for i, (a, j) in enumerate(zip(axes, chosen)) if opts[i][j]})
+        if first:
+            raise _Found(SpatialCandidate(sp, u, mx, tuple(chosen)))
         bisect.insort(kept, (key, SpatialCandidate(sp, u, mx, tuple(chosen))))
         if keep is not None and len(kept) > keep:
             kept.pop()
@@ -222,7 +228,10 @@ def _enumerate(layer, arch, hint, keep: int | None) -> list[SpatialCandidate]:
             if ok:
                 visit(i + 1, u, chosen + [j], t)
 
-    visit(0, 1.0, [], {})
+    try:
+        visit(0, 1.0, [], {})
+    except _Found as e:   # ``first``: the first survivor in enumeration order (not the best)
+        return [e.args[0]]
     return [c for _, c in kept]
 
 
@@ -314,10 +323,7 @@ def spatial_candidates(layer, arch, hint=None, keep: int | None = 3, rank: str =
                                 float(vals[i])) for i in order]
         out = out if keep is None else out[:keep]
     if not out:
-        raise NoSpatialCandidate(
-            f"layer {layer.name!r}: no spatial unrolling on accelerator {arch.name!r} satisfies its hint "
-            f"({hint.describe()}) and the innermost memories' capacity; allow more loop dims in "
-            f"[spatial_hint] or lower min_utilization")
+        raise _no_candidate(layer, arch, hint)
     if ckey is not None:
         _CACHE[ckey] = (arch, out)
         while len(_CACHE) > _CACHE_SIZE:
@@ -325,12 +331,30 @@ def spatial_candidates(layer, arch, hint=None, keep: int | None = 3, rank: str =
     return out
 
 
+def _no_candidate(layer, arch, hint) -> NoSpatialCandidate:
+    return NoSpatialCandidate(
+        f"layer {layer.name!r}: no spatial unrolling on accelerator {arch.name!r} satisfies its hint "
+        f"({hint.describe()}) and the innermost memories' capacity; allow more loop dims in "
+        f"[spatial_hint] or lower min_utilization")
+
+
+def has_candidate(layer, arch, hint=None) -> bool:
+    """Whether ``spatial_candidates(layer, arch, hint)`` finds any unrolling, without ranking
+    them: the enumeration stops at the first survivor (campaign validation).
+
+    Raises:
+        ValueError: no hint (as `spatial_candidates`).
+    """
+    hint = hint if hint is not None else arch.spatial_hint
+    if hint is None:
+        spatial_candidates(layer, arch, keep=1)   # its error
+    return bool(_enumerate(layer, arch, hint, None, first=True))
+
+
 def first_missing(layers, arch) -> NoSpatialCandidate | None:
     """The error of the first of ``layers`` with no unrolling under ``arch``'s hint, or None
-    (campaign validation: every layer must have one)."""
+    (campaign validation: every layer must have one; `has_candidate`, which ranks nothing)."""
     for layer in layers:
-        try:
-            spatial_candidates(layer, arch, keep=1)
-        except NoSpatialCandidate as e:
-            return e
+        if not has_candidate(layer, arch):
+            return _no_candidate(layer, arch, arch.spatial_hint)
     return None

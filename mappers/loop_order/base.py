@@ -21,7 +21,7 @@ from mappers.base import ExtraColumn, LayerMapper, LayerProblem, LoopNestDetail,
 from mappers.loop_order.lpf import merge_lpfs
 from mappers.spatial import RANKS, spatial_candidates, spatial_mode
 
-__all__ = ["default_evaluator", "problem_evaluator", "make_result", "LoopOrderMapper", "SPATIAL_PARAMS",
+__all__ = ["default_evaluator", "problem_evaluator", "problem_counts", "make_result", "LoopOrderMapper", "SPATIAL_PARAMS",
            "SPATIAL_COLUMNS", "spatial_mode", "spatial_json"]
 
 
@@ -73,6 +73,30 @@ def problem_evaluator(problem: LayerProblem, factory: Callable | None = None, lp
         while len(_EV_CACHE) > _EV_CACHE_SIZE:
             _EV_CACHE.popitem(last=False)
     return ev
+
+
+def problem_counts(problem: LayerProblem, lpf_limit: int | None = None) -> list[int]:
+    """The multiplicities of the problem's temporal loop types, as ``problem_evaluator(problem,
+    None, lpf_limit).counts`` holds them, counted from the layer's temporal bounds without building
+    the evaluator (its kernel tables): what choosing an engine and estimating a run need.
+
+    Raises:
+        what the evaluator raises first: the unrolling does not fit the layer (`SpatialMapping.fit`).
+    """
+    from costmodel.loopnest.mapping import prime_factors
+    from costmodel.workload import LOOP_DIMS
+    sp = problem.spatial if problem.spatial is not None else problem.arch.spatial
+    sp.fit(problem.layer)
+    tb = sp.temporal_bounds(problem.layer)
+    loops = [(d, p) for d in LOOP_DIMS for p in prime_factors(tb[d])]
+    if lpf_limit is not None:
+        merged = merge_lpfs(loops, lpf_limit)
+        if len(merged) < len(loops):
+            loops = merged
+    counts: dict[tuple[str, int], int] = {}
+    for t in loops:
+        counts[t] = counts.get(t, 0) + 1
+    return list(counts.values())
 
 
 def make_result(ev, problem: LayerProblem, mapper: str, engine: str, ordering, value: float,
