@@ -195,6 +195,12 @@ class Mapper(ABC, Generic[ProblemT]):
     def units(self, problem: ProblemT, params: Mapping[str, Any]) -> list["WorkUnit"]:
         """The independent work units of ``problem`` (at least one), in a deterministic order."""
 
+    def unit_count(self, problem: ProblemT, params: Mapping[str, Any]) -> int:
+        """``len(units(problem, params))``; a mapper whose units cost something to list (an
+        evaluator, a tiling enumeration) counts them without building them (counting a
+        campaign's tasks)."""
+        return len(self.units(problem, params))
+
     @abstractmethod
     def run(self, problem: ProblemT, unit: "WorkUnit", params: Mapping[str, Any]) -> "SearchResult":
         """Run one work unit in-process with resolved ``params``; deterministic."""

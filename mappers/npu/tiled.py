@@ -9,6 +9,7 @@ the result's figures are described in `mappers.npu.flexer`'s module docstring (M
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from dataclasses import dataclass
@@ -36,6 +37,11 @@ class NPUProblem:
     layer: Layer
     arch: NPUArch
     objective: str = "latency_bytes"
+
+
+@functools.lru_cache(maxsize=4096)
+def _tiling_count(layer: Layer, arch: NPUArch, min_spatial: int, min_channels: int, max_ops: int) -> int:
+    return len(tilings(layer, arch, min_spatial, min_channels, max_ops))
 
 
 class TiledNPUMapper(Mapper[NPUProblem]):
@@ -75,9 +81,20 @@ class TiledNPUMapper(Mapper[NPUProblem]):
         return tilings(problem.layer, problem.arch, int(params["min_spatial"]), int(params["min_channels"]),
                        int(params["max_ops"]))
 
+    def tiling_count(self, problem: NPUProblem, params: Mapping[str, Any]) -> int:
+        """``len(tiling_list(problem, params))``, remembered per (layer, arch, min_spatial,
+        min_channels, max_ops): flexer and static share a campaign's layers and parameters, and
+        counting a campaign's tasks, estimating its run and listing its units ask each problem."""
+        return _tiling_count(problem.layer, problem.arch, int(params["min_spatial"]), int(params["min_channels"]),
+                             int(params["max_ops"]))
+
+    def unit_count(self, problem: NPUProblem, params: Mapping[str, Any]) -> int:
+        """``len(units(problem, params))`` from the tiling count."""
+        return max(1, math.ceil(self.tiling_count(problem, params) / int(params["tilings_per_unit"])))
+
     def units(self, problem: NPUProblem, params: Mapping[str, Any]) -> list[WorkUnit]:
         """One unit per chunk of ``tilings_per_unit`` tilings (at least one unit)."""
-        n = len(self.tiling_list(problem, params))
+        n = self.tiling_count(problem, params)
         per = int(params["tilings_per_unit"])
         chunks = max(1, math.ceil(n / per))
         return [WorkUnit(kind="tilings", shard=i, shards=chunks,

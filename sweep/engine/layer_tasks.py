@@ -150,12 +150,13 @@ def _problems(campaign, rules: LayerRules) -> tuple[list[tuple], dict[str, list]
 
 
 def count_layer_tasks(campaign, rules: LayerRules) -> int:
-    """How many tasks `expand_layers` yields: the problems' work units, batched."""
+    """How many tasks `expand_layers` yields: the problems' work units (`Mapper.unit_count`,
+    which lists no unit where counting is cheaper), batched."""
     problems, _ = _problems(campaign, rules)
     units = 0
     for _, layer, acc, _, m, params, obj, _ in problems:
         mapper = get_mapper(m)
-        units += len(mapper.units(mapper.make_problem(layer, acc, campaign.architectures.spatial, obj), params))
+        units += mapper.unit_count(mapper.make_problem(layer, acc, campaign.architectures.spatial, obj), params)
     return -(-units // campaign.run.units_per_task)
 
 
