@@ -24,7 +24,10 @@ spacing. A segment without a real MAC moves nothing.
 
 **Transfers (the literal counts: ``reads`` / ``writes`` in words, ``*_e`` in elements).** W, I:
 each lower instance writes its tile; each upper instance reads once the union of the tiles of the
-lower instances under it (an element several of them need is read once). O: at the end of a
+lower instances under it (an element several of them need is read once); where the accelerator
+multicasts I over array dims (``multicast``), per set of lower instances that differ only along
+those dims (and along irrelevant loops): the sum of the sets' unions, the distinct inputs the
+interconnect delivers (the model's "Multicast of inputs"; ``mident``). O: at the end of a
 segment each lower instance reads its values out and each upper instance writes their union (PEs
 along O-irrelevant array dims are summed on the way: spatial reduction). At the start of a
 segment, the partial sums the upper instance holds of the new tile's outputs (made by its PEs
@@ -180,6 +183,13 @@ class Link:
         self.inst_pes = {k: set(ps) for k, ps in self.inst.items()}
         rel_s = [i for i, (a, d, _) in enumerate(nest.comps) if a in lo_scope and d in REL[op]]
         self.ident = {k: tuple(nest.pes[ps[0]][i] for i in rel_s) for k, ps in self.inst.items()}
+        # multicast (I): array dims of the group (lower private, upper not) the interconnect multicasts
+        # over, if one carries a relevant loop; then an upper instance reads, per set of lower
+        # instances differing only along them (``mident``), the union of their tiles
+        mc = [a for a in nest.arch.multicast_dims(op) if a in lo_scope and a not in up_scope]
+        self.mc = mc if any(a in mc and d in REL[op] and f > 1 for a, d, f in nest.comps) else []
+        self.mident = {k: tuple(nest.pes[ps[0]][i] for i in rel_s if nest.comps[i][0] not in self.mc)
+                       for k, ps in self.inst.items()}
         self.under = defaultdict(list)                # upper instance -> its lower instances
         for k, ps in self.inst.items():
             self.under[nest.key(ps[0], up_scope)].append(k)
@@ -193,6 +203,7 @@ class Link:
                 ts.sort()
         self.varying = {("s", i) for i, (a, _, _) in enumerate(nest.comps) if a not in lo_scope}
         self.varying |= {("t", i) for i in range(self.blo)}
+        self.mvarying = self.varying | {("s", i) for i, (a, _, _) in enumerate(nest.comps) if a in self.mc}
 
     def segments(self):
         """Yield (t0, t, held, real, pad, closing) at every pass of the lower storage's own loops
@@ -239,10 +250,10 @@ def _bits(layer, arch):
             "Of": p.get("O_final", layer.o_bits)}
 
 
-def _envelope(link):
-    """Elements of one I tile of ``link`` if its o output and f filter rows (columns alike) gave
-    the fewest rows any o and f rows give (o + f - 1) and the most (o * f)."""
-    ext = {d: link.nest.extent(d, link.varying) for d in DIMS}
+def _envelope(link, varying):
+    """Elements of one I tile of ``link`` (its digits ``varying``) if its o output and f filter
+    rows (columns alike) gave the fewest rows any o and f rows give (o + f - 1) and the most (o * f)."""
+    ext = {d: link.nest.extent(d, varying) for d in DIMS}
     bcg = ext["B"] * ext["C"] * ext["G"]
     return (bcg * (ext["OY"] + ext["FY"] - 1) * (ext["OX"] + ext["FX"] - 1),
             bcg * ext["OY"] * ext["FY"] * ext["OX"] * ext["FX"])
@@ -256,7 +267,8 @@ def _move_in(link, bits, out, flags):
     lo = out[(op, link.lower.name)] if link.lower is not None else None
     up = out[(op, link.upper.name)] if link.upper is not None else None
     b = bits[op]
-    env = _envelope(link) if op == "I" else (0, 0)
+    env = _envelope(link, link.varying) if op == "I" else (0, 0)
+    env_r = _envelope(link, link.mvarying) if link.mc else env
     before = {k: set() for k in link.inst}
     for _, _, _, real, pad, closing in link.segments():
         if not closing:
@@ -278,17 +290,18 @@ def _move_in(link, bits, out, flags):
                 lo["env_hi_w"] += env[1]
                 before[k] = r
         for ks in link.under.values():
-            tiles = {}
+            tiles = {}   # distinct tiles (multicast: the union along the multicast dims), real and padded
             for k in ks:
-                t = tiles.setdefault(link.ident[k], [set(), set()])
+                t = tiles.setdefault((link.mident if link.mc else link.ident)[k], [set(), set()])
                 t[0] |= real[k]
                 t[1] |= pad[k]
             union = set().union(*(r for r, _ in tiles.values()))
-            up["reads"] += _cdiv(len(union) * b, link.upper.port(op).word_bits)
-            up["reads_e"] += len(union)
+            n_e = sum(len(r) for r, _ in tiles.values()) if link.mc else len(union)
+            up["reads"] += _cdiv(n_e * b, link.upper.port(op).word_bits)
+            up["reads_e"] += n_e
             up["reads_p"] += sum(len(p) for _, p in tiles.values())
-            up["env_lo_r"] += len(tiles) * env[0]
-            up["env_hi_r"] += len(tiles) * env[1]
+            up["env_lo_r"] += len(tiles) * env_r[0]
+            up["env_hi_r"] += len(tiles) * env_r[1]
             if len(union) < sum(len(r) for r, _ in tiles.values()):
                 flags[(op, link.upper.name)].add("overlap")
 
@@ -419,8 +432,10 @@ def walk(layer, arch, mapping, held_bits=None, work_bits=None):
                 _move_in(link, bits, out, flags)
             if op == "I" and link.lower is not None and nest.gapped(link.varying):
                 flags[(op, link.lower.name)].add("gap_w")     # its own tile
-                if link.upper is not None:
+                if link.upper is not None and not link.mc:
                     flags[(op, link.upper.name)].add("gap_r")  # the tile it sends down
+            if link.mc and nest.gapped(link.mvarying):
+                flags[(op, link.upper.name)].add("gap_r")      # the multicast union it sends down
     for op in ("W", "I", "O"):
         for m in arch.levels(op):
             out[(op, m.name)]["flags"] = flags[(op, m.name)]

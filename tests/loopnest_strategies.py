@@ -37,7 +37,8 @@ What is drawn, and why:
   none, some or all of W, I, O, O_final. Per-operand ports (`_per_operand`): in one memory in
   four that serves several operands, each operand's own word, bandwidths and pJ (the
   reference's "Per-operand ports"; gemm_l1_l3's l1 in ZigZag), some keys per operand, others
-  shared.
+  shared. Multicast of I (one accelerator in three): over any non-empty set of its array dims
+  (the reference's "Multicast of inputs"; Eyeriss's diagonal input reuse).
 * **Spatial unrollings** (`spatials`): the accelerator's default unrolling, passed to the
   evaluator explicitly or as None: 0-3 loops per array dim, any loop dim (the same dim may be
   unrolled on several array dims), fan-out within the array dim's size; factors may exceed the
@@ -67,7 +68,7 @@ from hypothesis import strategies as st
 from costmodel.loopnest import ordering as _ordering
 from costmodel.loopnest.allocation import allocate
 from costmodel.loopnest.arch import Accelerator, MemoryLevel
-from costmodel.loopnest.mapping import OPERANDS, MappingError, SpatialMapping, prime_factors
+from costmodel.loopnest.mapping import OPERANDS, RELEVANT, MappingError, SpatialMapping, prime_factors
 from costmodel.loopnest.ordering import OrderingEvaluator
 from costmodel.loopnest.reference import evaluate
 from costmodel.loopnest.window import footprint
@@ -302,7 +303,11 @@ def accelerators(draw, layer: Layer, unroll_all: bool = False) -> Accelerator:
     mems = _memories(draw, array, layer, spatial.fit(layer), bits)
     acc = draw(st.one_of(st.none(), st.just(0.0), st.floats(0.001, 2.0), st.integers(0, 3)))
     mac_pj = draw(st.one_of(st.integers(0, 5), st.floats(0.0, 5.0, allow_subnormal=False)))
-    return Accelerator("fuzz_acc", array, mac_pj, mems, spatial, prec, accumulator_pj=acc)
+    # multicast of I over a drawn set of array dims (the reference's "Multicast of inputs"), one in three
+    mc = tuple(draw(st.lists(st.sampled_from(list(array)), unique=True, min_size=1))) if draw(
+        st.integers(0, 2)) == 0 else ()
+    return Accelerator("fuzz_acc", array, mac_pj, mems, spatial, prec, accumulator_pj=acc,
+                       multicast=(("I", mc),) if mc else ())
 
 
 @st.composite
@@ -590,7 +595,8 @@ def case_from_dict(d: dict) -> Case:
                  for m in a["memory"])
     arch = Accelerator(a["name"], dict(a["array"]), a["mac_pj"], mems, SpatialMapping.from_dict(a["spatial"]),
                        dict(a["precision"]), a.get("clock_mhz", 200.0), a.get("description", ""),
-                       a.get("accumulator", {}).get("energy_pj"))
+                       a.get("accumulator", {}).get("energy_pj"),
+                       multicast=tuple((op, tuple(dims)) for op, dims in a.get("multicast", {}).items()))
     factors = None if d["factors"] is None else tuple((str(x), int(f)) for x, f in d["factors"])
     spatial = None if d["spatial"] is None else SpatialMapping.from_dict(d["spatial"])
     return Case(Layer(**d["layer"]), arch, spatial, factors, bool(d["even"]),
@@ -604,6 +610,9 @@ def features(case: Case, reports) -> set[str]:
     tags.add("accumulator" if arch.accumulator_pj is not None else "no accumulator")
     tags.add(f"precisions given: {len(arch.precisions)}")
     tags |= {"per-operand ports" for m in arch.memories if m.per_operand}
+    fit_i = case.unrolling.fit(case.layer)
+    if any(f > 1 and d in RELEVANT["I"] for a in arch.multicast_dims("I") for d, f in fit_i.dims.get(a, ())):
+        tags.add("multicast of I")
     tags |= {"memory shared by 3" if len(m.operands) == 3 else "memory shared by 2" if len(m.operands) == 2
              else "memory unshared" for m in arch.memories}
     tags |= {f"{op} levels={len(arch.levels(op))}" for op in OPERANDS}

@@ -43,6 +43,7 @@ TOML format (presets in ``costmodel/presets/*.toml``; user files alike)::
     private_to = "all"                    # or a list of array dims, or [] (one instance)
     # per-operand ports: word_bits, read_bw, write_bw, read_pj, write_pj may each be a table with a
     # value for every operand of the memory, e.g. word_bits = { I = 512, W = 512, O = 2048 }
+    # optional, top level (before the tables): multicast = { I = ["D1", "D2"] }  (see below)
     [vector]                              # optional: the vector unit (`costmodel.vector.VectorUnit`)
     lanes = 32                            # primitive ops per cycle; add_pj, mul_pj, special_pj
                                           # (pJ), special_cycles, bits, source default as documented
@@ -61,6 +62,14 @@ gemm_l1_l3 ``l1``: 512-bit ports for I and W, 2048 bits for O) gives any of ``wo
 means what it always meant: the same value for every operand. The memory's scalar attributes
 then hold the largest per-operand value (what models with one value per memory read: roofline,
 CoSA, the vector unit); a table whose values are all equal is the scalar (same repr, same ids).
+
+**Multicast of inputs across array dims.** ``multicast = { I = ["D1", "D2"] }`` (a top-level key)
+says the array's interconnect delivers one input read to every PE that needs it along those array
+dims (Eyeriss's row-stationary NoC: input rows shared along the array's diagonals): a read of the
+memory feeding them counts the distinct inputs of the PEs (or lower instances) along those dims,
+not one tile per PE (`costmodel.loopnest.reference`, "Multicast of inputs"). Only ``I``: W and O
+tiles of PEs that differ along relevant loops never overlap, and along irrelevant ones they are
+already shared. Without the key nothing changes (same repr, same ids).
 
 Errors: `load_accelerator` raises ValueError naming the file, the key and the bad value.
 """
@@ -196,6 +205,9 @@ class Accelerator:
     # of the repr, which already holds what they set (the memories' energies, bandwidths)
     tech: str | None = field(default=None, repr=False)
     dram: tuple[str, int] | None = field(default=None, repr=False)
+    # ((operand, array dims), ...) whose reads the interconnect multicasts (module docstring, TOML
+    # ``multicast``); in the repr only when set (the ids of accelerators without it unchanged)
+    multicast: tuple = field(default=(), repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "memories", tuple(self.memories))
@@ -222,12 +234,22 @@ class Accelerator:
                 if a not in self.array:
                     raise ValueError(f"accelerator {self.name!r}: memory {m.name!r} private_to unknown "
                                      f"array dim {a!r}; array dims are {list(self.array)}")
+        mc = tuple((op, tuple(dims)) for op, dims in self.multicast)
+        object.__setattr__(self, "multicast", mc)
+        for op, dims in mc:
+            if op != "I" or not dims or len(set(dims)) != len(dims) or any(a not in self.array for a in dims):
+                raise ValueError(f"accelerator {self.name!r}: multicast.{op} = {list(dims)!r}: expected the operand I "
+                                 f"with a non-empty list of distinct array dims from {list(self.array)}")
         for a in self.spatial.dims:
             if a not in self.array:
                 raise ValueError(f"accelerator {self.name!r}: spatial unrolling on unknown array dim {a!r}")
             if self.spatial.array_fanout(a) > self.array[a]:
                 raise ValueError(f"accelerator {self.name!r}: default spatial fan-out "
                                  f"{self.spatial.array_fanout(a)} on {a} exceeds its size {self.array[a]}")
+
+    def multicast_dims(self, op: str) -> tuple[str, ...]:
+        """The array dims over which the interconnect multicasts operand ``op`` (() if none)."""
+        return next((dims for o, dims in self.multicast if o == op), ())
 
     def levels(self, op: str) -> tuple[MemoryLevel, ...]:
         """Memories serving operand ``op`` ("W", "I" or "O"), innermost first."""
@@ -270,7 +292,20 @@ class Accelerator:
             d["tech"] = self.tech
         if self.dram is not None:
             d["dram"] = {"kind": self.dram[0], "units": self.dram[1]}
+        if self.multicast:
+            d["multicast"] = {op: list(dims) for op, dims in self.multicast}
         return d
+
+
+_acc_repr = Accelerator.__repr__
+
+
+def _accelerator_repr(self: Accelerator) -> str:
+    """The dataclass repr (part of problem ids), unchanged for accelerators without multicast."""
+    return _acc_repr(self) if not self.multicast else f"{_acc_repr(self)[:-1]}, multicast={self.multicast!r})"
+
+
+Accelerator.__repr__ = _accelerator_repr  # type: ignore[method-assign, assignment]
 
 
 def _bad(src: str, key: str, value: Any, expected: str) -> ValueError:
@@ -297,7 +332,7 @@ def accelerator_from_dict(d: dict[str, Any], src: str = "<dict>") -> Accelerator
         ValueError: naming ``src``, the key path and the bad value.
     """
     known = {"name", "description", "mac_pj", "clock_mhz", "array", "precision", "spatial", "spatial_hint", "memory",
-             "accumulator", "tech", "dram", "vector"}
+             "accumulator", "tech", "dram", "vector", "multicast"}
     for k in d:
         if k not in known:
             raise _bad(src, k, d[k], f"no such key; known keys: {sorted(known)}")
@@ -378,11 +413,27 @@ def accelerator_from_dict(d: dict[str, Any], src: str = "<dict>") -> Accelerator
     hint = SpatialHint.from_dict(d["spatial_hint"], arr, src) if "spatial_hint" in d else None
     vector = VectorUnit.from_dict(d["vector"], src) if "vector" in d else None
     tech, dram, mems = _tech_dram(d, mems, clock, src)
+    mc = _multicast(d.get("multicast", {}), arr, src)
     try:
         return Accelerator(name, arr, mac_pj, tuple(mems), spatial, precisions, clock, str(desc), acc_pj, hint,
-                           vector, tech, dram)
+                           vector, tech, dram, mc)
     except ValueError as e:
         raise ValueError(f"{src}: {e}") from None
+
+
+def _multicast(mc: Any, arr: dict, src: str) -> tuple:
+    """The ``multicast`` table as ((operand, array dims), ...): the key I only, each a non-empty
+    list of distinct array dims."""
+    if not isinstance(mc, dict):
+        raise _bad(src, "multicast", mc, 'a table, e.g. multicast = { I = ["D1", "D2"] }')
+    for op, dims in mc.items():
+        if op != "I":
+            raise _bad(src, f"multicast.{op}", dims, "the key I only (W and O tiles of PEs on different array "
+                       "dims never overlap)")
+        if (not isinstance(dims, list) or not dims or any(a not in arr for a in dims)
+                or len(set(dims)) != len(dims)):
+            raise _bad(src, f"multicast.{op}", dims, f"a non-empty list of distinct array dims from {list(arr)}")
+    return tuple((op, tuple(dims)) for op, dims in mc.items())
 
 
 def _ports(src: str, where: str, m: dict, ops: list) -> tuple:

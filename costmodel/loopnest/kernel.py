@@ -41,7 +41,7 @@ from types import ModuleType
 
 import numpy as np
 
-from .tables import (LV_EVERY, LV_EXT, LV_FINOK, LV_G, LV_MEM, LV_NLO, LV_NUP, LV_TOP, LV_UNRED, LV_WIN,
+from .tables import (LV_EVERY, LV_EXT, LV_FINOK, LV_G, LV_MC, LV_MEXT, LV_MG, LV_MWIN, LVF_MA, LVF_MSUP, LV_MEM, LV_NLO, LV_NUP, LV_TOP, LV_UNRED, LV_WIN,
                      LV_WORD, LVF_A, LVF_RBW, LVF_RPJ, LVF_SLO, LVF_SUP, LVF_WBW, LVF_WPJ, M_LI, M_NI, M_NOPS,
                      M_OP, M_SHARED, M_SIZE, N_CUM, P_BI, P_BO, P_BOF, P_BW, P_DX, P_DY, P_EVEN, P_NL, P_SX, P_SY, P_TOTAL, R_REM, R_REMO, S_CHOICE, S_DEP, S_HI, S_LO, S_START, T_F, T_FX,
                      T_FY, T_IBCG, T_O, T_OIRR, T_OX, T_OY, T_REL, T_W, TF_CYC, TF_WORDS, TR_GI, TR_LO, TR_MEM,
@@ -120,6 +120,25 @@ def _window_share(li, e, C, lv, lvf, op, up, par):
     iyr = _rows(par[P_SY], par[P_DY], oy * lvf[op, up, LVF_A], fy * lvf[op, up, LVF_A + 1])
     ixr = _rows(par[P_SX], par[P_DX], ox * lvf[op, up, LVF_A + 2], fx * lvf[op, up, LVF_A + 3])
     return (iyr * ixr) / (iy * ix)
+
+
+@_inline
+def _union(e, C, lv, lvf, up, par):
+    """(elements, group g, share) of the reads above the link below I's level ``up`` whose lower
+    instances receive their tiles (holding the loops [0, e)) by multicast: reference
+    `_Nest.multicast` (the union tile's window and share, the same operations)."""
+    oy = C[T_OY, e] * lv[1, up, LV_MEXT + 1]
+    fy = C[T_FY, e] * lv[1, up, LV_MEXT + 2]
+    ox = C[T_OX, e] * lv[1, up, LV_MEXT + 3]
+    fx = C[T_FX, e] * lv[1, up, LV_MEXT + 4]
+    iy = _rows(par[P_SY], par[P_DY], oy, fy)
+    ix = _rows(par[P_SX], par[P_DX], ox, fx)
+    s = lvf[1, up, LVF_MSUP]
+    if lv[1, up, LV_MWIN] != 0:
+        iyr = _rows(par[P_SY], par[P_DY], oy * lvf[1, up, LVF_MA], fy * lvf[1, up, LVF_MA + 1])
+        ixr = _rows(par[P_SX], par[P_DX], ox * lvf[1, up, LVF_MA + 2], fx * lvf[1, up, LVF_MA + 3])
+        s = s * ((iyr * ixr) / (iy * ix))
+    return C[T_IBCG, e] * lv[1, up, LV_MEXT] * iy * ix, lv[1, up, LV_MG], s
 
 
 @_inline
@@ -352,7 +371,10 @@ def _link(op, up, O, i, L, C, ft, lv, lvf, mem, par, bnd, TE, RW, TR, TF, ne):
     win = C[T_F, L] // T
     if op != 2:
         bb = par[P_BW] if op == 0 else par[P_BI]
-        rd = F * lv[op, up, LV_NUP] * ((te * g * bb + w_up - 1) // w_up) * s_up
+        tu, gu, su = te, g, s_up
+        if lv[op, up, LV_MC] != 0:   # multicast: the distinct data of the lower instances along its dims
+            tu, gu, su = _union(bl, C, lv, lvf, up, par)
+        rd = F * lv[op, up, LV_NUP] * ((tu * gu * bb + w_up - 1) // w_up) * su
         RW[op, up, 0] += rd
         _put(TR, TF, ne, op, up, 0, ml, win, rd, lv, lvf, mem)
         if lo < 0:

@@ -127,8 +127,8 @@ level: each upper instance reads the distinct data of its lower instances once; 
 differ only along array dims carrying op-irrelevant loops get the same data (multicast), those along
 op-relevant dims different data: reads = F x instances_upper x ceil(tile_elems x g x bits /
 word_upper), g = product of the op-relevant spatial factors on the array dims the lower level is
-private to and the upper is not. *Convention* (ours; ZigZag's ``unit_unique`` differs, see above):
-the g tiles are sent whole, though I tiles of lower instances that differ along OY and FY (or OX
+private to and the upper is not. *Convention* (ours; ZigZag's ``unit_unique`` differs, see above; an accelerator may declare
+multicast, "Multicast of inputs" below): the g tiles are sent whole, though I tiles of lower instances that differ along OY and FY (or OX
 and FX) overlap, so fewer distinct inputs move (model >= the walk's distinct elements). Rounding:
 one transfer of a tile (or of a multicast group's distinct data) costs ceil(bits / word_bits)
 accesses. The MAC side has no memory: loads into the MAC
@@ -169,6 +169,27 @@ ports of different operands are separate physical ports working in parallel; the
 therefore keeps the bandwidth of such a memory the sum of its ports (`costmodel.importers.zigzag`).
 A 2048-bit O port moving 4 x 512 bits makes 1 access, a 512-bit I port 4. Scalars: the rule is
 the one above, unchanged.
+
+**Multicast of inputs** (`Accelerator.multicast`, TOML ``multicast = { I = ["D1", "D2"] }``; opt-in,
+for accelerators whose interconnect delivers one read to every PE that needs it: Eyeriss, Chen et
+al., ISCA 2016, Sec. IV-V: the multicast NoC, row-stationary inputs reused along the array's
+diagonals). With OX on one array dim and FX on another (or OY and FY) the PEs' inputs overlap (OX 4
+x FX 3 at stride 1: 12 PEs, 4 + 3 - 1 = 6 distinct inputs a cycle). On a link whose group dims
+(lower private, upper not) include multicast dims M of I with an I-relevant spatial factor > 1,
+the reads above count the distinct data of the lower instances along M: those of a virtual lower
+level private to the lower scope minus M (its tile the union of the tiles along M: extents times
+M's spatial factors, `window_rows`; g of the remaining group dims; its real / padded share and
+window fractions), F and fills unchanged (`_Nest.multicast`). Along the other group dims the
+tiles are sent whole, as above. W and O need no rule (their tiles along relevant dims never
+overlap). *Convention*: the union's rows are those of its extents (as "Tile"), a gapped union is
+counted as consecutive. ZigZag 3.9.1 has no such key: its distinct units per level are
+``unit_unique`` (``mapping/spatial_mapping_internal.py`` ``SpatialMappingInternal.calc_unit_count``,
+the product of the relevant unrollings, OX and FX decoupled: ``workload/layer_node.py``
+``LoopRelevancyInfo.create_pr_decoupled_relevancy_info``), its input extents truncated (``calc_tensor_dim``, above);
+its "diagonal" spatial mapping (``stages/mapping/spatial_mapping_generation.py``
+``add_input_pr_spatial_loop``, ``enable_weight_diagonal_mapping``, off by default) resizes the
+innermost input memory for weight-stationary OX / OY unrolling, not the count. Without the key
+the rule is the one above (same numbers, same ids).
 
 **Capacity.** For each bounded memory the tiles of all operands it holds (per instance) must fit:
 sum of tile bits <= size_bits; otherwise the report is invalid (energy, latency, EDP = inf) with the
@@ -400,6 +421,30 @@ class _Nest:
                             ext.get("FX", 1),
                             a.get("OY", 1.0), a.get("FY", 1.0), a.get("OX", 1.0), a.get("FX", 1.0))
 
+    def multicast_scope(self, op: str, lo_scope, up_scope):
+        """``lo_scope`` minus the accelerator's multicast dims of ``op`` that are not in
+        ``up_scope``, or None if those carry no op-relevant spatial factor > 1."""
+        M = [a for a in self.arch.multicast_dims(op) if a in lo_scope and a not in up_scope]
+        return None if self.group(op, M) == 1 else [a for a in lo_scope if a not in M]
+
+    def multicast(self, op: str, lo_scope, up_scope, bl: int):
+        """(tile elements, group g, share) of the reads above a link whose lower instances (scope
+        ``lo_scope``, holding ``loops[0, bl)``) receive ``op`` by multicast along the accelerator's
+        multicast dims M among the group's array dims (in ``lo_scope``, not in ``up_scope``): the
+        reads of a virtual lower level private to ``lo_scope`` minus M (its tile the union of the
+        tiles along M). None if M carries no op-relevant spatial factor (the rule changes nothing)."""
+        scope = self.multicast_scope(op, lo_scope, up_scope)
+        if scope is None:
+            return None
+        ext = self.spatial_ext([a for a in self.all_dims if a not in scope])
+        for d, f in self.loops[:bl]:
+            ext[d] = ext.get(d, 1) * f
+        wf = self.window_frac(op, scope)
+        s = self.real_scale(op, up_scope, wf)
+        if wf:
+            s = s * self.window_share(ext, wf)
+        return footprint(op, ext, self.layer), self.group(op, [a for a in scope if a not in up_scope]), s
+
     def unreduced(self, scope) -> bool:
         """An O-irrelevant spatial loop (factor > 1) on an array dim in ``scope``."""
         rel = RELEVANT["O"]
@@ -578,7 +623,9 @@ def _boundary_accesses(nest: _Nest, op: str, levels, b, bits: dict[str, int], co
             costs[lo].fills = F
         wu_b = up.port(op).word_bits   # per-operand ports: the operand's own word at either memory
         if op != "O":
-            rd = _real(F * n_up * _cdiv(te * g * bits[op], wu_b), s_up)
+            mc = nest.multicast(op, lo_scope, up.private_to, bl)
+            tu, gu, su = (te, g, s_up) if mc is None else mc   # "Multicast of inputs": the distinct data
+            rd = _real(F * n_up * _cdiv(tu * gu * bits[op], wu_b), su)
             cu.reads += rd
             transfers.append((up.name, False, rd, lo_name, T, op))
             if lo >= 0:

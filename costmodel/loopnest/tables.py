@@ -45,14 +45,18 @@ LV_NLO = 11                 # link: instances of the lower side (the MAC: all PE
 LV_FINOK = 12               # link: the spatial reduction is complete below the upper level
 LV_EVERY = 13               # link: O visits the level at every MAC (no accumulator, li = 0)
 LV_WIN = 14                 # link: I's padded window dims unrolled inside the moved tile
-N_LV = 15
+LV_MC = 15                  # link: I's reads above count the union along the multicast dims (reference
+#                             `_Nest.multicast`); then 16..20 its spatial extents (as LV_EXT), its group
+LV_MEXT, LV_MG, LV_MWIN = 16, 21, 22   # g and whether padded window dims are unrolled inside it
+N_LV = 23
 
 # ---- lvf[op, li, col]: real / padded shares of the link below level li, and I's window fractions;
 # the operand's port at the level (`MemoryLevel.port`)
 LVF_SUP, LVF_SLO = 0, 1     # share of the counts at the upper / lower side
 LVF_A = 2                   # 2..5: D / P of OY, FY, OX, FX (1.0 where not fractional)
 LVF_RBW, LVF_WBW, LVF_RPJ, LVF_WPJ = 6, 7, 8, 9   # bits per cycle read / written; pJ per word read / written
-N_LVF = 10
+LVF_MSUP, LVF_MA = 10, 11   # multicast union (LV_MC): share of the upper count, 11..14 its window fractions
+N_LVF = 15
 
 # ---- mem[mi, col]: memories
 M_SIZE = 0                  # size bits, -1 = unbounded
@@ -154,6 +158,22 @@ def _level_rows(nest: _Nest, arch, lv, lvf) -> None:
             rowf[LVF_SUP] = nest.real_scale(op, m.private_to, wf)
             rowf[LVF_SLO] = nest.real_scale(op, lo_scope, wf)
             rowf[LVF_A:LVF_A + 4] = [wf.get(d, 1.0) for d in WINDOW]
+            _multicast_row(nest, op, lo_scope, m.private_to, row, rowf)
+
+
+def _multicast_row(nest: _Nest, op: str, lo_scope, up_scope, row, rowf) -> None:
+    """The link's multicast union columns (LV_MC ..., LVF_MSUP, LVF_MA; reference `_Nest.multicast`)."""
+    scope = nest.multicast_scope(op, lo_scope, up_scope)
+    if scope is None:
+        return
+    ext = nest.spatial_ext([a for a in nest.all_dims if a not in scope]).get
+    wf = nest.window_frac(op, scope)
+    row[LV_MC], row[LV_MWIN] = 1, bool(wf)
+    row[LV_MEXT:LV_MEXT + 5] = (ext("B", 1) * ext("C", 1) * ext("G", 1), ext("OY", 1), ext("FY", 1), ext("OX", 1),
+                                ext("FX", 1))
+    row[LV_MG] = nest.group(op, [a for a in scope if a not in up_scope])
+    rowf[LVF_MSUP] = nest.real_scale(op, up_scope, wf)
+    rowf[LVF_MA:LVF_MA + 4] = [wf.get(d, 1.0) for d in WINDOW]
 
 
 def build_tables(layer, arch, fit, types, counts, even: bool) -> KernelTables:

@@ -35,7 +35,8 @@ AVAILABLE = available_backends()
 MUST_COVER = ("valid", "invalid (allocation)", "double-buffered", "single-buffered", "stalls",
               "tiles fill a memory exactly", "tiles fill half a memory exactly",
               "padded unrolling", "merged factors", "accumulator", "no accumulator", "even=True", "even=False",
-              "memory shared by 3", "memory shared by 2", "memory unshared", "per-operand ports", "W levels=6",
+              "memory shared by 3", "memory shared by 2", "memory unshared", "per-operand ports", "multicast of I",
+              "W levels=6",
               "O levels=2",
               "array_dims=3", "kind=conv", "kind=1x1", "kind=grouped", "kind=depthwise", "kind=fc",
               "kind=batched", "kind=unrolled", "precisions given: 0", "precisions given: 4")

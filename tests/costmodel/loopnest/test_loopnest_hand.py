@@ -348,3 +348,51 @@ def test_hand_per_operand_ports():
     assert by[("I", "l1")]["writes"] == 1 and wide.energy_pj == 256 * 3 + 2 + 3 + 512 + 90
     # a table whose values are all equal is the scalar: the same accelerator
     assert _ports_arch({"I": 2048, "O": 2048}, 3.0, {"I": 2048, "O": 2048}) == _ports_arch(2048, 3.0, 2048)
+
+
+def _diag_arch(multicast):
+    """A 4 x 3 array fed by one input buffer ``gb`` (8-bit words, 1 pJ; one instance), W and O in
+    per-PE registers, then DRAM; ``multicast``: the TOML table, or None."""
+    from costmodel.loopnest.arch import accelerator_from_dict
+    d = {"name": "diag", "mac_pj": 0.0, "array": {"D1": 4, "D2": 3}, "precision": {"W": 8, "I": 8, "O": 8, "O_final": 8},
+         "spatial": {"D1": [["OX", 4]], "D2": [["FX", 3]]},
+         "memory": [{"name": "rW", "operands": ["W"], "word_bits": 8, "read_pj": 0.0, "write_pj": 0.0, "private_to": "all"},
+                    {"name": "rO", "operands": ["O"], "word_bits": 8, "read_pj": 0.0, "write_pj": 0.0, "private_to": "all"},
+                    {"name": "gb", "operands": ["I"], "word_bits": 8, "read_pj": 1.0, "write_pj": 1.0},
+                    {"name": "dram", "operands": ["W", "I", "O"], "read_pj": 10.0, "write_pj": 10.0, "word_bits": 8,
+                     "shared_port": True}]}
+    if multicast is not None:
+        d["multicast"] = multicast
+    return accelerator_from_dict(d)
+
+
+def test_hand_multicast_of_inputs_across_array_dims():
+    """OX 4 on D1 x FX 3 on D2, stride 1, C 2 temporal: each cycle the 12 PEs need inputs ox + fx,
+    4 + 3 - 1 = 6 distinct. Without multicast gb sends every PE its own input: 12 reads a cycle,
+    24 in all; with ``multicast = { I = ["D1", "D2"] }`` the 6 distinct ones: 12 in all. Over D1
+    only, the 3 columns of FX each get the union of their 4 OX PEs' inputs (4): 12 a cycle; over D2
+only, the 4 rows of OX the union of their 3 FX PEs' (3): 12 a cycle."""
+    layer = Layer("diag", K=1, C=2, OX=4, FX=3)
+    m = Mapping(None, TemporalMapping((("C", 2),)), {"W": (0, 1), "I": (0, 1), "O": (0, 1)})
+    reads = {}
+    for mc in (None, {"I": ["D1", "D2"]}, {"I": ["D2", "D1"]}, {"I": ["D1"]}, {"I": ["D2"]}):
+        rep = check(layer, _diag_arch(mc), m)
+        by = _by_mem(rep)
+        reads[str(mc)] = by[("I", "gb")]["reads"]
+        assert by[("I", "gb")]["writes"] == by[("I", "dram")]["reads"] == 2 * 6   # the input, once
+    assert reads == {"None": 24, "{'I': ['D1', 'D2']}": 12, "{'I': ['D2', 'D1']}": 12, "{'I': ['D1']}": 24,
+                     "{'I': ['D2']}": 24}
+    assert walk(layer, _diag_arch({"I": ["D1", "D2"]}), m)[("I", "gb")]["reads_e"] == 12
+    rep = evaluate(layer, _diag_arch({"I": ["D1", "D2"]}), m)
+    assert rep.energy_pj == 12 * 1.0 + 12 * 1.0 + 12 * 10.0 + 6 * 10.0 + 4 * 10.0  # I at gb r / w; I, W, O at DRAM
+    # the key is validated, named with its value; accelerators without it keep their repr (ids)
+    with pytest.raises(ValueError, match=r"multicast.W = \['D1'\]"):
+        _diag_arch({"W": ["D1"]})
+    with pytest.raises(ValueError, match=r"multicast.I = \['D3'\]"):
+        _diag_arch({"I": ["D3"]})
+    assert "multicast" not in repr(_diag_arch(None)) and "multicast=(('I', ('D1', 'D2')),)" in repr(
+        _diag_arch({"I": ["D1", "D2"]}))
+
+
+def _by_mem(rep):
+    return {(c["operand"], c["memory"]): c for op in rep.breakdown["operands"].values() for c in op}

@@ -109,8 +109,9 @@ def tiny_case(draw, window=False):
     sp = _spatial(draw, array, layer)
     prec = draw(st.sampled_from([{}, {"W": 8, "I": 8, "O": 16, "O_final": 8}]))
     acc_pj = draw(st.sampled_from([None, None, 0.0, 0.25]))
+    mc = tuple(draw(st.lists(st.sampled_from(list(array)), unique=True, max_size=len(array))))
     arch = Accelerator("tiny_acc", array, 0.5, _memories(draw, list(array)), SpatialMapping({}), prec,
-                       accumulator_pj=acc_pj)
+                       accumulator_pj=acc_pj, multicast=(("I", mc),) if mc else ())
     # temporal loops: prime factors of the padded temporal bounds, sometimes merged, shuffled
     tb = sp.temporal_bounds(layer)
     loops = [(d, p) for d in DIMS for p in prime_factors(tb[d])]
