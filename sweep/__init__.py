@@ -9,11 +9,16 @@ Nothing is imported here, so ``sweep --help`` stays quick.
 def main() -> None:
     """The ``sweep`` console script: `sweep.cli.main`, with a Ctrl-C that comes while the command
     line is still importing (the first second on a loaded machine) ending as one later does: one
-    line on stderr, exit 130, no traceback (nothing has run yet, so nothing is to resume)."""
+    line on stderr, exit 130, no traceback (nothing has run yet, so nothing is to resume); likewise a
+    Ctrl-C that escapes the commands' own handling."""
     import sys
     try:
         from sweep.cli import main as cli_main
     except KeyboardInterrupt:
         sys.stderr.write("interrupted while starting: nothing was run\n")
         raise SystemExit(130) from None
-    cli_main()
+    try:
+        cli_main()
+    except KeyboardInterrupt:  # one that lands outside a command's own handling (Typer building the
+        sys.stderr.write("interrupted\n")   # command line, before Click's): same end, no traceback
+        raise SystemExit(130) from None

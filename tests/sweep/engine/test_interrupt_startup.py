@@ -126,3 +126,19 @@ def test_ctrl_c_while_the_command_line_imports_is_one_line_and_exit_130(monkeypa
     assert e.value.code == 130
     err = capsys.readouterr().err
     assert err == "interrupted while starting: nothing was run\n"
+
+
+def test_ctrl_c_outside_a_commands_handling_is_one_line_and_exit_130(monkeypatch, capsys):
+    """A Ctrl-C that lands after the imports but outside a command's own handling (Typer building
+    the command line before Click's handler is in place) ends the same way: one line, exit 130."""
+    import sweep
+    import sweep.cli
+
+    def interrupted():
+        raise KeyboardInterrupt
+    monkeypatch.setattr(sweep.cli, "main", interrupted)
+    with pytest.raises(SystemExit) as e:
+        sweep.main()
+    assert e.value.code == 130
+    err = capsys.readouterr().err
+    assert err == "interrupted\n"
