@@ -97,19 +97,18 @@ def infeasible_reasons(res: SystolicResult, layers, pts: SystolicPoints, pm: str
     runs = fits & res.delay_ok[bad] if PMS[pm][1] else fits
     first = np.argmax(~runs.any(axis=2), axis=1)              # the first layer with no branch
     J = np.asarray(pts.J)[bad]
-    fk = np.asarray(pts.fsram_kib)[bad]
-    ik = np.asarray(pts.isram_kib)[bad]
-    for n, (i, li) in enumerate(zip(bad, first)):
+    for n, (i, li) in enumerate(zip(bad, first)):   # the point's own sizes are in its row (J, *_kib)
         lay = layers[li]
         head = f"layer {lay.name} ({lay.FY}x{lay.FX} filter, C = {lay.C}) fits no LOS branch"
         if J[n] < lay.FX:
-            why[i] = f"{head}: the array has J = {int(J[n])} rows < the filter width S = {lay.FX}; J >= {lay.FX} needed"
+            why[i] = (f"{head}: the array has fewer rows J than the filter width S = {lay.FX} "
+                      f"(J >= {lay.FX} needed)")
         elif fits[n, li].any():
-            why[i] = (f"{head} with a known delay: only ZiXYZo fits and the filter SRAM ({fk[n]:g} KiB) cannot "
-                      "hold all R x S x C x F_uv filters (footnote 1); use PM E or a larger filter SRAM")
+            why[i] = (f"{head} with a known delay: only ZiXYZo fits and the filter SRAM cannot hold all "
+                      "R x S x C x F_uv filters (footnote 1); use PM E or a larger filter SRAM")
         else:
-            why[i] = (f"{head}: no branch's blocks fit the SRAMs (filter {fk[n]:g} KiB: one R x S x C_uv x F_uv "
-                      f"block; ifmap {ik[n]:g} KiB: the R-row window); larger SRAMs needed")
+            why[i] = (f"{head}: no branch's blocks fit the SRAMs (the filter SRAM must hold one R x S x C_uv x "
+                      "F_uv block, the ifmap SRAM the R-row window); larger SRAMs needed")
     return status, why
 
 

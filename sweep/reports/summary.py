@@ -81,8 +81,10 @@ def failures(rows: pd.DataFrame, problems: pd.DataFrame | None = None) -> dict[s
     "infeasible", nothing valid found; "skipped", the mapper declined the search): ``rows`` and
     ``tasks`` counted, and ``groups``, one per (status, mapper, network, layer) in the order first
     met (network and layer None where a row does not say, e.g. a task that failed as a whole): its
-    ``rows`` and the ``error`` (the reason) of its first row (first line only; `sweep report
-    --json`'s ``errors`` keep the tracebacks). At most 20 groups; ``more_groups`` counts the rest."""
+    ``rows`` and its most common ``error`` (the reason; first line only; `sweep report --json`'s
+    ``errors`` keep the tracebacks); where its rows give several reasons, ``more_reasons`` (the next
+    two, with their rows) and ``other_reasons`` (how many more). At most 20 groups;
+    ``more_groups`` counts the rest."""
     err = rows[rows["status"].astype(str) != "ok"].copy()
     if problems is not None and not problems.empty and "problem_id" in err and "problem_id" in problems:
         names = problems.drop_duplicates("problem_id").set_index("problem_id")
@@ -96,8 +98,13 @@ def failures(rows: pd.DataFrame, problems: pd.DataFrame | None = None) -> dict[s
         err["error"] = None
     groups = []
     for key, g in err.groupby(keys, sort=False, dropna=False):
-        groups.append({**{k: (None if v is None or v != v else str(v)) for k, v in zip(keys, key)},
-                       "rows": int(len(g)), "error": _first_line(g["error"].iloc[0])})
+        why = g["error"].map(_first_line).value_counts(sort=True)   # most common first, ties: first met
+        grp = {**{k: (None if v is None or v != v else str(v)) for k, v in zip(keys, key)},
+               "rows": int(len(g)), "error": str(why.index[0])}
+        if len(why) > 1:  # e.g. DeepOpt points infeasible for different reasons
+            grp["more_reasons"] = [{"rows": int(n), "error": str(r)} for r, n in why.iloc[1:3].items()]
+            grp["other_reasons"] = int(len(why) - 1 - len(grp["more_reasons"]))
+        groups.append(grp)
     return {"rows": int(len(err)), "tasks": int(err["task_id"].nunique()), "groups": groups[:_SHOWN_FAILURES],
             "more_groups": max(0, len(groups) - _SHOWN_FAILURES)}
 
@@ -134,9 +141,16 @@ def print_failures(rep: dict[str, Any], console) -> None:
                   soft_wrap=True, highlight=False)
     for g in f["groups"]:
         where = " / ".join(str(g[k]) for k in ("mapper", "network", "layer") if g.get(k) is not None) or "?"
-        console.print(f"  {g.get('status') or 'error'}: {where}: {g['rows']:,} row(s): {g['error']}",
-                      style="red" if g.get("status") in (None, "error") else "yellow", soft_wrap=True,
-                      highlight=False, markup=False)
+        style = "red" if g.get("status") in (None, "error") else "yellow"
+        more = g.get("more_reasons", [])
+        first = f"{g['rows'] - sum(m['rows'] for m in more):,} of them: " if more else ""
+        console.print(f"  {g.get('status') or 'error'}: {where}: {g['rows']:,} row(s): {first}{g['error']}",
+                      style=style, soft_wrap=True, highlight=False, markup=False)
+        for m in more:
+            console.print(f"    {m['rows']:,} of them: {m['error']}", style=style, soft_wrap=True,
+                          highlight=False, markup=False)
+        if g.get("other_reasons"):
+            console.print(f"    and {g['other_reasons']:,} other reason(s)", style=style, highlight=False)
     if f.get("more_groups"):
         console.print(f"  ... and {f['more_groups']} more (mapper, layer) group(s)", style="red", highlight=False)
 

@@ -130,8 +130,8 @@ def test_deepopt_reasons():
                              chunk_points=3)
     rows = DEEPOPT.search(prob, {}).tables["rows"]
     assert list(rows["status"]) == ["infeasible", "ok", "infeasible"]
-    assert "J = 8 rows < the filter width S = 11" in rows["error"][0] and rows["error"][1] == ""
-    assert "layer conv1" in rows["error"][2] and "filter 4 KiB" in rows["error"][2]
+    assert "fewer rows J than the filter width S = 11 (J >= 11 needed)" in rows["error"][0] and rows["error"][1] == ""
+    assert "layer conv1" in rows["error"][2] and "no branch's blocks fit the SRAMs" in rows["error"][2]
     assert np.isinf(rows["pm_value"][0]) and np.isfinite(rows["pm_value"][1])
 
 
@@ -208,3 +208,17 @@ def test_design_layer_and_totals_infeasible():
     row = _map_layer(salsa, LayerProblem(CONV_B, _eyeriss(rf_16B=8), None, "energy"), p)
     assert row["status"] == "infeasible" and "capacity exceeded at rf_16B" in row["error"]
     assert row["value"] == math.inf
+
+
+def test_report_groups_several_reasons():
+    """One (status, mapper, network, layer) group whose rows give three reasons: the most common
+    first with its share, the next two, and how many more."""
+    import pandas as pd
+
+    from sweep.reports.summary import failures
+    why = ["A"] * 5 + ["B"] * 3 + ["C"] * 2 + ["D"]
+    rows = pd.DataFrame({"task_id": ["t"] * 11, "status": ["infeasible"] * 11, "mapper": ["deepopt"] * 11,
+                         "network": ["n"] * 11, "error": why})
+    (g,) = failures(rows)["groups"]
+    assert (g["rows"], g["error"], g["other_reasons"]) == (11, "A", 1)
+    assert g["more_reasons"] == [{"rows": 3, "error": "B"}, {"rows": 2, "error": "C"}]
