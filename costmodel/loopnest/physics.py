@@ -271,15 +271,36 @@ def memory_area_mm2(mem: MemoryLevel, acc: Accelerator) -> float:
     return mem.size_bits / 8 * A_SRAM_UM2_PER_BYTE * memory_instances(mem, acc) * 1e-6
 
 
-def design_area_mm2(acc: Accelerator) -> float:
+def design_area_mm2(acc: Accelerator, cache: dict | None = None) -> float:
     """Chip area of ``acc``, mm^2: ``pe_count * A_PE_UM2 * 1e-6`` plus every memory's area; with
     ``tech = "cacti22"`` the PE area scaled by `PE_AREA_SCALE` and, for a DRAM of a kind
-    (``acc.dram``: `costmodel.tech.dram`), its interface's (PHY) area on the die."""
+    (``acc.dram``: `costmodel.tech.dram`), its interface's (PHY) area on the die.
+
+    ``cache``: an optional dict owned by the caller keeping each memory's area per (tech, size,
+    instances) and the PHY's per DRAM (kind, units) for the next designs (the same sum either way)."""
     tech = getattr(acc, "tech", None)
     pe = acc.pe_count * A_PE_UM2 * 1e-6 * PE_AREA_SCALE.get(tech or "", 1.0)
     phy = 0.0
     dram = getattr(acc, "dram", None)
     if dram is not None:
         from costmodel.tech.dram import dram_area_mm2
-        phy = dram_area_mm2(dram[0], dram[1])
-    return pe + sum(memory_area_mm2(m, acc) for m in acc.memories) + phy
+        if cache is None:
+            phy = dram_area_mm2(dram[0], dram[1])
+        else:
+            pkey = ("area.phy", dram[0], type(dram[0]), dram[1], type(dram[1]))
+            hit = cache.get(pkey)
+            if hit is None:
+                hit = cache[pkey] = dram_area_mm2(dram[0], dram[1])
+            phy = hit
+    if cache is None:
+        return pe + sum(memory_area_mm2(m, acc) for m in acc.memories) + phy
+    return pe + sum(_memory_area_cached(m, acc, tech, cache) for m in acc.memories) + phy
+
+
+def _memory_area_cached(mem: MemoryLevel, acc: Accelerator, tech: str | None, cache: dict) -> float:
+    """`memory_area_mm2`, kept in ``cache`` per (tech, size_bits, instances): all it depends on."""
+    key = ("area.memory", tech, mem.size_bits, memory_instances(mem, acc))
+    a = cache.get(key)
+    if a is None:
+        a = cache[key] = memory_area_mm2(mem, acc)
+    return a

@@ -57,6 +57,8 @@ DATAFLOW = "dataflow"
 DRAM_KIND, DRAM_UNITS, CLOCK = "dram", "dram_units", "clock_mhz"
 #: The parameters whose values are names, not numbers.
 CATEGORICAL = (DATAFLOW, DRAM_KIND)
+#: The key of a `ArchTemplate.design` memo holding the template it serves.
+_MEMO_OWNER = ("template",)
 
 
 class UnknownParameter(ValueError):
@@ -307,11 +309,23 @@ class ArchTemplate:
             changed = True
         return SpatialMapping(dims) if changed else sp
 
-    def design(self, values: Mapping[str, Any], name: str | None = None) -> Accelerator:
+    def design(self, values: Mapping[str, Any], name: str | None = None, *,
+               memo: dict | None = None) -> Accelerator:
         """A new accelerator: the base with the parameter ``values`` applied (any subset of names).
 
         ``name`` defaults to ``<base name>_design``. With ``dataflow`` the design's unrolling and
         hint are the dataflow's (module docstring); without, the base's.
+
+        ``memo``: an optional dict, owned by the caller and used with this template only, in which
+        the work that depends on one parameter value (or a few) is kept for the next designs: each
+        value's check, each resized memory per (memory, size, word), the DRAM level per (kind,
+        units, clock), the unrolling per (dataflow, array). Its entries grow with the distinct
+        values met, not with the designs built (a grid's expansion: one dict for the whole
+        grid, `sweep.campaigns.designspace.parse_design_space`). The design is the same with or
+        without it (errors are not kept: they are raised again the same way).
+
+        Raises (also):
+            ValueError: ``memo`` already used with another template.
 
         Raises:
             UnknownParameter, ValueError, PhysicsRangeError: as `check_value`; ValueError also for
@@ -327,9 +341,10 @@ class ArchTemplate:
         spatial, hint = base.spatial, base.spatial_hint
         dram: dict[str, Any] = dict(zip(("kind", "units"), base.dram)) if base.dram is not None else {}
         clock = base.clock_mhz
+        if memo is not None and memo.setdefault(_MEMO_OWNER, self) is not self:
+            raise ValueError("ArchTemplate.design: memo was used with another template")
         for pname, value in values.items():
-            v = self.check_value(pname, value)
-            kind, key, attr = self._params[pname]
+            kind, key, attr, v = self._checked(pname, value, memo)
             if kind == "dram":
                 dram[key] = v
                 continue
@@ -355,18 +370,37 @@ class ArchTemplate:
                 sizes[key] = v
         mems = list(base.memories)
         for i in sorted(set(sizes) | set(words)):
-            try:
-                mems[i] = scale_memory(mems[i], sizes.get(i), words.get(i), getattr(base, "tech", None))
-            except TooSmallForWord as e:
-                raise InvalidDesign("too small for one word", str(e)) from None
+            mkey = ("memory", i, sizes.get(i), words.get(i))
+            lv = memo.get(mkey) if memo is not None else None
+            if lv is None:
+                try:
+                    lv = scale_memory(mems[i], sizes.get(i), words.get(i), getattr(base, "tech", None))
+                except TooSmallForWord as e:
+                    raise InvalidDesign("too small for one word", str(e)) from None
+                if memo is not None:
+                    memo[mkey] = lv
+            mems[i] = lv
         extra: dict[str, Any] = {}
         if dram and ((dram["kind"], dram["units"]) != base.dram or clock != base.clock_mhz):
-            from costmodel.loopnest.arch import dram_level
-            top = mems[-1]
-            lv = dram_level(str(dram["kind"]), int(dram["units"]), clock, name=top.name, operands=top.operands)
-            mems[-1] = replace(lv, private_to=top.private_to)
+            dkey = ("dram", dram["kind"], type(dram["kind"]), dram["units"], type(dram["units"]), clock, type(clock))
+            lv = memo.get(dkey) if memo is not None else None
+            if lv is None:
+                from costmodel.loopnest.arch import dram_level
+                top = mems[-1]
+                lv = dram_level(str(dram["kind"]), int(dram["units"]), clock, name=top.name, operands=top.operands)
+                lv = replace(lv, private_to=top.private_to)
+                if memo is not None:
+                    memo[dkey] = lv
+            mems[-1] = lv
             extra = {"dram": (dram["kind"], dram["units"]), "clock_mhz": clock}
-        spatial = self._spatial(spatial, array)
+        if memo is None or not spatial.dims:
+            spatial = self._spatial(spatial, array)
+        else:   # the base's or a dataflow's unrolling: keyed by the object (kept alive in the entry)
+            skey = ("spatial", id(spatial), tuple(array.items()))
+            sp = memo.get(skey)
+            if sp is None:
+                sp = memo[skey] = (spatial, self._spatial(spatial, array))
+            spatial = sp[1]
         try:
             return replace(base, name=name if name is not None else f"{base.name}_design", array=array,
                            memories=tuple(mems), spatial=spatial, spatial_hint=hint, **extra)
@@ -375,6 +409,24 @@ class ArchTemplate:
                 "spatial does not fit" if "spatial" in str(e) else "invalid accelerator")
             raise InvalidDesign(reason, str(e)) from None
 
-    def area_mm2(self, values: Mapping[str, Any]) -> float:
-        """Chip area of ``design(values)``, mm^2 (`costmodel.loopnest.physics.design_area_mm2`)."""
-        return design_area_mm2(self.design(values))
+    def area_mm2(self, values: Mapping[str, Any], *, memo: dict | None = None) -> float:
+        """Chip area of ``design(values)``, mm^2 (`costmodel.loopnest.physics.design_area_mm2`);
+        ``memo`` as `design` (also keeping each memory's area per size and instance count)."""
+        return design_area_mm2(self.design(values, memo=memo), cache=memo)
+
+    def _checked(self, pname: str, value: Any, memo: dict | None) -> tuple[str, Any, str, Any]:
+        """(kind, key, attribute, `check_value`'s result) of one parameter value; kept in ``memo``
+        per (name, type, value) (a bool is never taken for the int it equals; errors not kept)."""
+        if memo is None:
+            v = self.check_value(pname, value)
+            return (*self._params[pname], v)
+        ckey = ("value", pname, type(value), value)
+        try:
+            hit = memo.get(ckey)
+        except TypeError:   # an unhashable value: checked (and refused) without the memo
+            v = self.check_value(pname, value)
+            return (*self._params[pname], v)
+        if hit is None:
+            v = self.check_value(pname, value)
+            hit = memo[ckey] = (*self._params[pname], v)
+        return hit

@@ -334,11 +334,39 @@ def _check_values(template, name: str, axis: tuple, key: str, bad: Bad) -> bool:
 MAX_GRID_POINTS = 2_000_000
 
 
+def _expand(template, names: tuple[str, ...], axes: dict[str, tuple], bad: Bad):
+    """(values, area, dropped) of every grid point of ``axes`` in ``names`` order that builds a
+    design (`DesignSpace`), the invalid ones counted by reason; None after a finding to ``bad``."""
+    from costmodel.loopnest.template import InvalidDesign, UnknownParameter
+    dropped: dict[str, int] = {}
+    pts, areas = [], []
+    # one memo for the whole grid (this template only): each value's check, resized memory, DRAM
+    # level and memory area is worked out once, not once per grid point (ArchTemplate.design)
+    memo: dict = {}
+    codes = {n: {i: _code(axes[n], v) for i, v in enumerate(axes[n])} for n in names}
+    for idx in itertools.product(*(range(len(axes[n])) for n in names)):
+        combo = [axes[n][i] for n, i in zip(names, idx)]
+        vals = dict(zip(names, combo))
+        try:
+            areas.append(template.area_mm2(vals, memo=memo))
+        except InvalidDesign as e:
+            dropped[e.reason] = dropped.get(e.reason, 0) + 1
+            continue
+        except UnknownParameter as e:  # pragma: no cover - names were checked above
+            bad("architectures.grid", vals, str(e))
+            return None
+        except ValueError as e:        # e.g. size_kib and size_bits of one memory together
+            bad("architectures.grid", vals, str(e))
+            return None
+        pts.append([codes[n][i] for n, i in zip(names, idx)])
+    values = np.asarray(pts, dtype=np.float64).reshape(len(pts), len(names))
+    area = np.asarray(areas, dtype=np.float64)
+    return values, area, dropped
+
+
 def parse_design_space(value: dict, base_dir: Path, bad: Bad) -> DesignSpace | None:
     """Resolve an architecture-search ``[architectures]`` table (module docstring); findings go
     to ``bad``; None if unusable."""
-    from costmodel.loopnest.template import InvalidDesign, UnknownParameter
-
     from costmodel.loopnest.template import ArchTemplate
     check_table(value, "architectures", _ARCH_KEYS, bad)
     template = _load_template(value.get("template"), base_dir, bad)
@@ -391,24 +419,10 @@ def parse_design_space(value: dict, base_dir: Path, bad: Bad) -> DesignSpace | N
             f"{total:,} grid points: more than {MAX_GRID_POINTS:,}; use [search] sampler = \"tpe\" or "
             f"\"nsga2\" on a coarser grid, or split the campaign")
         return None
-    dropped: dict[str, int] = {}
-    pts, areas = [], []
-    for combo in itertools.product(*(axes[n] for n in names)):
-        vals = dict(zip(names, combo))
-        try:
-            areas.append(template.area_mm2(vals))
-        except InvalidDesign as e:
-            dropped[e.reason] = dropped.get(e.reason, 0) + 1
-            continue
-        except UnknownParameter as e:  # pragma: no cover - names were checked above
-            bad("architectures.grid", vals, str(e))
-            return None
-        except ValueError as e:        # e.g. size_kib and size_bits of one memory together
-            bad("architectures.grid", vals, str(e))
-            return None
-        pts.append([_code(axes[n], v) for n, v in zip(names, combo)])
-    values = np.asarray(pts, dtype=np.float64).reshape(len(pts), len(names))
-    area = np.asarray(areas, dtype=np.float64)
+    expanded = _expand(template, tuple(names), axes, bad)
+    if expanded is None:
+        return None
+    values, area, dropped = expanded
     keep = np.ones(len(area), dtype=bool)
     env = {_mangle(n): values[:, j] for j, n in enumerate(names) if n not in CATEGORICAL} | {"area_mm2": area}
     for i, text, tree in trees:

@@ -175,3 +175,29 @@ def test_grid_keys_written_quoted_dotted_or_as_tables_are_one_campaign(tmp_path)
     ids = {k: [c.architectures.design_id(c.architectures.point(i)) for i in range(len(c.architectures))]
            for k, c in camps.items()}
     assert ids["dotted"] == ids["quoted"] == ids["tables"] and len(ids["dotted"]) == 4
+
+
+def test_grid_expansion_equals_designs_built_one_by_one(tmp_path):
+    """parse_design_space (one memo for the grid) keeps the same points, areas and drop counts as
+    building every grid point with the plain ArchTemplate.design."""
+    import itertools
+    from costmodel.loopnest.physics import design_area_mm2
+    from costmodel.loopnest.template import InvalidDesign
+    grid = ('array.D1 = [2, 7, 14]\narray.D2 = [6, 12]\nmemory.rf_64B_W.size_bits = [4, 128, 512]\n'
+            'memory.rf_64B_W.word_bits = [8, 16]\nmemory.sram_1M.size_kib = [256, 1024]\n'
+            'constraints = ["array.D1 * array.D2 <= 100"]')
+    sp = load_campaign(write(tmp_path, grid)).architectures
+    t = sp.template
+    pts, areas, dropped = [], [], {}
+    for combo in itertools.product(*(sp.axes[n] for n in sp.names)):
+        try:
+            areas.append(design_area_mm2(t.design(dict(zip(sp.names, combo)))))
+        except InvalidDesign as e:
+            dropped[e.reason] = dropped.get(e.reason, 0) + 1
+            continue
+        pts.append([float(v) for v in combo])
+    keep = np.asarray(pts)[:, 0] * np.asarray(pts)[:, 1] <= 100
+    assert dropped["too small for one word"] > 0
+    assert sp.values.tolist() == np.asarray(pts)[keep].tolist()
+    assert [a.hex() for a in sp.area_mm2] == [a.hex() for a, k in zip(areas, keep) if k]
+    assert sp.dropped == dropped | {"constraints[0]: array.D1 * array.D2 <= 100": int((~keep).sum())}
