@@ -87,6 +87,9 @@ from costmodel.loopnest.mapping import Mapping  # noqa: E402
 from costmodel.loopnest.reference import evaluate, operand_bits  # noqa: E402
 from costmodel.zoo import load_network  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from compare_zigzag import portable_command  # noqa: E402
+
 RESNET_LAYERS = ("conv1", "layer1.0.conv1", "layer2.0.conv2", "layer3.0.conv2", "layer4.0.conv2")
 LLAMA_LAYERS = ("q_proj", "ffn_up")
 LLAMA_BATCHES = (1, 8)
@@ -529,7 +532,7 @@ def pin(a, argv, rows, version: str) -> None:
     out = Path(a.pin)
     out.mkdir(parents=True, exist_ok=True)
     about = {"accelforge": version, "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
-             "command": "python scripts/compare_accelforge.py " + " ".join(shlex.quote(x) for x in argv),
+             "command": "python scripts/compare_accelforge.py " + portable_command(argv, "--accelforge-python", "ACCELFORGE_VENV"),
              "dse_sweep": _git_state(), "our_mapper": "loma lpf_limit 6, energy objective, seed 0",
              "units": "energy pJ (AccelForge's actions cost our pJ per word), latency cycles"}
     keep = ("energy_pj", "latency_cycles", "energy", "actions", "latency", "capacity_relaxed")

@@ -135,6 +135,20 @@ EYERISS_MAPPING_YAML = """\
 PRECISION = {"W": 8, "I": 8, "O": 16, "O_final": 8}
 
 
+def portable_command(argv: list[str], python_flag: str, venv: str) -> str:
+    """``argv`` as a shell command to pin beside figures, with no path of one machine: the peer's
+    Python after ``python_flag`` as ``$VENV/bin/python``, any other absolute path as its file name."""
+    out, peer = [], False
+    for x in argv:
+        if peer:
+            x = f"${venv}/bin/python"
+        elif x.startswith("/"):
+            x = Path(x).name
+        peer = x == python_flag
+        out.append(x if x.startswith("$") else shlex.quote(x))
+    return " ".join(out)
+
+
 def _zigzag_inputs(py: str) -> Path:
     out = subprocess.run([py, "-c", "import zigzag, pathlib; print(pathlib.Path(zigzag.__file__).parent / 'inputs')"],
                          capture_output=True, text=True, check=True)
@@ -453,7 +467,7 @@ def _pin(a, argv, layers, arch_ref: str, zz: dict, inputs: dict[str, Path], toml
     about = {"zigzag": f"zigzag-dse {_zigzag_version(a.zigzag_python)}", "engine": "loma",
              "lpf_limit": a.lpf_limit, "opt": "energy",
              "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
-             "command": "python scripts/compare_zigzag.py " + " ".join(shlex.quote(x) for x in argv),
+             "command": "python scripts/compare_zigzag.py " + portable_command(argv, "--zigzag-python", "ZIGZAG_VENV"),
              "dse_sweep": _git_state(),
              "zigzag_inputs_sha256": {k: _sha256(v) for k, v in inputs.items()}}
     if "_wall_s" in zz["loma"]:
