@@ -76,7 +76,7 @@ def bound(batches: list[int]) -> list[dict]:
     from costmodel.loopnest.mapping import Mapping
     from costmodel.loopnest.reference import evaluate
     from costmodel.zoo import load_network
-    from sweep.single import map_layer
+    from sweep.commands.map_eval import map_layer
 
     rows = []
     for preset in ("tpu_like", "eyeriss_like", "simba_like"):
@@ -114,7 +114,7 @@ def breakdown(contexts: list[int]) -> list[dict]:
     from costmodel.loopnest.arch import load_accelerator
     from costmodel.loopnest.mapping import Mapping
     from costmodel.zoo import load_network
-    from sweep.single import map_network
+    from sweep.commands.map_eval import map_network
 
     acc = load_accelerator("tpu_like")
     out = []

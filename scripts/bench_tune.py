@@ -50,7 +50,7 @@ def heldout_markdown(out: Path) -> str:
 def kill_and_resume(campaign: str, out: Path, src: Path, trials: int, after: int) -> str:
     from optuna.trial import TrialState
     from sweep.tune.driver import open_study, read_trials
-    from sweep.campaigns.tune_campaign import load_tune_campaign
+    from sweep.config.tune_campaign import load_tune_campaign
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
     for f in ("manifest.json", "references.parquet"):  # same campaign: reuse the reference optima

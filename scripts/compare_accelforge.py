@@ -320,7 +320,7 @@ def run_driver(py: str, req: dict) -> list[dict]:
 
 
 def our_mapping(layer, arch, mapper: str = "loma", params: dict | None = None) -> tuple[Mapping, dict]:
-    from sweep.single import map_layer
+    from sweep.commands.map_eval import map_layer
     t0 = time.perf_counter()
     r = map_layer(layer, arch, mapper, "energy", 0, params or {"lpf_limit": 6})
     r["wall_s"] = time.perf_counter() - t0

@@ -315,7 +315,7 @@ def translate(zz: dict, arch, own_spatial: bool = False) -> Mapping:
 def _ours_search(layer, arch, mapper: str, params: dict, cache: dict) -> dict:
     """Our mapper's best (energy objective, seed 0); layers of equal shape are searched once
     (``wall_s``: the search's wall time, repeated for every layer of that shape)."""
-    from sweep.single import map_layer
+    from sweep.commands.map_eval import map_layer
     key = (dataclasses.replace(layer, name=""), mapper)
     if key not in cache:
         t0 = time.perf_counter()

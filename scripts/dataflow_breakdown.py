@@ -12,7 +12,7 @@ For each network, two comparisons:
   (same array, same memories, same area: the Eyeriss paper's comparison at equal area, Sec. VI).
 
 Each network is mapped on each accelerator with the campaign's mapper and parameters
-(`sweep.single.map_network`, the same call as the report's ``sweep map`` commands), every layer's
+(`sweep.commands.map_eval.map_network`, the same call as the report's ``sweep map`` commands), every layer's
 best mapping is costed by the reference model (`costmodel.loopnest.reference.evaluate`), and the
 energy is summed (x repeats) per memory level and for the MACs. Printed: EDP, energy, latency,
 spatial utilisation (MACs / (PEs x compute cycles)) and the per-level energies in uJ.
@@ -31,7 +31,7 @@ from costmodel.loopnest.hint import SpatialHint
 from costmodel.loopnest.mapping import Mapping, SpatialMapping
 from costmodel.loopnest.reference import evaluate
 from costmodel.zoo import load_network
-from sweep.single import map_network
+from sweep.commands.map_eval import map_network
 
 
 def breakdown(network, acc, mapper: str, objective: str, params: dict) -> dict:

@@ -13,15 +13,15 @@ line calls, returning typed results instead of printing.
     api.pareto_front(results.totals, "area_mm2", "edp")
 
 What each part wraps (one code path with the CLI): `load_accelerator`, `load_network`, `load_layer`,
-`map_layer`, `map_network` and `evaluate` are `sweep.single` (``sweep map`` / ``sweep eval``);
+`map_layer`, `map_network` and `evaluate` are `sweep.commands.map_eval` (``sweep map`` / ``sweep eval``);
 `load_campaign` and `run_campaign` are `sweep.kinds.load` and `sweep.engine.runner`
 (``sweep run``); `load_results` reads a result directory with `sweep.engine.store.Store` and builds
 the per-layer table with `sweep.reports.loopnest.layer_report` (``sweep report``); `pareto_front`
 is `sweep.reports.pareto.pareto_front` on DataFrame columns.
 
-Errors are the CLI's, raised instead of turned into exit codes: `sweep.errors.CampaignError` (a
+Errors are the CLI's, raised instead of turned into exit codes: `sweep.common.errors.CampaignError` (a
 bad argument, file or campaign: each finding names the key, as the CLI option or TOML key, and the
-value; the CLI exits 2), `sweep.errors.StoreError` (an output or result directory that cannot be
+value; the CLI exits 2), `sweep.common.errors.StoreError` (an output or result directory that cannot be
 used; exit 2), `Interrupted` (Ctrl-C during `run_campaign`; what finished is stored and
 ``resume=True`` completes it; exit 130). Nothing here prints.
 
@@ -44,13 +44,13 @@ from costmodel.loopnest.arch import Accelerator
 from costmodel.npu import NPUArch
 from costmodel.systolic.points import SystolicPoints
 from costmodel.workload import Layer, Network
-from sweep.errors import CampaignError, Finding, StoreError
+from sweep.common.errors import CampaignError, Finding, StoreError
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from costmodel.loopnest.mapping import Mapping as LoopNestMapping
-    from sweep.campaigns.campaign import Campaign
+    from sweep.config.campaign import Campaign
     from sweep.engine.runner import Interrupted, RunSummary
 
 __all__ = ["Architecture", "CampaignRun", "Evaluation", "LayerResult", "NetworkResult", "Results",
@@ -97,7 +97,7 @@ def load_accelerator(spec: Architecture | str | Path, *, mapping: str | Path | N
         for_arch(spec)  # TypeError for anything no kind maps
         return spec
     if mapping is None:
-        from sweep.single import load_arch
+        from sweep.commands.map_eval import load_arch
         arch: Architecture = load_arch(str(spec), point)
         return arch
     from costmodel.importers.errors import ZigzagError
@@ -127,7 +127,7 @@ def load_network(spec: Network | str | Path, **workload: Any) -> Network:
     """
     if isinstance(spec, Network):
         return spec
-    from sweep.single import WORKLOAD_OPTIONS, resolve_network
+    from sweep.commands.map_eval import WORKLOAD_OPTIONS, resolve_network
     unknown = [k for k in workload if k not in WORKLOAD_OPTIONS]
     if unknown:
         raise CampaignError("load_network", [Finding(unknown[0], workload[unknown[0]],
@@ -147,7 +147,7 @@ def load_layer(network: str | Path | None = None, layer: str | int | None = None
         CampaignError: both or neither of network/layer and dims, an unknown network or layer
             (keys ``--network``, ``--layer``, ``--dims``), a bad step parameter (as `load_network`).
     """
-    from sweep.single import resolve_layer
+    from sweep.commands.map_eval import resolve_layer
     given = {k: v for k, v in workload.items() if v is not None}
     if given and dims:
         k = next(iter(given))
@@ -199,7 +199,7 @@ class LayerResult:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> LayerResult:
-        """From the dict `sweep.single.map_layer` returns (``sweep map --json`` plus ``loop_nest``)."""
+        """From the dict `sweep.commands.map_eval.map_layer` returns (``sweep map --json`` plus ``loop_nest``)."""
         named = ("layer", "mapper", "engine", "objective", "value", "energy_pj", "latency_cycles", "edp",
                  "evaluations", "wall_s", "params", "mapping", "loop_nest")
         return cls(layer=str(d.get("layer", "")), mapper=str(d.get("mapper", "")), engine=str(d.get("engine", "")),
@@ -304,7 +304,7 @@ def map_layer(layer: Layer, accelerator: Architecture | str | Path, mapper: str 
             or parameter (keys ``--mapper``, ``--objective``, ``--param KEY``), or no spatial
             unrolling of the layer under the accelerator's hint.
     """
-    from sweep.single import map_layer as _map_layer
+    from sweep.commands.map_eval import map_layer as _map_layer
     arch = load_accelerator(accelerator)
     return LayerResult.from_dict(_map_layer(layer, arch, mapper, objective, seed, _params(params, more_params)))
 
@@ -321,7 +321,7 @@ def map_network(network: Network | str | Path, accelerator: Architecture | str |
         CampaignError: as `load_network`, `load_accelerator` and `map_layer` (on the first layer,
             before any long work).
     """
-    from sweep.single import map_network as _map_network
+    from sweep.commands.map_eval import map_network as _map_network
     res = _map_network(load_network(network), load_accelerator(accelerator), mapper, objective, seed,
                        _params(params, more_params), progress)
     return NetworkResult(network=res["network"], arch_kind=res["arch_kind"], mapper=res["mapper"],
@@ -371,7 +371,7 @@ def evaluate(layer: Layer, accelerator: Accelerator | str | Path,
         CampaignError: an unreadable file or an invalid mapping (key ``--mapping``, the reason
             named), a result without a mapping, or an accelerator that is not a loop-nest one.
     """
-    from sweep.single import eval_mapping
+    from sweep.commands.map_eval import eval_mapping
     arch = load_accelerator(accelerator)
     if not isinstance(arch, Accelerator):
         raise CampaignError("accelerator", [Finding("accelerator", getattr(arch, "name", arch),
@@ -386,7 +386,7 @@ def evaluate(layer: Layer, accelerator: Accelerator | str | Path,
 
 
 def _evaluate_mapping(layer: Layer, arch: Accelerator, mapping: Any) -> dict[str, Any]:
-    """`sweep.single.eval_mapping`'s report for a mapping given as data rather than a file."""
+    """`sweep.commands.map_eval.eval_mapping`'s report for a mapping given as data rather than a file."""
     from costmodel.loopnest.mapping import Mapping as LoopNest, format_loop_nest
     from costmodel.loopnest.reference import evaluate as reference
     if isinstance(mapping, LayerResult):
@@ -394,7 +394,7 @@ def _evaluate_mapping(layer: Layer, arch: Accelerator, mapping: Any) -> dict[str
             raise CampaignError("mapping", [Finding("mapping", mapping.mapper, "this result has no mapping")])
         mapping = mapping.mapping
     if not isinstance(mapping, LoopNest):
-        from sweep.single import mapping_data
+        from sweep.commands.map_eval import mapping_data
         try:
             mapping = LoopNest.from_dict(mapping_data(mapping, layer, "<dict>"))
         except (ValueError, KeyError, TypeError, AttributeError) as e:
@@ -459,7 +459,7 @@ def run_campaign(campaign: str | Path | Mapping[str, Any] | Campaign, output: st
             ``resume`` (nothing written).
         Interrupted: Ctrl-C (or SIGTERM); finished tasks are stored, ``resume=True`` completes it.
     """
-    from sweep.campaigns.campaign import Campaign
+    from sweep.config.campaign import Campaign
     from sweep.engine.runner import run_campaign as _run
     if executor not in ("local", "ray"):
         raise CampaignError("executor", [Finding("executor", executor, "expected 'local' or 'ray'")])

@@ -25,13 +25,14 @@ from rich.markup import escape
 from rich.table import Table
 
 from mappers import mappers_by_kind
+from sweep.commands import text
+from sweep.commands.llm_step import (ActBitsOpt, BatchOpt, ContextOpt, KvBitsOpt, PhaseOpt, SeqOpt, WeightBitsOpt,
+                                     list_step_options, workload_of)
+from sweep.commands.text import param_option, plain_help, seed_option
+from sweep.common import fmt
+from sweep.common.errors import CampaignError, Finding, StoreError, SweepError
+from sweep.common.ids import strict_json
 from sweep.kinds.registry import for_mapper_kind, kind_named
-from sweep.errors import CampaignError, Finding, StoreError, SweepError
-from sweep import cli_text, fmt
-from sweep.ids import strict_json
-from sweep.cli_text import param_option, plain_help, seed_option
-from sweep.cli_llm import (ActBitsOpt, BatchOpt, ContextOpt, KvBitsOpt, PhaseOpt, SeqOpt, WeightBitsOpt,
-                           list_step_options, workload_of)
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, rich_markup_mode="rich",
                   help="dse-sweep: distributed design-space exploration of DNN accelerators.\n\n"
@@ -40,7 +41,7 @@ app = typer.Typer(no_args_is_help=True, add_completion=False, rich_markup_mode="
                        "[bold]sweep report results/area16mm2 --plots plots/[/].")
 #: stdout and stderr for people. soft_wrap: a message is one line however long (the terminal folds
 #: it; a pipe, a log or a copied command keeps it whole); tables keep the terminal's width or,
-#: printed with `sweep.fmt.print_wide`, the width their content needs.
+#: printed with `sweep.common.fmt.print_wide`, the width their content needs.
 out = Console(soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)
 
@@ -100,11 +101,11 @@ def _json_only(on: bool):
 def _echo_json(doc, default=str) -> None:
     """Print ``doc`` as one indented, strict JSON document (an infinite or NaN number is ``null``)
     on the real stdout (see `_json_only`)."""
-    text = strict_json(doc, default=default, indent=1) + "\n"
+    body = strict_json(doc, default=default, indent=1) + "\n"
     if _JSON_FD is None:
-        typer.echo(text, nl=False)
+        typer.echo(body, nl=False)
         return
-    data = text.encode()
+    data = body.encode()
     while data:
         data = data[os.write(_JSON_FD, data):]
 
@@ -179,7 +180,7 @@ def _execute(c, resume: bool, executor: ExecutorKind, address: str | None, resum
     err.print(f"done: {s.tasks_run} task(s) run, {s.tasks_skipped} {skipped}, "
               f"{s.tasks_failed} failed, {s.rows_written:,} rows in {s.seconds:.1f} s "
               f"(executor start {s.executor_start_s:.1f} s) -> {s.output}", markup=False)
-    cli_text.print_run_outcome(s, err)
+    text.print_run_outcome(s, err)
 
 
 @app.command()
@@ -226,7 +227,7 @@ def map_(
     On a DeepOpt systolic preset (--mapper deepopt): each layer's LOS branch, energy and cycles, the
     network PM and the fixed-scheduling PMs, as a campaign stores that point."""
     from sweep import api
-    from sweep.single import load_arch, parse_param
+    from sweep.commands.map_eval import load_arch, parse_param
 
     workload = workload_of(phase, batch, seq, context, weight_bits, act_bits, kv_bits)
     if network and layer is None and not dims:
@@ -238,7 +239,7 @@ def map_(
     res = api.map_layer(lay, acc, mapper, objective, seed, params=params).to_dict()
     if as_json:
         _echo_json({k: v for k, v in res.items() if k != "loop_nest"})
-        cli_text.exit_if_infeasible([res], err)
+        text.exit_if_infeasible([res], err)
         return
     wide = Console(width=max(out.width, 160), soft_wrap=True)
     if "branch" in res:  # DeepOpt on a systolic hardware point
@@ -254,17 +255,17 @@ def map_(
                    f"schedules in {res['wall_s']:.3f} s", markup=False)
         return
     if res.get("spatial_candidates", 1) > 1:
-        wide.print(f"spatial unrolling {cli_text.spatial_text(res['spatial'])}: best of {res['spatial_candidates']} "
+        wide.print(f"spatial unrolling {text.spatial_text(res['spatial'])}: best of {res['spatial_candidates']} "
                    f"candidates under the hint of {acc.name}", markup=False)
     wide.print(f"{mapper} ({res['engine']}): energy {fmt.energy(res['energy_pj'])}, latency "
               f"{fmt.cycles(res['latency_cycles'])}, EDP {fmt.edp(res['edp'])}; {res['evaluations']:,} "
               f"evaluations in {res['wall_s']:.3f} s", markup=False)
-    cli_text.print_low_utilization(wide, [res], acc, res)
-    cli_text.exit_if_infeasible([res], err)
+    text.print_low_utilization(wide, [res], acc, res)
+    text.exit_if_infeasible([res], err)
 
 
 def _point_text(p: dict) -> str:
-    """A systolic hardware point in words (``point`` of `sweep.single.map_network`'s result)."""
+    """A systolic hardware point in words (``point`` of `sweep.commands.map_eval.map_network`'s result)."""
     return (f"point {p['index']} (J x K = {p['J']} x {p['K']}, fSRAM {p['fsram_kib']}, iSRAM {p['isram_kib']}, "
             f"pSRAM {p['psram_kib']} KiB, {p['area_mm2']:.3f} mm^2)")
 
@@ -280,7 +281,7 @@ def _map_network(network: str, arch: str, mapper: str, objective: str | None, se
     then the per-layer table and the totals (or one JSON object)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from sweep.single import load_arch, map_network, parse_param, resolve_network
+    from sweep.commands.map_eval import load_arch, map_network, parse_param, resolve_network
 
     net = resolve_network(network, workload)
     acc = load_arch(arch, point)
@@ -295,16 +296,16 @@ def _map_network(network: str, arch: str, mapper: str, objective: str | None, se
         res = map_network(net, acc, mapper, objective, seed, params, progress)
     if as_json:
         _echo_json(res)
-        cli_text.exit_if_infeasible(res["layers"], err, dict(res["total"], layer=res["network"]))
+        text.exit_if_infeasible(res["layers"], err, dict(res["total"], layer=res["network"]))
         return
     _print_network(res, arch, mapper)
     if any("utilization" in r for r in res["layers"]):  # loop-nest layers: their PE utilisation
-        cli_text.print_low_utilization(Console(width=max(out.width, 160)), res["layers"], acc, {"params": params})
-    cli_text.exit_if_infeasible(res["layers"], err, dict(res["total"], layer=res["network"]))
+        text.print_low_utilization(Console(width=max(out.width, 160)), res["layers"], acc, {"params": params})
+    text.exit_if_infeasible(res["layers"], err, dict(res["total"], layer=res["network"]))
 
 
 def _print_network(res: dict, arch: str, mapper: str) -> None:
-    """The per-layer table and the totals of `sweep.single.map_network`'s result ``res``; on a
+    """The per-layer table and the totals of `sweep.commands.map_eval.map_network`'s result ``res``; on a
     systolic hardware point also each layer's LOS branch, the network PM and the FS PMs."""
     t = Table(title=f"{res['network']} on {arch}: {mapper}, objective {res['objective']}")
     searched = any(r.get("spatial_candidates", 1) > 1 for r in res["layers"])
@@ -316,8 +317,8 @@ def _print_network(res: dict, arch: str, mapper: str) -> None:
     for r in res["layers"]:
         t.add_row(r["layer"], f"{r['repeat']:,}", *((r["branch"],) if branches else ()),
                   fmt.energy(r["energy_pj"]), fmt.cycles(r["latency_cycles"]),
-                  fmt.edp(r["edp"], unit=False), f"{r['evaluations']:,}", cli_text.num(r["wall_s"], ".3f"),
-                  *((cli_text.spatial_text(r.get("spatial")),) if searched else ()))
+                  fmt.edp(r["edp"], unit=False), f"{r['evaluations']:,}", text.num(r["wall_s"], ".3f"),
+                  *((text.spatial_text(r.get("spatial")),) if searched else ()))
     tot = res["total"]
     e_mm, l_mm = tot.get("matmul_energy_pj", tot["energy_pj"]), tot.get("matmul_latency_cycles", tot["latency_cycles"])
     t.add_row("total (x repeats)", f"{tot['executed_layers']:,}", *(("",) if branches else ()),
@@ -334,7 +335,7 @@ def _print_network(res: dict, arch: str, mapper: str) -> None:
         wide.print(f"{_point_text(res['point'])}: network PM {res['objective']} ({res['network_pm']} over the layers) "
                    f"{fmt.sig(tot['pm_value'])}; {_fs_text(tot)}", highlight=False, markup=False)
     if "vector" in res or "llm" in res:
-        from sweep.cli_llm import print_step
+        from sweep.commands.llm_step import print_step
         print_step(res, wide)
     if not kind_named(res["arch_kind"]).energy_model:
         wide.print("multi-NPU archs have no energy model: energy and EDP are n/a (NaN); "
@@ -353,7 +354,7 @@ def eval_(
 ) -> None:
     """Evaluate a given mapping: accesses and energy per operand and memory level, latency split."""
     from sweep import api
-    from sweep.single import eval_arch
+    from sweep.commands.map_eval import eval_arch
 
     rep = api.evaluate(api.load_layer(network, layer, dims), api.load_accelerator(eval_arch(arch)), mapping).to_dict()
     if as_json:
@@ -405,7 +406,7 @@ def list_(what: Annotated[ListWhat, typer.Argument(help="networks | archs | mapp
     """List the networks of the zoo, the architecture presets or the mappers; with a NAME, the
     layers of one zoo network or the parameters of one mapper; a transformer with a step's options
     (--phase decode --batch 8 --context 4096) lists every matmul and vector operation and the totals."""
-    from sweep import catalog as cat
+    from sweep.commands import catalog as cat
 
     given = list_step_options(what.value, name, workload_of(phase, batch, seq, context, weight_bits, act_bits, kv_bits))
 
@@ -430,12 +431,12 @@ def list_(what: Annotated[ListWhat, typer.Argument(help="networks | archs | mapp
     if as_json:
         _echo_json(doc)
     elif isinstance(doc, list):
-        cli_text.print_catalog(what.value, doc, out)
+        text.print_catalog(what.value, doc, out)
     elif what.value == "mappers":
-        cli_text.print_mapper(doc, out)
+        text.print_mapper(doc, out)
     else:
-        cli_text.print_network(doc, out)
-        from sweep.cli_llm import print_vector_ops
+        text.print_network(doc, out)
+        from sweep.commands.llm_step import print_vector_ops
         print_vector_ops(doc, out)
 
 
@@ -507,7 +508,7 @@ def tune(
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from sweep.tune.driver import Interrupted, run_tune
-    from sweep.campaigns.tune_campaign import load_tune_campaign
+    from sweep.config.tune_campaign import load_tune_campaign
 
     c = load_tune_campaign(campaign, output=out_dir)
     n = trials or c.trials

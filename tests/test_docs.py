@@ -108,8 +108,8 @@ def _key_table() -> dict[str, set[str]]:
 
 def test_the_campaign_key_table_names_every_key_the_parser_takes():
     from costmodel.systolic.points import HW_COLUMNS
-    from sweep.campaigns import archspace, designspace, networks
-    from sweep.campaigns.campaign import _MAPPER_KEYS, _RUN_KEYS, TOP_KEYS
+    from sweep.config import archspace, designspace, networks
+    from sweep.config.campaign import _MAPPER_KEYS, _RUN_KEYS, TOP_KEYS
     from sweep.kinds.registry import KINDS
 
     table = _key_table()

@@ -1,7 +1,7 @@
 """The shape of the code (DESIGN.md): three layers with imports only going down, no import cycle
 (function-level imports included), no function over 100 lines (Numba kernels included), no package
-folder with more than 12 modules. Read from the source with `ast`, so it holds for every module,
-imported or not."""
+folder with more than 12 modules, no loose module at `sweep/`'s root but the entry points. Read from
+the source with `ast`, so it holds for every module, imported or not."""
 
 from __future__ import annotations
 
@@ -111,9 +111,34 @@ def test_no_package_folder_over_12_modules():
     assert not big, f"package folders with more than {MAX_MODULES_PER_PACKAGE} modules: {big}"
 
 
+#: The modules `sweep/`'s root may hold: the entry points (the command line, the Python API, the one
+#: Optuna driver) and the package's own files; everything else lives in a room named for what it holds
+#: (commands/, common/, config/, engine/, kinds/, reports/, search/, tune/).
+SWEEP_ROOT_MODULES = {"__init__.py", "__main__.py", "cli.py", "api.py", "study.py"}
+
+
+def loose_modules(root: Path) -> list[str]:
+    """The ``*.py`` files directly in ``root`` (`sweep/`) that are not entry points."""
+    return sorted(f.name for f in root.glob("*.py") if f.name not in SWEEP_ROOT_MODULES)
+
+
+def test_no_loose_module_at_the_sweep_root():
+    loose = loose_modules(REPO / "sweep")
+    assert not loose, (f"loose module(s) at sweep/'s root: {', '.join('sweep/' + n for n in loose)}; only "
+                       f"{', '.join(sorted(SWEEP_ROOT_MODULES - {'__init__.py', '__main__.py'}))} live there: "
+                       "move each into the room named for what it holds (commands/, common/, config/, engine/, ...)")
+
+
+def test_the_loose_module_check_sees_a_loose_module(tmp_path):
+    """The checker itself, on the old layout's shape: helpers beside the entry points."""
+    for name in ("__init__.py", "cli.py", "api.py", "study.py", "fmt.py", "single.py"):
+        (tmp_path / name).write_text("")
+    assert loose_modules(tmp_path) == ["fmt.py", "single.py"]
+
+
 def test_the_graph_sees_function_level_imports():
-    """The checker itself: sweep.cli imports sweep.single inside a command function."""
-    assert "sweep.single" in GRAPH["sweep.cli"]
+    """The checker itself: sweep.cli imports sweep.commands.map_eval inside a command function."""
+    assert "sweep.commands.map_eval" in GRAPH["sweep.cli"]
 
 
 TOML_WRITER = "costmodel.importers.toml_out"
@@ -208,8 +233,9 @@ def kind_dispatch(tree: ast.AST) -> list[tuple[int, str]]:
 
 
 def test_the_checker_finds_kind_dispatch():
-    """The checker itself, on the shapes the kinds replaced (cli.py, tasks.py, reports/__init__.py,
-    campaigns/report_table.py before the kind registry), and not on what is not a dispatch."""
+    """The checker itself, on the shapes the kinds replaced (in the CLI, the engine's task expansion,
+    the reports' dispatch and the ``[report]`` table's reader before the kind registry), and not on
+    what is not a dispatch."""
     caught = ['c.kind == "archsearch"', 'campaign.kind in ("loopnest", "archsearch")', 'kind != "systolic"',
               'match kind:\n    case "npu":\n        pass',
               'KINDS = {"systolic": systolic, "loopnest": loopnest}']

@@ -29,7 +29,7 @@ import os
 import socket
 from typing import Iterator
 
-from sweep.errors import ExecutionError
+from sweep.common.errors import ExecutionError
 
 __all__ = ["use_available_token", "check_reachable", "connect_failed", "TOKEN_HELP"]
 

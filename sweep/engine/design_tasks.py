@@ -1,6 +1,6 @@
 """Architecture-search campaigns: designs batched into tasks, and how a task maps them.
 
-A task holds ``run.designs_per_task`` designs of a `sweep.campaigns.designspace.DesignSpace`. For
+A task holds ``run.designs_per_task`` designs of a `sweep.config.designspace.DesignSpace`. For
 each design it builds the accelerator (`costmodel.loopnest.template.ArchTemplate.design`), maps
 every unique layer of every network once (a layer shape shared by two networks is mapped once)
 with the campaign's mapper, objective and seed, running all the mapper's work units in-process
@@ -40,7 +40,7 @@ from costmodel.loopnest.reference import MODEL_VERSION
 from costmodel.loopnest.template import DATAFLOW
 from mappers import get_mapper
 from mappers.base import LayerProblem, result_status
-from sweep.ids import canonical_json, stable_hash
+from sweep.common.ids import canonical_json, stable_hash
 from sweep.study import runs_study
 
 __all__ = ["DesignTask", "design_tasks", "count_design_tasks", "evaluate_design", "design_name"]
@@ -211,7 +211,7 @@ def _nan_totals() -> dict:
 
 
 def _map_layer(mapper, prob: LayerProblem, params: dict, with_spatial: bool = False) -> dict:
-    """Every work unit of the problem, reduced (as `sweep.single.map_layer`): the row's figures,
+    """Every work unit of the problem, reduced (as `sweep.commands.map_eval.map_layer`): the row's figures,
     with ``with_spatial`` also ``spatial`` (module docstring; "" on an error)."""
     t0 = time.perf_counter()
     try:

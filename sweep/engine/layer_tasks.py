@@ -32,7 +32,7 @@ import pyarrow as pa
 from mappers import declared_columns, get_mapper
 from mappers.base import WorkUnit, result_status
 from mappers.spatial import spatial_mode
-from sweep.ids import canonical_json, stable_hash
+from sweep.common.ids import canonical_json, stable_hash
 
 __all__ = ["LayerRules", "LayerTask", "LayerUnit", "expand_layers", "count_layer_tasks", "execute_layers", "problem_id"]
 

@@ -30,8 +30,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from sweep.errors import StoreError
-from sweep.ids import strict_json
+from sweep.common.errors import StoreError
+from sweep.common.ids import strict_json
 
 __all__ = ["Store", "code_version"]
 

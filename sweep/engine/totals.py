@@ -18,7 +18,7 @@ def network_totals(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """A network's totals from its unique layers' rows (in network order, each with ``repeat``,
     ``energy_pj`` in pJ and ``latency_cycles``): energy and latency summed over the layers times
     their repeats (layers run one after another, as ZigZag sums them) and ``edp`` = total energy x
-    total latency (pJ x cycles); None where a layer has none. The one place both `sweep.single.map_network` and
+    total latency (pJ x cycles); None where a layer has none. The one place both `sweep.commands.map_eval.map_network` and
     architecture-search tasks (`sweep.engine.design_tasks`) total a network, so their floats agree
     to the bit."""
     energy, latency = total(rows, "energy_pj"), total(rows, "latency_cycles")

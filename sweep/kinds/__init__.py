@@ -3,8 +3,8 @@
 `sweep.kinds.base.CampaignKind` says what a kind answers (parse its sections, expand to tasks,
 count, warm up, its tables, its report, its CLI text); `sweep.kinds.registry` lists the kinds and
 finds the kind of a file, a directory or an architecture; `sweep.kinds.load` turns a campaign file
-into a `sweep.campaigns.campaign.Campaign` whose ``plan`` is its kind. This package sits above
-`sweep.engine` and `sweep.campaigns`: the CLI picks the kind, the kind drives the engine.
+into a `sweep.config.campaign.Campaign` whose ``plan`` is its kind. This package sits above
+`sweep.engine` and `sweep.config`: the CLI picks the kind, the kind drives the engine.
 """
 
 from sweep.kinds.base import CampaignKind

@@ -1,7 +1,7 @@
 """Kind ``archsearch``: architecture search over a loop-nest template's parameter grid (array,
 memories, optionally the dataflow), every design's layers mapped with one mapper; a grid, a seeded
 random sample or an Optuna study (`sweep.search.driver`) picks the designs
-(`sweep.campaigns.designspace`, `sweep.engine.design_tasks`); `sweep.reports.archsearch` reports the
+(`sweep.config.designspace`, `sweep.engine.design_tasks`); `sweep.reports.archsearch` reports the
 fronts and the best design per area budget."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from costmodel.loopnest.reference import MODEL_VERSION
-from sweep.campaigns.designspace import check_dataflow_mappers, check_step_objectives, parse_design_space, parse_search
-from sweep.campaigns.validation import Bad
+from sweep.config.designspace import check_dataflow_mappers, check_step_objectives, parse_design_space, parse_search
+from sweep.config.validation import Bad
 from sweep.engine.design_tasks import count_design_tasks, design_tasks, selected
 from sweep.kinds.base import CampaignKind, arch_kind
 from sweep.kinds.layers import compile_kernel
@@ -104,7 +104,7 @@ class ArchsearchKind(CampaignKind):
     def describe_valid(self, campaign: Any, path: Path) -> str:
         """The counts, then the grid, the valid designs, what was dropped and why, the search, the
         estimated run time."""
-        from sweep.fmt import words
+        from sweep.common.fmt import words
         from sweep.kinds.estimate import cpus
         c = campaign
         sp, s = c.architectures, c.search
@@ -128,7 +128,7 @@ def _design_seconds(campaign: Any) -> tuple[float | None, str, str]:
 
     from mappers import get_mapper
     from mappers.base import LayerProblem
-    from sweep.ids import canonical_json
+    from sweep.common.ids import canonical_json
     from sweep.kinds.estimate import units_seconds
 
     c = campaign

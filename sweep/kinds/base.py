@@ -13,7 +13,7 @@ module plus one line of `mappers.MAPPER_NAMES`. A kind answers:
 * **run**: its tasks (`CampaignKind.expand`), how many (`CampaignKind.count`), what to prepare in
   the driver before the first task (`CampaignKind.warm_up`), whether it runs as an Optuna study
   (`CampaignKind.runs_study`); the engine reaches these through ``campaign.plan``
-  (`sweep.campaigns.campaign.KindPlan`) and never imports this package;
+  (`sweep.config.campaign.KindPlan`) and never imports this package;
 * **rows and report**: the Parquet tables its tasks write (`CampaignKind.tables`, ``rows`` last)
   and the `sweep.reports` module that reads them (`CampaignKind.report`);
 * **CLI**: how `sweep run` / `sweep validate` describe it, and (for kinds that map single layers)
@@ -27,7 +27,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, ClassVar, Iterator
 
-from sweep.campaigns.validation import Bad
+from sweep.config.validation import Bad
 
 __all__ = ["CampaignKind", "arch_kind"]
 
@@ -50,7 +50,7 @@ class CampaignKind:
         mapper_kind: the `mappers.base.Mapper.kind` of the mappers it runs (None: none directly).
         objectives: the objectives (PMs) its campaigns may minimise, the default first.
         default_objectives: used when a campaign gives none (default: the first of ``objectives``).
-        report_keys: the keys of ``[report]`` its report reads (`sweep.campaigns.report_table`).
+        report_keys: the keys of ``[report]`` its report reads (`sweep.config.report_table`).
         report_module: the `sweep.reports` module that builds and shows its report.
         html_module: the `sweep.reports.html` module that writes its interactive page
             (``build(directory, manifest, out_file, rep)``, `sweep report --html`); "" = none.
@@ -91,7 +91,7 @@ class CampaignKind:
 
     def parse_sections(self, data: dict[str, Any], base_dir: Path, objectives: list, seeds: list,
                        bad: Bad) -> tuple[Any, Any]:
-        """The resolved ``[architectures]`` (`sweep.campaigns.campaign.Architectures`, None if
+        """The resolved ``[architectures]`` (`sweep.config.campaign.Architectures`, None if
         unusable) and ``[search]`` (None: this kind has no search) of ``data``; findings go to
         ``bad``. The default refuses a ``[search]`` table."""
         if "search" in data:
@@ -149,7 +149,7 @@ class CampaignKind:
     def describe_valid(self, campaign: Any, path: Path) -> str:
         """What `sweep validate` prints for a valid campaign of this kind: the counts, then the
         estimated run time (`estimate`)."""
-        from sweep.fmt import words
+        from sweep.common.fmt import words
         from sweep.kinds.estimate import cpus
         c = campaign
         est = self.estimate(c)

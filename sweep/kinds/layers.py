@@ -1,5 +1,5 @@
 """What the two kinds that map named architectures layer by layer share (``loopnest``, ``npu``):
-an ``[architectures]`` of presets and files (`sweep.campaigns.archspace.parse_archset`), tasks of
+an ``[architectures]`` of presets and files (`sweep.config.archspace.parse_archset`), tasks of
 (unique layer x architecture x mapper x objective x seed) problems' work units
 (`sweep.engine.layer_tasks`), and the loop-nest kernel's warm-up (also used by ``archsearch``)."""
 
@@ -8,8 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable, ClassVar, Iterator
 
-from sweep.campaigns.archspace import parse_archset
-from sweep.campaigns.validation import Bad
+from sweep.config.archspace import parse_archset
+from sweep.config.validation import Bad
 from sweep.engine.layer_tasks import LayerRules, count_layer_tasks, expand_layers
 from sweep.kinds.base import CampaignKind
 
@@ -66,14 +66,14 @@ class LayerKind(CampaignKind):
 def compile_kernel(layer: Any, arch: Any, spatial: Any) -> None:
     """Compile (or load from the on-disk cache) the loop-nest evaluator's kernel once in the driver
     by evaluating one ordering of ``layer`` on ``arch``, so Ray workers starting together load it
-    instead of each compiling it; on a cold cache it says so on stderr (`sweep.notice`). Never
+    instead of each compiling it; on a cold cache it says so on stderr (`sweep.common.notice`). Never
     raises: a task reports real errors itself."""
-    from sweep.notice import compile_notice
+    from sweep.common.notice import compile_notice
     try:
         import numpy as np
 
         from costmodel.loopnest.ordering import OrderingEvaluator
-        with compile_notice(arch):  # a cold cache says so (`sweep.notice`)
+        with compile_notice(arch):  # a cold cache says so (`sweep.common.notice`)
             ev = OrderingEvaluator(layer, arch, spatial)
             ev.evaluate(np.repeat(np.arange(len(ev.counts)), ev.counts)[None, :])
     except Exception:  # noqa: BLE001 - a warm-up only

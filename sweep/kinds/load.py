@@ -1,8 +1,8 @@
-"""Campaign files (TOML) -> a validated `sweep.campaigns.campaign.Campaign` driven by its kind.
+"""Campaign files (TOML) -> a validated `sweep.config.campaign.Campaign` driven by its kind.
 
 `parse_campaign` checks every table and reports *every* problem it finds, each with its TOML key
 path and value, in one `CampaignError`; nothing runs on an invalid campaign. The tables every kind
-has are checked by `sweep.campaigns.campaign`; the kind (`sweep.kinds.registry.detect`) parses its
+has are checked by `sweep.config.campaign`; the kind (`sweep.kinds.registry.detect`) parses its
 own sections, checks them against each other and names its objectives and ``[report]`` keys.
 """
 
@@ -11,13 +11,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from sweep.campaigns.campaign import (TOP_KEYS, Campaign, mapper_names, network_names, parse_mappers,
-                                      parse_name_output, parse_objectives, parse_run, parse_seeds,
-                                      parse_systolic)
-from sweep.campaigns.networks import mix_networks, parse_networks, parse_workload
-from sweep.campaigns.report_table import parse_report
-from sweep.campaigns.validation import Findings, check_table, read_toml
-from sweep.errors import CampaignError, Finding, StoreError
+from sweep.config.campaign import (TOP_KEYS, Campaign, mapper_names, network_names, parse_mappers,
+                                   parse_name_output, parse_objectives, parse_run, parse_seeds,
+                                   parse_systolic)
+from sweep.config.networks import mix_networks, parse_networks, parse_workload
+from sweep.config.report_table import parse_report
+from sweep.config.validation import Findings, check_table, read_toml
+from sweep.common.errors import CampaignError, Finding, StoreError
 from sweep.kinds.registry import KINDS, detect, unknown_kind_message
 from sweep.kinds.tune import TuneKind
 
@@ -44,7 +44,7 @@ def load_any(path: str | Path, output: str | Path | None = None) -> tuple[Any, A
     (`sweep validate`).
 
     Raises:
-        CampaignError: as `load_campaign` (or `sweep.campaigns.tune_campaign.load_tune_campaign`).
+        CampaignError: as `load_campaign` (or `sweep.config.tune_campaign.load_tune_campaign`).
     """
     p = Path(path)
     data = read_toml(p)

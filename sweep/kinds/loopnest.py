@@ -8,7 +8,7 @@ from typing import Any, Callable
 
 from costmodel.loopnest.reference import MODEL_VERSION
 from mappers import get_mapper
-from sweep.campaigns.validation import Bad
+from sweep.config.validation import Bad
 from sweep.engine.layer_tasks import LayerRules
 from sweep.kinds.layers import LayerKind, compile_kernel
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from sweep.errors import StoreError
+from sweep.common.errors import StoreError
 from sweep.kinds.archsearch import ArchsearchKind
 from sweep.kinds.base import CampaignKind
 from sweep.kinds.layers import LayerKind
@@ -54,7 +54,7 @@ def unknown_kind_message() -> str:
 
 
 def for_arch(arch: Any) -> LayerKind | SystolicKind:
-    """The kind that `sweep map` / `sweep.single` asks about ``arch``: a `LayerKind` for an
+    """The kind that `sweep map` / `sweep.commands.map_eval` asks about ``arch``: a `LayerKind` for an
     `costmodel.loopnest.arch.Accelerator` or a `costmodel.npu.NPUArch` (layers mapped one by one),
     the `SystolicKind` for `costmodel.systolic.points.SystolicPoints` (a network scheduled on a
     hardware point: `SystolicKind.map_network`).

@@ -11,11 +11,11 @@ from typing import Any, Iterator
 from costmodel.systolic import BRANCHES, SystolicParams
 from costmodel.systolic.points import HW_COLUMNS, SystolicPoints
 from mappers.systolic.deepopt import PMS, pm_value
-from sweep.campaigns.archspace import parse_points
-from sweep.campaigns.campaign import parse_systolic
-from sweep.campaigns.validation import Bad
-from sweep.engine.tasks import systolic_tasks
-from sweep.errors import CampaignError, Finding
+from sweep.config.archspace import parse_points
+from sweep.config.campaign import parse_systolic
+from sweep.config.validation import Bad
+from sweep.engine.systolic_tasks import systolic_tasks
+from sweep.common.errors import CampaignError, Finding
 from sweep.kinds.base import CampaignKind
 
 __all__ = ["SystolicKind"]

@@ -1,4 +1,4 @@
-"""Kind ``tune``: `sweep tune`'s tuning of a mapper's annealing schedule (`sweep.campaigns.tune_campaign`,
+"""Kind ``tune``: `sweep tune`'s tuning of a mapper's annealing schedule (`sweep.config.tune_campaign`,
 `sweep.tune.driver` on `sweep.study`); `sweep.reports.tune` reports the study. A tuning campaign
 is its own file type (``[space]`` and ``[training]`` tables) run by its own command, so this kind
 answers only what `sweep validate`, `sweep report` and the loaders ask: which files are its own,
@@ -9,8 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from sweep.campaigns.tune_campaign import load_tune_campaign
-from sweep.campaigns.validation import is_tune_campaign
+from sweep.config.tune_campaign import load_tune_campaign
+from sweep.config.validation import is_tune_campaign
 from sweep.kinds.base import CampaignKind
 
 __all__ = ["TuneKind"]
@@ -29,7 +29,7 @@ class TuneKind(CampaignKind):
         return is_tune_campaign(data)
 
     def load(self, path: Path, output: Path | None = None) -> Any:
-        """The validated `sweep.campaigns.tune_campaign.TuneCampaign` of ``path``.
+        """The validated `sweep.config.tune_campaign.TuneCampaign` of ``path``.
 
         Raises:
             CampaignError: every problem of the file, each with key and value.
@@ -37,7 +37,7 @@ class TuneKind(CampaignKind):
         return load_tune_campaign(path, output)
 
     def describe_valid(self, campaign: Any, path: Path) -> str:
-        from sweep.fmt import words
+        from sweep.common.fmt import words
         t = campaign
         return (f"{path}: valid tuning campaign. {t.mapper} on {t.arch}, {len(t.space)} tuned parameter(s) "
                 f"({words(s.name for s in t.space)}), budget {t.budget} per (layer, seed), training {t.training[0]} "

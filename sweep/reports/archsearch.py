@@ -39,8 +39,8 @@ import pandas as pd
 
 from costmodel.importers import toml_out
 from costmodel.loopnest.template import DATAFLOW
-from sweep import fmt
-from sweep.fmt import print_wide
+from sweep.common import fmt
+from sweep.common.fmt import print_wide
 from sweep.reports import dataflow
 from sweep.reports.summary import print_plots, print_summary, read_rows, summary
 from sweep.reports.designs import _py, _record, best_per_budget, parameter_effects, pareto_designs

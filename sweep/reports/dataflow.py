@@ -1,6 +1,6 @@
 """The dataflow sections of `sweep report` of an architecture search with a ``dataflow`` axis.
 
-A campaign's ``[architectures.dataflows]`` (`sweep.campaigns.designspace`) names fixed spatial
+A campaign's ``[architectures.dataflows]`` (`sweep.config.designspace`) names fixed spatial
 unrollings and hints; its grid parameter ``dataflow`` makes each design one of them, and the
 ``totals`` table holds the name in its ``dataflow`` column. Per network, lower is better in every
 column (EDP in pJ x cycles, area in mm^2), and each network's report gains ``"dataflows"``:
@@ -32,8 +32,8 @@ from typing import Any
 import pandas as pd
 
 from costmodel.loopnest.template import DATAFLOW
-from sweep import fmt
-from sweep.fmt import print_wide
+from sweep.common import fmt
+from sweep.common.fmt import print_wide
 from sweep.reports.designs import _record, best_per_budget, parameter_effects, pareto_designs
 from sweep.reports.pareto import even_budgets
 

@@ -17,8 +17,8 @@ from typing import Any
 
 import pandas as pd
 
-from sweep import fmt
-from sweep.fmt import print_wide
+from sweep.common import fmt
+from sweep.common.fmt import print_wide
 
 __all__ = ["STEP_COLUMNS", "llm_steps", "print_llm_steps"]
 
@@ -28,7 +28,7 @@ STEP_COLUMNS = ("model", "phase", "batch", "seq", "context")
 
 def _campaign(directory: Path, manifest: dict):
     """The campaign stored in ``manifest`` (parsed again), or (None, why not)."""
-    from sweep.errors import SweepError
+    from sweep.common.errors import SweepError
     from sweep.kinds.load import parse_campaign
 
     data = manifest.get("campaign")

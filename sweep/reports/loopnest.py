@@ -24,9 +24,9 @@ from typing import Any, Iterable
 import numpy as np
 import pandas as pd
 
-from sweep import fmt
+from sweep.common import fmt
 from sweep.engine.store import Store
-from sweep.fmt import print_wide
+from sweep.common.fmt import print_wide
 from sweep.reports.summary import print_plots, print_summary, read_rows, summary
 from sweep.reports.plots import (
     category_ticks,

@@ -29,8 +29,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from sweep import fmt
-from sweep.fmt import print_wide
+from sweep.common import fmt
+from sweep.common.fmt import print_wide
 from sweep.reports.summary import print_plots, print_summary
 from sweep.reports.loopnest import assemble, finished, print_layer_report, read
 from sweep.reports.plots import category_ticks, figure, rotate_xticklabels, save

@@ -12,8 +12,8 @@ import pandas as pd
 from rich.markup import escape
 
 from sweep.engine.store import Store
-from sweep.errors import StoreError
-from sweep.fmt import counts, words
+from sweep.common.errors import StoreError
+from sweep.common.fmt import counts, words
 
 __all__ = ["failures", "print_failures", "print_plots", "print_summary", "read_rows", "summary"]
 

@@ -20,8 +20,8 @@ import numpy as np
 import pandas as pd
 
 from costmodel.workload import Layer, Network
-from sweep import fmt
-from sweep.fmt import print_wide
+from sweep.common import fmt
+from sweep.common.fmt import print_wide
 from sweep.reports.summary import print_plots, print_summary, read_rows, summary
 from sweep.reports.plots import figure, log_axis, save
 

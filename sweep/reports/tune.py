@@ -21,9 +21,9 @@ import numpy as np
 import pandas as pd
 from rich.markup import escape
 
-from mappers.schedule import RESERVED
-from sweep import fmt
-from sweep.errors import StoreError
+from mappers.annealing import RESERVED
+from sweep.common import fmt
+from sweep.common.errors import StoreError
 from sweep.reports.plots import figure, pyplot, save
 from sweep.study import param_importances, plot_history, plot_importances
 

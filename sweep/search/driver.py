@@ -23,7 +23,7 @@ Persistence and resume: the study is driven by `sweep.study.StudyDriver` (the jo
 designs, if already stored, are not mapped again) and asks trials until ``search.trials`` distinct
 designs are evaluated: the same study as an uninterrupted run.
 
-The value of a design for an objective (`sweep.campaigns.designspace.SEARCH_OBJECTIVES`): its
+The value of a design for an objective (`sweep.config.designspace.SEARCH_OBJECTIVES`): its
 ``area_mm2``, or the geometric mean over the campaign's networks of its network totals.
 """
 
@@ -36,11 +36,11 @@ from typing import Callable
 import numpy as np
 
 from sweep import study as st
-from sweep.campaigns.designspace import STEP_OBJECTIVES
+from sweep.config.designspace import STEP_OBJECTIVES
 from sweep.engine.design_tasks import make_task
 from sweep.engine.executor import Executor
 from sweep.engine.store import Store
-from sweep.engine.tasks import error_table, execute
+from sweep.engine.systolic_tasks import error_table, execute
 
 __all__ = ["run_search", "design_value", "make_sampler", "sampler_options", "suggest", "tell", "JOURNAL",
            "MAX_ASKED"]

@@ -56,14 +56,14 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from mappers.schedule import RESERVED
+from mappers.annealing import RESERVED
 from sweep import study as st
-from sweep.errors import ExecutionError
+from sweep.common.errors import ExecutionError
 from sweep.engine.executor import Executor, ordered
 from sweep.engine.runner import Interrupted  # Ctrl-C / SIGTERM; ``.summary`` is a `TuneSummary` here
 from sweep.engine.signals import sigterm_as_interrupt
 from sweep.engine.store import Store
-from sweep.campaigns.tune_campaign import TuneCampaign
+from sweep.config.tune_campaign import TuneCampaign
 
 __all__ = ["TuneSummary", "run_tune", "open_study", "read_trials", "read_references",
            "write_best_params", "STALE_S", "Interrupted"]

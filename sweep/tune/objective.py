@@ -52,7 +52,7 @@ import numpy as np
 
 from mappers import get_mapper
 from mappers.base import LayerProblem, WorkUnit
-from mappers.schedule import TUNABLE_MAPPERS, derive_params
+from mappers.annealing import TUNABLE_MAPPERS, derive_params
 
 __all__ = ["TUNABLE_MAPPERS", "GAP_CAP", "REACH_TOL", "derive_params", "relative_gap", "evals_to_reach",
            "layer_problem", "LayerOutcome", "evaluate_layer", "reference_plan", "run_reference_unit",

@@ -22,7 +22,7 @@ from costmodel.loopnest.mapping import Mapping
 from costmodel.loopnest.reference import evaluate, operand_bits
 from costmodel.zoo.transformer import build_transformer
 from paths import REPO
-from sweep.single import map_layer
+from sweep.commands.map_eval import map_layer
 
 PRESETS = REPO / "costmodel" / "presets"
 
@@ -337,7 +337,7 @@ def test_energy_breakdown_adds_up_to_the_step_and_prices_dram_weights_by_hand():
     from costmodel.llm import energy_breakdown
     from costmodel.loopnest.mapping import Mapping
     from costmodel.zoo import load_network
-    from sweep.single import map_network
+    from sweep.commands.map_eval import map_network
 
     acc = load_accelerator("tpu_like")
     net = load_network("gpt2", phase="decode", batch=1, context=64)

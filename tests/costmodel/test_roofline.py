@@ -34,7 +34,7 @@ from costmodel.loopnest.mapping import Mapping
 from costmodel.loopnest.reference import evaluate
 from costmodel.workload import Layer, Network
 from paths import REPO
-from sweep.single import map_layer, map_network
+from sweep.commands.map_eval import map_layer, map_network
 
 PRESETS = REPO / "costmodel" / "presets"
 

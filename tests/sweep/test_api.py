@@ -19,7 +19,7 @@ from costmodel.npu import load_npu
 from paths import DATA
 from sweep import api
 from sweep.cli import app
-from sweep.errors import CampaignError, StoreError
+from sweep.common.errors import CampaignError, StoreError
 
 runner = CliRunner()
 TINY_NET = DATA / "tiny_net.csv"   # conv_a 8x4x14x14 3x3 (x1), conv_b 16x8x7x7 1x1 (x2): 2 unique layers

@@ -103,7 +103,7 @@ def test_the_guard_sends_what_the_work_prints_to_stderr():
 
 def test_highs_is_silent_at_the_source():
     """The CoSA solve itself, outside any CLI guard, prints nothing on stdout."""
-    code = ("from sweep.single import load_arch, map_layer, parse_dims\n"
+    code = ("from sweep.commands.map_eval import load_arch, map_layer, parse_dims\n"
             "map_layer(parse_dims('K=16,C=8,OY=8,OX=8,FY=3,FX=3'), load_arch('eyeriss_like'), 'cosa')\n")
     p = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr

@@ -42,7 +42,7 @@ def _snapshot(d: Path) -> dict:
 def test_readme_names_the_architectures_keys_the_parser_takes():
     """The campaign-file keys for ``[architectures]`` (docs/campaigns.md, once the README's): the systolic forms (``file``, one
     points file) and the named accelerators of loopnest / npu (``files = [...]``, ``presets``)."""
-    from sweep.campaigns.archspace import _ARCH_KEYS, _ARCHSET_KEYS
+    from sweep.config.archspace import _ARCH_KEYS, _ARCHSET_KEYS
 
     text = (REPO / "docs" / "campaigns.md").read_text()   # the README's campaign-file text moved there
     section = text.split("# Campaign files\n", 1)[1].split("\n## ", 1)[0]

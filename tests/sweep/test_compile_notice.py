@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from campaign_util import tiny_loopnest
-from sweep.notice import COMPILE_NOTICE
+from sweep.common.notice import COMPILE_NOTICE
 
 ROOT = Path(__file__).resolve().parents[2]
 MAP = ["map", "--dims", "K=16,C=8,OY=8,OX=8,FY=3,FX=3", "--arch", "eyeriss_like", "--mapper", "loma",
@@ -52,7 +52,7 @@ def test_other_architectures_never_load_the_kernel(tmp_path, arch):
                        capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
     imported = {line.rsplit("|", 1)[-1].strip() for line in p.stderr.splitlines() if line.startswith("import time:")}
-    assert "sweep.single" in imported
+    assert "sweep.commands.map_eval" in imported
     assert not {"numba", "costmodel.loopnest.kernel"} & imported
 
 

@@ -14,7 +14,7 @@ import pytest
 from paths import REPO
 from sweep.engine.runner import run_campaign
 from sweep.engine.store import Store
-from sweep.errors import CampaignError
+from sweep.common.errors import CampaignError
 from sweep.kinds import KINDS, CampaignKind, detect, load_any, parse_campaign
 from sweep.kinds import registry
 
@@ -111,7 +111,7 @@ class PECountKind(CampaignKind):
 
     def parse_architectures(self, value: Any, base_dir: Path, bad) -> Any:
         from costmodel.loopnest.arch import load_accelerator
-        from sweep.campaigns.archspace import ArchSet
+        from sweep.config.archspace import ArchSet
         return ArchSet(tuple((n, load_accelerator(n)) for n in value["presets"]), spec=value)
 
     def expand(self, campaign) -> Iterator[Any]:

@@ -24,7 +24,7 @@ from costmodel.zoo.transformer import build_transformer
 from paths import REPO
 from sweep import api
 from sweep.cli import app
-from sweep.errors import CampaignError
+from sweep.common.errors import CampaignError
 
 runner = CliRunner()
 TPU_TOML = REPO / "costmodel" / "presets" / "tpu_like.toml"

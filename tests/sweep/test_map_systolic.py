@@ -21,7 +21,7 @@ from sweep.cli import app
 from sweep.engine.runner import run_campaign
 from sweep.engine.store import Store
 from sweep.kinds import load_campaign
-from sweep.single import load_arch, map_layer, map_network, resolve_network
+from sweep.commands.map_eval import load_arch, map_layer, map_network, resolve_network
 
 ROOT = Path(__file__).resolve().parents[2]
 runner = CliRunner()

@@ -19,8 +19,8 @@ from campaign_util import freeze_when, kill_group
 from paths import REPO
 from sweep import study as st
 from sweep.kinds import load_campaign
-from sweep.campaigns.designspace import SAMPLERS as SEARCH_SAMPLERS
-from sweep.campaigns.tune_campaign import SAMPLERS as TUNE_SAMPLERS, load_tune_campaign
+from sweep.config.designspace import SAMPLERS as SEARCH_SAMPLERS
+from sweep.config.tune_campaign import SAMPLERS as TUNE_SAMPLERS, load_tune_campaign
 from sweep.engine.runner import run_campaign
 from sweep.engine.store import Store
 from sweep.tune.driver import read_trials, run_tune
@@ -221,11 +221,11 @@ def test_search_interrupted_within_a_round_resumes_to_the_same_study(tmp_path, m
 
 
 def test_a_study_seeded_at_the_top_of_the_seed_range_resumes(tmp_path):
-    """The largest seed a campaign may give (`sweep.campaigns.validation.SEED_MAX`, numpy's 2**32 - 1)
+    """The largest seed a campaign may give (`sweep.config.validation.SEED_MAX`, numpy's 2**32 - 1)
     plus the trials already in the study stays a seed numpy takes when the study is reopened."""
     import optuna
 
-    from sweep.campaigns.validation import SEED_MAX
+    from sweep.config.validation import SEED_MAX
     s = st.open_study(tmp_path, "top", 1, "tpe", SEED_MAX)
     s.tell(s.ask({"x": optuna.distributions.FloatDistribution(0, 1)}), 0.5)
     again = st.open_study(tmp_path, "top", 1, "tpe", SEED_MAX)   # seed SEED_MAX + 1: out of numpy's range before

@@ -22,7 +22,7 @@ from typing import Any
 import pandas as pd
 
 from costmodel.loopnest.template import DATAFLOW
-from sweep import fmt
+from sweep.common import fmt
 from sweep.reports.archsearch import (
     _mapper_params,
     design_table,
@@ -233,7 +233,7 @@ def add_llm_answer(page: Page, rep: dict[str, Any]) -> None:
     (attained MACs per cycle against MACs per DRAM byte, the roof drawn)."""
     import plotly.graph_objects as go
 
-    from sweep import fmt
+    from sweep.common import fmt
     llm = rep.get("llm") or {}
     best = llm.get("best") or []
     if not best:

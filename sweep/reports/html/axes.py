@@ -1,7 +1,7 @@
 """Axes of the interactive report's figures, read as the terminal reads its numbers.
 
 * `log_axis`: a log scale whose ticks sit at round values (decades, 1-3, 1-2-5, ...: `_round_ticks`),
-  each labelled in full in engineering units by `sweep.fmt`
+  each labelled in full in engineering units by `sweep.common.fmt`
   (``500 uJ``, ``2 ms``, ``1.5 Mcycles``; plain numbers such as ``0.9`` or ``2e+17`` for a unit
   the axis title names), never Plotly's bare ``9``/``8``/``2`` of its minor ticks, nor an SI
   prefix on a unit that has one. Once the user zooms, the page's script picks the ticks of the
@@ -21,7 +21,7 @@ import numbers
 import re
 from typing import Any, Iterable
 
-from sweep import fmt
+from sweep.common import fmt
 
 __all__ = ["PAD", "ZOOM_TICKS", "category_axis", "gapped", "layer_labels", "log_axis", "pad_axis", "tick_text"]
 
@@ -77,7 +77,7 @@ _FORMATS = {"pJ": fmt.energy, "J": lambda v: fmt.energy(v * 1e12), "cycles": fmt
 
 def tick_text(v: float, unit: str = "") -> str:
     """``v`` (in ``unit``: "pJ", "J", "cycles", "s", or "" for a plain number) as a tick label:
-    `sweep.fmt`'s engineering units without trailing zeros (``350 mJ``, ``2.5 ms``, ``1e+17``)."""
+    `sweep.common.fmt`'s engineering units without trailing zeros (``350 mJ``, ``2.5 ms``, ``1e+17``)."""
     text = _FORMATS[unit](v)
     return re.sub(r"\.(\d*?)0+(?=\D|$)", lambda m: "." + m.group(1) if m.group(1) else "", text)
 

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from sweep import fmt
+from sweep.common import fmt
 from sweep.reports.html import COLOURS, Page, short, write_page
 from sweep.reports.html.axes import category_axis, gapped, layer_labels, log_axis
 from sweep.reports.loopnest import read
@@ -222,5 +222,5 @@ def add_llm_steps(page: Page, rep: dict[str, Any]) -> None:
 
 
 def _pj(joules: Any) -> float | None:
-    """An energy in J as pJ (`sweep.fmt.energy`'s unit); None for None or NaN."""
+    """An energy in J as pJ (`sweep.common.fmt.energy`'s unit); None for None or NaN."""
     return None if joules is None or joules != joules else joules * 1e12

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from sweep import fmt
+from sweep.common import fmt
 from sweep.reports.html import Page, write_page
 from sweep.reports.html.axes import log_axis, pad_axis
 from sweep.reports.pareto import pareto_front

@@ -13,7 +13,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from mappers.schedule import RESERVED
+from mappers.annealing import RESERVED
 from sweep.reports.html import Page, short, write_page
 from sweep.reports.html.axes import log_axis
 from sweep.reports.tune import _study

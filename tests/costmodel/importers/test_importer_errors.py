@@ -1,6 +1,6 @@
 """The importers' errors: one root (`InputFormatError`, a ValueError) and one subclass per format,
 each raised by its reader with the file and the place named; none of them is sweep's (the CLI maps
-a ZigZag error to its CampaignError, exit 2, with the same text: tests/sweep/campaigns)."""
+a ZigZag error to its CampaignError, exit 2, with the same text: tests/sweep/config)."""
 
 from __future__ import annotations
 

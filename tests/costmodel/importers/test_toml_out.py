@@ -50,7 +50,7 @@ def _accelerators():
         mp = mp if mp.exists() else inputs / "mapping" / "default.yaml"
         try:
             out.append(accelerator_from_dict(zigzag_to_dict(hw, mp), hw.name))
-        except ValueError:  # refused (IMC, CACTI, loop dims not ours): tested in tests/sweep/campaigns
+        except ValueError:  # refused (IMC, CACTI, loop dims not ours): tested in tests/sweep/config
             continue
     return out
 

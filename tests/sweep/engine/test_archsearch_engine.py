@@ -22,7 +22,7 @@ from sweep.cli import app
 from sweep.engine.runner import Interrupted, run_campaign
 from sweep.engine.store import Store
 from sweep.kinds import build_report
-from sweep.single import map_network
+from sweep.commands.map_eval import map_network
 
 TINY_NET = REPO / "tests" / "data" / "tiny_net.csv"
 CAMPAIGN = """

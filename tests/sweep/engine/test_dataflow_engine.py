@@ -21,7 +21,7 @@ from sweep.cli import app
 from sweep.engine.runner import run_campaign
 from sweep.engine.store import Store
 from sweep.kinds import build_report
-from sweep.single import map_network
+from sweep.commands.map_eval import map_network
 from test_archsearch_engine import CAMPAIGN, PARAMS, TINY_NET, run_local
 
 GRID = 'array.D1 = [7, 14]\ndataflow = ["ws", "flex"]\n'

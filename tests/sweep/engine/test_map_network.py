@@ -94,7 +94,7 @@ def test_campaign_onnx_network(tmp_path):
     (tmp_path / "c.toml").write_text(CAMPAIGN.format(tmp=tmp_path.as_posix(), file="rep.onnx"))
     res = runner.invoke(app, ["validate", str(tmp_path / "c.toml")])
     assert res.exit_code == 0, res.output
-    from sweep.campaigns.networks import parse_networks
+    from sweep.config.networks import parse_networks
     nets = parse_networks([{"file": "rep.onnx"}], tmp_path, lambda *a: pytest.fail(str(a)))
     assert [l.name for l in nets[0].layers] == ["c1", "c2", "c3", "fc"]
 

@@ -68,7 +68,7 @@ def test_a_driver_never_writes_into_a_directory_that_now_holds_another_campaign(
 
     import pyarrow as pa
 
-    from sweep.errors import StoreError
+    from sweep.common.errors import StoreError
 
     st = Store(tmp_path / "out")
     st.create({"name": "a", "config_hash": "a" * 64})

@@ -14,7 +14,7 @@ import pytest
 
 from paths import DATA
 from sweep.kinds import load_campaign
-from sweep.campaigns.designspace import SearchSpec
+from sweep.config.designspace import SearchSpec
 from sweep.search import driver
 from sweep.study import open_study
 

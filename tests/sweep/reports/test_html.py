@@ -98,7 +98,7 @@ def run_text(tmp: Path, text: str) -> Path:
 def run_kind(kind: str, tmp: Path) -> Path:
     """A finished tiny result directory of ``kind`` in ``tmp``."""
     if kind == "tune":
-        from sweep.campaigns.tune_campaign import load_tune_campaign
+        from sweep.config.tune_campaign import load_tune_campaign
         from sweep.tune.driver import run_tune
         run_tune(load_tune_campaign(write_tune(tmp, tmp / "out", trials=4)), executor="local")
         return tmp / "out"

@@ -14,9 +14,9 @@ import pytest
 from typer.testing import CliRunner
 
 from sweep.cli import app
-from sweep.errors import StoreError
+from sweep.common.errors import StoreError
 from sweep.tune.driver import open_study, read_trials, run_tune
-from sweep.campaigns.tune_campaign import load_tune_campaign
+from sweep.config.tune_campaign import load_tune_campaign
 from tests.tune_util import write_tune
 from campaign_util import freeze_when, kill_group
 
@@ -57,7 +57,7 @@ def test_study_rows_best_params_and_heldout(local_run, tmp_path):
     assert (h["proposals"] == 200).all() and (h["gap"] >= 0).all()
     assert set(s.heldout) == {"tuned", "default"}
     # a `sweep run` campaign takes the snippet through params_file
-    from tests.sweep.campaigns.test_tune_campaign import _run_campaign
+    from tests.sweep.config.test_tune_campaign import _run_campaign
     (tmp_path / "best.toml").write_text((c.output / "best_params.toml").read_text())
     m = _run_campaign(tmp_path, 'params_file = "best.toml"').mappers[0]
     assert m.params["t0"] == toml["t0"] and m.params["chains"] == toml["chains"]

@@ -13,7 +13,7 @@ from costmodel.systolic.area import A_PE_UM2, A_SRAM_UM2_PER_BYTE
 from paths import REPO
 from sweep.kinds import load_campaign, parse_campaign
 from sweep.cli import app
-from sweep.errors import CampaignError
+from sweep.common.errors import CampaignError
 
 BASE = """
 name = "as"

@@ -1,13 +1,13 @@
-"""The layering of `sweep.campaigns`: every import (module- or function-level) goes down, never in a
+"""The layering of `sweep.config`: every import (module- or function-level) goes down, never in a
 cycle, and never up to the engine, the reports, the tuner or the CLI."""
 
 import ast
 from pathlib import Path
 
-import sweep.campaigns
-import sweep.errors
+import sweep.config
+import sweep.common.errors
 
-PKG = Path(sweep.campaigns.__file__).parent
+PKG = Path(sweep.config.__file__).parent
 FORBIDDEN = ("sweep.engine", "sweep.reports", "sweep.tune", "sweep.cli")
 
 
@@ -24,7 +24,7 @@ def _imports(path: Path) -> set[str]:
 
 
 def _graph() -> dict[str, set[str]]:
-    mods = {f"sweep.campaigns.{p.stem}": p for p in PKG.glob("*.py") if p.stem != "__init__"}
+    mods = {f"sweep.config.{p.stem}": p for p in PKG.glob("*.py") if p.stem != "__init__"}
     return {m: {i for i in _imports(p) if i in mods} for m, p in mods.items()}
 
 
@@ -36,9 +36,9 @@ def test_no_module_imports_upwards():
 
 def test_campaign_readers_share_common_and_not_each_other():
     g = _graph()
-    assert "sweep.campaigns.tune_campaign" not in g["sweep.campaigns.campaign"]
-    assert "sweep.campaigns.campaign" not in g["sweep.campaigns.tune_campaign"]
-    assert "sweep.campaigns.validation" in g["sweep.campaigns.campaign"] & g["sweep.campaigns.tune_campaign"]
+    assert "sweep.config.tune_campaign" not in g["sweep.config.campaign"]
+    assert "sweep.config.campaign" not in g["sweep.config.tune_campaign"]
+    assert "sweep.config.validation" in g["sweep.config.campaign"] & g["sweep.config.tune_campaign"]
 
 
 def test_no_import_cycle():
@@ -55,6 +55,6 @@ def test_no_import_cycle():
 
 
 def test_finding_is_the_one_name():
-    assert hasattr(sweep.errors, "Finding") and not hasattr(sweep.errors, "Problem")
-    f = sweep.errors.Finding("run.x", 1, "bad")
-    assert str(sweep.errors.CampaignError("c.toml", [f])) == "c.toml: 1 problem(s):\n  - run.x = 1: bad"
+    assert hasattr(sweep.common.errors, "Finding") and not hasattr(sweep.common.errors, "Problem")
+    f = sweep.common.errors.Finding("run.x", 1, "bad")
+    assert str(sweep.common.errors.CampaignError("c.toml", [f])) == "c.toml: 1 problem(s):\n  - run.x = 1: bad"

@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import Any
 
 from costmodel.systolic.points import HW_COLUMNS
-from sweep.campaigns.validation import NOT_FINITE, Bad, is_finite, is_int, is_number
+from sweep.config.validation import NOT_FINITE, Bad, is_finite, is_int, is_number
 
 __all__ = ["parse_report"]
 

@@ -7,7 +7,7 @@
 * ``points = [{J = 32, K = 64, fsram_kib = 16, isram_kib = 32, psram_kib = 8}]``;
 * ``[architectures.grid]``: each of J, K, fsram_kib, isram_kib, psram_kib as a list of values, a
   range ``{start, stop, step}`` (stop included) or ``{pow2 = [lo, hi]}``; ``constraints``: a list of
-  expressions over those names and ``area_mm2`` (`sweep.campaigns.expr`); ``area_budget_mm2`` with
+  expressions over those names and ``area_mm2`` (`sweep.config.expr`); ``area_budget_mm2`` with
   ``min_area_fraction`` keeps points with ``fraction * budget <= area <= budget``.
 
 Every point gets its area from `costmodel.systolic.area.area_mm2`. The result is a `costmodel.systolic.points.SystolicPoints` of columns
@@ -27,8 +27,8 @@ from typing import Any, Callable
 import numpy as np
 
 from costmodel.systolic.points import HW_COLUMNS, SystolicPoints
-from sweep.campaigns.validation import NOT_FINITE, is_finite, is_number, read_toml_file, resolve_path
-from sweep.campaigns.expr import ExprError, evaluate, parse
+from sweep.config.validation import NOT_FINITE, is_finite, is_number, read_toml_file, resolve_path
+from sweep.config.expr import ExprError, evaluate, parse
 
 __all__ = ["parse_points", "parse_archset", "ArchSet", "axis_values", "area_window"]
 

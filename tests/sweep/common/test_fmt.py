@@ -1,10 +1,10 @@
-"""`sweep.fmt`: the human-text formatters, each figure worked out by hand."""
+"""`sweep.common.fmt`: the human-text formatters, each figure worked out by hand."""
 
 import math
 
 import pytest
 
-from sweep import fmt
+from sweep.common import fmt
 
 
 @pytest.mark.parametrize("pj, text", [

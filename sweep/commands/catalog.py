@@ -32,7 +32,7 @@ def network_file(path: str) -> dict:
     from pathlib import Path
 
     from costmodel.zoo import load_network_file, network_file_info
-    from sweep.errors import CampaignError, Finding
+    from sweep.common.errors import CampaignError, Finding
 
     if not Path(path).is_file():
         raise CampaignError(path, [Finding("--file", path, "no such file")])
@@ -57,7 +57,7 @@ def zoo_network(name: str, workload: dict | None = None) -> dict:
     """The layers of the zoo network ``name`` for `sweep list networks NAME`: the dict of
     `network_file` (``op`` is ``zoo``; ``path`` the zoo's CSV file; no ``ignored`` rows), plus
     ``published_macs`` (None if the zoo states none). A transformer (``workload``: the step's
-    parameters, `sweep.single.WORKLOAD_OPTIONS`; its defaults where not given) adds ``workload``
+    parameters, `sweep.commands.map_eval.WORKLOAD_OPTIONS`; its defaults where not given) adds ``workload``
     (the step as built), ``vector_ops`` (name, op, elements, inputs, rows, repeat),
     ``total_vector_elements``, ``not_costed``, ``params`` (parameters computed from the shapes)
     and ``published_params``.
@@ -67,8 +67,8 @@ def zoo_network(name: str, workload: dict | None = None) -> dict:
             a step option the network does not take or a bad value (the option named).
     """
     from costmodel.zoo import list_networks, network_info
-    from sweep.errors import CampaignError, Finding
-    from sweep.single import resolve_network
+    from sweep.common.errors import CampaignError, Finding
+    from sweep.commands.map_eval import resolve_network
 
     if name not in list_networks():
         raise CampaignError("sweep list networks", [Finding(
@@ -99,7 +99,7 @@ def mapper_params(name: str) -> list[dict]:
         KeyError: unknown mapper.
     """
     from mappers import get_mapper
-    from sweep.campaigns.validation import SEED_MAX
+    from sweep.config.validation import SEED_MAX
 
     out = []
     for p in get_mapper(name).params:

@@ -23,19 +23,19 @@ from costmodel.systolic.points import SystolicPoints
 from mappers import get_mapper
 from mappers.base import WorkUnit
 from mappers.systolic.deepopt import AllocationProblem
-from sweep.campaigns.campaign import Campaign, network_json
+from sweep.config.campaign import Campaign, network_json
 from sweep.engine.design_tasks import DesignTask
 from sweep.engine.layer_tasks import LayerTask
-from sweep.ids import stable_hash
+from sweep.common.ids import stable_hash
 
-__all__ = ["Task", "systolic_tasks", "expand", "count_tasks", "execute", "TABLES"]
+__all__ = ["SystolicTask", "systolic_tasks", "expand", "count_tasks", "execute", "TABLES"]
 
 #: Tables a task writes; ``rows`` is written last and marks a task as stored.
 TABLES = ("layers", "problems", "archs", "totals", "rows")
 
 
 @dataclass(frozen=True)
-class Task:
+class SystolicTask:
     """One work unit of a systolic (DeepOpt) campaign: ``mapper`` with ``params`` on one chunk of
     hardware points for every network (``problem`` holds only that chunk; ``unit`` names it)."""
 
@@ -66,7 +66,7 @@ def _task_id(mapper: str, params: dict, networks, points: SystolicPoints, offset
     return stable_hash(doc, 24)
 
 
-def systolic_tasks(campaign: Campaign) -> Iterator[Task]:
+def systolic_tasks(campaign: Campaign) -> Iterator[SystolicTask]:
     """The tasks of a systolic campaign: one per (mapper, work unit of the whole grid), units in
     the mapper's order."""
     pts = campaign.architectures
@@ -80,10 +80,10 @@ def systolic_tasks(campaign: Campaign) -> Iterator[Task]:
             chunk = pts.take(slice(start, stop))
             tid = _task_id(spec.name, spec.params, campaign.networks, chunk, start,
                            campaign.objectives, campaign.systolic)
-            yield Task(tid, spec.name, dict(spec.params), replace(whole, points=chunk, point_offset=start), unit)
+            yield SystolicTask(tid, spec.name, dict(spec.params), replace(whole, points=chunk, point_offset=start), unit)
 
 
-def expand(campaign: Campaign) -> Iterator[Task | LayerTask | DesignTask]:
+def expand(campaign: Campaign) -> Iterator[SystolicTask | LayerTask | DesignTask]:
     """The campaign's tasks in a deterministic order, as its kind expands them
     (``campaign.plan``, `sweep.kinds`): systolic campaigns by mapper, then point chunk
     (`systolic_tasks`); loop-nest and npu campaigns by `sweep.engine.layer_tasks.expand_layers`;
@@ -107,8 +107,8 @@ def _to_table(cols: dict[str, Any], task_id: str) -> pa.Table:
     return pa.table(arrays)
 
 
-def execute(task: Task | LayerTask) -> dict[str, pa.Table]:
-    """Run one task in-process (`Task.run` or `LayerTask.run`); a task that raises becomes one
+def execute(task: SystolicTask | LayerTask) -> dict[str, pa.Table]:
+    """Run one task in-process (`SystolicTask.run` or `LayerTask.run`); a task that raises becomes one
     ``rows`` row with status "error".
 
     Returns:
@@ -120,7 +120,7 @@ def execute(task: Task | LayerTask) -> dict[str, pa.Table]:
         return {"rows": error_table(task, f"{type(e).__name__}: {e}", traceback.format_exc())}
 
 
-def error_table(task: Task, error: str, trace: str = "") -> pa.Table:
+def error_table(task: SystolicTask, error: str, trace: str = "") -> pa.Table:
     """The single ``rows`` row recording that ``task`` failed."""
     return pa.table({"task_id": [task.task_id], "status": ["error"], "mapper": [task.mapper],
                      "error": [error], "traceback": [trace[-4000:]]})

@@ -1,6 +1,6 @@
 """What both campaign readers share: reading TOML, collecting findings, checking tables and values.
 
-`sweep.campaigns.campaign` (`sweep run` campaigns) and `sweep.campaigns.tune_campaign` (`sweep tune`
+`sweep.config.campaign` (`sweep run` campaigns) and `sweep.config.tune_campaign` (`sweep tune`
 campaigns) both build on this module; neither imports the other. Every check reports through a
 ``bad(key, value, message)`` callable (`Bad`), usually `Findings.bad`, so that one `CampaignError`
 lists every finding of a file at once.
@@ -13,7 +13,7 @@ import tomllib
 from pathlib import Path
 from typing import Any, Callable
 
-from sweep.errors import CampaignError, Finding
+from sweep.common.errors import CampaignError, Finding
 
 __all__ = ["Bad", "Findings", "NOT_FINITE", "SEED_MAX", "SEED_RULE", "read_toml", "read_toml_file", "resolve_path",
            "is_tune_campaign", "check_table", "is_int", "is_number", "is_finite", "is_seed", "check_seed", "check_seeds",

@@ -11,7 +11,7 @@ from typing import Annotated, Any, Optional
 import typer
 from rich.table import Table
 
-from sweep import fmt
+from sweep.common import fmt
 
 __all__ = ["PhaseOpt", "BatchOpt", "SeqOpt", "ContextOpt", "WeightBitsOpt", "ActBitsOpt", "KvBitsOpt",
            "list_step_options", "workload_of", "print_step", "print_vector_ops"]
@@ -28,7 +28,7 @@ KvBitsOpt = Annotated[Optional[int], typer.Option("--kv-bits", min=1, help="KV c
 
 def workload_of(phase: str | None, batch: int | None, seq: int | None, context: int | None,
                 weight_bits: int | None, act_bits: int | None, kv_bits: int | None) -> dict[str, Any]:
-    """The given step options as `sweep.single.resolve_network`'s ``workload`` (None: not given)."""
+    """The given step options as `sweep.commands.map_eval.resolve_network`'s ``workload`` (None: not given)."""
     return {"phase": phase, "batch": batch, "seq": seq, "context": context,
             "weight_bits": weight_bits, "act_bits": act_bits, "kv_bits": kv_bits}
 
@@ -39,7 +39,7 @@ def list_step_options(what: str, name: str | None, workload: dict[str, Any]) -> 
     Raises:
         CampaignError: a step option anywhere but `sweep list networks NAME` (the option named).
     """
-    from sweep.errors import CampaignError, Finding
+    from sweep.common.errors import CampaignError, Finding
     given = {k: v for k, v in workload.items() if v is not None}
     if given and (what != "networks" or name is None):
         k = next(iter(given))
@@ -51,7 +51,7 @@ def list_step_options(what: str, name: str | None, workload: dict[str, Any]) -> 
 def print_vector_ops(doc: dict, console: Any) -> None:
     """`sweep list networks NAME`'s vector operations (kind, elements, inputs, rows, repeat) and
     what the step leaves uncosted (``not_costed``)."""
-    from sweep.cli_text import print_rows
+    from sweep.commands.text import print_rows
     ops = doc.get("vector_ops") or []
     if ops:
         print_rows(f"{len(ops)} vector operation(s) between the matmuls, {doc.get('total_vector_elements', 0):,} "
@@ -70,7 +70,7 @@ def _traffic_text(dram: dict | None) -> str:
 
 
 def print_step(res: dict, console: Any) -> None:
-    """The transformer part of `sweep map --network`'s text (`sweep.single.map_network`'s
+    """The transformer part of `sweep map --network`'s text (`sweep.commands.map_eval.map_network`'s
     ``vector``, ``total`` and ``llm``): the vector operations' table, the matmul / vector split,
     DRAM traffic by role and the serving figures."""
     vec, tot, llm = res.get("vector") or {}, res["total"], res.get("llm")

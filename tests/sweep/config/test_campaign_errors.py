@@ -7,7 +7,7 @@ from typer.testing import CliRunner
 
 from sweep.kinds import load_campaign
 from sweep.cli import app
-from sweep.errors import CampaignError
+from sweep.common.errors import CampaignError
 
 from campaign_util import TINY
 
@@ -216,8 +216,8 @@ def test_report_tables_of_every_kind_accepted(tmp_path):
 def test_shipped_campaigns_load():
     """Every campaigns/*.toml (with its [report] table) is valid."""
     from paths import CAMPAIGNS
-    from sweep.campaigns.validation import is_tune_campaign, read_toml
-    from sweep.campaigns.tune_campaign import load_tune_campaign
+    from sweep.config.validation import is_tune_campaign, read_toml
+    from sweep.config.tune_campaign import load_tune_campaign
 
     for p in sorted(CAMPAIGNS.glob("*.toml")):
         c = (load_tune_campaign if is_tune_campaign(read_toml(p)) else load_campaign)(p)

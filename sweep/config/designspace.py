@@ -75,10 +75,10 @@ from typing import Any
 import numpy as np
 
 from costmodel.loopnest.template import CATEGORICAL, DATAFLOW, DRAM_KIND
-from sweep.campaigns.archspace import area_window, axis_values
-from sweep.campaigns.validation import Bad, check_seed, check_table, is_int, resolve_path
-from sweep.campaigns.expr import ExprError, evaluate, parse
-from sweep.ids import stable_hash
+from sweep.config.archspace import area_window, axis_values
+from sweep.config.validation import Bad, check_seed, check_table, is_int, resolve_path
+from sweep.config.expr import ExprError, evaluate, parse
+from sweep.common.ids import stable_hash
 from sweep.study import sampler_names
 
 __all__ = ["DesignSpace", "SearchSpec", "parse_design_space", "parse_search", 
@@ -235,7 +235,7 @@ def _flatten(grid: dict, prefix: str = "") -> dict[str, Any]:
 
 
 def _axis(value: Any, key: str, bad: Bad) -> tuple | None:
-    """One axis (`sweep.campaigns.archspace.axis_values`, positive numbers) as an ascending tuple
+    """One axis (`sweep.config.archspace.axis_values`, positive numbers) as an ascending tuple
     of distinct values."""
     vals = axis_values(value, key, bad, integer=False)
     return None if vals is None else tuple(sorted(set(vals)))

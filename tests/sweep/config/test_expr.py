@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from sweep.campaigns.expr import ExprError, evaluate, parse
+from sweep.config.expr import ExprError, evaluate, parse
 
 
 def test_vectorised_constraints():

@@ -65,10 +65,10 @@ from costmodel.loopnest.arch import list_accelerators, load_accelerator
 from costmodel.zoo import list_networks, load_network
 from mappers import get_mapper
 from mappers.base import Param
-from mappers.schedule import RESERVED, TUNABLE_MAPPERS, derive_params
-from sweep.campaigns.validation import (NOT_FINITE, Bad, Findings, check_seed, check_seeds, check_table, is_finite,
-                                    is_int, is_number, read_toml)
-from sweep.ids import stable_hash
+from mappers.annealing import RESERVED, TUNABLE_MAPPERS, derive_params
+from sweep.config.validation import (NOT_FINITE, Bad, Findings, check_seed, check_seeds, check_table, is_finite,
+                                     is_int, is_number, read_toml)
+from sweep.common.ids import stable_hash
 from sweep.study import SAMPLERS as _ALL_SAMPLERS, sampler_names
 
 __all__ = ["TuneCampaign", "SpaceParam", "load_tune_campaign", "parse_tune_campaign",

@@ -17,11 +17,11 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
+from paths import DATA, REPO
 from sweep.cli import app
-from sweep.ids import canonical_json, finite, stable_hash, strict_json
+from sweep.common.ids import canonical_json, finite, stable_hash, strict_json
 
-ROOT = Path(__file__).resolve().parents[2]
-TINY_NET = ROOT / "tests" / "data" / "tiny_net.csv"
+TINY_NET = DATA / "tiny_net.csv"
 #: CoSA with no time to solve: no valid mapping, every figure infinite.
 NO_MAPPING = ["--dims", "K=16,C=8,OY=8,OX=8,FY=3,FX=3", "--arch", "eyeriss_like", "--mapper", "cosa",
               "--param", "time_limit_s=0.0"]
@@ -67,7 +67,7 @@ def test_ids_are_unchanged():
 def test_map_json_without_a_valid_mapping_is_strict():
     """As a user runs it (a real process, stdout whole): the infinite figures are null."""
     env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
-    p = subprocess.run([sys.executable, "-m", "sweep.cli", "map", *NO_MAPPING, "--json"], cwd=ROOT, env=env,
+    p = subprocess.run([sys.executable, "-m", "sweep.cli", "map", *NO_MAPPING, "--json"], cwd=REPO, env=env,
                        capture_output=True, text=True, timeout=300)
     doc = strict_loads(p.stdout)
     assert doc["mapper"] == "cosa"

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from costmodel.workload import LOOP_DIMS, Layer, Network
-from sweep.errors import CampaignError, Finding
+from sweep.common.errors import CampaignError, Finding
 
 __all__ = ["resolve_layer", "resolve_network", "parse_dims", "parse_param", "map_layer", "map_network",
            "eval_mapping", "load_arch"]
@@ -165,7 +165,7 @@ def systolic_point(preset: str, point: int | None = None):
     """Hardware point number ``point`` of the systolic preset ``preset`` (`costmodel/presets/
     systolic.toml`) as a one-point `costmodel.systolic.points.SystolicPoints` whose ``spec`` records
     ``{"preset", "point"}``: numbered as a campaign of that preset numbers its rows' ``point`` (J, K,
-    fsram, isram, psram ascending, `sweep.campaigns.archspace.parse_points`), with its area (mm^2).
+    fsram, isram, psram ascending, `sweep.config.archspace.parse_points`), with its area (mm^2).
     ``point`` may be omitted for a preset of one point.
 
     Raises:
@@ -173,7 +173,7 @@ def systolic_point(preset: str, point: int | None = None):
     """
     from dataclasses import replace
 
-    from sweep.campaigns.archspace import parse_points
+    from sweep.config.archspace import parse_points
     found: list[Finding] = []
     pts = parse_points({"preset": preset}, Path.cwd(), lambda k, v, m: found.append(Finding(k, v, m)))
     if pts is None:  # a preset of the shipped file that does not parse: a bug of the file
@@ -257,7 +257,7 @@ def map_layer(layer: Layer, arch, mapper_name: str, objective: str | None = None
         raise CampaignError("--param", [Finding(f"--param {k}", v, m) for k, v, m in probs])
     prob = mapper.make_problem(layer, arch, None, objective)
     t0 = time.perf_counter()
-    from sweep.notice import compile_notice
+    from sweep.common.notice import compile_notice
     with compile_notice(arch):
         try:
             units = mapper.units(prob, resolved)

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from costmodel.loopnest.mapping import SpatialMapping
 from sweep.kinds import load_campaign
-from sweep.errors import CampaignError
-from sweep.ids import stable_hash
+from sweep.common.errors import CampaignError
+from sweep.common.ids import stable_hash
 from test_designspace import assert_bad, eyeriss_area, write
 
 DATAFLOWS = """
@@ -102,8 +102,8 @@ def test_bad_dataflows_exit_2_naming_the_key_and_write_nothing(tmp_path, grid, d
      ["architectures.dataflows.flex.spatial_hint"]),
 ])
 def test_the_mapper_can_map_every_dataflow(tmp_path, mapper, dataflows, keys):
-    from sweep.campaigns.validation import Findings
-    from sweep.campaigns.designspace import check_dataflow_mappers
+    from sweep.config.validation import Findings
+    from sweep.config.designspace import check_dataflow_mappers
     names = '["ws", "rs", "flex"]' if "flex" in dataflows else '["ws", "rs"]'
     text = write(tmp_path, f"dataflow = {names}\n" + dataflows).read_text()
     p = tmp_path / "m.toml"

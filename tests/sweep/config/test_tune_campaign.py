@@ -8,8 +8,8 @@ from typer.testing import CliRunner
 
 from sweep.kinds import parse_campaign
 from sweep.cli import app
-from sweep.errors import CampaignError
-from sweep.campaigns.tune_campaign import load_tune_campaign, parse_tune_campaign
+from sweep.common.errors import CampaignError
+from sweep.config.tune_campaign import load_tune_campaign, parse_tune_campaign
 from tests.tune_util import write_tune
 from paths import CAMPAIGNS
 

@@ -2,10 +2,10 @@
 
 * `sweep list`'s tables: the zoo, the presets and the mappers, the layers of one network (zoo
   name or file) with their shapes and MACs, and one mapper's parameters. Tables are as wide as
-  their content (`sweep.fmt.print_wide`): identifiers and numbers are never cut, prose columns
-  (descriptions, docs) wrap. ``--json`` is printed by `sweep.cli` from `sweep.catalog`.
+  their content (`sweep.common.fmt.print_wide`): identifiers and numbers are never cut, prose columns
+  (descriptions, docs) wrap. ``--json`` is printed by `sweep.cli` from `sweep.commands.catalog`.
 * `seed_option` / `param_option`: `sweep map --seed` and ``--param seed=...`` checked by the one
-  seed rule (`sweep.campaigns.validation.check_seed`), exit 2 naming the option.
+  seed rule (`sweep.config.validation.check_seed`), exit 2 naming the option.
 * `plain_help`: `--help` without Typer's ``<bool>`` and ``<list[str]>`` type labels, and command
   docstrings as flowing paragraphs (`unwrap`).
 """
@@ -18,20 +18,20 @@ from typing import Any
 
 import typer
 
-from sweep.errors import CampaignError
-from sweep.fmt import print_wide
+from sweep.common.errors import CampaignError
+from sweep.common.fmt import print_wide
 
 __all__ = ["param_option", "plain_help", "print_catalog", "print_low_utilization", "print_mapper", "print_network",
            "print_rows", "seed_option"]
 
 
 def seed_option(value: int) -> int:
-    """`--seed` by the one seed rule (`sweep.campaigns.validation.check_seed`).
+    """`--seed` by the one seed rule (`sweep.config.validation.check_seed`).
 
     Raises:
         typer.BadParameter: outside the rule (exit 2, the message names ``--seed`` and the value).
     """
-    from sweep.campaigns.validation import SEED_RULE, is_seed
+    from sweep.config.validation import SEED_RULE, is_seed
     if not is_seed(value):
         raise typer.BadParameter(f"{value}: {SEED_RULE}")
     return value
@@ -44,8 +44,8 @@ def param_option(values: list[str] | None) -> list[str] | None:
     Raises:
         typer.BadParameter: a seed outside the rule (exit 2, naming ``--param seed`` and the value).
     """
-    from sweep.campaigns.validation import SEED_RULE, is_seed
-    from sweep.single import parse_param
+    from sweep.config.validation import SEED_RULE, is_seed
+    from sweep.commands.map_eval import parse_param
     for item in values or []:
         try:
             key, value = parse_param(item)
@@ -178,7 +178,7 @@ def print_mapper(row: dict, console: Any) -> None:
 
 def print_network(doc: dict, console: Any) -> None:
     """`sweep list networks NAME` / ``--file F``: the layers (shapes, strides, paddings, repeats,
-    MACs) and, for ONNX, the nodes not costed and why (the vector operations: `sweep.cli_llm`)."""
+    MACs) and, for ONNX, the nodes not costed and why (the vector operations: `sweep.commands.llm_step`)."""
     published = doc.get("published_macs")
     print_rows(f"{doc['network']} ({doc['path']}): {len(doc['layers'])} layer(s), {doc['unique_layers']} unique, "
                f"{doc['total_macs']:,} MACs" + (f" (published {published:,})" if published else ""),
@@ -190,8 +190,8 @@ def print_network(doc: dict, console: Any) -> None:
 
 def print_low_utilization(console: Any, rows: list, acc: Any, res: dict) -> None:
     """`sweep map`'s warning when a mapped layer keeps few PEs busy
-    (`sweep.single.low_utilization_note`), in yellow; nothing otherwise."""
-    from sweep.single import low_utilization_note
+    (`sweep.commands.map_eval.low_utilization_note`), in yellow; nothing otherwise."""
+    from sweep.commands.map_eval import low_utilization_note
     searched = any(r.get("spatial_candidates", 1) > 1 for r in rows) or \
         (res.get("params") or {}).get("spatial") == "search"
     note = low_utilization_note(rows, acc, searched)
@@ -200,7 +200,7 @@ def print_low_utilization(console: Any, rows: list, acc: Any, res: dict) -> None
 
 
 def exit_if_infeasible(rows: list[dict], console: Any, total: dict | None = None) -> None:
-    """`sweep map`'s end when a layer has no valid mapping (status "infeasible", `sweep.single.map_layer`),
+    """`sweep map`'s end when a layer has no valid mapping (status "infeasible", `sweep.commands.map_eval.map_layer`),
     or a network on a hardware point has none (``total``'s status): one red line per such layer
     with its reason on ``console`` (stderr), then exit 1; nothing when everything was mapped."""
     bad = [r for r in rows + ([total] if total else []) if r.get("status") == "infeasible"]

@@ -31,14 +31,14 @@ Example (see ``campaigns/area16mm2.toml``)::
 ``[[mappers]]`` entries may also name a ``params_file``: a TOML file (relative to the campaign)
 whose ``[mappers.<name>]`` table gives parameters, e.g. the ``best_params.toml`` of `sweep tune`;
 inline ``params`` override the file's values. ``[report]`` holds options of `sweep report`; its keys
-depend on the architecture kind (`sweep.campaigns.report_table`).
+depend on the architecture kind (`sweep.config.report_table`).
 
 This module holds the `Campaign` and the checks of the tables every kind has (name and output,
 seeds, ``[[mappers]]``, ``[run]``, ``[systolic]``); the kind of a campaign (`sweep.kinds`) parses
 its own sections and drives `sweep.kinds.parse_campaign`, which calls these. Each table is checked
-in a function of its own (here, `sweep.campaigns.archspace`, `sweep.campaigns.networks`,
-`sweep.campaigns.report_table`); what they share with tuning campaigns is in
-`sweep.campaigns.validation`.
+in a function of its own (here, `sweep.config.archspace`, `sweep.config.networks`,
+`sweep.config.report_table`); what they share with tuning campaigns is in
+`sweep.config.validation`.
 """
 
 from __future__ import annotations
@@ -53,10 +53,10 @@ from costmodel.systolic.points import SystolicPoints
 from costmodel.workload import Network
 from mappers import MAPPER_NAMES, get_mapper, mapper_kind
 from mappers.base import check_params
-from sweep.campaigns.archspace import ArchSet
-from sweep.campaigns.validation import (NOT_FINITE, Bad, check_seed, check_seeds, is_finite, is_number,
-                                        read_params_file)
-from sweep.ids import stable_hash
+from sweep.config.archspace import ArchSet
+from sweep.config.validation import (NOT_FINITE, Bad, check_seed, check_seeds, is_finite, is_number,
+                                     read_params_file)
+from sweep.common.ids import stable_hash
 
 __all__ = ["Campaign", "KindPlan", "MapperSpec", "RunOptions", "Architectures", "TOP_KEYS", "parse_name_output",
            "parse_objectives", "parse_seeds", "parse_mappers", "parse_run", "parse_systolic", "mapper_names",
@@ -232,7 +232,7 @@ def parse_objectives(data: dict[str, Any], kind: str, allowed: tuple[str, ...], 
 
 def parse_seeds(seeds: Any, bad: Bad) -> list[int]:
     """``seeds``: the seeds of stochastic mappers (default [0]), each by the one seed rule
-    (`sweep.campaigns.validation.check_seeds`: 0 <= seed <= 2**32 - 1)."""
+    (`sweep.config.validation.check_seeds`: 0 <= seed <= 2**32 - 1)."""
     return seeds if check_seeds(seeds, "seeds", bad) else [0]
 
 
