@@ -93,6 +93,14 @@ class _Row:
     the row; the row width is limited by the psum SRAM (G_eff of eq. 10). DRAM traffic of the
     first row: the R x S x C_uv x F_uv filter block and R ifmap rows of C_uv channels; the load
     overlaps the row's compute, the excess is a stall (Sec. 3.2, Fig. 8).
+
+    ``cyc`` (G x R cycles a row; the kernels multiply by E, ceil(C/C_uv) and ceil(F/F_uv)) is
+    eq. (17), by design not SCALE-Sim's weight-stationary count: DeepOpt puts only S x C_uv
+    channels on the J rows and runs the R filter rows as R passes (R x ceil(C/C_uv) row folds where
+    SCALE-Sim packs ceil(R*S*C/J)), and counts no pipeline fill or drain. On 1x1 layers SCALE-Sim
+    3.0.0 gives exactly eq. 17 + folds x (2J + K - 2) - 1 (folds = ceil(C/C_uv) x ceil(F/F_uv));
+    with larger filters it can fall below eq. 17, where its packing saves more than the fill
+    (tests/costmodel/systolic/test_scalesim_deepopt.py, docs/flexer.md "SCALE-Sim").
     """
 
     __slots__ = ("cu", "fu", "wx", "wix", "cyc", "sf", "si", "sp", "fb", "ib", "stall", "slack",
