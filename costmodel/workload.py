@@ -17,16 +17,19 @@ K and C are *per group*, so MACs = G * B * K * C * OY * OX * FY * FX. A fully-co
 is a 1x1 convolution on a 1x1 map (``kind="fc"``), its batch in B.
 
 The input window is IY = SY*(OY-1) + DY*(FY-1) + 1 (likewise IX): the *padded* input extent
-spanned. Padding PY/PX is recorded for reference; the cost models use IY/IX, except that the
-loop-nest model counts only the rows and columns a tile reads (`costmodel.loopnest.reference.window_rows`:
-a 1x1 convolution at stride 2 reads every other row of its span).
+spanned. Padding PY/PX (the mean of the begin and end pads) and the unpadded input size
+``in_rows`` / ``in_cols`` (where the zoo file, the ONNX or ZigZag workload gives it) are
+recorded; the systolic and NPU models use IY/IX, the loop-nest model counts only the rows and
+columns a tile reads, at most the real input's (`costmodel.loopnest.window.window_rows` and
+`window_caps`: a 1x1 convolution at stride 2 reads every other row of its span, and a padded
+convolution's halo is generated, not read).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-__all__ = ["Layer", "Network", "VectorOp", "LOOP_DIMS", "VECTOR_OPS", "W_ROLES", "O_ROLES"]
+__all__ = ["Layer", "Network", "VectorOp", "LOOP_DIMS", "VECTOR_OPS", "W_ROLES", "O_ROLES", "INPUT_FIELDS"]
 
 #: The loop dimensions in their canonical order.
 LOOP_DIMS = ("B", "K", "C", "OY", "OX", "FY", "FX", "G")
@@ -43,7 +46,11 @@ O_ROLES = ("activation", "kv_cache")
 
 #: Fields added after model version 3 whose default values are left out of `Layer.hash_fields`,
 #: so the problem ids and config hashes of layers that do not use them stay what they were.
-_NEW_FIELDS = {"w_role": "weight", "o_role": "activation", "fixed_bits": ()}
+_NEW_FIELDS = {"w_role": "weight", "o_role": "activation", "fixed_bits": (), "in_rows": None, "in_cols": None}
+
+#: The fields only the loop-nest model reads (model version 4: the unpadded input size,
+#: `costmodel.loopnest.window.window_caps`); `Layer.hash_fields(inputs=False)` leaves them out.
+INPUT_FIELDS = ("in_rows", "in_cols")
 
 #: The element-wise / row-wise operations between the matmuls (`VectorOp.op`); what each costs per
 #: element is `costmodel.vector.OP_PRIMITIVES`.
@@ -84,6 +91,8 @@ class Layer:
     w_role: str = "weight"    # `W_ROLES`: weights, or the KV cache read by attention
     o_role: str = "activation"  # `O_ROLES`: an activation, or new KV cache entries
     fixed_bits: tuple[str, ...] = ()  # operands ("W", "I", "O_final") whose bits override [precision]
+    in_rows: int | None = None  # rows of the unpadded input (None: not known, the padded window is read)
+    in_cols: int | None = None  # columns of the unpadded input
 
     def __post_init__(self) -> None:
         for dim in ("K", "C", "OY", "OX", "FY", "FX", "B", "G", "SY", "SX", "DY", "DX",
@@ -102,6 +111,10 @@ class Layer:
         if self.o_role not in O_ROLES:
             raise ValueError(f"layer {self.name!r}: o_role must be one of {O_ROLES}, got {self.o_role!r}")
         object.__setattr__(self, "fixed_bits", tuple(self.fixed_bits))
+        for dim in INPUT_FIELDS:
+            v = getattr(self, dim)
+            if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
+                raise ValueError(f"layer {self.name!r}: {dim} must be a positive integer or empty, got {v!r}")
         bad = [b for b in self.fixed_bits if b not in ("W", "I", "O_final")]
         if bad:
             raise ValueError(f"layer {self.name!r}: fixed_bits may hold W, I, O_final, got {bad!r}")
@@ -130,12 +143,15 @@ class Layer:
         """The loop bounds as a dict over `LOOP_DIMS`."""
         return {d: getattr(self, d) for d in LOOP_DIMS}
 
-    def hash_fields(self) -> dict:
+    def hash_fields(self, inputs: bool = True) -> dict:
         """Every field but the name, as problem ids and config hashes see the layer: the fields
-        added for transformer workloads (``w_role``, ``o_role``, ``fixed_bits``) only where they
-        differ from their defaults, so a CNN layer hashes as it did before they existed."""
+        added for transformer workloads (``w_role``, ``o_role``, ``fixed_bits``) and the unpadded
+        input size (``in_rows``, ``in_cols``) only where they differ from their defaults, so a
+        layer hashes as it did before they existed; with ``inputs=False`` never the input size
+        (for models that do not read it: the systolic and NPU models)."""
         return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()
-                if k != "name" and not (k in _NEW_FIELDS and v == _NEW_FIELDS[k])}
+                if k != "name" and not (k in _NEW_FIELDS and v == _NEW_FIELDS[k])
+                and (inputs or k not in INPUT_FIELDS)}
 
     def shape_key(self) -> tuple:
         """Everything but the name: two layers with equal keys cost the same."""

@@ -101,9 +101,11 @@ SEARCH_LAYER = "layer1.0.conv1"
 # the rows of a case
 
 def case_rows(case: str, layers: list[str] | None = None) -> list[tuple[str, str, object]]:
-    """[(row name, accelerator preset, Layer)] of ``case``."""
+    """[(row name, accelerator preset, Layer)] of ``case``. The ResNet-18 layers without their
+    unpadded input size (``in_rows`` / ``in_cols`` None): AccelForge's Einsum has no padding and
+    reads the padded window, so both tools cost the padded input (convention (e), docs/accelforge.md)."""
     if case in ("eyeriss_like", "tpu_like"):
-        by = {l.name: l for l, _ in load_network("resnet18")}
+        by = {l.name: l.with_(in_rows=None, in_cols=None) for l, _ in load_network("resnet18")}
         names = layers or list(RESNET_LAYERS)
         bad = [n for n in names if n not in by]
         if bad:

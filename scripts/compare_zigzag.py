@@ -46,9 +46,10 @@ layer and in total (sums over the rows):
     (lpf_limit=6) and ``salsa`` (chains=4): energy and latency, ratios ours / ZigZag per engine;
     wall times (ZigZag: the driver's run, the cached run's when reused; ours: the searches).
 
-Workload: eyeriss_like: ZigZag gets each layer as a one-layer YAML workload without padding (both
-tools then count the padded input, IY = SY (OY-1) + FY). tpu_like: ZigZag clips an input tile to
-the unpadded input (``LayerNode.calc_tensor_dim``). Both count only the input rows / columns a
+Workload: eyeriss_like: ZigZag gets each layer as a one-layer YAML workload with its padding and
+unpadded input size (as ZigZag's ONNX parser writes them; before model version 4 without them,
+both tools then counting the padded input). Both clip an input tile to the unpadded input (ZigZag
+``LayerNode.calc_tensor_dim``, ours `window.window_caps`). Both count only the input rows / columns a
 strided window touches (ZigZag ``calc_pr_dimension_size``, ours `reference.window_rows` since model
 version 3: a 1x1 stride-2 conv reads OY x OX pixels, not the (2 OY - 1) x (2 OX - 1) of its span).
 Precisions W 8, I 8, O 16, O_final 8 (ZigZag's ONNX defaults, our presets, and the ``[precision]``
@@ -244,6 +245,16 @@ def hint_only_yaml(mp: Path, td: Path) -> Path:
     return out
 
 
+def _padding(layer) -> dict:
+    """ZigZag's padding of a layer with a known unpadded input (model version 4), as its ONNX parser
+    writes it (``parser/onnx/conv_parser.py``): pr_loop_dims IX, IY, their unpadded sizes and
+    (begin, end) pads, begin = floor(PX), end = 2 PX - begin; {} without an input size."""
+    if layer.in_rows is None or layer.in_cols is None:
+        return {}
+    pads = [[math.floor(p), int(2 * p) - math.floor(p)] for p in (layer.PX, layer.PY)]
+    return {"pr_loop_dims": ["IX", "IY"], "pr_loop_sizes": [layer.in_cols, layer.in_rows], "padding": pads}
+
+
 def _run_zigzag(py: str, hw: Path, mp: Path, layers, onnx: Path | None, engine: str, lpf: int, dump: Path,
                 cache: str | None = None, nb_spatial: int = 3) -> dict:
     """ZigZag's best mapping per layer (scripts/zigzag_driver.py in ``py``); with ``cache`` (a
@@ -259,7 +270,7 @@ def _run_zigzag(py: str, hw: Path, mp: Path, layers, onnx: Path | None, engine: 
         if any(l.G != 1 or l.DY != 1 or l.DX != 1 for _, l in layers):
             sys.exit("grouped / dilated layers are not passed to ZigZag by this script")
         req["layers"] = [{"name": n, "K": l.K, "C": l.C, "OY": l.OY, "OX": l.OX, "FY": l.FY, "FX": l.FX, "B": l.B,
-                          "SY": l.SY, "SX": l.SX, "precision": PRECISION} for n, l in layers]
+                          "SY": l.SY, "SX": l.SX, "precision": PRECISION, **_padding(l)} for n, l in layers]
     same = {k: v for k, v in req.items() if k not in ("hardware", "mapping")}  # the temp mapping path varies
     key = hashlib.sha256(json.dumps([same, hw.read_text(), mp.read_text(), py], sort_keys=True).encode()).hexdigest()
     hit = Path(cache) / f"zigzag_{engine}_{key[:16]}.json" if cache else None

@@ -15,8 +15,9 @@ mapping found by ``engine`` (energy, latency_total0/1/2, ideal_temporal_cycle, s
 data_onloading_cycle, data_offloading_cycle, spatial mapping, temporal mapping per operand and
 memory level, innermost first, energy breakdown per operand and level), ``layer`` = the ONNX node
 name. Only ZigZag's public API is used (``zigzag.api.get_hardware_performance_zigzag``); with
-``layers`` each layer is its own run (a workload of one layer, no padding: both tools count the
-padded input footprint), with ``onnx`` the whole file is one run.
+``layers`` each layer is its own run (a workload of one layer, with the layer's ``padding``,
+``pr_loop_dims`` and ``pr_loop_sizes`` where the request gives them, as ZigZag's ONNX parser
+writes them), with ``onnx`` the whole file is one run.
 """
 
 import json
@@ -33,6 +34,7 @@ def _workload(layer):
         "loop_dims": ["B", "K", "C", "OY", "OX", "FY", "FX"],
         "loop_sizes": [layer.get(d, 1) for d in ("B", "K", "C", "OY", "OX", "FY", "FX")],
         "operand_precision": {"W": p["W"], "I": p["I"], "O": p["O"], "O_final": p["O_final"]},
+        **{k: layer[k] for k in ("pr_loop_dims", "pr_loop_sizes", "padding") if k in layer},
     }]
 
 

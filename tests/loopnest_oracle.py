@@ -52,6 +52,14 @@ filter rows gave o + f - 1 rows (the fewest any o and f rows give: Cauchy-Davenp
 (the most), columns alike. ``new_e``: elements of W / I written that the instance did not hold in
 its previous tile (what a buffer keeping the overlap would load).
 
+**Zero padding.** An input row (column) is real iff it lies in the unpadded input: pb <= iy <
+pb + ``in_rows``, pb = floor(PY) (the layer's padded coordinates; the model's ``window_caps``
+convention for pb). A real MAC whose input is in the halo multiplies a generated zero: it runs,
+but that input is not data, so it is in no literal I count (``reads``, ``writes``, ``*_e``).
+``*_c`` (I only, elements): the padded-nest tiles (``*_p``) with each tile's rows clipped to the
+real rows the whole layer reads (the distinct real rows over all its MACs), columns alike: the
+model's convention (ZigZag's), walked.
+
 **Held precision (capacity).** A memory instance holds an O tile at partial-sum precision iff it
 holds a value that is not final when one of the loops above its boundary advances (after a pass
 of its own loops: between two segments, or within the run of O-irrelevant loops that keeps the
@@ -76,8 +84,8 @@ from collections import defaultdict
 DIMS = ("B", "K", "C", "OY", "OX", "FY", "FX", "G")
 REL = {"W": {"K", "C", "FY", "FX", "G"}, "I": {"B", "C", "OY", "OX", "FY", "FX", "G"},
        "O": {"B", "K", "OY", "OX", "G"}}
-COUNTERS = ("reads", "writes", "reads_e", "writes_e", "reads_p", "writes_p", "new_e", "env_lo_r", "env_hi_r",
-            "env_lo_w", "env_hi_w", "fills", "readbacks", "tile", "tile_real")
+COUNTERS = ("reads", "writes", "reads_e", "writes_e", "reads_p", "writes_p", "reads_c", "writes_c", "new_e",
+            "env_lo_r", "env_hi_r", "env_lo_w", "env_hi_w", "fills", "readbacks", "tile", "tile_real")
 _B, _K, _C, _OY, _OX, _FY, _FX, _G = range(8)
 
 
@@ -110,8 +118,12 @@ class Nest:
                   for it in self.iters]
         bound = [getattr(layer, d) for d in DIMS]
         sy, sx, dy, dx = layer.SY, layer.SX, layer.DY, layer.DX
+        py, px = math.floor(layer.PY), math.floor(layer.PX)
+        ry = range(py, py + layer.in_rows) if layer.in_rows is not None else None
+        rx = range(px, px + layer.in_cols) if layer.in_cols is not None else None
         self.elem = {op: [] for op in REL}
         self.real = []
+        self.real_in = []   # real MAC and its input element real (not in the halo)
         for ti in it_idx:
             rw, ri, ro, rr = [], [], [], []
             for pi in pe_idx:
@@ -124,6 +136,12 @@ class Nest:
             self.elem["I"].append(ri)
             self.elem["O"].append(ro)
             self.real.append(rr)
+            self.real_in.append([r and (ry is None or e[3] in ry) and (rx is None or e[4] in rx)
+                                 for r, e in zip(rr, ri)])
+        # the real rows (columns) the whole layer reads, each axis on its own: the cap of *_c
+        seen = [e for row, rr in zip(self.elem["I"], self.real) for e, r in zip(row, rr) if r]
+        self.caps = (len({e[3] for e in seen if ry is None or e[3] in ry}),
+                     len({e[4] for e in seen if rx is None or e[4] in rx}))
         # per output: the last iteration with a real MAC of it, the PEs that run one and when
         self.last, self.contrib, self.times = {}, defaultdict(set), defaultdict(list)
         for t, (row, rr) in enumerate(zip(self.elem["O"], self.real)):
@@ -214,7 +232,7 @@ class Link:
         nest, op = self.nest, self.op
         rel_above = [i for i in range(self.blo, len(nest.loops)) if nest.loops[i][0] in REL[op]]
         inner = math.prod(f for _, f in nest.loops[:self.blo])
-        elem, realm = nest.elem[op], nest.real
+        elem, realm = nest.elem[op], (nest.real_in if op == "I" else nest.real)
         t0, held = 0, None
         real = {k: set() for k in self.inst}
         pad = {k: set() for k in self.inst}
@@ -248,6 +266,16 @@ def _bits(layer, arch):
     p = arch.precisions
     return {"W": p.get("W", layer.w_bits), "I": p.get("I", layer.i_bits), "O": p.get("O", layer.o_partial_bits),
             "Of": p.get("O_final", layer.o_bits)}
+
+
+def _clipped(nest, tile):
+    """Elements of an I tile (a set of (b, c, g, iy, ix)) with its rows and columns clipped to the
+    real rows and columns the whole layer reads (`Nest.caps`): the model's zero-padding
+    convention, as if the tile were the product of its distinct (b, c, g), rows and columns."""
+    if not tile:
+        return 0
+    bcg = len({e[:3] for e in tile})
+    return bcg * min(len({e[3] for e in tile}), nest.caps[0]) * min(len({e[4] for e in tile}), nest.caps[1])
 
 
 def _envelope(link, varying):
@@ -285,6 +313,7 @@ def _move_in(link, bits, out, flags):
                 lo["writes"] += _cdiv(len(r) * b, link.lower.port(op).word_bits)
                 lo["writes_e"] += len(r)
                 lo["writes_p"] += len(pad[k])
+                lo["writes_c"] += _clipped(link.nest, pad[k]) if op == "I" else len(pad[k])
                 lo["new_e"] += len(r - before[k])
                 lo["env_lo_w"] += env[0]
                 lo["env_hi_w"] += env[1]
@@ -300,6 +329,7 @@ def _move_in(link, bits, out, flags):
             up["reads"] += _cdiv(n_e * b, link.upper.port(op).word_bits)
             up["reads_e"] += n_e
             up["reads_p"] += sum(len(p) for _, p in tiles.values())
+            up["reads_c"] += sum(_clipped(link.nest, p) if op == "I" else len(p) for _, p in tiles.values())
             up["env_lo_r"] += len(tiles) * env_r[0]
             up["env_hi_r"] += len(tiles) * env_r[1]
             if len(union) < sum(len(r) for r, _ in tiles.values()):

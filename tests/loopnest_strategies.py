@@ -71,7 +71,7 @@ from costmodel.loopnest.arch import Accelerator, MemoryLevel
 from costmodel.loopnest.mapping import OPERANDS, RELEVANT, MappingError, SpatialMapping, prime_factors
 from costmodel.loopnest.ordering import OrderingEvaluator
 from costmodel.loopnest.reference import evaluate
-from costmodel.loopnest.window import footprint
+from costmodel.loopnest.window import footprint, window_caps
 from costmodel.workload import LOOP_DIMS, Layer
 from mappers.loop_order.lpf import merge_lpfs
 
@@ -146,11 +146,26 @@ def layers(draw, kind: str | None = None) -> Layer:
     window = kind in ("conv", "grouped", "depthwise", "batched", "1x1")
     strides = st.integers(1, 3) if window else st.just(1)
     dilations = strides if kind != "1x1" else st.just(1)
-    return Layer(f"fuzz_{kind}", **d, SY=draw(strides), SX=draw(strides),
-                 DY=draw(dilations), DX=draw(dilations),
+    steps = dict(SY=draw(strides), SX=draw(strides), DY=draw(dilations), DX=draw(dilations))
+    return Layer(f"fuzz_{kind}", **d, **steps, **_zero_padding(draw, d, steps, window),
                  kind={"fc": "fc", "depthwise": "dwconv"}.get(kind, "conv"),
                  w_bits=draw(st.sampled_from([4, 8, 16])), i_bits=draw(st.sampled_from([4, 8, 16])),
                  o_bits=draw(st.sampled_from([8, 16])), o_partial_bits=draw(st.sampled_from([16, 24, 32])))
+
+
+def _zero_padding(draw, d: dict, steps: dict, window: bool) -> dict:
+    """PY, PX and the unpadded input size of a window layer (model version 4): per axis a pad of
+    0 to FY - 1 on each side (a mean, as the importers give it: half-integers too) and the input
+    the pads leave, plus up to stride - 1 rows the stride does not reach; or no input size."""
+    if not window or not draw(st.booleans()):
+        return {}
+    out = {}
+    for o, f, s, dl, pad, rows in (("OY", "FY", "SY", "DY", "PY", "in_rows"), ("OX", "FX", "SX", "DX", "PX", "in_cols")):
+        window_rows = steps[s] * (d[o] - 1) + steps[dl] * (d[f] - 1) + 1
+        total = draw(st.integers(0, min(2 * (d[f] - 1), window_rows - 1)))
+        out[pad] = total // 2 if total % 2 == 0 else total / 2
+        out[rows] = window_rows - total + draw(st.integers(0, steps[s] - 1))
+    return out
 
 
 # ---------------------------------------------------------------------------------- accelerators
@@ -621,6 +636,8 @@ def features(case: Case, reports) -> set[str]:
         tags.add("padded unrolling")
     if case.factors is not None:
         tags.add("merged factors")
+    if case.layer.in_rows is not None and min(window_caps(case.layer)) < min(case.layer.IY, case.layer.IX):
+        tags.add("zero padding")
     tags.add(f"even={case.even}")
     for rep in reports:
         if rep is None:

@@ -13,7 +13,8 @@ An *activation* is any other tensor. Rules (loop names as in `costmodel.workload
 1. **Conv** (1-D or 2-D; weights ``[M, C/group, kH, kW]``): ``G = group``, ``K = M / G``,
    ``C = C_in / G``, ``FY, FX`` from the weights' shape, ``SY, SX`` from ``strides``, ``DY, DX``
    from ``dilations``, ``PY, PX`` the mean of the begin and end ``pads`` of each axis (``auto_pad``
-   SAME_UPPER / SAME_LOWER / VALID honoured), ``OY, OX`` from the output's shape or else
+   SAME_UPPER / SAME_LOWER / VALID honoured), ``in_rows, in_cols`` the input's spatial shape
+   (unpadded; None where the file gives no input shape), ``OY, OX`` from the output's shape or else
    ``floor((I + pad_begin + pad_end - D*(F-1) - 1) / S) + 1``. ``B`` is the batch (axis 0).
    ``kind = "dwconv"`` when ``G > 1`` and ``C = 1`` (depthwise), else ``"conv"``. A 1-D conv has
    ``OY = FY = 1``. A 3-D (or higher) conv is refused.
@@ -241,7 +242,7 @@ def _conv(node, shapes: dict, name: str) -> Layer:
         raise _NodeError(f"bad strides {strides}, dilations {dil} or pads {pads} for a {nd}-D conv")
     auto_pad = a.get("auto_pad", b"NOTSET")
     auto_pad = auto_pad.decode() if isinstance(auto_pad, bytes) else str(auto_pad)
-    sizes: list[tuple[int, int, int, int, float]] = []  # per axis: O, F, S, D, P
+    sizes: list[tuple[int, int, int, int, float, int | None]] = []  # per axis: O, F, S, D, P, input
     for ax in range(nd):
         i = x[2 + ax] if x is not None else None
         o_given = y[2 + ax] if y is not None else None
@@ -251,14 +252,14 @@ def _conv(node, shapes: dict, name: str) -> Layer:
             raise _NodeError(f"output size {o_given} on spatial axis {ax} differs from the {o} computed "
                              f"from input {i}, kernel {ks[ax]}, stride {strides[ax]}, dilation {dil[ax]}, pads {p}")
         # o is None only with neither an input nor an output shape: Layer then refuses OY / OX = None
-        sizes.append((cast(int, o), ks[ax], strides[ax], dil[ax], (p[0] + p[1]) / 2))
+        sizes.append((cast(int, o), ks[ax], strides[ax], dil[ax], (p[0] + p[1]) / 2, i))
     if nd == 1:
-        sizes.insert(0, (1, 1, 1, 1, 0))
-    (oy, fy, sy, dy, py), (ox, fx, sx, dx, px) = sizes
+        sizes.insert(0, (1, 1, 1, 1, 0, None))
+    (oy, fy, sy, dy, py, iy), (ox, fx, sx, dx, px, ix) = sizes
     batch = x[0] if x is not None else cast(tuple, y)[0]   # a conv node has an input or an output shape
     kind = "dwconv" if group > 1 and cg == 1 else "conv"
     return Layer(name=name, K=m // group, C=cg, OY=oy, OX=ox, FY=fy, FX=fx, B=batch, G=group,
-                 SY=sy, SX=sx, DY=dy, DX=dx, PY=_num(py), PX=_num(px), kind=kind)
+                 SY=sy, SX=sx, DY=dy, DX=dx, PY=_num(py), PX=_num(px), kind=kind, in_rows=iy, in_cols=ix)
 
 
 def _num(v: float) -> int | float:

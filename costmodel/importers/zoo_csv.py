@@ -10,7 +10,8 @@ A network file (``costmodel/zoo/<name>.csv`` for the zoo) is:
   spaces (``#   more text``) continues the previous key's value; a key given twice is joined
   with a space.
 * a CSV header ``name,K,C,OY,OX,FY,FX,B,G,SY,SX,PY,PX,kind,repeat`` (``repeat`` may be omitted,
-  default 1; ``DY,DX`` may be added, default 1; column order is free);
+  default 1; ``DY,DX`` may be added, default 1; ``in_rows,in_cols``, the unpadded input's rows
+  and columns, may be added, a cell may be empty (not known); column order is free);
 * one row per distinct layer. K and C are per group (see `costmodel.workload.Layer`); ``kind`` is
   ``conv``, ``fc`` (a 1x1 conv on a 1x1 map, batch in B) or ``dwconv`` (depthwise: G channels,
   C = 1 per group). PY/PX may be fractional (DeepOpt's tables use 1.5 and 2.5). ``repeat`` is how
@@ -46,8 +47,9 @@ DEFAULT_TOLERANCE = 0.005
 COLUMNS = ("name", "K", "C", "OY", "OX", "FY", "FX", "B", "G", "SY", "SX", "PY", "PX", "kind", "repeat")
 
 _REQUIRED_COLUMNS = frozenset(COLUMNS) - {"repeat"}
-_OPTIONAL_COLUMNS = {"repeat": 1, "DY": 1, "DX": 1}
-_INT_COLUMNS = ("K", "C", "OY", "OX", "FY", "FX", "B", "G", "SY", "SX", "DY", "DX", "repeat")
+_OPTIONAL_COLUMNS = {"repeat": 1, "DY": 1, "DX": 1, "in_rows": None, "in_cols": None}
+_INT_COLUMNS = ("K", "C", "OY", "OX", "FY", "FX", "B", "G", "SY", "SX", "DY", "DX", "repeat", "in_rows", "in_cols")
+_MAY_BE_EMPTY = ("in_rows", "in_cols")
 _FLOAT_COLUMNS = ("PY", "PX")
 _KINDS = ("conv", "fc", "dwconv")
 #: The metadata keys a zoo file must have.
@@ -140,7 +142,7 @@ def _parse_header(line: str, path: str, header_line: int) -> list[str]:
     for j, h in enumerate(header, start=1):
         if h not in _REQUIRED_COLUMNS and h not in _OPTIONAL_COLUMNS:
             raise _err(path, header_line, j, h, f"unknown column; expected {','.join(COLUMNS)}"
-                       " (optionally DY,DX)")
+                       " (optionally DY,DX,in_rows,in_cols)")
         if h in seen:
             raise _err(path, header_line, j, h, "duplicate column")
         seen.add(h)
@@ -185,6 +187,8 @@ def _parse_row(raw: str, header: list[str], path: str, lineno: int, names: dict[
 def _parse_cell(cell: str, col: str, path: str, lineno: int, j: int) -> object:
     """The value of one cell of column ``col`` (1-based column ``j``): a positive int, a finite
     float >= 0 (an int if integral), a layer kind or, for ``name``, the text."""
+    if cell == "" and col in _MAY_BE_EMPTY:
+        return None
     if cell == "":
         raise _err(path, lineno, j, col, "empty value")
     if col in _INT_COLUMNS:

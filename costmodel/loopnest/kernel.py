@@ -43,7 +43,7 @@ import numpy as np
 
 from .tables import (LV_EVERY, LV_EXT, LV_FINOK, LV_G, LV_MC, LV_MEXT, LV_MG, LV_MWIN, LVF_MA, LVF_MSUP, LV_MEM, LV_NLO, LV_NUP, LV_TOP, LV_UNRED, LV_WIN,
                      LV_WORD, LVF_A, LVF_RBW, LVF_RPJ, LVF_SLO, LVF_SUP, LVF_WBW, LVF_WPJ, M_LI, M_NI, M_NOPS,
-                     M_OP, M_SHARED, M_SIZE, N_CUM, P_BI, P_BO, P_BOF, P_BW, P_DX, P_DY, P_EVEN, P_NL, P_SX, P_SY, P_TOTAL, R_REM, R_REMO, S_CHOICE, S_DEP, S_HI, S_LO, S_START, T_F, T_FX,
+                     M_OP, M_SHARED, M_SIZE, N_CUM, P_BI, P_BO, P_BOF, P_BW, P_DX, P_DY, P_EVEN, P_NL, P_RX, P_RY, P_SX, P_SY, P_TOTAL, R_REM, R_REMO, S_CHOICE, S_DEP, S_HI, S_LO, S_START, T_F, T_FX,
                      T_FY, T_IBCG, T_O, T_OIRR, T_OX, T_OY, T_REL, T_W, TF_CYC, TF_WORDS, TR_GI, TR_LO, TR_MEM,
                      TR_W, TR_WIN, TR_WQ, F_PORTS, F_PREV, carve, work_sizes)
 
@@ -100,8 +100,8 @@ def _tile_bits(op, li, e, L, C, lv, par):
         if lv[2, li, LV_UNRED] != 0 or C[T_OIRR, e] < C[T_OIRR, L]:
             return te, te * par[P_BO]
         return te, te * par[P_BOF]
-    iy = _rows(par[P_SY], par[P_DY], C[T_OY, e] * lv[1, li, LV_EXT + 1], C[T_FY, e] * lv[1, li, LV_EXT + 2])
-    ix = _rows(par[P_SX], par[P_DX], C[T_OX, e] * lv[1, li, LV_EXT + 3], C[T_FX, e] * lv[1, li, LV_EXT + 4])
+    iy = _rows(par[P_SY], par[P_DY], C[T_OY, e] * lv[1, li, LV_EXT + 1], C[T_FY, e] * lv[1, li, LV_EXT + 2], par[P_RY])
+    ix = _rows(par[P_SX], par[P_DX], C[T_OX, e] * lv[1, li, LV_EXT + 3], C[T_FX, e] * lv[1, li, LV_EXT + 4], par[P_RX])
     te = C[T_IBCG, e] * lv[1, li, LV_EXT] * iy * ix
     return te, te * par[P_BI]
 
@@ -115,10 +115,10 @@ def _window_share(li, e, C, lv, lvf, op, up, par):
     fy = C[T_FY, e] * (1 if li < 0 else lv[1, li, LV_EXT + 2])
     ox = C[T_OX, e] * (1 if li < 0 else lv[1, li, LV_EXT + 3])
     fx = C[T_FX, e] * (1 if li < 0 else lv[1, li, LV_EXT + 4])
-    iy = _rows(par[P_SY], par[P_DY], oy, fy)
-    ix = _rows(par[P_SX], par[P_DX], ox, fx)
-    iyr = _rows(par[P_SY], par[P_DY], oy * lvf[op, up, LVF_A], fy * lvf[op, up, LVF_A + 1])
-    ixr = _rows(par[P_SX], par[P_DX], ox * lvf[op, up, LVF_A + 2], fx * lvf[op, up, LVF_A + 3])
+    iy = _rows(par[P_SY], par[P_DY], oy, fy, par[P_RY])
+    ix = _rows(par[P_SX], par[P_DX], ox, fx, par[P_RX])
+    iyr = _rows(par[P_SY], par[P_DY], oy * lvf[op, up, LVF_A], fy * lvf[op, up, LVF_A + 1], par[P_RY])
+    ixr = _rows(par[P_SX], par[P_DX], ox * lvf[op, up, LVF_A + 2], fx * lvf[op, up, LVF_A + 3], par[P_RX])
     return (iyr * ixr) / (iy * ix)
 
 
@@ -131,12 +131,12 @@ def _union(e, C, lv, lvf, up, par):
     fy = C[T_FY, e] * lv[1, up, LV_MEXT + 2]
     ox = C[T_OX, e] * lv[1, up, LV_MEXT + 3]
     fx = C[T_FX, e] * lv[1, up, LV_MEXT + 4]
-    iy = _rows(par[P_SY], par[P_DY], oy, fy)
-    ix = _rows(par[P_SX], par[P_DX], ox, fx)
+    iy = _rows(par[P_SY], par[P_DY], oy, fy, par[P_RY])
+    ix = _rows(par[P_SX], par[P_DX], ox, fx, par[P_RX])
     s = lvf[1, up, LVF_MSUP]
     if lv[1, up, LV_MWIN] != 0:
-        iyr = _rows(par[P_SY], par[P_DY], oy * lvf[1, up, LVF_MA], fy * lvf[1, up, LVF_MA + 1])
-        ixr = _rows(par[P_SX], par[P_DX], ox * lvf[1, up, LVF_MA + 2], fx * lvf[1, up, LVF_MA + 3])
+        iyr = _rows(par[P_SY], par[P_DY], oy * lvf[1, up, LVF_MA], fy * lvf[1, up, LVF_MA + 1], par[P_RY])
+        ixr = _rows(par[P_SX], par[P_DX], ox * lvf[1, up, LVF_MA + 2], fx * lvf[1, up, LVF_MA + 3], par[P_RX])
         s = s * ((iyr * ixr) / (iy * ix))
     return C[T_IBCG, e] * lv[1, up, LV_MEXT] * iy * ix, lv[1, up, LV_MG], s
 
@@ -195,9 +195,10 @@ def _scan(op, li, e0, L, size, C, lv, par, CT, CC, mi, j):
         return L + 1
     k1, k2, k3, k4 = lv[1, li, LV_EXT + 1], lv[1, li, LV_EXT + 2], lv[1, li, LV_EXT + 3], lv[1, li, LV_EXT + 4]
     sy, dy, sx, dx, b = par[P_SY], par[P_DY], par[P_SX], par[P_DX], par[P_BI]
+    ry, rx = par[P_RY], par[P_RX]
     for e in range(e0, L + 1):
-        iy = _rows(sy, dy, C[T_OY, e] * k1, C[T_FY, e] * k2)
-        ix = _rows(sx, dx, C[T_OX, e] * k3, C[T_FX, e] * k4)
+        iy = _rows(sy, dy, C[T_OY, e] * k1, C[T_FY, e] * k2, ry)
+        ix = _rows(sx, dx, C[T_OX, e] * k3, C[T_FX, e] * k4, rx)
         tb = C[T_IBCG, e] * k0 * iy * ix * b
         if tb > cap:
             return e

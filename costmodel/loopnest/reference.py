@@ -56,9 +56,7 @@ the OX 14 x FY 3 positions times 7/9) differs from ours by 0.03 % of conv1's ene
 ZigZag truncates fractional loop sizes to integers before an input extent (``calc_tensor_dim``):
 OX 14 over 4 PEs is 3.5 in its output tile but 3 in its input tile, so its array-side input reads
 are ours x (6/7)^2 on such layers (edge_tpu_like layer3 / layer4: +2.33 % of the network ours;
-docs/zigzag.md, "Every accelerator ZigZag ships"). One difference is ours to fix (model version 4, open):
-ZigZag clips an input tile to the unpadded input, we count the padded window (+1.09 % on
-edge_tpu_like; the halo is generated, not read, so ZigZag is the physical one there).
+docs/zigzag.md, "Every accelerator ZigZag ships").
 
 **Levels and scope.** Operand op has levels ``arch.levels(op)`` (innermost first); level l holds the
 loops ``loops[0, b_l)`` (``b = mapping.boundaries[op]``). A memory is replicated over the array
@@ -101,7 +99,19 @@ indices were consecutive; a per-PE tile of a window dim unrolled over the PEs wh
 are also in the tile holds indices s apart (OY 2 over 2 PEs, OY 2 and FY 3 in the register: a PE
 reads rows {0, 2} + {0, 1, 2}, 5, counted 4; at DY=2 with FY 2 it reads 3, counted 4): both lie
 between OY_t + FY_t - 1 and OY_t x FY_t. *Convention* (ZigZag's): overlap between successive tiles
-is not reused, a new tile is loaded whole. Tile bits =
+is not reused, a new tile is loaded whole.
+
+**Zero padding** (model version 4). A padded convolution's halo is generated as zeros, not stored
+or moved: an I tile's rows are at most the rows of real input the whole layer reads, ry =
+min(IY - floor(PY), in_rows) (`window_caps`; ``in_rows`` the unpadded input from the zoo file or
+the ONNX graph), columns alike, at every level, capacity included (a layer without ``in_rows``
+keeps the padded window). The MACs that multiply a zero still run (compute cycles and MAC energy
+are the layer's). *Convention* (ZigZag's ``calc_tensor_dim``, which clips every input extent to
+the layer's unpadded input): the clip is to the whole input, not per tile position: a tile smaller
+than the input whose window reaches into the halo (an edge tile) counts its whole window, the
+walk only its real rows (a 3 x 3 "same" convolution with one output row per tile: the first and
+last tiles read 2 real rows of 3): model >= walk; equal where every tile spans the whole input
+along that axis or none meets the halo. Tile bits =
 elements x precision; O tiles are at partial-sum precision if an O-irrelevant (C, FY, FX) temporal
 loop lies above the level or an O-irrelevant spatial loop is on an array dim the level is private
 to (not yet reduced), else at final precision (ZigZag's rule): what the memory holds between
@@ -252,7 +262,7 @@ from typing import Any
 
 
 from .mapping import OPERANDS, RELEVANT, Mapping, MappingError, SpatialMapping
-from .window import WINDOW, footprint, window_rows, window_share, window_steps  # noqa: F401 (re-exported)
+from .window import WINDOW, footprint, window_caps, window_rows, window_share, window_steps  # noqa: F401 (re-exported)
 from costmodel.workload import LOOP_DIMS
 
 __all__ = ["evaluate", "CostReport", "LevelCost", "footprint", "operand_bits", "window_rows", "window_steps",
@@ -263,7 +273,8 @@ __all__ = ["evaluate", "CostReport", "LevelCost", "footprint", "operand_bits", "
 #: rows of two models never mix in one result directory. 2: no free accumulator in the MAC
 #: (``[accumulator]``), fractional unrolling counts the active PEs and the real data. 3: an input tile
 #: counts the rows it reads, not its window's span (strided 1x1 convolutions, `window_rows`).
-MODEL_VERSION = 3
+#: 4: zero padding is not moved, an input tile is clipped to the real input (`window_caps`).
+MODEL_VERSION = 4
 
 
 @dataclass
@@ -417,7 +428,7 @@ class _Nest:
         1.0 if ``a`` is empty. The fast paths do the same float operations in the same order."""
         if not a:
             return 1.0
-        return window_share(*window_steps(self.layer), ext.get("OY", 1), ext.get("FY", 1), ext.get("OX", 1),
+        return window_share(*window_steps(self.layer), *window_caps(self.layer), ext.get("OY", 1), ext.get("FY", 1), ext.get("OX", 1),
                             ext.get("FX", 1),
                             a.get("OY", 1.0), a.get("FY", 1.0), a.get("OX", 1.0), a.get("FX", 1.0))
 

@@ -20,7 +20,7 @@ import numpy as np
 
 from .mapping import OPERANDS, RELEVANT
 from .reference import _Nest, mac_energy, operand_bits
-from .window import WINDOW, window_steps
+from .window import WINDOW, window_caps, window_steps
 
 __all__ = ["KernelTables", "build_tables", "workspace", "views"]
 
@@ -77,7 +77,8 @@ P_BW, P_BI, P_BO, P_BOF = 1, 2, 3, 4        # bits of W, I, O partial sums, O fi
 P_SY, P_SX, P_DY, P_DX = 5, 6, 7, 8         # strides and dilations divided by their gcd
 P_EVEN = 9                  # even mappings only
 P_NL = 10                   # 10..12: number of levels of W, I, O
-N_P = 13
+P_RY, P_RX = 13, 14         # rows and columns of real input the layer reads (`window.window_caps`)
+N_P = 15
 
 
 # ---- the kernel's work arrays (`workspace`, `carve`): rows of C after the N_CUM cumulative
@@ -205,6 +206,7 @@ def build_tables(layer, arch, fit, types, counts, even: bool) -> KernelTables:
         total *= f ** int(c)
     par[:P_NL] = (total, bits["W"], bits["I"], bits["O"], bits["O_final"], *window_steps(layer), int(bool(even)))
     par[P_NL:P_NL + 3] = nlev
+    par[P_RY], par[P_RX] = window_caps(layer)
     return KernelTables(ft, lv, lvf, mem, memf, par, float(mac_energy(layer, arch)))
 
 

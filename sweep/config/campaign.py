@@ -168,7 +168,7 @@ class Campaign:
         """Everything that determines the results, as JSON-able data (networks in full)."""
         return {
             "name": self.name,
-            "networks": [network_json(n) for n in self.networks],
+            "networks": [network_json(n, inputs=self.kind not in _NO_INPUT_SIZE) for n in self.networks],
             "objectives": list(self.objectives),
             "seeds": list(self.seeds),
             "architectures": self.architectures.describe(),
@@ -186,11 +186,17 @@ class Campaign:
         return stable_hash(self.resolved_config())
 
 
-def network_json(net: Network) -> dict[str, Any]:
+#: Kinds whose models do not read a layer's unpadded input size (``in_rows`` / ``in_cols``, read
+#: by the loop-nest model only): their config hashes and task ids leave it out.
+_NO_INPUT_SIZE = ("systolic", "npu")
+
+
+def network_json(net: Network, inputs: bool = True) -> dict[str, Any]:
     """A network in full as JSON-able data (name, every layer's fields, repeats): part of config
-    hashes and task ids."""
+    hashes and task ids; ``inputs=False`` leaves out the layers' unpadded input size
+    (`Layer.hash_fields`)."""
     out: dict[str, Any] = {"name": net.name,
-                           "layers": [{"name": l.name, **l.hash_fields()} for l in net.layers],
+                           "layers": [{"name": l.name, **l.hash_fields(inputs)} for l in net.layers],
                            "repeats": list(net.repeats)}
     if net.vector_ops:  # transformer steps only: a CNN's config hash is what it was
         out["vector_ops"] = [v.to_dict() for v in net.vector_ops]

@@ -126,6 +126,8 @@ def _problems(campaign, rules: LayerRules) -> tuple[list[tuple], dict[str, list]
     model = rules.model
     for net in campaign.networks:
         for li, (layer, rep) in enumerate(net.unique()):
+            if model is None:   # only the loop-nest model reads the unpadded input size: not in the id
+                layer = layer.with_(in_rows=None, in_cols=None)
             for arch_name, acc in campaign.architectures.archs:
                 arch_desc = repr(acc)
                 for spec in campaign.mappers:

@@ -61,7 +61,7 @@ class SystolicTask:
 def _task_id(mapper: str, params: dict, networks, points: SystolicPoints, offset: int, objectives, systolic) -> str:
     m = get_mapper(mapper)
     doc = {"mapper": mapper, "version": m.version, "params": params,
-           "networks": [network_json(n) for n in networks], "points": points.digest(),
+           "networks": [network_json(n, inputs=False) for n in networks], "points": points.digest(),
            "offset": offset, "objectives": list(objectives), "systolic": systolic}
     return stable_hash(doc, 24)
 
