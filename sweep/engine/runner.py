@@ -14,7 +14,7 @@ from sweep.config.campaign import Campaign
 from sweep.engine.executor import Executor
 from sweep.engine.signals import sigterm_as_interrupt
 from sweep.engine.store import Store, code_version
-from sweep.engine.systolic_tasks import SystolicTask, count_tasks, error_table, execute, expand
+from sweep.engine.tasks import AnyTask, count_tasks, error_table, execute, expand
 
 __all__ = ["RunSummary", "run_campaign", "Interrupted"]
 
@@ -111,7 +111,7 @@ def run_campaign(campaign: Campaign, *, resume: bool = False, executor: str = "r
     timings = summary.timings
     timings.update(expand_s=0.0, write_s=0.0)
 
-    def todo() -> Iterator[SystolicTask]:
+    def todo() -> Iterator[AnyTask]:
         """Tasks not yet stored, expanded lazily (the executor pulls them as slots free up)."""
         it = expand(campaign)
         first = True

@@ -1,17 +1,16 @@
-"""A campaign expanded into tasks, each with a deterministic ``task_id``, and how one task runs.
+"""The tasks of a systolic (DeepOpt) campaign: a `SystolicTask` is one work unit of the mapper
+(`mappers.base.Mapper.units`): a chunk of hardware points for every network of the campaign; the
+systolic model is vectorised over points and layers, so a chunk of a few thousand points is a second
+or so of work (Ray's advice: batch tiny work). ``task_id`` is a sha256 of everything that determines
+the task's rows: mapper name, version and parameters, the networks in full, the points (digest) and
+their offset, objectives and model parameters. Same campaign -> same ids.
 
-Systolic campaigns: a task is one work unit of the mapper (`mappers.base.Mapper.units`): a chunk
-of hardware points for every network of the campaign; the systolic model is vectorised over points
-and layers, so a chunk of a few thousand points is a second or so of work (Ray's advice: batch
-tiny work). Loop-nest and npu campaigns: `sweep.engine.layer_tasks`. Every task type has a
-``task_id`` and a ``run()`` returning its tables; `execute` runs either. ``task_id`` is a sha256 of everything that
-determines the task's rows: mapper name, version and parameters, the networks in full, the
-points (digest) and their offset, objectives and model parameters. Same campaign -> same ids.
+The other kinds' tasks: `sweep.engine.layer_tasks` (loop-nest and npu), `sweep.engine.design_tasks`
+(architecture search); what every task shares (expand, count, run, the error row): `sweep.engine.tasks`.
 """
 
 from __future__ import annotations
 
-import traceback
 from dataclasses import dataclass, replace
 from typing import Any, Iterator
 
@@ -23,15 +22,10 @@ from costmodel.systolic.points import SystolicPoints
 from mappers import get_mapper
 from mappers.base import WorkUnit
 from mappers.systolic.deepopt import AllocationProblem
-from sweep.config.campaign import Campaign, network_json
-from sweep.engine.design_tasks import DesignTask
-from sweep.engine.layer_tasks import LayerTask
 from sweep.common.ids import stable_hash
+from sweep.config.campaign import Campaign, network_json
 
-__all__ = ["SystolicTask", "systolic_tasks", "expand", "count_tasks", "execute", "TABLES"]
-
-#: Tables a task writes; ``rows`` is written last and marks a task as stored.
-TABLES = ("layers", "problems", "archs", "totals", "rows")
+__all__ = ["SystolicTask", "systolic_tasks"]
 
 
 @dataclass(frozen=True)
@@ -80,21 +74,8 @@ def systolic_tasks(campaign: Campaign) -> Iterator[SystolicTask]:
             chunk = pts.take(slice(start, stop))
             tid = _task_id(spec.name, spec.params, campaign.networks, chunk, start,
                            campaign.objectives, campaign.systolic)
-            yield SystolicTask(tid, spec.name, dict(spec.params), replace(whole, points=chunk, point_offset=start), unit)
-
-
-def expand(campaign: Campaign) -> Iterator[SystolicTask | LayerTask | DesignTask]:
-    """The campaign's tasks in a deterministic order, as its kind expands them
-    (``campaign.plan``, `sweep.kinds`): systolic campaigns by mapper, then point chunk
-    (`systolic_tasks`); loop-nest and npu campaigns by `sweep.engine.layer_tasks.expand_layers`;
-    architecture searches by design (`sweep.engine.design_tasks.design_tasks`; an Optuna search
-    asks its designs as it goes, `sweep.search`)."""
-    return campaign.plan.expand(campaign)
-
-
-def count_tasks(campaign: Campaign) -> int:
-    """How many tasks `expand` yields, without building them (the kind's count)."""
-    return campaign.plan.count(campaign)
+            yield SystolicTask(tid, spec.name, dict(spec.params), replace(whole, points=chunk, point_offset=start),
+                               unit)
 
 
 def _to_table(cols: dict[str, Any], task_id: str) -> pa.Table:
@@ -105,22 +86,3 @@ def _to_table(cols: dict[str, Any], task_id: str) -> pa.Table:
         a = np.asarray(v)
         arrays[k] = pa.array(a.tolist() if a.dtype == object else a)
     return pa.table(arrays)
-
-
-def execute(task: SystolicTask | LayerTask) -> dict[str, pa.Table]:
-    """Run one task in-process (`SystolicTask.run` or `LayerTask.run`); a task that raises becomes one
-    ``rows`` row with status "error".
-
-    Returns:
-        table name -> Arrow table, every row carrying ``task_id`` and ``status``.
-    """
-    try:
-        return task.run()
-    except Exception as e:  # noqa: BLE001 - a failing task becomes a row, the campaign goes on
-        return {"rows": error_table(task, f"{type(e).__name__}: {e}", traceback.format_exc())}
-
-
-def error_table(task: SystolicTask, error: str, trace: str = "") -> pa.Table:
-    """The single ``rows`` row recording that ``task`` failed."""
-    return pa.table({"task_id": [task.task_id], "status": ["error"], "mapper": [task.mapper],
-                     "error": [error], "traceback": [trace[-4000:]]})

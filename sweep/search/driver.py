@@ -40,7 +40,7 @@ from sweep.config.designspace import STEP_OBJECTIVES
 from sweep.engine.design_tasks import make_task
 from sweep.engine.executor import Executor
 from sweep.engine.store import Store
-from sweep.engine.systolic_tasks import error_table, execute
+from sweep.engine.tasks import error_table, execute
 
 __all__ = ["run_search", "design_value", "make_sampler", "sampler_options", "suggest", "tell", "JOURNAL",
            "MAX_ASKED"]

@@ -13,7 +13,7 @@ from sweep.kinds import load_campaign
 from sweep.cli import app
 from sweep.engine.runner import Interrupted, run_campaign
 from sweep.engine.store import Store
-from sweep.engine.systolic_tasks import count_tasks, expand
+from sweep.engine.tasks import count_tasks, expand
 
 from campaign_util import cont_group, freeze_when, kill_group, write_tiny
 

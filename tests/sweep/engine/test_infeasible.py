@@ -179,7 +179,7 @@ params = {{ time_limit_s = 0.0, hint = false, solves = ["0"] }}
 
 
 def test_run_with_nothing_feasible(tmp_path):
-    from sweep.engine.systolic_tasks import expand
+    from sweep.engine.tasks import expand
     from sweep.kinds import load_campaign
 
     p = tmp_path / "c.toml"

@@ -2,7 +2,7 @@
 traceback, how many rows failed and the first error per mapper and layer, and the rest reported.
 
 Runs fail by a mapper's `run` raising (in-process executor), or, for a task that fails as a whole
-(the rows of `sweep.engine.systolic_tasks.error_table`: no value column at all, as in a campaign whose seed
+(the rows of `sweep.engine.tasks.error_table`: no value column at all, as in a campaign whose seed
 overflowed the Parquet column), by the layer task itself raising. Every count below is from the
 campaign's shape, by hand.
 """
