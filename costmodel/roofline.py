@@ -24,7 +24,7 @@ Here, on a loop-nest accelerator (`costmodel.loopnest.arch.Accelerator`), per cl
   go through the DRAM too, the intensity is below MACs per weight byte.
 
 Units: intensity in MACs per DRAM byte, throughput in MACs per cycle, latency in cycles, bytes in
-bytes. Nothing here searches: a mapping, when given, comes from a mapper (`sweep.single.map_layer`
+bytes. Nothing here searches: a mapping, when given, comes from a mapper (`sweep.commands.map_eval.map_layer`
 and friends) and is costed by `costmodel.loopnest.reference.evaluate`.
 """
 
@@ -81,7 +81,7 @@ def dram_bytes(layer, arch, mapping: Mapping | _Mapping[str, Any]) -> float:
     `costmodel.loopnest.reference.evaluate` (a word access moves a whole word).
 
     Args:
-        mapping: a `Mapping` or its dict form (`Mapping.to_dict`, as `sweep.single.map_layer` gives).
+        mapping: a `Mapping` or its dict form (`Mapping.to_dict`, as `sweep.commands.map_eval.map_layer` gives).
 
     Raises:
         ValueError: the mapping is invalid on ``arch`` (the cost model's reason), or the outermost
@@ -187,7 +187,7 @@ def roofline_points(network, arch, rows: Sequence[_Mapping[str, Any]]) -> list[R
         arch: a loop-nest `Accelerator` with an unbounded outermost level.
         rows: one per unique layer, in order, each with ``latency_cycles`` (cycles) and ``mapping``
             (a `Mapping`, its dict form, or None: then the compulsory bytes), e.g. the ``layers`` of
-            `sweep.single.map_network` (other keys are ignored).
+            `sweep.commands.map_eval.map_network` (other keys are ignored).
 
     Raises:
         ValueError: a row count other than the unique layers', a row without ``latency_cycles``, a

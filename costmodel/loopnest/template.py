@@ -321,7 +321,7 @@ class ArchTemplate:
         value's check, each resized memory per (memory, size, word), the DRAM level per (kind,
         units, clock), the unrolling per (dataflow, array). Its entries grow with the distinct
         values met, not with the designs built (a grid's expansion: one dict for the whole
-        grid, `sweep.campaigns.designspace.parse_design_space`). The design is the same with or
+        grid, `sweep.config.designspace.parse_design_space`). The design is the same with or
         without it (errors are not kept: they are raised again the same way).
 
         Raises (also):
