@@ -197,7 +197,7 @@ _LAYER_PANEL = "Layer (zoo / file / ONNX layer, a whole network, or explicit dim
 #: The options naming one layer, shared by `map` and `eval`.
 NetworkOpt = Annotated[Optional[str], typer.Option("--network", help="Zoo network, e.g. resnet34 (see `sweep list networks`), or a network file: .csv (zoo format) or .onnx (Conv, Gemm, MatMul nodes; `sweep list networks --file F`). `sweep map` without --layer maps every unique layer.", rich_help_panel=_LAYER_PANEL)]
 LayerOpt = Annotated[Optional[str], typer.Option("--layer", help="Layer name or 0-based index of the network's layers (its CSV rows or ONNX Conv/Gemm/MatMul nodes, as `sweep list networks --file`); omit it in `sweep map` to map the whole network.", rich_help_panel=_LAYER_PANEL)]
-DimsOpt = Annotated[Optional[str], typer.Option("--dims", help="Explicit layer, e.g. K=64,C=64,OY=56,OX=56,FY=3,FX=3 (unlisted dims 1; B, G, SY, SX, DY, DX and the paddings PY, PX allowed).", rich_help_panel=_LAYER_PANEL)]
+DimsOpt = Annotated[Optional[str], typer.Option("--dims", help="Explicit layer, e.g. K=64,C=64,OY=56,OX=56,FY=3,FX=3 (unlisted dims 1; B, G, SY, SX, DY, DX, the paddings PY, PX and the unpadded input in_rows, in_cols allowed).", rich_help_panel=_LAYER_PANEL)]
 _MAPPER_HELP = "Mapper, by the kind of architecture it maps: " + "; ".join(
     f"{', '.join(names)} ({kind}: {for_mapper_kind(kind).arch_help})" for kind, names in mappers_by_kind().items() if names
 ) + ". Parameters: `sweep list mappers`."

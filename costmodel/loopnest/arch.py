@@ -86,7 +86,8 @@ from ..vector import VectorUnit
 from .hint import SpatialHint
 from .mapping import OPERANDS, SpatialMapping, MappingError
 
-__all__ = ["MemoryLevel", "Port", "Accelerator", "load_accelerator", "list_accelerators", "accelerator_from_dict", "dram_level"]
+__all__ = ["MemoryLevel", "Port", "Accelerator", "load_accelerator", "list_accelerators", "accelerator_from_dict", "dram_level",
+           "multicast_table"]
 
 _PRESET_DIR = Path(__file__).parent.parent / "presets"
 _LOOP_PRESETS = ("eyeriss_like", "simba_like", "tpu_like", "tpu_v1", "llm_ws")
@@ -413,7 +414,7 @@ def accelerator_from_dict(d: dict[str, Any], src: str = "<dict>") -> Accelerator
     hint = SpatialHint.from_dict(d["spatial_hint"], arr, src) if "spatial_hint" in d else None
     vector = VectorUnit.from_dict(d["vector"], src) if "vector" in d else None
     tech, dram, mems = _tech_dram(d, mems, clock, src)
-    mc = _multicast(d.get("multicast", {}), arr, src)
+    mc = multicast_table(d.get("multicast", {}), arr, src)
     try:
         return Accelerator(name, arr, mac_pj, tuple(mems), spatial, precisions, clock, str(desc), acc_pj, hint,
                            vector, tech, dram, mc)
@@ -421,9 +422,10 @@ def accelerator_from_dict(d: dict[str, Any], src: str = "<dict>") -> Accelerator
         raise ValueError(f"{src}: {e}") from None
 
 
-def _multicast(mc: Any, arr: dict, src: str) -> tuple:
-    """The ``multicast`` table as ((operand, array dims), ...): the key I only, each a non-empty
-    list of distinct array dims."""
+def multicast_table(mc: Any, arr: dict, src: str) -> tuple:
+    """The ``multicast`` table ``mc`` (TOML ``multicast = { I = [...] }``) as ((operand, array dims),
+    ...) for an array ``arr`` (dim -> size): the key I only, each a non-empty list of distinct array
+    dims. Raises ValueError naming ``src``, the key and the value."""
     if not isinstance(mc, dict):
         raise _bad(src, "multicast", mc, 'a table, e.g. multicast = { I = ["D1", "D2"] }')
     for op, dims in mc.items():

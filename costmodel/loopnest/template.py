@@ -41,7 +41,7 @@ import numbers
 from dataclasses import dataclass, field, replace
 from typing import Any, Mapping, cast
 
-from .arch import Accelerator
+from .arch import Accelerator, multicast_table
 from .hint import SpatialHint
 from .mapping import SpatialMapping
 from .physics import PhysicsRangeError, TooSmallForWord, check_size, design_area_mm2, scale_memory
@@ -101,11 +101,17 @@ class Dataflow:
 
         spatial = { D1 = [["C", 14]], D2 = [["K", 12]] }                       # fixed
         spatial_hint = { D1 = ["K", "C"], D2 = ["OX", "OY"], max_dims = 2 }    # or: searched
+        multicast = { I = ["D1", "D2"] }                                       # optional
+
+    ``multicast``: the array dims over which this dataflow's interconnect multicasts inputs (the
+    accelerator key of the same name, `costmodel.loopnest.arch`, reference "Multicast of inputs"):
+    a design of this dataflow takes it in place of the template's; () keeps the template's.
     """
 
     name: str
     spatial: SpatialMapping | None = None
     hint: SpatialHint | None = None
+    multicast: tuple = ()
 
     @property
     def kind(self) -> str:
@@ -115,10 +121,11 @@ class Dataflow:
     def to_dict(self) -> dict[str, Any]:
         """The TOML-shaped table: ``{"spatial": {...}}`` or ``{"spatial_hint": {...}}`` (inverse of
         `from_dict`; part of a design's identity)."""
+        mc = {"multicast": {op: list(dims) for op, dims in self.multicast}} if self.multicast else {}
         if self.spatial is not None:
-            return {"spatial": {a: [list(x) for x in v] for a, v in self.spatial.dims.items()}}
+            return {"spatial": {a: [list(x) for x in v] for a, v in self.spatial.dims.items()}, **mc}
         assert self.hint is not None  # a dataflow has exactly one of spatial and hint (from_dict)
-        return {"spatial_hint": self.hint.to_dict()}
+        return {"spatial_hint": self.hint.to_dict(), **mc}
 
     @classmethod
     def from_dict(cls, name: str, d: Any, base: Accelerator, prefix: str = "dataflows") -> "Dataflow":
@@ -129,16 +136,24 @@ class Dataflow:
                 ``spatial`` / ``spatial_hint``; ``<prefix>.<name>.spatial`` for a malformed or empty
                 unrolling, or one that does not fit ``base``'s array (unknown array dim, fan-out
                 above its size); ``<prefix>.<name>.spatial_hint`` with `SpatialHint.from_dict`'s
-                message.
+                message; ``<prefix>.<name>.multicast`` for a table that is not ``{ I = [array dims] }``.
         """
         key = f"{prefix}.{name}"
-        if not isinstance(d, Mapping) or set(d) - {"spatial", "spatial_hint"} or len(d) != 1:
+        if (not isinstance(d, Mapping) or set(d) - {"spatial", "spatial_hint", "multicast"}
+                or len(set(d) & {"spatial", "spatial_hint"}) != 1):
             raise BadDataflow(key, d, "expected a table with exactly one of spatial (a fixed unrolling, "
                               "e.g. {D1 = [[\"C\", 14]]}) or spatial_hint (searched per layer, e.g. "
-                              "{D1 = [\"K\", \"C\"], max_dims = 2})")
+                              "{D1 = [\"K\", \"C\"], max_dims = 2}), and optionally multicast "
+                              "(e.g. {I = [\"D1\", \"D2\"]})")
+        mc: tuple = ()
+        if "multicast" in d:
+            try:
+                mc = multicast_table(d["multicast"], dict(base.array), key)
+            except ValueError as e:
+                raise BadDataflow(f"{key}.multicast", d["multicast"], str(e)) from None
         if "spatial_hint" in d:
             try:
-                return cls(name, hint=SpatialHint.from_dict(d["spatial_hint"], base.array, key))
+                return cls(name, hint=SpatialHint.from_dict(d["spatial_hint"], base.array, key), multicast=mc)
             except ValueError as e:
                 raise BadDataflow(f"{key}.spatial_hint", d["spatial_hint"], str(e)) from None
         raw = d["spatial"]
@@ -151,7 +166,7 @@ class Dataflow:
         except (TypeError, ValueError) as e:
             raise BadDataflow(f"{key}.spatial", raw, f"not an unrolling of template {base.name!r} "
                               f"(array {dict(base.array)}): {e}") from None
-        return cls(name, spatial=sp)
+        return cls(name, spatial=sp, multicast=mc)
 
 
 def _pos_int(name: str, v: Any) -> int:
@@ -338,7 +353,7 @@ class ArchTemplate:
         array = dict(base.array)
         sizes: dict[int, int] = {}
         words: dict[int, int] = {}
-        spatial, hint = base.spatial, base.spatial_hint
+        spatial, hint, multicast = base.spatial, base.spatial_hint, base.multicast
         dram: dict[str, Any] = dict(zip(("kind", "units"), base.dram)) if base.dram is not None else {}
         clock = base.clock_mhz
         if memo is not None and memo.setdefault(_MEMO_OWNER, self) is not self:
@@ -357,6 +372,7 @@ class ArchTemplate:
                     spatial, hint = df.spatial, None
                 else:
                     spatial, hint = SpatialMapping({}), df.hint
+                multicast = df.multicast or multicast
                 continue
             assert isinstance(v, int)  # check_value: an int for every parameter but the dataflow
             if kind == "array":
@@ -368,18 +384,7 @@ class ArchTemplate:
                     raise ValueError(f"memory {base.memories[key].name!r}: give size_bits or size_kib, "
                                      f"not both")
                 sizes[key] = v
-        mems = list(base.memories)
-        for i in sorted(set(sizes) | set(words)):
-            mkey = ("memory", i, sizes.get(i), words.get(i))
-            lv = memo.get(mkey) if memo is not None else None
-            if lv is None:
-                try:
-                    lv = scale_memory(mems[i], sizes.get(i), words.get(i), getattr(base, "tech", None))
-                except TooSmallForWord as e:
-                    raise InvalidDesign("too small for one word", str(e)) from None
-                if memo is not None:
-                    memo[mkey] = lv
-            mems[i] = lv
+        mems = self._memories(sizes, words, memo)
         extra: dict[str, Any] = {}
         if dram and ((dram["kind"], dram["units"]) != base.dram or clock != base.clock_mhz):
             dkey = ("dram", dram["kind"], type(dram["kind"]), dram["units"], type(dram["units"]), clock, type(clock))
@@ -402,12 +407,31 @@ class ArchTemplate:
                 sp = memo[skey] = (spatial, self._spatial(spatial, array))
             spatial = sp[1]
         try:
+            if multicast != base.multicast:
+                extra["multicast"] = multicast
             return replace(base, name=name if name is not None else f"{base.name}_design", array=array,
                            memories=tuple(mems), spatial=spatial, spatial_hint=hint, **extra)
         except ValueError as e:
             reason = "hierarchy order" if "sits above" in str(e) else (
                 "spatial does not fit" if "spatial" in str(e) else "invalid accelerator")
             raise InvalidDesign(reason, str(e)) from None
+
+    def _memories(self, sizes: dict[int, int], words: dict[int, int], memo: dict | None) -> list:
+        """The base's memories with memory i resized to ``sizes[i]`` bits and / or ``words[i]``-bit
+        words (`scale_memory`; kept in ``memo`` per (memory, size, word))."""
+        mems = list(self.base.memories)
+        for i in sorted(set(sizes) | set(words)):
+            mkey = ("memory", i, sizes.get(i), words.get(i))
+            lv = memo.get(mkey) if memo is not None else None
+            if lv is None:
+                try:
+                    lv = scale_memory(mems[i], sizes.get(i), words.get(i), getattr(self.base, "tech", None))
+                except TooSmallForWord as e:
+                    raise InvalidDesign("too small for one word", str(e)) from None
+                if memo is not None:
+                    memo[mkey] = lv
+            mems[i] = lv
+        return mems
 
     def area_mm2(self, values: Mapping[str, Any], *, memo: dict | None = None) -> float:
         """Chip area of ``design(values)``, mm^2 (`costmodel.loopnest.physics.design_area_mm2`);

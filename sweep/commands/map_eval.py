@@ -26,9 +26,10 @@ def _bad(source: str, key: str, value: Any, msg: str) -> CampaignError:
 
 def parse_dims(text: str) -> Layer:
     """``"K=64,C=64,OY=56,OX=56,FY=3,FX=3"`` -> a `Layer` (unlisted dims 1; SY, SX, DY, DX, G, B
-    accepted too, and the paddings PY, PX as the zoo and ONNX layers have them). Raises
+    accepted too, the paddings PY, PX as the zoo and ONNX layers have them, and the unpadded input
+    size in_rows, in_cols: with them the loop-nest model moves no zero padding). Raises
     `CampaignError` naming the bad item."""
-    allowed = set(LOOP_DIMS) | {"SY", "SX", "DY", "DX", "PY", "PX"}
+    allowed = set(LOOP_DIMS) | {"SY", "SX", "DY", "DX", "PY", "PX", "in_rows", "in_cols"}
     vals: dict[str, int | float] = {}
     for item in text.split(","):
         item = item.strip()

@@ -49,7 +49,9 @@ serving mix (`costmodel.llm.ServingMix`) also ``request_latency_s`` and ``energy
 Dataflows (`costmodel.loopnest.template.Dataflow`): each table of ``[architectures.dataflows]``
 names one, with exactly one of ``spatial`` (a fixed unrolling, array dim -> [[loop dim, factor],
 ...], which must fit the template's array) or ``spatial_hint`` (an accelerator's
-``[spatial_hint]`` table, `costmodel.loopnest.hint.SpatialHint`). The grid parameter ``dataflow``
+``[spatial_hint]`` table, `costmodel.loopnest.hint.SpatialHint`), and optionally ``multicast``
+(``{ I = [array dims] }``: its interconnect multicasts inputs over those dims, the accelerator key
+of that name; the design takes it in place of the template's). The grid parameter ``dataflow``
 lists the names to try (in that order; a categorical axis for every sampler, Optuna included). A
 design of a fixed dataflow gets that unrolling following its array ("spatial does not fit" points
 are dropped and counted as any invalid point) and no hint; a design of a hint dataflow gets an
@@ -59,7 +61,7 @@ then) search each layer's unrolling. Without a ``dataflow`` axis every design ke
 dataflow's name and definition. The ``dataflow`` column of the results holds the name; a
 constraint cannot name it. Campaign errors (exit 2): ``dataflow`` in the grid without
 ``[architectures.dataflows]`` or naming an unknown dataflow, dataflows without a ``dataflow`` axis,
-a dataflow with both or neither of spatial / spatial_hint, a bad unrolling or hint.
+a dataflow with both or neither of spatial / spatial_hint, a bad unrolling, hint or multicast.
 `check_dataflow_mappers` checks that the campaign's mapper can map every dataflow (a hint needs
 loma, salsa or random without ``spatial = "fixed"``; each layer an unrolling under the hint).
 """

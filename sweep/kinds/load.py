@@ -121,6 +121,12 @@ def campaign_from_manifest(directory: str | Path, output: str | Path) -> Campaig
     c = parse_campaign(m["campaign"], source=f"{source} (from {directory}/manifest.json)",
                        base_dir=Path(m.get("base_dir") or Path(source).parent), output=output)
     if c.config_hash() != m.get("config_hash"):
+        then, now = (m.get("config") or {}).get("loopnest_model"), c.resolved_config().get("loopnest_model")
+        if then != now and now is not None:
+            raise StoreError(f"{Path(directory) / 'manifest.json'}: loopnest_model = {then}: the loop-nest cost "
+                             f"model changed since (now version {now}; costmodel/loopnest/reference.py says "
+                             "what each version changed), so a rerun would not reproduce these rows; run the "
+                             f"campaign file again ({source}) into a new directory for version-{now} rows")
         raise StoreError(f"{Path(directory) / 'manifest.json'}: config_hash = {str(m.get('config_hash'))[:12]}: "
                          f"the campaign now resolves to {c.config_hash()[:12]} (its network/accelerator files, "
                          "presets or mapper versions changed), so a rerun would not reproduce the rows")

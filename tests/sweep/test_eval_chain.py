@@ -59,3 +59,18 @@ def test_dims_take_paddings():
     assert res.exit_code == 0, res.output
     bad = runner.invoke(app, ["map", "--dims", "K=8,C=4,PY=-1", "--arch", "eyeriss_like", "--mapper", "random"])
     assert bad.exit_code == 2 and "--dims PY" in bad.output
+
+
+def test_dims_take_the_unpadded_input():
+    """in_rows / in_cols: the same layer and search (seeded) moves fewer inputs: a 3x3 'same'
+    convolution on a 6 x 6 input reads at most 6 x 6 x C of the 8 x 8 x C padded window."""
+    from sweep.commands.map_eval import parse_dims
+    layer = parse_dims("K=8,C=4,OY=6,OX=6,FY=3,FX=3,PY=1,PX=1,in_rows=6,in_cols=6")
+    assert (layer.IY, layer.in_rows, layer.in_cols) == (8, 6, 6)
+    args = ["--arch", "eyeriss_like", "--mapper", "loma", "--param", "lpf_limit=4", "--json"]
+    padded = runner.invoke(app, ["map", "--dims", "K=8,C=4,OY=6,OX=6,FY=3,FX=3,PY=1,PX=1", *args])
+    real = runner.invoke(app, ["map", "--dims", "K=8,C=4,OY=6,OX=6,FY=3,FX=3,PY=1,PX=1,in_rows=6,in_cols=6", *args])
+    assert padded.exit_code == 0 and real.exit_code == 0, real.output
+    assert json.loads(real.stdout)["energy_pj"] < json.loads(padded.stdout)["energy_pj"]
+    bad = runner.invoke(app, ["map", "--dims", "K=8,C=4,in_rows=0", "--arch", "eyeriss_like", "--mapper", "random"])
+    assert bad.exit_code == 2 and "--dims in_rows" in bad.output

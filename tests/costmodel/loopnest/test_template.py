@@ -1,5 +1,6 @@
 """Accelerator templates: parameter names, per-value checks, designs (spatial, memories, area)."""
 
+import dataclasses
 from pathlib import Path
 
 import numpy as np
@@ -225,6 +226,10 @@ def test_dataflow_parameter_sets_spatial_and_hint():
     ({"spatial": {"D1": [["Q", 2]]}}, "dataflows.x.spatial", "unknown loop dimension 'Q'"),
     ({"spatial_hint": {"D3": ["K"]}}, "dataflows.x.spatial_hint", "spatial_hint.D3"),
     ({"spatial_hint": {"D1": ["K", "K"]}}, "dataflows.x.spatial_hint", "distinct loop dims"),
+    ({"multicast": {"I": ["D1"]}}, "dataflows.x", "exactly one of spatial"),
+    ({"spatial_hint": {"D1": ["K"]}, "multicast": {"W": ["D1"]}}, "dataflows.x.multicast", "the key I only"),
+    ({"spatial_hint": {"D1": ["K"]}, "multicast": {"I": ["D3"]}}, "dataflows.x.multicast", "distinct array dims"),
+    ({"spatial_hint": {"D1": ["K"]}, "multicast": ["D1"]}, "dataflows.x.multicast", "a table"),
 ])
 def test_bad_dataflows_name_the_key(d, key, words):
     from costmodel.loopnest.template import BadDataflow, Dataflow
@@ -239,3 +244,23 @@ def test_dataflow_round_trips_through_to_dict():
     for df in _dataflows(base):
         assert Dataflow.from_dict(df.name, df.to_dict(), base) == df
     assert _dataflows(base)[0].to_dict() == {"spatial": {"D1": [["C", 14]], "D2": [["K", 12]]}}
+
+
+def test_dataflow_multicast_replaces_the_templates():
+    """A dataflow's ``multicast`` (its interconnect's) becomes the design's; a dataflow without it
+    keeps the template's; the definition round-trips and enters the design's identity (to_dict)."""
+    from costmodel.loopnest.template import Dataflow
+    base = load_accelerator("eyeriss_like")
+    assert base.multicast == ()
+    rs = Dataflow.from_dict("rs", {"spatial_hint": {"D1": ["OY"], "D2": ["FY", "K"]},
+                                   "multicast": {"I": ["D1", "D2"]}}, base)
+    ws = _dataflows(base)[0]
+    t = ArchTemplate(base, (rs, ws))
+    assert t.design({"dataflow": "rs", "array.D1": 7}).multicast == (("I", ("D1", "D2")),)
+    assert t.design({"dataflow": "ws"}).multicast == ()
+    assert repr(t.design({"dataflow": "ws"})) == repr(ArchTemplate(base, (ws,)).design({"dataflow": "ws"}))
+    assert rs.to_dict()["multicast"] == {"I": ["D1", "D2"]} and "multicast" not in ws.to_dict()
+    assert Dataflow.from_dict("rs", rs.to_dict(), base) == rs
+    with_mc = dataclasses.replace(base, multicast=(("I", ("D1",)),))
+    kept = ArchTemplate(with_mc, (ws,)).design({"dataflow": "ws"})
+    assert kept.multicast == (("I", ("D1",)),)      # a dataflow without the key keeps the template's

@@ -15,7 +15,7 @@ from sweep.kinds import build_report
 from sweep.engine.runner import run_campaign
 from sweep.engine.store import Store, code_version
 
-from campaign_util import write_tiny
+from campaign_util import tiny_loopnest, write_tiny
 
 runner = CliRunner()
 KEY = ["task_id", "network", "pm", "point"]
@@ -58,6 +58,26 @@ def test_rerun_refuses_changed_inputs_and_foreign_dirs(tmp_path):
     assert res.exit_code == 2 and "campaign = None" in res.output
     res = runner.invoke(app, ["rerun", str(tmp_path / "nope"), "--out", str(tmp_path / "x")])
     assert res.exit_code == 2 and "no such directory" in res.output
+    assert not (tmp_path / "x").exists()
+
+
+def test_rerun_of_rows_of_an_older_loopnest_model_says_the_model_changed(tmp_path):
+    """A result directory written by loop-nest model version 3 (its manifest's config says so, its
+    hash is not today's): `sweep rerun` refuses with exit 2 and says the cost model changed, not
+    that an input file did."""
+    from costmodel.loopnest.reference import MODEL_VERSION
+    camp = tmp_path / "ln.toml"
+    camp.write_text(tiny_loopnest("ln"))
+    c = load_campaign(camp, output=tmp_path / "out")
+    run_campaign(c, executor="local")
+    path = c.output / "manifest.json"
+    m = json.loads(path.read_text())
+    assert m["config"]["loopnest_model"] == MODEL_VERSION
+    m["config"]["loopnest_model"] = MODEL_VERSION - 1
+    path.write_text(json.dumps(dict(m, config_hash="e" * 64)))
+    res = runner.invoke(app, ["rerun", str(c.output), "--out", str(tmp_path / "x"), "--executor", "local"])
+    assert res.exit_code == 2, res.output
+    assert f"loopnest_model = {MODEL_VERSION - 1}" in res.output and f"now version {MODEL_VERSION}" in res.output
     assert not (tmp_path / "x").exists()
 
 
