@@ -198,10 +198,14 @@ def test_only_the_study_driver_imports_optuna():
 
 
 def test_the_study_driver_stays_below_the_runner_and_kinds():
-    """sweep.study never imports the runner (DESIGN.md); the engine imports no campaign kind."""
+    """sweep.study never imports the runner (DESIGN.md); the engine imports no campaign kind, no
+    search and no tuning module (issue 32, item 3: the kinds own their study loops, the engine
+    reaches them through ``campaign.plan.run_study``)."""
     assert not any(m == "sweep.engine.runner" or m.startswith("sweep.kinds") for m in GRAPH["sweep.study"])
-    assert not any(m.startswith("sweep.kinds") for n, deps in GRAPH.items() if n.startswith("sweep.engine")
-                   for m in deps)
+    upward = ("sweep.kinds", "sweep.search", "sweep.tune")
+    bad = sorted(f"{n} imports {m}" for n, deps in GRAPH.items() if n.startswith("sweep.engine")
+                 for m in deps if m.startswith(upward))
+    assert not bad, bad
 
 
 #: The campaign kinds' names, which only the kind registry (`sweep.kinds`) may compare.

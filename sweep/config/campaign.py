@@ -125,6 +125,12 @@ class KindPlan(Protocol):
         """True if the campaign runs as an Optuna study (designs asked as it goes), not a task list."""
         ...
 
+    def run_study(self, campaign: "Campaign", summary: Any, *, resume: bool, executor: str,
+                  address: str | None, progress: Any, flush: Any) -> None:
+        """Run the kind's study into the store the engine created (only when `runs_study`):
+        finished work counted in ``summary``, each batch of (task_id, tables) given to ``flush``."""
+        ...
+
     def config_extras(self, campaign: "Campaign") -> dict[str, Any]:
         """The kind's entries of `Campaign.resolved_config` (part of the config hash)."""
         ...

@@ -146,7 +146,7 @@ def run_campaign(campaign: Campaign, *, resume: bool = False, executor: str = "r
         timings["write_s"] += time.perf_counter() - t1
 
     if campaign.plan.runs_study(campaign):
-        return _optuna_search(campaign, store, stamp, summary, resume, executor, address, progress, t0)
+        return _study(campaign, store, stamp, summary, resume, executor, address, progress, t0)
     ex = Executor(executor, address, campaign.run.num_cpus, campaign.run.max_in_flight,
                   campaign.run.max_retries)
     try:
@@ -177,11 +177,10 @@ def run_campaign(campaign: Campaign, *, resume: bool = False, executor: str = "r
     return _finish(summary, ex, t0)
 
 
-def _optuna_search(campaign: Campaign, store: Store, stamp: dict, summary: RunSummary, resume: bool,
+def _study(campaign: Campaign, store: Store, stamp: dict, summary: RunSummary, resume: bool,
                    executor: str, address: str | None, progress, t0: float) -> RunSummary:
-    """An architecture search by an Optuna study (`sweep.search.driver.run_search`), each round's
-    tasks stored as one batch."""
-    from sweep.search.driver import run_search
+    """A campaign whose kind runs a study (an architecture search by Optuna: the kind's
+    ``run_study``), each round's tasks stored as one batch."""
 
     def store_batch(batch):
         for _, tables in batch:
@@ -193,8 +192,8 @@ def _optuna_search(campaign: Campaign, store: Store, stamp: dict, summary: RunSu
         summary.timings["write_s"] += time.perf_counter() - t1
     try:
         with sigterm_as_interrupt():
-            run_search(campaign, summary, resume=resume, executor=executor, address=address,
-                       progress=progress, flush=store_batch)
+            campaign.plan.run_study(campaign, summary, resume=resume, executor=executor, address=address,
+                                    progress=progress, flush=store_batch)
     except KeyboardInterrupt:
         summary.seconds = time.perf_counter() - t0
         raise Interrupted(summary) from None

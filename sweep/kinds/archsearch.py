@@ -77,6 +77,13 @@ class ArchsearchKind(CampaignKind):
     def runs_study(self, campaign: Any) -> bool:
         return runs_study(campaign.search.sampler, self.name)
 
+    def run_study(self, campaign: Any, summary: Any, *, resume: bool, executor: str, address: str | None,
+                  progress: Any, flush: Any) -> None:
+        """The Optuna search over designs (`sweep.search.driver.run_search`)."""
+        from sweep.search.driver import run_search
+        run_search(campaign, summary, resume=resume, executor=executor, address=address,
+                   progress=progress, flush=flush)
+
     def warm_up(self, task: Any) -> None:
         """The first design's first layer."""
         _, values = task.designs[0]

@@ -12,7 +12,8 @@ module plus one line of `mappers.MAPPER_NAMES`. A kind answers:
   what it adds to the resolved configuration (`CampaignKind.config_extras`, part of the hash);
 * **run**: its tasks (`CampaignKind.expand`), how many (`CampaignKind.count`), what to prepare in
   the driver before the first task (`CampaignKind.warm_up`), whether it runs as an Optuna study
-  (`CampaignKind.runs_study`); the engine reaches these through ``campaign.plan``
+  (`CampaignKind.runs_study`) and then runs it (`CampaignKind.run_study`: the study loop lives with
+  its kind); the engine reaches these through ``campaign.plan``
   (`sweep.config.campaign.KindPlan`) and never imports this package;
 * **rows and report**: the Parquet tables its tasks write (`CampaignKind.tables`, ``rows`` last)
   and the `sweep.reports` module that reads them (`CampaignKind.report`);
@@ -129,6 +130,15 @@ class CampaignKind:
     def runs_study(self, campaign: Any) -> bool:
         """True if the campaign runs as an Optuna study rather than a list of tasks."""
         return False
+
+    def run_study(self, campaign: Any, summary: Any, *, resume: bool, executor: str, address: str | None,
+                  progress: Any, flush: Any) -> None:
+        """Run the kind's study (`sweep.config.campaign.KindPlan.run_study`); the kinds whose
+        `runs_study` can be true own their loop here, so the engine imports no study code.
+
+        Raises:
+            NotImplementedError: a kind that never runs a study."""
+        raise NotImplementedError(f"campaign kind {self.name!r} runs no study")
 
     # -- report and CLI ------------------------------------------------------------------------
     def report(self) -> ModuleType:
