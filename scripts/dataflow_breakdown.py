@@ -2,14 +2,17 @@
 architecture search with a ``dataflow`` axis (e.g. ``campaigns/dataflow_eyeriss.toml``).
 
 Usage: python scripts/dataflow_breakdown.py results/dataflow_eyeriss [--campaign campaigns/dataflow_eyeriss.toml]
-                                            [--networks resnet18 ...] [--json out.json]
+                                            [--networks resnet18 ...] [--json out.json] [--multicast-effect]
 
 For each network, two comparisons:
 
 * **best of each dataflow**: the design the report names as each dataflow's best (``sweep report
   DIR --json``: ``networks.<net>.dataflows.effects``, files in ``DIR/designs``);
 * **equal hardware**: the best design overall with its dataflow swapped for each of the others
-  (same array, same memories, same area: the Eyeriss paper's comparison at equal area, Sec. VI).
+  (same array, same memories, same area: the Eyeriss paper's comparison at equal area, Sec. VI),
+  each with its own multicast (the campaign's ``multicast`` of that dataflow, none if absent);
+* with ``--multicast-effect``: each dataflow's best design mapped without and with the multicast
+  the campaign declares for it (the multicast's effect on equal hardware).
 
 Each network is mapped on each accelerator with the campaign's mapper and parameters
 (`sweep.commands.map_eval.map_network`, the same call as the report's ``sweep map`` commands), every layer's
@@ -66,12 +69,37 @@ def _print(title: str, rows: dict) -> None:
               f"{r['utilization']:6.3f} " + " ".join(f"{r['levels_pj'][n] / 1e6:10.1f}" for n in names))
 
 
+def _multicast(d: dict) -> tuple:
+    """A dataflow table's ``multicast`` as the accelerator field ((operand, array dims), ...)."""
+    return tuple((op, tuple(dims)) for op, dims in d.get("multicast", {}).items())
+
+
+def _multicast_effect(net, best: dict, dataflows: dict, mapper: str, objective: str, params: dict) -> dict:
+    """Per dataflow declaring a multicast: its best design mapped without and with it (EDP ratio
+    printed; the per-level figures returned)."""
+    out = {}
+    for df, acc in best.items():
+        mc = _multicast(dataflows.get(df, {}))
+        if not mc:
+            continue
+        without = breakdown(net, replace(acc, multicast=()), mapper, objective, params)
+        with_ = breakdown(net, replace(acc, multicast=mc), mapper, objective, params)
+        out[df] = {"without": without, "with": with_}
+        print(f"  {df}: multicast {dict(mc)}: EDP {without['edp']:.4g} -> {with_['edp']:.4g} "
+              f"({with_['edp'] / without['edp'] - 1:+.2%})")
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("results")
     ap.add_argument("--campaign", default="campaigns/dataflow_eyeriss.toml")
     ap.add_argument("--networks", nargs="*")
     ap.add_argument("--json", help="write every figure to this JSON file")
+    ap.add_argument("--multicast-effect", action="store_true",
+                    help="also map each dataflow's best design with its multicast toggled (the campaign's "
+                         "[architectures.dataflows.<name>] multicast: added where the results lack it, "
+                         "removed where they have it): the effect of the multicast on equal hardware")
     a = ap.parse_args()
     camp = tomllib.loads(Path(a.campaign).read_text())
     spec = camp["mappers"][0]
@@ -94,15 +122,18 @@ def main() -> None:
         base = best[top["dataflow"]]
         same = {}
         for df, d in dataflows.items():
+            mc = _multicast(d)
             if "spatial_hint" in d:
-                acc = replace(base, spatial=SpatialMapping({}),
+                acc = replace(base, spatial=SpatialMapping({}), multicast=mc,
                               spatial_hint=SpatialHint.from_dict(d["spatial_hint"], base.array))
             else:
-                acc = replace(base, spatial=SpatialMapping.from_dict(d["spatial"]), spatial_hint=None)
+                acc = replace(base, spatial=SpatialMapping.from_dict(d["spatial"]), spatial_hint=None, multicast=mc)
             same[df] = breakdown(net, acc, mapper, objective, params)
         _print(f"{net_name}: equal hardware (design {top['best_design_id']}, best of {top['dataflow']}) "
                f"with each dataflow", same)
         out[net_name] = {"best_of_each": own, "equal_hardware": same, "equal_hardware_design": top["best_design_id"]}
+        if a.multicast_effect:
+            out[net_name]["multicast_effect"] = _multicast_effect(net, best, dataflows, mapper, objective, params)
     if a.json:
         Path(a.json).write_text(json.dumps(out, indent=1))
 
