@@ -402,7 +402,8 @@ def _link(op, up, O, i, L, C, ft, lv, lvf, mem, par, bnd, TE, RW, TR, TF, ne):
         return ne + 2, dep
     wl = lv[op, lo, LV_WORD]
     n_lo = lv[op, up, LV_NLO]
-    rl = n_lo * (fin * ((te * fb + wl - 1) // wl) + part * ((te * pb + wl - 1) // wl)) * s_lo
+    fin_lo = 0 if lv[op, lo, LV_UNRED] != 0 else fin   # read out at the lower level's own precision
+    rl = n_lo * (fin_lo * ((te * fb + wl - 1) // wl) + (F - fin_lo) * ((te * pb + wl - 1) // wl)) * s_lo
     wr = rb * n_lo * ((te * pb + wl - 1) // wl) * s_lo
     RW[op, lo, 0] += rl
     RW[op, lo, 1] += wr

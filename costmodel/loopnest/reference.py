@@ -80,10 +80,12 @@ output up at partial-sum precision. These two carry most of the energy of the O 
 few temporal reduction loops sit above the innermost O level: on conv1 (ZigZag's own best
 mapping; reduction per output C 3 x FX 7 in the registers, FY 3 above, so one visit in three of
 rf_16B, sram_8KB and sram_1M is a first visit and one in three a last) (a) is 1.42 % and (b)
-0.54 % of ZigZag's energy (1.15e7 and 4.4e6 pJ of 8.117e8: rf_16B, sram_8KB and sram_1M read-backs
-of zeros; final outputs written at 8 instead of 16 bits), so our energy of that mapping is 2.1 %
-below ZigZag's, all of it from (a), (b) and ZigZag's rounded PE count (see above); on the other
-ResNet-18 layers compared (C >= 64, many reduction loops) the energies agree within 0.3 %.
+0.41 % of ZigZag's energy (model version 4: 1.15e7 and 3.3e6 pJ of 8.109e8: rf_16B, sram_8KB and
+sram_1M read-backs of zeros; final outputs moved above rf_16B at 8 instead of 16 bits; rf_16B
+itself, under the unfinished FY reduction, is read out at 16 bits as in ZigZag), so our energy of
+that mapping is 2.0 % below ZigZag's, all of it from (a), (b) and ZigZag's rounded PE count (see
+above); on the other ResNet-18 layers compared (C >= 64, many reduction loops) the energies agree
+within 0.3 %.
 
 **Tile** of (op, level): the data footprint of the temporal loops below the boundary plus the
 spatial loops inside one instance. W: K*C*FY*FX*G; O: B*K*OY*OX*G; I: B*C*G*IY*IX with IY the input
@@ -157,10 +159,11 @@ them (the others start from zero), and each is read back from below (model >= th
 The last visit of each tile writes final values (final precision) unless an O-irrelevant spatial
 loop is still unreduced above the upper level (then every write is partial); all other writes are
 partial. Accesses at the lower level for write-ups are reads, at the upper level writes.
-*Convention* (ours): the lower level's reads carry the write's precision, also where the
-reduction on the way up makes the value final while each lower instance holds a partial sum of
-its own PEs (C 2 over 2 PEs with a per-PE rO: 2 outputs read out at 8 bits, held at 16; model <=
-the walk).
+The lower level's reads carry the precision it holds: where an O-irrelevant spatial loop is
+unreduced within its scope (each lower instance holds a partial sum of its own PEs, the reduction
+on the way up makes the value final), every read is at partial precision (C 2 over 2 PEs with a
+per-PE rO: 2 outputs read out at 16 bits, written up reduced at 8; model version 4, the walk's
+count; before, at the write's 8 bits).
 
 **Energy** = sum over (operand, level) of reads x read_pj + writes x write_pj, plus MACs x mac_pj
 (+ MACs x accumulator_pj with an accumulator).
@@ -273,7 +276,8 @@ __all__ = ["evaluate", "CostReport", "LevelCost", "footprint", "operand_bits", "
 #: rows of two models never mix in one result directory. 2: no free accumulator in the MAC
 #: (``[accumulator]``), fractional unrolling counts the active PEs and the real data. 3: an input tile
 #: counts the rows it reads, not its window's span (strided 1x1 convolutions, `window_rows`).
-#: 4: zero padding is not moved, an input tile is clipped to the real input (`window_caps`).
+#: 4: zero padding is not moved, an input tile is clipped to the real input (`window_caps`); a lower
+#: O level whose spatial reduction is unfinished is read out at partial precision (its own).
 MODEL_VERSION = 4
 
 
@@ -656,7 +660,10 @@ def _boundary_accesses(nest: _Nest, op: str, levels, b, bits: dict[str, int], co
         transfers.append((up.name, False, ru, lo_name, T, op))
         if lo >= 0:
             wl = levels[lo].port(op).word_bits
-            rl = _real(n_lo * (fin * _cdiv(te * bits["O_final"], wl) + part * _cdiv(te * bits["O"], wl)), s_lo)
+            # read out at the precision the lower level holds: partial while its spatial reduction is unfinished
+            fin_lo = 0 if nest.unreduced(lo_scope) else fin
+            rl = _real(n_lo * (fin_lo * _cdiv(te * bits["O_final"], wl) + (F - fin_lo) * _cdiv(te * bits["O"], wl)),
+                       s_lo)
             wr = _real(rb * n_lo * _cdiv(te * bits["O"], wl), s_lo)
             costs[lo].reads += rl
             costs[lo].writes += wr

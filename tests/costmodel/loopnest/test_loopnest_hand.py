@@ -167,7 +167,8 @@ def test_hand_unrolling_that_does_not_divide_the_layer():
       the idle slice on average, as ZigZag does).
     * The write-up to DRAM: each PE reads its 2 partial sums (its outputs still lack the other
       PE's filter taps): literally 2 x 16 bits = 2 rO words per PE = 4; the model reads them at
-      the final precision of the reduced write, 2 x 8 bits = 1 word per PE x 2 PEs x 3/4 = 1.5."""
+      the precision rO holds them (model version 4; before, at the reduced write's 8 bits),
+      2 x 16 bits = 2 words per PE x 2 PEs x 3/4 = 3."""
     layer = Layer("pad", K=1, C=1, OX=2, FX=3)
     sp = SpatialMapping({"D1": (("FX", 2),)})
     arch = _mini_arch(sp)
@@ -176,9 +177,9 @@ def test_hand_unrolling_that_does_not_divide_the_layer():
     assert real_macs(layer, arch, m) == 6 == layer.macs
     by = {(c["operand"], c["memory"]): c for op in rep.breakdown["operands"].values() for c in op}
     assert by[("O", "rO")]["writes"] == pytest.approx(6)
-    # + the write-up to DRAM (reduced over D1 on the way: final): 2 outputs x 8 bits = one 16-bit
-    # rO word per PE, 2 PEs x 3/4
-    assert by[("O", "rO")]["reads"] == pytest.approx(3 + 2 * 3 / 4)
+    # + the write-up to DRAM (reduced over D1 on the way: final there): 2 partial sums x 16 bits
+    # = two 16-bit rO words per PE, 2 PEs x 3/4
+    assert by[("O", "rO")]["reads"] == pytest.approx(3 + 2 * 2 * 3 / 4)
     assert by[("O", "dram")]["writes"] == 2   # the 2 real outputs, 8 bits each: DRAM is not padded
     assert by[("W", "rW")]["reads"] == pytest.approx(3)
     assert by[("W", "rW")]["writes"] == pytest.approx(3)

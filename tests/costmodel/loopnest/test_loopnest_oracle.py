@@ -14,8 +14,7 @@ count, the relation the model's docstring documents between the two (its *Conven
   envelope), a stride and dilation whose reduced parts are both > 1 and where rows repeat
   (`window_rows` is an upper bound: model >= walk), overlapping I tiles of one multicast (sent
   whole: model >= walk), a read-back written into every instance of a reduction group and read
-  back from each below (model >= walk), a partial sum read out at final precision (model <=
-  walk); in elements the model equals the padded walk under its conventions unless an I tile is
+  back from each below (model >= walk); in elements the model equals the padded walk under its conventions unless an I tile is
   gapped or coprime;
 * padded nest (unrolling that does not divide the layer), in elements (1-bit words, 1-bit data:
   no rounding): the model's average share equals the walk's count when every padded dim is
@@ -163,15 +162,16 @@ def _element_arch(arch):
 
 def _relation(op, kind, flags, coprime):
     """The documented relation of the model's word count to the walk's on an unpadded nest: "==",
-    ">=" (model >= walk), "<=", "env" (a gapped I tile: only the envelope holds) or "any" (O reads
-    both of a group's read-back, fewer in the walk, and of a partial sum read out at final
-    precision, more in the walk)."""
+    ">=" (model >= walk), "<=" or "env" (a gapped I tile: only the envelope holds). O reads: "=="
+    but where a read-back goes into one instance of a reduction group (">="); a lower level under an
+    unfinished spatial reduction is read at its own partial precision, as the walk (model version 4;
+    "<=" before)."""
     if op == "I":
         if ("gap_r" if kind == "reads" else "gap_w") in flags:
             return "env"
         return ">=" if coprime or (kind == "reads" and "overlap" in flags) else "=="
     if op == "O" and kind == "reads":
-        return {0: "==", 1: "<=", 2: ">=", 3: "any"}[("lowread" in flags) + 2 * ("group_r" in flags)]
+        return ">=" if "group_r" in flags else "=="
     if op == "O" and kind == "writes" and "group_w" in flags:
         return ">="
     return "=="
@@ -362,9 +362,9 @@ def test_hand_partial_sums_held_under_an_unfinished_spatial_reduction():
     issue 20 the walk said 2 x 8 = 16, as no partial sum ever left rO). In 24 bits it does not fit.
 
     The write-up: DRAM receives the reduced sums, final: 2 x 8 bits = 2 words. Each PE reads its
-    own 2 partial sums out of rO: 2 x 16 bits = 4 words, 8 for the two PEs (the walk); the model
-    reads them at the final precision of the write: 2 x 8 bits = 2 words per PE, 4 (its convention:
-    model <= literal)."""
+    own 2 partial sums out of rO: 2 x 16 bits = 4 words, 8 for the two PEs (the walk, and the model
+    since version 4, which reads a level at the precision it holds; before: at the final precision
+    of the write, 2 x 8 bits = 2 words per PE, 4)."""
     layer = Layer("red", K=1, C=2, OX=2)
     sp = SpatialMapping({"D1": (("C", 2),)})
     m = Mapping(sp, TemporalMapping((("OX", 2),)), {"W": (1, 1), "I": (1, 1), "O": (1, 1)})
@@ -373,7 +373,7 @@ def test_hand_partial_sums_held_under_an_unfinished_spatial_reduction():
     lit = walk(layer, _regs_arch(sp, o_word=8), m, held)
     assert by[("O", "rO")]["tile_bits"] == lit[("O", "rO")]["held_bits"] == 32 == held["rO"]
     assert by[("O", "dram")]["writes"] == lit[("O", "dram")]["writes"] == 2
-    assert (lit[("O", "rO")]["reads"], by[("O", "rO")]["reads"]) == (8, 4)
+    assert (lit[("O", "rO")]["reads"], by[("O", "rO")]["reads"]) == (8, 8)
     small = _regs_arch(sp, o_word=8, o_size=24)
     assert not check(layer, small, m).valid
 
