@@ -82,9 +82,10 @@ Measured (docs/zigzag.md; ``--explain`` prints the terms), same mapping, ours / 
   conv5_2: ZigZag 1376256 + 2359260 + 1200 + 223, ours 1376256 + 2813312. ZigZag adds the
   excesses of the read-back and the write-up, each against its own window; ours times the port
   doing both in one window (reference.py docstring, difference (a)).
-* tpu_like on resnet18.onnx (commit 24538ab, model version 3, costmodel/loopnest clean, the
-  importer's per-word energy r_cost x bandwidth_min / bandwidth_max): network energy 1.010 (ZigZag's
-  mapping and our ``loma`` best), latency 0.955 and 0.958. Over 10 % per layer: (1) ZigZag's
+* tpu_like on resnet18.onnx (model version 4, 2026-11-26, the importer's per-word energy r_cost x
+  bandwidth_min / bandwidth_max): network energy 0.999 (ZigZag's mapping and our ``loma`` best;
+  1.010 in model version 3, which moved the padded input), latency 0.954 and 0.956. Over 10 % per
+  layer: (1) ZigZag's
   ``data_onloading_cycle`` (12544-25088 cycles: the layer's whole input through the 64-bit DRAM
   port before the first MAC; ours lets a streaming load overlap compute) on short layers: layer1
   convs 0.82, layer2.0.conv1 0.69, layer3.0.conv1 0.82; (2) layer3.0.downsample 1.29: its DRAM
