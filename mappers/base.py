@@ -213,6 +213,20 @@ class Mapper(ABC, Generic[ProblemT]):
         """Defaults filled in and values checked. Raises ValueError listing every problem."""
         return resolve_params(self, params)
 
+    @property
+    def seeded(self) -> bool:
+        """True if the mapper takes a ``seed`` parameter (it runs once per campaign seed)."""
+        return any(p.name == "seed" for p in self.params)
+
+    def with_seed(self, params: Mapping[str, Any] | None, seed: int | None, keep: bool = False) -> dict[str, Any]:
+        """A copy of ``params`` with ``seed`` set when the mapper is `seeded` and ``seed`` is not
+        None (the one place a problem's seed enters its parameters); ``keep``: a seed already in
+        ``params`` wins (a user's ``--param seed=``)."""
+        out = dict(params or {})
+        if seed is not None and self.seeded and not (keep and "seed" in out):
+            out["seed"] = seed
+        return out
+
     def search(self, problem: ProblemT, params: Mapping[str, Any] | None = None) -> "SearchResult":
         """All units in-process, reduced (parameters checked, defaults filled)."""
         p = self.resolve(params)

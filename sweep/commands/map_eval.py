@@ -248,11 +248,9 @@ def map_layer(layer: Layer, arch, mapper_name: str, objective: str | None = None
         return _one_layer(arch_kind.map_network(Network(layer.name, (layer,)), arch, mapper_name, objective,
                                                 dict(params or {})))
     mapper = get_mapper(mapper_name)
-    given = dict(params or {})
+    given = mapper.with_seed(params, seed, keep=True)
     if arch_kind.rules.objective_param is not None:  # e.g. the multi-NPU schedule metric
         given[arch_kind.rules.objective_param] = objective
-    if any(p.name == "seed" for p in mapper.params):
-        given.setdefault("seed", seed)
     resolved, probs = check_params(mapper.params, given)
     if probs:
         raise CampaignError("--param", [Finding(f"--param {k}", v, m) for k, v, m in probs])

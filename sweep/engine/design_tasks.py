@@ -94,9 +94,7 @@ def evaluate_design(template, design_id: str, values: dict, networks: Sequence, 
     from sweep.engine.totals import network_totals
 
     mapper = get_mapper(mapper_name)
-    p = dict(params)
-    if any(x.name == "seed" for x in mapper.params):
-        p["seed"] = seed
+    p = mapper.with_seed(params, seed)
     common = {"design_id": design_id, **values}
     # the unrolling each layer ran: with a dataflow axis, or when the mapper searches it (the
     # report rebuilds a design's mappings from `loops` and `spatial`: rooflines, energy breakdowns)

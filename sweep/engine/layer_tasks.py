@@ -115,7 +115,7 @@ def _searched_hint(mapper, layer, acc, campaign, params, objective, rules: Layer
 
 def _seeds_for(mapper, seeds) -> list:
     """Seeded mappers run once per campaign seed; deterministic ones once (seed None)."""
-    return list(seeds) if any(p.name == "seed" for p in mapper.params) else [None]
+    return list(seeds) if mapper.seeded else [None]
 
 
 def _problems(campaign, rules: LayerRules) -> tuple[list[tuple], dict[str, list]]:
@@ -134,9 +134,7 @@ def _problems(campaign, rules: LayerRules) -> tuple[list[tuple], dict[str, list]
                     mapper = get_mapper(spec.name)
                     for objective in campaign.objectives:
                         for seed in _seeds_for(mapper, campaign.seeds):
-                            params = dict(spec.params)
-                            if seed is not None:
-                                params["seed"] = seed
+                            params = mapper.with_seed(spec.params, seed)
                             if rules.objective_param is not None:  # e.g. the schedule metric
                                 params[rules.objective_param] = objective
                             pid = problem_id(layer, arch_desc, campaign.architectures.spatial,

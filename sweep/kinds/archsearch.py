@@ -141,9 +141,7 @@ def _design_seconds(campaign: Any) -> tuple[float | None, str, str]:
     c = campaign
     sp, spec, objective = c.architectures, c.mappers[0], c.objectives[0]
     mapper = get_mapper(spec.name)
-    params = dict(spec.params)
-    if any(x.name == "seed" for x in mapper.params):
-        params["seed"] = c.seeds[0]
+    params = mapper.with_seed(spec.params, c.seeds[0])
     if not len(sp):
         return 0.0, "", ""
     acc = sp.template.design(sp.point(len(sp) // 2))

@@ -97,3 +97,15 @@ def test_has_candidate_and_first_missing():
     assert isinstance(e, NoSpatialCandidate) and str(e) == str(want.value)
     with pytest.raises(ValueError, match="no \\[spatial_hint\\]"):
         has_candidate(layers[0], arch(None))
+
+
+def test_the_seed_enters_params_in_one_place():
+    """`Mapper.with_seed`: a seeded mapper (SALSA) gets the problem's seed, a deterministic one
+    (LOMA) does not; None adds nothing; ``keep`` leaves a user's seed; the input is not changed."""
+    from mappers import get_mapper
+    salsa, loma = get_mapper("salsa"), get_mapper("loma")
+    assert salsa.seeded and not loma.seeded
+    given = {"chains": 2, "seed": 9}
+    assert salsa.with_seed(given, 3) == {"chains": 2, "seed": 3}
+    assert salsa.with_seed(given, 3, keep=True) == {"chains": 2, "seed": 9} and given == {"chains": 2, "seed": 9}
+    assert salsa.with_seed(None, None) == {} and loma.with_seed({"lpf_limit": 4}, 3) == {"lpf_limit": 4}
