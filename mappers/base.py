@@ -213,6 +213,21 @@ class Mapper(ABC, Generic[ProblemT]):
         """Defaults filled in and values checked. Raises ValueError listing every problem."""
         return resolve_params(self, params)
 
+    #: True for mappers that search spatial unrollings per layer under the accelerator's hint
+    #: (their ``spatial`` parameter, `spatial_mode`); the engine asks, never guesses from names.
+    searches_spatial: ClassVar[bool] = False
+
+    def spatial_mode(self, problem: ProblemT, params: Mapping[str, Any]) -> str:
+        """``"search"`` if this mapper searches ``problem``'s spatial unrolling with ``params``,
+        else ``"fixed"`` (the default: the problem's or the accelerator's unrolling)."""
+        return "fixed"
+
+    def uses_hint(self, problem: ProblemT, params: Mapping[str, Any]) -> bool:
+        """True if the accelerator's ``[spatial_hint]`` changes this mapper's result on ``problem``
+        with ``params`` (then it is part of the problem's identity: the hint is not in the
+        accelerator's repr). Default: False."""
+        return False
+
     @property
     def seeded(self) -> bool:
         """True if the mapper takes a ``seed`` parameter (it runs once per campaign seed)."""
@@ -287,6 +302,13 @@ class LayerMapper(Mapper[LayerProblem]):
         if floor:
             return floor
         return self.search_shortfall(problem, result, params)
+
+    def uses_hint(self, problem: LayerProblem, params: Mapping[str, Any]) -> bool:
+        """A full-space mapper with a ``hint`` parameter obeys the hint unless ``hint = false``; a
+        loop-order mapper when it searches the unrolling (`LoopOrderMapper.uses_hint`)."""
+        if any(p.name == "hint" for p in self.params):
+            return params.get("hint", True) is not False
+        return self.spatial_mode(problem, params) == "search"
 
     def search_shortfall(self, problem: LayerProblem, result: "SearchResult", params: Mapping[str, Any]) -> str:
         """Why the search missed where valid mappings exist (the smallest tiles fit): the mapper's

@@ -179,6 +179,13 @@ class LoopOrderMapper(LayerMapper):
     `mappers.spatial.NoSpatialCandidate` when no unrolling of the layer survives the hint.
     """
 
+    searches_spatial = True
+
+    def spatial_mode(self, problem: LayerProblem, params: Mapping[str, Any]) -> str:
+        """`mappers.spatial.spatial_mode`: ``params['spatial']`` if given, else search when the
+        accelerator has only a hint."""
+        return spatial_mode(problem, params)
+
     columns = SPATIAL_COLUMNS
 
     def order_units(self, problem: LayerProblem, params: Mapping[str, Any]) -> list[WorkUnit]:

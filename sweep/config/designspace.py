@@ -487,9 +487,10 @@ def check_dataflow_mappers(space: DesignSpace | None, mappers: list, networks: l
         return
     from mappers import get_mapper
     from mappers.base import LayerProblem
-    from mappers.spatial import first_missing, spatial_mode
+    from mappers.spatial import first_missing
     spec = mappers[0]
-    searches = any(p.name == "spatial" for p in get_mapper(spec.name).params)
+    mapper = get_mapper(spec.name)
+    searches = mapper.searches_spatial
     layers = list(dict.fromkeys(layer for net in networks for layer, _ in net.unique()))
     for name in space.axes[DATAFLOW]:
         acc = space.template.design({DATAFLOW: name})
@@ -499,7 +500,7 @@ def check_dataflow_mappers(space: DesignSpace | None, mappers: list, networks: l
                 bad("mappers[0].name", spec.name, f"dataflow {name!r} is a spatial_hint, searched per layer: "
                     "use a mapper that searches spatial unrollings (loma, salsa, random)")
             continue
-        mode = spatial_mode(LayerProblem(layers[0], acc, None), spec.params) if layers else "fixed"
+        mode = mapper.spatial_mode(LayerProblem(layers[0], acc, None), spec.params) if layers else "fixed"
         if mode == "fixed" and hint:
             bad("mappers[0].params.spatial", spec.params.get("spatial"), f"dataflow {name!r} is a spatial_hint, "
                 "searched per layer: leave spatial out (or \"search\")")

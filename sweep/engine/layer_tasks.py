@@ -31,7 +31,6 @@ import pyarrow as pa
 
 from mappers import declared_columns, get_mapper
 from mappers.base import WorkUnit, result_status
-from mappers.spatial import spatial_mode
 from sweep.common.ids import canonical_json, stable_hash
 
 __all__ = ["LayerRules", "LayerTask", "LayerUnit", "expand_layers", "count_layer_tasks", "execute_layers", "problem_id"]
@@ -99,18 +98,12 @@ def problem_id(layer, arch_desc: str, spatial, mapper: str, version: str, params
 
 
 def _searched_hint(mapper, layer, acc, campaign, params, objective, rules: LayerRules):
-    """The accelerator's hint if ``mapper`` depends on it, else None: a loop-order mapper searching
-    spatial unrollings (`mappers.spatial.spatial_mode`), or a full-space mapper whose ``hint``
-    parameter is not false."""
+    """The accelerator's hint if ``mapper`` declares that it depends on it (`Mapper.uses_hint`: a
+    loop-order mapper searching spatial unrollings, a full-space mapper obeying its hint), else None."""
     if not rules.hints:
         return None
-    names = {p.name for p in mapper.params}
-    if "spatial" in names:
-        prob = mapper.make_problem(layer, acc, campaign.architectures.spatial, objective)
-        return acc.spatial_hint if spatial_mode(prob, params) == "search" else None
-    if "hint" in names and params.get("hint", True) is not False:
-        return acc.spatial_hint
-    return None
+    prob = mapper.make_problem(layer, acc, campaign.architectures.spatial, objective)
+    return acc.spatial_hint if mapper.uses_hint(prob, params) else None
 
 
 def _seeds_for(mapper, seeds) -> list:

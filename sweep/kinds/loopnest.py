@@ -48,13 +48,14 @@ class LoopnestKind(LayerKind):
         if archs is None:
             return
         from mappers.base import LayerProblem
-        from mappers.spatial import first_missing, spatial_mode
+        from mappers.spatial import first_missing
         layers = list(dict.fromkeys(l for net in networks for l, _ in net.unique()))
         for i, spec in enumerate(mappers):
-            if not any(p.name == "spatial" for p in get_mapper(spec.name).params):
+            mapper = get_mapper(spec.name)
+            if not mapper.searches_spatial:
                 continue
             for arch_name, acc in archs.archs:
-                if not layers or spatial_mode(LayerProblem(layers[0], acc, archs.spatial), spec.params) != "search":
+                if not layers or mapper.spatial_mode(LayerProblem(layers[0], acc, archs.spatial), spec.params) != "search":
                     continue
                 if acc.spatial_hint is None:
                     bad(f"mappers[{i}].params.spatial", spec.params.get("spatial"),

@@ -109,3 +109,18 @@ def test_the_seed_enters_params_in_one_place():
     assert salsa.with_seed(given, 3) == {"chains": 2, "seed": 3}
     assert salsa.with_seed(given, 3, keep=True) == {"chains": 2, "seed": 9} and given == {"chains": 2, "seed": 9}
     assert salsa.with_seed(None, None) == {} and loma.with_seed({"lpf_limit": 4}, 3) == {"lpf_limit": 4}
+
+
+def test_mappers_declare_whether_the_hint_is_part_of_their_problem():
+    """`Mapper.uses_hint` (what the problem id follows): a loop-order mapper when it searches the
+    unrolling, a full-space mapper unless ``hint = false``, a mapper of another kind never."""
+    from costmodel.loopnest.arch import load_accelerator
+    from costmodel.workload import Layer
+    from mappers import get_mapper
+    layer, acc = Layer("l", K=16, C=16, OY=8, OX=8, FY=3, FX=3), load_accelerator("eyeriss_like")
+    loma, cosa, deepopt = get_mapper("loma"), get_mapper("cosa"), get_mapper("deepopt")
+    prob = loma.make_problem(layer, acc, None, "energy")
+    assert loma.searches_spatial and not cosa.searches_spatial and not deepopt.searches_spatial
+    assert not loma.uses_hint(prob, {}) and loma.uses_hint(prob, {"spatial": "search"})
+    assert cosa.uses_hint(prob, {}) and not cosa.uses_hint(prob, {"hint": False})
+    assert not deepopt.uses_hint(None, {}) and deepopt.spatial_mode(None, {}) == "fixed"
