@@ -16,8 +16,9 @@ optimum with <= 4,000 cost evaluations per run, on four layers):
     python scripts/salsa_vs_exhaustive.py --defaults --no-speedup \
         --layers layer3.0.conv1,layer3.0.conv2,layer2.0.downsample,layer4.0.conv1
 
-``--defaults`` runs SALSA with its own defaults (every chain, its schedule and moves, the final
-descent) instead of one chain of ``--iterations`` at ``--rho`` / ``--normalise``; ``evals max`` is
+Without ``--defaults`` each run is one chain of the paper's schedule (``PAPER_SCHEDULE``: T0 0.05,
+swap moves, no descent) with ``--iterations``, ``--rho`` and ``--normalise``; ``--defaults`` runs
+SALSA with its own defaults (every chain, its schedule and moves, the final descent); ``evals max`` is
 the most cost evaluations any run made. ``--first-seed 100 --runs 400``: seeds 100-499 instead.
 """
 
@@ -92,8 +93,11 @@ def main() -> None:
     ray.init(num_cpus=args.num_cpus, include_dashboard=False, configure_logging=False)
     rows = []
     largest = None
-    extra = {} if args.defaults else {"iterations": args.iterations, "chains": 1, "rho": args.rho,
-                                      "normalise": args.normalise}
+    from mappers.loop_order.salsa import PAPER_SCHEDULE
+    # the paper's schedule in full (T0, swap moves, no descent), not only its iterations and rho: the
+    # mapper's defaults (DEFAULT_SCHEDULE) would otherwise supply T0, the moves and the descent
+    extra = {} if args.defaults else {**PAPER_SCHEDULE, "iterations": args.iterations, "chains": 1,
+                                      "rho": args.rho, "normalise": args.normalise}
     keep = set(args.layers.split(",")) if args.layers else None
     print(f"{'layer':24s} {'LPFs':>4s} {'space':>12s} {'optimum pJ':>14s} {'exh s':>7s} "
           f"{'reach':>6s} {'mean gap':>9s} {'SA s/run':>8s} {'evals max':>9s}")
