@@ -86,8 +86,9 @@ def test_descend_stops_at_a_local_optimum_within_budget():
 def test_descend_rescues_a_stuck_salsa_end_on_the_real_model():
     """ResNet-34 layer3.0.conv1 on eyeriss_like, energy: LOMA's exhaustive search over its 5,765,760
     orderings (scripts/salsa_vs_exhaustive.py) finds 5 optima, among them KKKCCCY CCCC x y KKK
-    (innermost first; K = K2, C = C2, y = OY2, Y = OY7, x = FX3), and 5 orderings 0.0395 % worse,
-    such as YCCCKKK CCCC x y KKK, where 3 of 100 default SALSA runs of version 2 ended. That state
+    (innermost first; K = K2, C = C2, y = OY2, Y = OY7, x = FX3), and 5 orderings 0.0395 % worse
+    (0.0346 % on model version 4), such as YCCCKKK CCCC x y KKK, where 3 of 100 default SALSA runs of
+    version 2 ended. That state
     has exactly one better neighbour, the optimum (a reversal of the 7 innermost LPFs), which
     the descent finds."""
     pytest.importorskip("costmodel.loopnest.ordering")
@@ -107,7 +108,7 @@ def test_descend_rescues_a_stuck_salsa_end_on_the_real_model():
         return float(ev.objective(np.array([o], dtype=np.int64), "energy")[0])
 
     v_opt, v_stuck = f(optimum), f(list(stuck))
-    assert v_stuck / v_opt - 1 == pytest.approx(3.95e-4, abs=1e-6)
+    assert v_stuck / v_opt - 1 == pytest.approx(3.46e-4, abs=1e-6)   # model version 3: 3.95e-4
     better = [q for q in neighbourhood(list(stuck)) if f(list(q)) < v_stuck]
     assert better == [tuple(optimum)]
     v, o, used = descend(f, stuck, v_stuck, 2000, np.random.default_rng(7), {})
