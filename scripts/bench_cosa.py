@@ -7,13 +7,15 @@ average).
 (threads 8, patience 500, as campaigns/cosa_simba.toml) and, on the ``--random-layers``, the loop-order
 random search (`random`, defaults); then the geomean speed-ups of cosa over random5 and hybrid, the
 geomean ratio of random's objective to cosa's on the random layers (> 1: cosa better) and the solve
-times. ``--cache FILE`` keeps the baselines' results (JSON) between runs; ``--cosa k=v,...`` passes
+times. ``--no-hint``: cosa, random5 and hybrid ignore simba_like's ``[spatial_hint]`` (the papers'
+unrestricted set-up, as ``campaigns/cosa_simba.toml``); without it they follow the hint.
+``--cache FILE`` keeps the baselines' results (JSON) between runs; ``--cosa k=v,...`` passes
 cosa params (e.g. ``dram_ranks=0``; ``solves=0`` gives version 2's single solve; several
 solves separated by ``;``, e.g. ``solves=0;1:weight_buffer``). One run from scratch: about 4.5 min on one core (hybrid's walks
 are most of it); with the cache filled, about 40 s.
 
 Usage: python scripts/bench_cosa.py [--objective latency] [--time-limit 60] [--gap 1e-4] [--nets a,b]
-       python scripts/bench_cosa.py --compare [--cache /tmp/cosa_baselines.json] [--cosa k=v,...]
+       python scripts/bench_cosa.py --compare [--no-hint] [--cache /tmp/cosa_baselines.json] [--cosa k=v,...]
 """
 
 from __future__ import annotations
@@ -69,7 +71,9 @@ def compare(a, arch, params) -> None:
             for name, bp in BASELINES.items():
                 if name == "random" and layer.name not in rl:
                     continue
-                key = f"{net}/{layer.name}/{name}/{a.objective}"
+                if a.no_hint and name in ("random5", "hybrid"):
+                    bp = {**bp, "hint": False}
+                key = f"{net}/{layer.name}/{name}/{a.objective}" + ("/nohint" if a.no_hint else "")
                 if key not in cache:
                     cache[key] = get_mapper(name).search(prob, bp).value
                 vals[name] = cache[key]
@@ -98,9 +102,12 @@ def main() -> None:
     ap.add_argument("--cache", default=None)
     ap.add_argument("--cosa", default="", help="extra cosa params k=v,... (true/false/none/numbers)")
     ap.add_argument("--random-layers", default=",".join(RANDOM_LAYERS))
+    ap.add_argument("--no-hint", action="store_true",
+                    help="ignore simba_like's [spatial_hint] in cosa, random5 and hybrid (hint = false: the "
+                         "papers' unrestricted set-up, as campaigns/cosa_simba.toml); default: they follow it")
     a = ap.parse_args()
     arch = load_accelerator("simba_like")
-    params = {"time_limit_s": a.time_limit, "mip_gap": a.gap}
+    params = {"time_limit_s": a.time_limit, "mip_gap": a.gap, **({"hint": False} if a.no_hint else {})}
     params.update({k: _value(v) for k, v in (kv.split("=") for kv in a.cosa.split(",") if kv)})
     if "solves" in params:
         params["solves"] = [str(x) for x in str(params["solves"]).split(";")]

@@ -7,6 +7,9 @@ then random5 (CoSA's Random 5x) and hybrid (Timeloop-Hybrid-like, 8 threads, pat
 table of the objective (geomean over seeds for SA / random), evaluations and wall time.
 
     python scripts/bench_fullspace.py [--objective latency] [--layers conv1,layer3.0.conv1] [--seeds 3]
+
+primitive_sa, random5 and hybrid ignore the accelerator's ``[spatial_hint]`` (``hint = false``)
+unless ``--hint``: the random sampling they are compared with draws from the unrestricted space.
 """
 
 from __future__ import annotations
@@ -43,6 +46,9 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--iterations", type=int, default=2000)
     ap.add_argument("--arch", default="simba_like")
+    ap.add_argument("--hint", action="store_true",
+                    help="primitive_sa, random5 and hybrid follow the accelerator's [spatial_hint] (default: "
+                         "not, like the random sampling they are compared with, which draws from the whole space)")
     a = ap.parse_args()
     arch = load_accelerator(a.arch)
     layers = {l.name: l for l, *_ in load_network("resnet50").unique()}
@@ -56,15 +62,15 @@ def main() -> None:
         sa, rnd, evs, ts = [], [], [], []
         for s in range(a.seeds):
             t = time.perf_counter()
-            r = PRIMITIVE_SA.search(pr, {"iterations": a.iterations, "seed": s})
+            r = PRIMITIVE_SA.search(pr, {"iterations": a.iterations, "seed": s, "hint": a.hint})
             ts.append(time.perf_counter() - t)
             sa.append(r.value)
             evs.append(r.evaluations)
             rnd.append(random_sampling(pr, r.evaluations, s))
         wins = sum(x <= y for x, y in zip(sa, rnd))
-        r5 = RANDOM5.search(pr, {"seed": 0})
+        r5 = RANDOM5.search(pr, {"seed": 0, "hint": a.hint})
         t = time.perf_counter()
-        hy = HYBRID.search(pr, {"seed": 0})
+        hy = HYBRID.search(pr, {"seed": 0, "hint": a.hint})
         t_hy = time.perf_counter() - t
         g_sa, g_r = geomean(sa), geomean(rnd)
         ratios.append(g_sa / g_r)
