@@ -507,8 +507,9 @@ def tune(
     the held-out layers. Then: [bold]sweep report OUT[/]."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from sweep.tune.driver import Interrupted, run_tune
     from sweep.config.tune_campaign import load_tune_campaign
+    from sweep.engine.runner import Interrupted
+    from sweep.kinds.tune import TuneKind
 
     c = load_tune_campaign(campaign, output=out_dir)
     n = trials or c.trials
@@ -519,9 +520,9 @@ def tune(
                   TextColumn("trials"), TimeElapsedColumn(), console=err) as prog:
         bar = prog.add_task("tuning", total=n)
         try:
-            s = run_tune(c, trials=trials, parallel=parallel, resume=resume, executor=executor.value,
-                         address=address, num_cpus=num_cpus,
-                         progress=lambda done, total: prog.update(bar, completed=done, total=total))
+            s = TuneKind().run_study(c, resume=resume, executor=executor.value, address=address, trials=trials,
+                                     parallel=parallel, num_cpus=num_cpus,
+                                     progress=lambda done, total: prog.update(bar, completed=done, total=total))
         except Interrupted as i:
             prog.stop()
             err.print(f"interrupted after {i.summary.run_here} trial(s) in this driver; running trials stay in the "

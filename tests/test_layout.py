@@ -258,3 +258,63 @@ def test_only_the_kind_registry_dispatches_on_campaign_kinds():
     bad = {name: found for name, path in MODULES.items() if not name.startswith("sweep.kinds")
            if (found := kind_dispatch(ast.parse(path.read_text())))}
     assert not bad, f"campaign-kind dispatch outside sweep.kinds: {bad}"
+
+
+#: The module through which every path maps a problem (issue 32: one spine).
+SPINE = "sweep.engine.problem"
+#: What only the spine asks of a mapper: a problem built, the seed entered, units listed or counted,
+#: a unit run (``run(problem, unit, params)``: three arguments), units reduced, a whole search.
+SPINE_CALLS = {"make_problem", "with_seed", "units", "unit_count", "reduce", "search"}
+
+
+def spine_bypasses(tree: ast.AST) -> list[tuple[int, str]]:
+    """(line, source) of every call in ``tree`` that asks a mapper what only the spine asks:
+    ``x.units(problem, params)``, ``x.make_problem(...)``, ... (`SPINE_CALLS`, with arguments: a
+    `Problem`'s own ``units()`` takes none) or ``x.run(problem, unit, params)``."""
+    found = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+            continue
+        name, n = node.func.attr, len(node.args) + len(node.keywords)
+        if (name in SPINE_CALLS and n) or (name == "run" and n == 3):
+            found.append((node.lineno, ast.unparse(node)[:90]))
+    return found
+
+
+def test_only_the_spine_builds_a_problems_units():
+    """No module of sweep/ but `sweep.engine.problem` builds a problem, lists its units, runs one
+    or reduces them (issue 32: ``sweep map``, campaigns of every kind, architecture search and
+    tuning all go through `Problem`)."""
+    bad = [f"{name}:{line}: {src}" for name, path in MODULES.items()
+           if name.startswith("sweep.") and name != SPINE
+           for line, src in spine_bypasses(ast.parse(path.read_text()))]
+    assert not bad, "a mapper asked outside the spine (use sweep.engine.problem.Problem):\n" + "\n".join(bad)
+    assert spine_bypasses(ast.parse(MODULES[SPINE].read_text()))
+
+
+def test_the_spine_check_sees_the_old_paths():
+    """The checker itself, on the shapes the spine replaced (``sweep map``, the design tasks, the
+    systolic kind, tuning) and not on calls that are no mapper's (a task's or a study's ``run``)."""
+    caught = ["best = mapper.reduce([mapper.run(prob, u, params) for u in mapper.units(prob, params)])",
+              "p = mapper.with_seed(spec.params, seed)", "prob = mapper.make_problem(layer, acc, None, obj)",
+              "n = mapper.unit_count(prob, params)"]
+    passed = ["out = task.run()", "drv.run(objective)", "ex.run(tasks, on_result)", "sol = prob.solve()",
+              "units = prob.units()", "n = prob.unit_count()"]
+    assert all(spine_bypasses(ast.parse(src)) for src in caught)
+    assert not any(spine_bypasses(ast.parse(src)) for src in passed)
+
+
+def test_the_kinds_own_their_study_loops():
+    """The Optuna loops of an architecture search and of a tuning campaign are run by their kinds
+    (`ArchsearchKind.run_study`, `TuneKind.run_study`, issue 32), on `sweep.study`: no module outside
+    `sweep.kinds` and the loops' own rooms calls them (the CLI's ``sweep tune`` goes through the kind)."""
+    loops = {"run_search", "run_tune"}
+    own = ("sweep.kinds.", "sweep.search.", "sweep.tune.")
+    bad = sorted(f"{name}: {n.id if isinstance(n, ast.Name) else n.attr}" for name, path in MODULES.items()
+                 if name.startswith("sweep.") and not name.startswith(own)
+                 for n in ast.walk(ast.parse(path.read_text()))
+                 if (isinstance(n, ast.Name) and n.id in loops) or (isinstance(n, ast.Attribute) and n.attr in loops)
+                 or (isinstance(n, ast.alias) and n.name in loops))
+    assert not bad, bad
+    assert all(any(f"{loop}(" in MODULES[k].read_text() for k in ("sweep.kinds.archsearch", "sweep.kinds.tune"))
+               for loop in loops)

@@ -86,6 +86,7 @@ import numpy as np
 
 from costmodel.loopnest.reference import evaluate, footprint, operand_bits
 from costmodel.loopnest.mapping import OPERANDS, RELEVANT, SPATIAL_DIMS, Mapping, SpatialMapping, prime_factors
+from mappers.loop_order.salsa import log_accept_arg
 from mappers.base import (LayerMapper, LayerProblem, LoopNestDetail, Param, SearchResult, WorkUnit, chain_seeds,
                           objective_value, resolve_params)
 
@@ -471,7 +472,7 @@ def anneal_chain(space: PrimitiveSpace, objective: str, rng: np.random.Generator
             evals += 1
         vn, rn = got
         hist.append(vn)
-        if math.isfinite(vn) and log_u[it] < math.log(v / vn) / t:
+        if math.isfinite(vn) and log_u[it] < log_accept_arg(v, vn, v, t, "log"):
             cur, v = prop, vn
             accepted += 1
             moves_acc[kind] += 1

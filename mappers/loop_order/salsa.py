@@ -176,7 +176,7 @@ from mappers.loop_order.loma import exhaustive_range
 from mappers.loop_order.lpf import expand, iter_permutations, multiset_count, shard_range
 from mappers.loop_order.moves import BLOCK_MAX, MoveStream, PairStream, descend_ends, fit_surrogate
 
-__all__ = ["AUTO_EXHAUSTIVE_FACTOR", "DEFAULT_SCHEDULE", "PAPER_SCHEDULE", "ChainResult", "anneal", "random_orderings",
+__all__ = ["AUTO_EXHAUSTIVE_FACTOR", "DEFAULT_SCHEDULE", "PAPER_SCHEDULE", "ChainResult", "anneal", "log_accept_arg", "random_orderings",
            "chain_seeds",
            "SalsaMapper", "SALSA"]
 
@@ -313,7 +313,14 @@ def anneal(ev, objective: str, rngs: Sequence[np.random.Generator], iterations: 
     return _anneal_lockstep(ev, objective, init, draws, temps, normalise)
 
 
-def _log_accept_arg(v: float, vn: float, ref: float, t: float, normalise: str) -> float:
+def log_accept_arg(v: float, vn: float, ref: float, t: float, normalise: str) -> float:
+    """The bound log(u) is compared with to accept a move from cost ``v`` to ``vn`` at temperature
+    ``t`` (eq. 3 with the cost normalised as ``normalise`` says; ``ref`` the reference cost of the
+    "initial" / "best" normalisations). At ``t`` = 0 (T0 rho^i below the smallest float after
+    thousands of iterations at a fast cooling) the limit t -> 0+: +inf (accept) when ``vn`` <= ``v``,
+    else -inf (reject): a greedy descent, never a division by zero."""
+    if t <= 0.0:
+        return math.inf if vn <= v else -math.inf
     if normalise == "zigzag":
         return (v / vn - 1.0) / t
     if normalise == "log":
@@ -354,7 +361,7 @@ def _anneal_one(ev, objective, o, x, k, draws, temps, normalise) -> ChainResult:
             vn = memo[key] = f(p)
             evals += 1
         hist.append(vn)
-        if not isinf(vn) and log_u[it] < _log_accept_arg(v, vn, ref, temps[it], normalise):
+        if not isinf(vn) and log_u[it] < log_accept_arg(v, vn, ref, temps[it], normalise):
             cur, v = p, vn
             accepted += 1
             if vn < best_v:
@@ -402,7 +409,7 @@ def _anneal_lockstep(ev, objective, init, draws, temps, normalise) -> list[Chain
         t = temps[it]
         for r in range(len(live)):
             vn = vals[r]
-            if not isinf(vn) and draws[live[r]][0][it] < _log_accept_arg(v[r], vn, ref[r], t, normalise):
+            if not isinf(vn) and draws[live[r]][0][it] < log_accept_arg(v[r], vn, ref[r], t, normalise):
                 cur[r], v[r] = props[r], vn
                 accepted[r] += 1
                 if vn < best_v[r]:

@@ -7,8 +7,6 @@ All run in-process (no Ray): a single layer is seconds of work at most.
 from __future__ import annotations
 
 import json
-import sys
-import time
 import tomllib
 from pathlib import Path
 from typing import Any, Callable
@@ -240,34 +238,30 @@ def map_layer(layer: Layer, arch, mapper_name: str, objective: str | None = None
         CampaignError: unknown mapper, a mapper of another kind, bad parameters or objective.
     """
     from mappers import get_mapper
-    from mappers.base import check_params, result_status
+    from mappers.base import check_params
+    from sweep.common.notice import compile_notice
+    from sweep.engine.problem import Problem
     from sweep.kinds.layers import LayerKind
 
     arch_kind, objective = _checked(arch, mapper_name, objective)
     if not isinstance(arch_kind, LayerKind):  # a network scheduled on a hardware point
         return _one_layer(arch_kind.map_network(Network(layer.name, (layer,)), arch, mapper_name, objective,
                                                 dict(params or {})))
-    mapper = get_mapper(mapper_name)
-    given = mapper.with_seed(params, seed, keep=True)
-    if arch_kind.rules.objective_param is not None:  # e.g. the multi-NPU schedule metric
-        given[arch_kind.rules.objective_param] = objective
-    resolved, probs = check_params(mapper.params, given)
+    prob = Problem.layer(mapper_name, layer, arch, objective=objective, params=params, seed=seed, keep_seed=True,
+                         objective_param=arch_kind.rules.objective_param)  # e.g. the multi-NPU schedule metric
+    resolved, probs = check_params(get_mapper(mapper_name).params, prob.params)
     if probs:
         raise CampaignError("--param", [Finding(f"--param {k}", v, m) for k, v, m in probs])
-    prob = mapper.make_problem(layer, arch, None, objective)
-    t0 = time.perf_counter()
-    from sweep.common.notice import compile_notice
+    prob = prob.with_params(resolved)
     with compile_notice(arch):
         try:
-            units = mapper.units(prob, resolved)
+            units = prob.units()
         except ValueError as e:  # spatial search: no hint, or no unrolling of this layer under it
             if getattr(arch, "spatial_hint", None) is None:
                 raise _bad("--param", "--param spatial", resolved.get("spatial"), str(e)) from None
             raise _bad("--arch", "spatial_hint", arch.spatial_hint.to_dict(), str(e)) from None
-        results = [mapper.run(prob, u, resolved) for u in units]
-    best = mapper.reduce(results)
-    wall = time.perf_counter() - t0
-    status, reason = result_status(mapper, prob, best, resolved)
+        sol = prob.solve(units)
+    best, status, reason, wall, results = sol.best, sol.status, sol.reason, sol.wall_s, sol.results
     out = {"mapper": mapper_name, "engine": best.engine, "objective": objective, "status": status,
            "value": best.value, "energy_pj": best.energy_pj, "latency_cycles": best.latency_cycles,
            "edp": best.edp, "evaluations": best.evaluations, "wall_s": wall,

@@ -39,8 +39,8 @@ import pyarrow as pa
 from costmodel.loopnest.reference import MODEL_VERSION
 from costmodel.loopnest.template import DATAFLOW
 from mappers import get_mapper
-from mappers.base import LayerProblem, result_status
 from sweep.common.ids import canonical_json, stable_hash
+from sweep.engine.problem import Problem
 from sweep.study import runs_study
 
 __all__ = ["DesignTask", "design_tasks", "count_design_tasks", "evaluate_design", "design_name"]
@@ -93,12 +93,10 @@ def evaluate_design(template, design_id: str, values: dict, networks: Sequence, 
     from costmodel.loopnest.physics import design_area_mm2
     from sweep.engine.totals import network_totals
 
-    mapper = get_mapper(mapper_name)
-    p = mapper.with_seed(params, seed)
     common = {"design_id": design_id, **values}
     # the unrolling each layer ran: with a dataflow axis, or when the mapper searches it (the
     # report rebuilds a design's mappings from `loops` and `spatial`: rooflines, energy breakdowns)
-    with_spatial = DATAFLOW in values or p.get("spatial") == "search"
+    with_spatial = DATAFLOW in values or params.get("spatial") == "search"
     try:
         acc = template.design(values, name=design_name(design_id))
         area = design_area_mm2(acc)
@@ -117,7 +115,8 @@ def evaluate_design(template, design_id: str, values: dict, networks: Sequence, 
         for li, (layer, rep) in enumerate(net.unique()):
             key = canonical_json(layer.hash_fields())
             if key not in cache:
-                cache[key] = _map_layer(mapper, LayerProblem(layer, acc, None, objective), p, with_spatial)
+                prob = Problem.layer(mapper_name, layer, acc, objective=objective, params=params, seed=seed)
+                cache[key] = _map_layer(prob, with_spatial)
             res = cache[key]
             net_rows.append(dict(common, network=net.name, layer_index=li, layer=layer.name, repeat=rep,
                                  mapper=mapper_name, objective=objective, seed=seed, **res))
@@ -208,25 +207,26 @@ def _nan_totals() -> dict:
             "evaluations": 0, "wall_s": 0.0}
 
 
-def _map_layer(mapper, prob: LayerProblem, params: dict, with_spatial: bool = False) -> dict:
-    """Every work unit of the problem, reduced (as `sweep.commands.map_eval.map_layer`): the row's figures,
+def _map_layer(prob: Problem, with_spatial: bool = False) -> dict:
+    """The layer problem solved in-process (`Problem.solve`, as ``sweep map``): the row's figures,
     with ``with_spatial`` also ``spatial`` (module docstring; "" on an error)."""
     t0 = time.perf_counter()
     try:
-        best = mapper.reduce([mapper.run(prob, u, params) for u in mapper.units(prob, params)])
+        sol = prob.solve()
     except Exception as e:  # noqa: BLE001 - a failing layer is an error row
         out = {"status": "error", "error": f"{type(e).__name__}: {e}\n{traceback.format_exc()[-1500:]}",
                "energy_pj": np.nan, "latency_cycles": np.nan, "edp": np.nan, "value": np.nan,
                "evaluations": 0, "wall_s": time.perf_counter() - t0, "engine": None, "loops": None}
         return out | ({"spatial": ""} if with_spatial else {})
-    status, reason = result_status(mapper, prob, best, params)
-    out = {"status": status, "error": reason, "energy_pj": best.energy_pj, "latency_cycles": best.latency_cycles,
+    best = sol.best
+    out = {"status": sol.status, "error": sol.reason, "energy_pj": best.energy_pj, "latency_cycles": best.latency_cycles,
            "edp": best.edp, "value": best.value, "evaluations": best.evaluations,
-           "wall_s": time.perf_counter() - t0, "engine": best.engine,
+           "wall_s": sol.wall_s, "engine": best.engine,
            "loops": canonical_json(best.loops) if best.loops is not None else None}
     if with_spatial:
         sp = (best.extra or {}).get("spatial")
-        out["spatial"] = sp if sp is not None else _spatial_json(prob.arch.spatial.fit(prob.layer))
+        lp = prob.instance
+        out["spatial"] = sp if sp is not None else _spatial_json(lp.arch.spatial.fit(lp.layer))
     return out
 
 

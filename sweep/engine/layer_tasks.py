@@ -30,8 +30,9 @@ import numpy as np
 import pyarrow as pa
 
 from mappers import declared_columns, get_mapper
-from mappers.base import WorkUnit, result_status
+from mappers.base import WorkUnit
 from sweep.common.ids import canonical_json, stable_hash
+from sweep.engine.problem import Problem, problem_id
 
 __all__ = ["LayerRules", "LayerTask", "LayerUnit", "expand_layers", "count_layer_tasks", "execute_layers", "problem_id"]
 
@@ -55,17 +56,27 @@ class LayerRules(NamedTuple):
 
 @dataclass(frozen=True)
 class LayerUnit:
-    """One work unit of one problem, with what the rows need to say where it came from."""
+    """One work unit of one problem (`sweep.engine.problem.Problem`), with what the rows need to
+    say where it came from."""
 
     problem_id: str
     unit_index: int
-    mapper: str
-    params: dict[str, Any]
-    problem: Any                  # the mapper's own problem type (`Mapper.make_problem`)
+    problem: Problem
     arch_name: str
-    seed: int | None
     unit: WorkUnit
     aliases: tuple[tuple[str, int, str, int], ...] = ()   # (network, layer index, layer, repeat), on unit 0
+
+    @property
+    def mapper(self) -> str:
+        return self.problem.mapper
+
+    @property
+    def params(self) -> dict[str, Any]:
+        return self.problem.params
+
+    @property
+    def seed(self) -> int | None:
+        return self.problem.seed
 
 
 @dataclass(frozen=True)
@@ -81,42 +92,18 @@ class LayerTask:
         return execute_layers(self)
 
 
-def problem_id(layer, arch_desc: str, spatial, mapper: str, version: str, params: dict,
-               objective: str, seed, model: int | None = None, hint=None) -> str:
-    """sha256 of everything that determines a problem's result (24 hex digits); ``model`` is the
-    cost model's version (`costmodel.loopnest.reference.MODEL_VERSION` for loop-nest problems);
-    ``hint`` the accelerator's spatial hint when the mapper searches spatial unrollings (it is not
-    in the accelerator's repr, and a fixed unrolling does not depend on it)."""
-    doc = {"layer": layer.hash_fields(), "arch": arch_desc,
-           "spatial": repr(spatial), "mapper": mapper, "version": version, "params": params,
-           "objective": objective, "seed": seed}
-    if model is not None:
-        doc["model"] = model
-    if hint is not None:
-        doc["spatial_hint"] = hint.to_dict()
-    return stable_hash(doc, 24)
-
-
-def _searched_hint(mapper, layer, acc, campaign, params, objective, rules: LayerRules):
-    """The accelerator's hint if ``mapper`` declares that it depends on it (`Mapper.uses_hint`: a
-    loop-order mapper searching spatial unrollings, a full-space mapper obeying its hint), else None."""
-    if not rules.hints:
-        return None
-    prob = mapper.make_problem(layer, acc, campaign.architectures.spatial, objective)
-    return acc.spatial_hint if mapper.uses_hint(prob, params) else None
-
-
-def _seeds_for(mapper, seeds) -> list:
+def _seeds_for(mapper: str, seeds) -> list:
     """Seeded mappers run once per campaign seed; deterministic ones once (seed None)."""
-    return list(seeds) if mapper.seeded else [None]
+    return list(seeds) if get_mapper(mapper).seeded else [None]
 
 
-def _problems(campaign, rules: LayerRules) -> tuple[list[tuple], dict[str, list]]:
-    """The unique problems in order, as (pid, layer, acc, arch_name, mapper, params, objective,
-    seed), and the (network, layer index, layer name, repeat) aliases of each problem_id."""
-    problems: list[tuple] = []
+def _problems(campaign, rules: LayerRules) -> tuple[list[tuple[str, str, Problem]], dict[str, list]]:
+    """The unique problems in order, as (problem_id, arch name, `Problem`), and the (network,
+    layer index, layer name, repeat) aliases of each problem_id. The accelerator's hint is in a
+    problem's id where its mapper declares that it depends on it (`Problem.uses_hint`)."""
+    problems: list[tuple[str, str, Problem]] = []
     aliases: dict[str, list] = {}
-    model = rules.model
+    model, spatial = rules.model, campaign.architectures.spatial
     for net in campaign.networks:
         for li, (layer, rep) in enumerate(net.unique()):
             if model is None:   # only the loop-nest model reads the unpadded input size: not in the id
@@ -124,32 +111,28 @@ def _problems(campaign, rules: LayerRules) -> tuple[list[tuple], dict[str, list]
             for arch_name, acc in campaign.architectures.archs:
                 arch_desc = repr(acc)
                 for spec in campaign.mappers:
-                    mapper = get_mapper(spec.name)
+                    version = get_mapper(spec.name).version
                     for objective in campaign.objectives:
-                        for seed in _seeds_for(mapper, campaign.seeds):
-                            params = mapper.with_seed(spec.params, seed)
-                            if rules.objective_param is not None:  # e.g. the schedule metric
-                                params[rules.objective_param] = objective
-                            pid = problem_id(layer, arch_desc, campaign.architectures.spatial,
-                                             spec.name, mapper.version, params, objective, seed, model,
-                                             _searched_hint(mapper, layer, acc, campaign, params, objective, rules))
+                        for seed in _seeds_for(spec.name, campaign.seeds):
+                            prob = Problem.layer(spec.name, layer, acc, objective=objective, params=spec.params,
+                                                 seed=seed, spatial=spatial, objective_param=rules.objective_param)
+                            hint = acc.spatial_hint if rules.hints and prob.uses_hint() else None
+                            pid = problem_id(layer, arch_desc, spatial, spec.name, version, prob.params,
+                                             objective, seed, model, hint)
                             alias = (net.name, li, layer.name, rep)
                             if pid in aliases:  # identical layer elsewhere: add an alias only
                                 aliases[pid].append(alias)
                                 continue
                             aliases[pid] = [alias]
-                            problems.append((pid, layer, acc, arch_name, spec.name, params, objective, seed))
+                            problems.append((pid, arch_name, prob))
     return problems, aliases
 
 
 def count_layer_tasks(campaign, rules: LayerRules) -> int:
-    """How many tasks `expand_layers` yields: the problems' work units (`Mapper.unit_count`,
+    """How many tasks `expand_layers` yields: the problems' work units (`Problem.unit_count`,
     which lists no unit where counting is cheaper), batched."""
     problems, _ = _problems(campaign, rules)
-    units = 0
-    for _, layer, acc, _, m, params, obj, _ in problems:
-        mapper = get_mapper(m)
-        units += mapper.unit_count(mapper.make_problem(layer, acc, campaign.architectures.spatial, obj), params)
+    units = sum(prob.unit_count() for _, _, prob in problems)
     return -(-units // campaign.run.units_per_task)
 
 
@@ -157,19 +140,16 @@ def expand_layers(campaign, rules: LayerRules) -> Iterator[LayerTask]:
     """The campaign's tasks in a deterministic order (problem order, then unit order), streamed.
 
     Two passes: the first finds the unique problems and the (network, layer) aliases of each (one
-    small tuple per unique problem: references to shared Layer/Accelerator objects, a 24-hex id);
-    the second asks each problem's mapper for its work units only when the tasks reach it, so
-    the driver never holds every unit or task at once (see scripts/bench_scale.py).
+    small `Problem` per unique problem: references to shared Layer/Accelerator objects, a 24-hex
+    id); the second asks each problem for its work units only when the tasks reach it, so the
+    driver never holds every unit or task at once (see scripts/bench_scale.py).
     """
     problems, aliases = _problems(campaign, rules)
     step = campaign.run.units_per_task
     batch: list[LayerUnit] = []
-    for pid, layer, acc, arch_name, mname, params, objective, seed in problems:
-        mapper = get_mapper(mname)
-        prob = mapper.make_problem(layer, acc, campaign.architectures.spatial, objective)
-        for ui, wu in enumerate(mapper.units(prob, params)):
-            batch.append(LayerUnit(pid, ui, mname, params, prob, arch_name, seed, wu,
-                                   tuple(aliases[pid]) if ui == 0 else ()))
+    for pid, arch_name, prob in problems:
+        for ui, wu in enumerate(prob.units()):
+            batch.append(LayerUnit(pid, ui, prob, arch_name, wu, tuple(aliases[pid]) if ui == 0 else ()))
             if len(batch) == step:
                 yield _layer_task(batch)
                 batch = []
@@ -206,7 +186,7 @@ _BULKY = frozenset({"mapping", "trace", "initial_mapping", "valid_values", "spat
 
 def _unit_row(u: LayerUnit, r, err: str, wall_s: float, columns) -> dict[str, Any]:
     """The ``rows`` row of one unit: its result ``r`` (None if it failed with ``err``)."""
-    layer = u.problem.layer
+    layer = u.problem.instance.layer
     vals = {
         "problem_id": u.problem_id, "unit_index": u.unit_index, "mapper": u.mapper,
         "params": canonical_json(u.params), "arch": u.arch_name,
@@ -252,9 +232,8 @@ def execute_layers(task: LayerTask) -> dict[str, pa.Table]:
     for u in task.units:
         t0 = time.perf_counter()
         try:
-            mapper = get_mapper(u.mapper)
-            r = mapper.run(u.problem, u.unit, u.params)
-            status, err = result_status(mapper, u.problem, r, u.params)
+            r = u.problem.run(u.unit)
+            status, err = u.problem.status(r)
         except Exception as e:  # noqa: BLE001 - a failing unit is a row, the campaign goes on
             r, status = None, "error"
             err = f"{type(e).__name__}: {e}\n{traceback.format_exc()[-2000:]}"

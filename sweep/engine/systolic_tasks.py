@@ -24,29 +24,33 @@ from mappers.base import WorkUnit
 from mappers.systolic.deepopt import AllocationProblem
 from sweep.common.ids import stable_hash
 from sweep.config.campaign import Campaign, network_json
+from sweep.engine.problem import Problem
 
 __all__ = ["SystolicTask", "systolic_tasks"]
 
 
 @dataclass(frozen=True)
 class SystolicTask:
-    """One work unit of a systolic (DeepOpt) campaign: ``mapper`` with ``params`` on one chunk of
-    hardware points for every network (``problem`` holds only that chunk; ``unit`` names it)."""
+    """One work unit of a systolic (DeepOpt) campaign: a `Problem` of the mapper on one chunk of
+    hardware points for every network (its ``instance`` holds only that chunk; ``unit`` names it)."""
 
     task_id: str
-    mapper: str
-    params: dict[str, Any]
-    problem: AllocationProblem
+    problem: Problem
     unit: WorkUnit
+
+    @property
+    def mapper(self) -> str:
+        return self.problem.mapper
 
     @property
     def size(self) -> int:
         """Work estimate: points x layers."""
-        return len(self.problem.points) * sum(len(n) for n in self.problem.networks)
+        chunk = self.problem.instance
+        return len(chunk.points) * sum(len(n) for n in chunk.networks)
 
     def run(self) -> dict[str, pa.Table]:
         """The unit's tables (`SearchResult.tables`), every row carrying ``task_id`` and ``status``."""
-        r = get_mapper(self.mapper).run(self.problem, self.unit, self.params)
+        r = self.problem.run(self.unit)
         out = {name: _to_table(cols, self.task_id) for name, cols in r.tables.items()}
         out.setdefault("rows", _to_table({}, self.task_id))
         return out
@@ -68,14 +72,14 @@ def systolic_tasks(campaign: Campaign) -> Iterator[SystolicTask]:
     whole = AllocationProblem(tuple(campaign.networks), pts, tuple(campaign.objectives), sp,
                               chunk_points=campaign.run.chunk_points)
     for spec in campaign.mappers:
-        mapper = get_mapper(spec.name)
-        for unit in mapper.units(whole, spec.params):
+        grid = Problem.of(spec.name, whole, spec.params)
+        for unit in grid.units():
             start, stop = unit.spec["start"], unit.spec["stop"]
             chunk = pts.take(slice(start, stop))
             tid = _task_id(spec.name, spec.params, campaign.networks, chunk, start,
                            campaign.objectives, campaign.systolic)
-            yield SystolicTask(tid, spec.name, dict(spec.params), replace(whole, points=chunk, point_offset=start),
-                               unit)
+            yield SystolicTask(tid, Problem.of(spec.name, replace(whole, points=chunk, point_offset=start),
+                                               spec.params), unit)
 
 
 def _to_table(cols: dict[str, Any], task_id: str) -> pa.Table:

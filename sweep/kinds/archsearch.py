@@ -131,30 +131,24 @@ def _design_seconds(campaign: Any) -> tuple[float | None, str, str]:
     """(estimated seconds to map every unique layer of the networks on one design, "", "") or
     (None, what has no estimate, why): the middle valid design stands for all. A layer no mapping of that
     design fits costs nothing (its row is an error)."""
-    from types import SimpleNamespace
-
-    from mappers import get_mapper
-    from mappers.base import LayerProblem
     from sweep.common.ids import canonical_json
+    from sweep.engine.problem import Problem
     from sweep.kinds.estimate import units_seconds
 
     c = campaign
     sp, spec, objective = c.architectures, c.mappers[0], c.objectives[0]
-    mapper = get_mapper(spec.name)
-    params = mapper.with_seed(spec.params, c.seeds[0])
     if not len(sp):
         return 0.0, "", ""
     acc = sp.template.design(sp.point(len(sp) // 2))
     layers = {canonical_json(l.hash_fields()): l for net in c.networks for l, _ in net.unique()}
     total = 0.0
     for layer in layers.values():
-        prob = LayerProblem(layer, acc, None, objective)
+        prob = Problem.layer(spec.name, layer, acc, objective=objective, params=spec.params, seed=c.seeds[0])
         try:
-            units = mapper.units(prob, params)
+            units = prob.units()
         except Exception:  # noqa: BLE001 - no mapping fits: an error row, no time
             continue
-        s, what, why = units_seconds(SimpleNamespace(mapper=spec.name, params=params, unit=u, problem=prob)
-                                     for u in units)
+        s, what, why = units_seconds((prob, u) for u in units)
         if s is None:
             return None, what, why
         total += s

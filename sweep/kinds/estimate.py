@@ -114,16 +114,16 @@ def unit_seconds(mapper: str, params: Mapping[str, Any], unit, problem) -> float
 
 
 def units_seconds(units) -> tuple[float | None, str, str]:
-    """(summed `unit_seconds` of ``units``, "", "") or (None, what has no estimate, why); each
-    unit has ``mapper``, ``params``, ``unit`` and ``problem`` (`sweep.engine.layer_tasks.LayerUnit`)."""
+    """(summed `unit_seconds` of ``units``, "", "") or (None, what has no estimate, why); ``units``
+    are (`sweep.engine.problem.Problem`, its `WorkUnit` or None) pairs."""
     total = 0.0
-    for u in units:
+    for prob, unit in units:
         try:
-            s = unit_seconds(u.mapper, u.params, u.unit, u.problem)
+            s = unit_seconds(prob.mapper, prob.params, unit, prob.instance)
         except Exception:  # noqa: BLE001 - an estimate never fails validation; the run reports the error
-            return None, f"mapper {u.mapper}", "its work could not be counted"
+            return None, f"mapper {prob.mapper}", "its work could not be counted"
         if s is None:
-            return None, f"mapper {u.mapper}", "no cost model"
+            return None, f"mapper {prob.mapper}", "no cost model"
         total += s
     return total, "", ""
 

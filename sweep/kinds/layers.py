@@ -59,7 +59,7 @@ class LayerKind(CampaignKind):
         from sweep.kinds.estimate import Estimate, units_seconds
         est = Estimate()
         for task in self.expand(campaign):
-            est.add(*units_seconds(task.units))
+            est.add(*units_seconds((u.problem, u.unit) for u in task.units))
         return est
 
 

@@ -69,4 +69,5 @@ class LoopnestKind(LayerKind):
 
     def warm_up(self, task: Any) -> None:
         u = task.units[0]
-        compile_kernel(u.problem.layer, u.problem.arch, u.problem.spatial)
+        p = u.problem.instance
+        compile_kernel(p.layer, p.arch, p.spatial)

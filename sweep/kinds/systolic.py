@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import math
-import time
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -88,6 +87,7 @@ class SystolicKind(CampaignKind):
         no task built)."""
         from types import SimpleNamespace
 
+        from sweep.engine.problem import Problem
         from sweep.kinds.estimate import Estimate, units_seconds
         c = campaign
         n, step = len(c.architectures), c.run.chunk_points
@@ -95,8 +95,7 @@ class SystolicKind(CampaignKind):
         for spec in c.mappers:
             for start in range(0, max(n, 1), step):
                 chunk = SimpleNamespace(points=range(min(step, n - start)), networks=c.networks)
-                est.add(*units_seconds([SimpleNamespace(mapper=spec.name, params=spec.params, unit=None,
-                                                        problem=chunk)]))
+                est.add(*units_seconds([(Problem(spec.name, chunk, spec.params), None)]))
         return est
 
     # -- sweep map -----------------------------------------------------------------------------
@@ -132,14 +131,13 @@ class SystolicKind(CampaignKind):
 
         from mappers import get_mapper
         from mappers.systolic.deepopt import AllocationProblem
-        mapper = get_mapper(mapper_name)
-        resolved, model = _split_params(mapper.params, params)
+        from sweep.engine.problem import Problem
+        resolved, model = _split_params(get_mapper(mapper_name).params, params)
         index = int(points.spec.get("point", 0)) if isinstance(points.spec, dict) else 0
         problem = AllocationProblem((network,), points, (objective,), replace(SystolicParams(), **model),
                                     point_offset=index, chunk_points=len(points))
-        t0 = time.perf_counter()
-        res = mapper.reduce([mapper.run(problem, u, resolved) for u in mapper.units(problem, resolved)])
-        wall = time.perf_counter() - t0
+        sol = Problem(mapper_name, problem, resolved).solve()
+        res, wall = sol.best, sol.wall_s
         row = {k: _plain(v[0]) for k, v in res.tables["rows"].items()}
         detail = res.tables["layers"]
         layers = []

@@ -53,6 +53,7 @@ import numpy as np
 from mappers import get_mapper
 from mappers.base import LayerProblem, WorkUnit
 from mappers.annealing import TUNABLE_MAPPERS, derive_params
+from sweep.engine.problem import Problem
 
 __all__ = ["TUNABLE_MAPPERS", "GAP_CAP", "REACH_TOL", "derive_params", "relative_gap", "evals_to_reach",
            "layer_problem", "LayerOutcome", "evaluate_layer", "reference_plan", "run_reference_unit",
@@ -153,16 +154,6 @@ class LayerOutcome:
         return asdict(self)
 
 
-def _unit_histories(res) -> list[np.ndarray]:
-    h = res.history
-    if h is None:
-        return []
-    if isinstance(h, list):
-        return [np.asarray(x) for x in h]
-    h = np.asarray(h)
-    return [h] if h.ndim == 1 else list(h)
-
-
 def evaluate_layer(mapper_name: str, problem: LayerProblem, params: Mapping[str, Any], seeds: Sequence[int],
                    reference: float, reach_gap: float = 0.0, layer: str = "") -> LayerOutcome:
     """Run the mapper with resolved ``params`` (see `derive_params`) once per seed on ``problem``.
@@ -170,14 +161,11 @@ def evaluate_layer(mapper_name: str, problem: LayerProblem, params: Mapping[str,
     Every work unit of the mapper runs in this process (`sweep.tune.driver` parallelises over layers and
     trials, not inside a run).
     """
-    mapper = get_mapper(mapper_name)
     t = time.perf_counter()
     values, gaps, props, evals, reach = [], [], [], [], []
     for s in seeds:
-        p = dict(params, seed=int(s))
-        results = [mapper.run(problem, u, p) for u in mapper.units(problem, p)]
-        best = mapper.reduce(results)
-        hists = [h for r in results for h in _unit_histories(r)]
+        sol = Problem.of(mapper_name, problem, params, int(s)).solve()
+        best, hists = sol.best, sol.histories()
         values.append(float(best.value))
         gaps.append(relative_gap(best.value, reference))
         props.append(int(sum(len(h) - 1 for h in hists)))
@@ -204,17 +192,17 @@ def reference_plan(mapper_name: str, problem: LayerProblem, max_orderings: int, 
         p = loma.resolve({"shards": shards})
         space = loma.space_size(problem, p)
         if space <= max_orderings:
-            return "loma", space, [("loma", p, u) for u in loma.units(problem, p)]
+            return "loma", space, [("loma", p, u) for u in Problem.of("loma", problem, p).units()]
     m = get_mapper(mapper_name)
     extra = {"engine": "sa", "descent": False} if mapper_name == "salsa" else {}   # one unit per chain
     p = m.resolve({**extra, "chains": fallback_chains, "iterations": fallback_iterations, "seed": fallback_seed})
-    return "sa_long", space, [(mapper_name, p, u) for u in m.units(problem, p)]
+    return "sa_long", space, [(mapper_name, p, u) for u in Problem.of(mapper_name, problem, p).units()]
 
 
 def run_reference_unit(mapper_name: str, problem: LayerProblem, params: dict, unit: WorkUnit):
     """One unit of a reference computation (a LOMA shard or a long SA chain); history dropped."""
     from dataclasses import replace
-    r = get_mapper(mapper_name).run(problem, unit, params)
+    r = Problem.of(mapper_name, problem, params).run(unit)
     return replace(r, history=None)
 
 

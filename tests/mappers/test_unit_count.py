@@ -29,8 +29,8 @@ def _problems(kind, c):
     problems, an architecture search's unique layers on its first, middle and last valid designs."""
     if kind.name in ("loopnest", "npu"):
         from sweep.engine.layer_tasks import _problems as problems
-        for _, layer, acc, _, m, params, obj, _ in problems(c, kind.rules)[0]:
-            yield m, get_mapper(m).make_problem(layer, acc, c.architectures.spatial, obj), params
+        for _, _, prob in problems(c, kind.rules)[0]:
+            yield prob.mapper, prob.instance, prob.params
     elif kind.name == "archsearch":
         sp, spec = c.architectures, c.mappers[0]
         params = dict(spec.params, seed=c.seeds[0])

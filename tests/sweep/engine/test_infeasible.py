@@ -203,9 +203,9 @@ def test_design_layer_and_totals_infeasible():
     """An architecture-search design whose memories hold no tile of a layer: the layer row and the
     network's totals row are "infeasible" with the layer named (not "error")."""
     from sweep.engine.design_tasks import _map_layer
-    salsa = get_mapper("salsa")
-    p = salsa.resolve({"iterations": 50, "chains": 1})
-    row = _map_layer(salsa, LayerProblem(CONV_B, _eyeriss(rf_16B=8), None, "energy"), p)
+    from sweep.engine.problem import Problem
+    p = get_mapper("salsa").resolve({"iterations": 50, "chains": 1})
+    row = _map_layer(Problem("salsa", LayerProblem(CONV_B, _eyeriss(rf_16B=8), None, "energy"), p))
     assert row["status"] == "infeasible" and "capacity exceeded at rf_16B" in row["error"]
     assert row["value"] == math.inf
 
