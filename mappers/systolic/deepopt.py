@@ -207,6 +207,13 @@ class AllocationProblem:
     chunk_points: int = 4096
 
 
+#: The column types of the ``layers`` detail table, fixed so that a network with no feasible point in a
+#: chunk (no detail rows) gives typed empty columns, not NumPy's float64 default (which made the
+#: ``point`` column double in that chunk and int64 in the others: the store could not merge them).
+_DETAIL_DTYPES = {"network": str, "pm": str, "network_pm": str, "point": np.int64, "layer_index": np.int64,
+                  "layer": str, "repeat": np.int64, "branch": str, "energy_pj": np.float64, "cycles": np.float64}
+
+
 class DeepOptMapper(Mapper[AllocationProblem]):
     """DeepOpt LOS/FS scheduling over hardware points (see `mappers.base.Mapper`).
 
@@ -310,7 +317,7 @@ class DeepOptMapper(Mapper[AllocationProblem]):
             self._detail(detail, res, net, reps, pm, mode, idx, value, best)
         out_rows = {k: (np.concatenate(v) if v and isinstance(v[0], np.ndarray) else np.asarray(v))
                     for k, v in rows.items()}
-        return {"rows": out_rows, "layers": {k: np.asarray(v) for k, v in detail.items()}}
+        return {"rows": out_rows, "layers": {k: np.asarray(v, dtype=_DETAIL_DTYPES[k]) for k, v in detail.items()}}
 
     @staticmethod
     def _product(res: SystolicResult, reps: np.ndarray, pm: str):

@@ -7,6 +7,7 @@ import math
 from dataclasses import replace
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
@@ -222,3 +223,25 @@ def test_report_groups_several_reasons():
     (g,) = failures(rows)["groups"]
     assert (g["rows"], g["error"], g["other_reasons"]) == (11, "A", 1)
     assert g["more_reasons"] == [{"rows": 3, "error": "B"}, {"rows": 2, "error": "C"}]
+
+
+def test_systolic_chunk_where_a_network_fits_nowhere(tmp_path):
+    """A systolic grid whose first chunk holds only J = 8 arrays: AlexNet's 11 x 11 conv1 fits no LOS
+    branch there (J >= 11 needed), so that chunk has no AlexNet detail rows; the ``layers`` table's
+    columns keep their types (``point`` int64), the store merges the chunks and the run finishes
+    (it used to stop with "Unable to merge: Field point has incompatible types: double vs int64")."""
+    from sweep import api
+    camp = {"name": "j8", "networks": ["alexnet_deepopt", "squeezenet_v11_deepopt"], "objectives": ["E"],
+            "architectures": {"kind": "systolic", "grid": {"J": [8, 16], "K": [16], "fsram_kib": [64],
+                                                             "isram_kib": [64], "psram_kib": [64]}},
+            "mappers": [{"name": "deepopt"}], "run": {"chunk_points": 1}}
+    run = api.run_campaign(camp, tmp_path / "out")
+    assert run.ok
+    layers = pq.read_table(tmp_path / "out" / "layers")
+    assert layers.schema.field("point").type == pa.int64()
+    nets = layers.to_pandas().groupby("point")["network"].unique()
+    assert list(nets[0]) == ["squeezenet_v11_deepopt"]                       # J = 8: AlexNet fits no branch
+    assert sorted(nets[1]) == ["alexnet_deepopt", "squeezenet_v11_deepopt"]  # J = 16: both
+    rows = pq.read_table(tmp_path / "out" / "rows").to_pandas()
+    j8 = rows[(rows["J"] == 8) & (rows["network"] == "alexnet_deepopt")]
+    assert list(j8["status"]) == ["infeasible"] and "J >= 11" in j8["error"].iloc[0]
