@@ -32,7 +32,6 @@ from costmodel.loopnest.mapping import SpatialMapping  # noqa: E402
 from costmodel.zoo import load_network  # noqa: E402
 from mappers import get_mapper  # noqa: E402
 from mappers.base import LayerProblem  # noqa: E402
-from mappers.loop_order.base import spatial_json  # noqa: E402
 from mappers.spatial import spatial_candidates  # noqa: E402
 
 SALSA = {"engine": "sa", "iterations": 1000, "chains": 2, "descent": False}
@@ -130,13 +129,13 @@ def ranking(networks, arch_name: str) -> None:
     hits = {"utilization": 0, "probe": 0}
     for layer in layers:
         allc = spatial_candidates(layer, acc, keep=None)
-        vals = {spatial_json(c.spatial): loma.search(LayerProblem(layer, acc, c.spatial), {"lpf_limit": 5}).value
+        vals = {c.spatial.to_json(): loma.search(LayerProblem(layer, acc, c.spatial), {"lpf_limit": 5}).value
                 for c in allc}
         best = min(vals.values())
         best_all["all"] += best
         for rank in ("utilization", "probe"):
             top = spatial_candidates(layer, acc, keep=3, rank=rank)
-            v = min(vals[spatial_json(c.spatial)] for c in top)
+            v = min(vals[c.spatial.to_json()] for c in top)
             best_all[rank] += v
             hits[rank] += v == best
     n = len(layers)

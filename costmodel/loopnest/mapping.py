@@ -31,6 +31,7 @@ accelerator's default unrolling is then used by the evaluators).
 
 from __future__ import annotations
 
+import json
 import numbers
 
 import math
@@ -141,13 +142,42 @@ class SpatialMapping:
         return {d: -(-getattr(layer, d) // fitted.factor(d)) for d in SPATIAL_DIMS}
 
     def to_dict(self) -> dict[str, list[list]]:
+        """``{array dim: [[loop dim, factor], ...]}``, array dims in this unrolling's order."""
         return {a: [[d, f] for d, f in loops] for a, loops in self.dims.items()}
 
     @classmethod
     def from_dict(cls, d: _Mapping[str, Any]) -> "SpatialMapping":
+        """The unrolling of `to_dict`'s form (a TOML ``[spatial]`` table, a mapping's ``spatial``).
+
+        Raises:
+            MappingError: ``d`` is not a table of array dim -> [[loop dim, factor], ...].
+        """
         if not isinstance(d, _Mapping):
             raise MappingError(f"spatial: expected a table array dim -> [[dim, factor], ...], got {d!r}")
-        return cls({a: tuple(tuple(x) for x in v) for a, v in d.items()})
+        try:
+            return cls({a: tuple(tuple(x) for x in v) for a, v in d.items()})
+        except TypeError:
+            raise MappingError(f"spatial: expected a table array dim -> [[dim, factor], ...], got {d!r}") from None
+
+    def to_json(self) -> str:
+        """The one text form of an unrolling, from the spatial candidate a work unit carries to the
+        ``spatial`` column of a row: compact JSON of `to_dict`, e.g.
+        ``{"D1":[["OX",14]],"D2":[["FY",3],["K",4]]}``, array dims in this unrolling's order (the
+        order `fit` clips in, so `from_json` gives back an unrolling that fits every layer the same)."""
+        return json.dumps(self.to_dict(), separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, text: str) -> "SpatialMapping":
+        """The unrolling of `to_json`'s text.
+
+        Raises:
+            MappingError: ``text`` is not JSON of `to_dict`'s form.
+        """
+        try:
+            d = json.loads(text)
+        except (TypeError, ValueError) as e:
+            raise MappingError(f"spatial: not JSON of {{array dim: [[dim, factor], ...]}}: {text!r} ({e})") from None
+        return cls.from_dict(d)
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,6 @@ levels (LOMA) and costs it (`costmodel.loopnest.ordering.OrderingEvaluator`).
 
 from __future__ import annotations
 
-import json
 from collections import OrderedDict
 from dataclasses import replace
 from typing import Any, Callable, Mapping
@@ -22,7 +21,7 @@ from mappers.loop_order.lpf import merge_lpfs
 from mappers.spatial import RANKS, spatial_candidates, spatial_mode
 
 __all__ = ["default_evaluator", "problem_evaluator", "problem_counts", "make_result", "LoopOrderMapper", "SPATIAL_PARAMS",
-           "SPATIAL_COLUMNS", "spatial_mode", "spatial_json"]
+           "SPATIAL_COLUMNS", "spatial_mode", "spatial_object"]
 
 
 def default_evaluator(layer, arch, spatial=None, factors=None, even=False):
@@ -143,20 +142,16 @@ SPATIAL_COLUMNS = (
 )
 
 
-def spatial_json(spatial: SpatialMapping) -> str:
-    """Canonical JSON of an unrolling, e.g. ``{"D1":[["OX",14]],"D2":[["FY",3],["K",4]]}``."""
-    return json.dumps(spatial.to_dict(), sort_keys=True, separators=(",", ":"))
-
-
 _SPATIAL_OBJ: OrderedDict = OrderedDict()
 
 
-def _spatial_object(d: dict) -> SpatialMapping:
-    """One `SpatialMapping` object per unrolling (the evaluator cache keys on identity)."""
-    key = json.dumps(d, sort_keys=True)
-    sp = _SPATIAL_OBJ.get(key)
+def spatial_object(text: str) -> SpatialMapping:
+    """The unrolling of a spatial candidate's text (`SpatialMapping.to_json`, as a work unit's
+    ``spec["spatial"]`` carries it): one object per text, so that the evaluator cache, which keys
+    on the unrolling's identity, is hit by every unit of a candidate."""
+    sp = _SPATIAL_OBJ.get(text)
     if sp is None:
-        sp = _SPATIAL_OBJ[key] = SpatialMapping.from_dict(d)
+        sp = _SPATIAL_OBJ[text] = SpatialMapping.from_json(text)
         while len(_SPATIAL_OBJ) > 256:
             _SPATIAL_OBJ.popitem(last=False)
     return sp
@@ -172,7 +167,7 @@ class LoopOrderMapper(LayerMapper):
     ``spec`` also holds ``spatial``, ``spatial_index``, ``spatial_count``): the engine spreads
     them over workers like any units, and `reduce` (best of all, ties to the earlier unit = the
     better-ranked candidate) keeps the best over candidates. Every result's ``extra`` holds
-    ``spatial`` (the unrolling it ran, fitted to the layer, `spatial_json`) and
+    ``spatial`` (the unrolling it ran, fitted to the layer, `SpatialMapping.to_json`) and
     ``spatial_candidates`` (1 when fixed).
 
     Raises (from `units` and `run`): ValueError when searching on an accelerator without a hint;
@@ -210,21 +205,21 @@ class LoopOrderMapper(LayerMapper):
         cands = self.candidates(problem, params)
         out = []
         for i, c in enumerate(cands):
-            d = c.spatial.to_dict()
-            for u in self.order_units(replace(problem, spatial=_spatial_object(d)), params):
-                out.append(replace(u, spec={**u.spec, "spatial": d, "spatial_index": i,
+            text = c.spatial.to_json()
+            for u in self.order_units(replace(problem, spatial=spatial_object(text)), params):
+                out.append(replace(u, spec={**u.spec, "spatial": text, "spatial_index": i,
                                               "spatial_count": len(cands)}))
         return out
 
     def run(self, problem: LayerProblem, unit: WorkUnit, params: Mapping[str, Any]) -> SearchResult:
         """`run_order` on the unit's spatial unrolling; ``extra`` gains ``spatial`` and
         ``spatial_candidates``."""
-        d = unit.spec.get("spatial")
-        if d is not None:
-            problem = replace(problem, spatial=_spatial_object(d))
+        text = unit.spec.get("spatial")
+        if text is not None:
+            problem = replace(problem, spatial=spatial_object(text))
         r = self.run_order(problem, unit, params)
         sp = problem.spatial if problem.spatial is not None else getattr(problem.arch, "spatial", None)
         if sp is not None:  # (test stubs run without an accelerator)
-            r.extra["spatial"] = spatial_json(sp.fit(problem.layer))
+            r.extra["spatial"] = sp.fit(problem.layer).to_json()
         r.extra["spatial_candidates"] = int(unit.spec.get("spatial_count", 1))
         return r

@@ -268,8 +268,10 @@ def map_layer(layer: Layer, arch, mapper_name: str, objective: str | None = None
            "units": len(results), "params": resolved, "layer": layer.name}
     if reason:
         out["reason"] = reason
-    if "spatial" in best.extra:  # loop-order mappers: the unrolling the best unit ran
-        out["spatial"] = json.loads(best.extra["spatial"])
+    from costmodel.loopnest.mapping import Mapping, SpatialMapping, format_loop_nest
+    ran = best.extra.get("spatial")  # loop-order mappers: the unrolling the best unit ran
+    if ran is not None:
+        out["spatial"] = SpatialMapping.from_json(ran).to_dict()
         out["spatial_candidates"] = best.extra.get("spatial_candidates", 1)
     if "status" in best.extra:  # MIP mappers (cosa): the solver's status, as the rows' column names it
         out["solver_status"] = best.extra["status"]
@@ -279,13 +281,12 @@ def map_layer(layer: Layer, arch, mapper_name: str, objective: str | None = None
             out[k] = best.extra[k]
     if not arch_kind.energy_model:  # no energy model for the multi-NPU schedules: null, not NaN, in JSON
         return {k: (None if isinstance(v, float) and v != v else v) for k, v in out.items()}
-    from costmodel.loopnest.mapping import Mapping, SpatialMapping, format_loop_nest
     m = None
     if isinstance(best.extra.get("mapping"), dict):  # full-mapspace mappers give the whole mapping
         m = Mapping.from_dict(best.extra["mapping"])
     elif best.loops is not None:  # loop-ordering mappers: LOMA allocation of the best ordering
         from costmodel.loopnest.allocation import allocate
-        sp = SpatialMapping.from_dict(out["spatial"]) if "spatial" in out else None
+        sp = SpatialMapping.from_json(ran) if ran is not None else None
         m = allocate(layer, arch, sp, tuple(best.loops))
     if m is not None:
         out["mapping"] = m.to_dict()

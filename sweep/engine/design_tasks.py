@@ -226,13 +226,8 @@ def _map_layer(prob: Problem, with_spatial: bool = False) -> dict:
     if with_spatial:
         sp = (best.extra or {}).get("spatial")
         lp = prob.instance
-        out["spatial"] = sp if sp is not None else _spatial_json(lp.arch.spatial.fit(lp.layer))
+        out["spatial"] = sp if sp is not None else lp.arch.spatial.fit(lp.layer).to_json()
     return out
-
-
-def _spatial_json(spatial) -> str:
-    """An unrolling as the loop-order mappers write ``extra["spatial"]``: compact JSON, keys sorted."""
-    return json.dumps(spatial.to_dict(), sort_keys=True, separators=(",", ":"))
 
 
 def _table(items: list[dict], task_id: str, param_names: Sequence[str], params: bool = True) -> pa.Table:

@@ -62,11 +62,11 @@ def _orderings(problem, params: Mapping[str, Any], lpf_limit, unit) -> float:
     """Orderings one exhaustive unit enumerates (0 if LOMA skips the problem: ``max_orderings``)."""
     from dataclasses import replace
 
-    from mappers.loop_order.base import _spatial_object, problem_counts
+    from mappers.loop_order.base import problem_counts, spatial_object
     from mappers.loop_order.lpf import multiset_count, shard_range
 
     if unit.spec.get("spatial") is not None:   # a spatial candidate
-        problem = replace(problem, spatial=_spatial_object(unit.spec["spatial"]))
+        problem = replace(problem, spatial=spatial_object(unit.spec["spatial"]))
     total = multiset_count(problem_counts(problem, lpf_limit))   # no evaluator built
     limit = params.get("max_orderings")
     if limit is not None and total > int(limit):

@@ -57,7 +57,7 @@ def _mapping(layer, arch, best: pd.Series):
     if not isinstance(loops, str) or not loops:
         return None
     sp = best.get("spatial")
-    spatial = SpatialMapping.from_dict(json.loads(sp)) if isinstance(sp, str) and sp else None
+    spatial = SpatialMapping.from_json(sp) if isinstance(sp, str) and sp else None
     return allocate(layer, arch, spatial, tuple(tuple(x) for x in json.loads(loops)))
 
 
@@ -255,7 +255,7 @@ def _design_mappings(network, acc, rows: pd.DataFrame) -> list | None:
         if r is None or not isinstance(r.get("loops"), str):
             return None
         sp = r.get("spatial")
-        spatial = SpatialMapping.from_dict(json.loads(sp)) if isinstance(sp, str) and sp else None
+        spatial = SpatialMapping.from_json(sp) if isinstance(sp, str) and sp else None
         m = allocate(layer, acc, spatial, tuple(tuple(x) for x in json.loads(r["loops"])))
         if not math.isclose(evaluate(layer, acc, m).energy_pj, float(r["energy_pj"]), rel_tol=1e-6):
             return None  # not the stored mapping (another mapper's allocation): no figure rather than a wrong one

@@ -16,7 +16,7 @@ from costmodel.loopnest.mapping import SpatialMapping
 from costmodel.workload import Layer
 from mappers import get_mapper
 from mappers.base import LayerProblem
-from mappers.loop_order.base import LoopOrderMapper, _spatial_object, problem_counts, problem_evaluator
+from mappers.loop_order.base import LoopOrderMapper, spatial_object, problem_counts, problem_evaluator
 from mappers.spatial import NoSpatialCandidate, first_missing, has_candidate, spatial_candidates
 from sweep.kinds import load_any
 
@@ -58,7 +58,7 @@ def test_unit_count_and_lpf_counts_match_what_they_replace(name):
         assert mapper.unit_count(prob, params) == len(units), (name, m, prob.layer.name)
         if isinstance(mapper, LoopOrderMapper):
             for u in units:
-                p = prob if u.spec.get("spatial") is None else replace(prob, spatial=_spatial_object(u.spec["spatial"]))
+                p = prob if u.spec.get("spatial") is None else replace(prob, spatial=spatial_object(u.spec["spatial"]))
                 for limit in (None, params.get("lpf_limit"), 3):
                     assert problem_counts(p, limit) == [int(k) for k in problem_evaluator(p, None, limit).counts]
         seen += 1

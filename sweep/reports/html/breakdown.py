@@ -55,7 +55,7 @@ def _row_levels(row: Any, layer: Any, acc: Any) -> dict[str, float] | None:
         return None
     sp = getattr(row, "spatial", None)
     try:
-        spatial = SpatialMapping.from_dict(json.loads(sp)) if isinstance(sp, str) and sp else None
+        spatial = SpatialMapping.from_json(sp) if isinstance(sp, str) and sp else None
         rep = evaluate(layer, acc, allocate(layer, acc, spatial, json.loads(loops)))
     except (ValueError, TypeError, KeyError, AttributeError):
         return None
