@@ -263,7 +263,7 @@ def concat_columns(parts: Sequence[Columns]) -> Columns:
     return {k: np.concatenate([np.asarray(p[k]) for p in parts]) for k in keys}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class LayerProblem:
     """Map one layer on one accelerator (the loop-nest mappers: loma, salsa, random, ...).
 

@@ -227,7 +227,7 @@ def map_(
     On a DeepOpt systolic preset (--mapper deepopt): each layer's LOS branch, energy and cycles, the
     network PM and the fixed-scheduling PMs, as a campaign stores that point."""
     from sweep import api
-    from sweep.commands.map_eval import load_arch, map_layer, parse_param
+    from sweep.commands.map_eval import load_arch, parse_param
 
     workload = workload_of(phase, batch, seq, context, weight_bits, act_bits, kv_bits)
     if network and layer is None and not dims:
@@ -236,7 +236,7 @@ def map_(
     lay = api.load_layer(network, layer, dims, **workload)
     acc = api.load_accelerator(load_arch(arch, point))
     params = dict(parse_param(p) for p in (param or []))
-    res = map_layer(lay, acc, mapper, objective, seed, params)   # the JSON itself (the API wraps it: LayerResult)
+    res = api.map_layer(lay, acc, mapper, objective, seed, params=params).to_dict()
     if as_json:
         _echo_json({k: v for k, v in res.items() if k != "loop_nest"})
         text.exit_if_infeasible([res], err)

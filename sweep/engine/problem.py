@@ -32,7 +32,7 @@ from sweep.common.ids import stable_hash
 __all__ = ["Problem", "Solution", "problem_id"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Problem:
     """One mapper on one problem instance with its parameters and seed.
 
@@ -129,7 +129,7 @@ class Problem:
         return Solution(self, best, results, status, reason, time.perf_counter() - t0)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Solution:
     """A problem's answer: the best of its units and what a row, ``--json`` or the API reads.
 

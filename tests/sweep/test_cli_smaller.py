@@ -149,7 +149,7 @@ def test_systolic_estimate_counts_the_points_the_tasks_hold():
     est = kind.estimate(c)
     tasks = list(kind.expand(c))
     assert est.tasks == len(tasks) == kind.count(c)
-    expected = sum(unit_seconds(t.mapper, t.params, t.unit, t.problem) + TASK_S for t in tasks)
+    expected = sum(unit_seconds(t.mapper, t.problem.params, t.unit, t.problem.instance) + TASK_S for t in tasks)
     assert abs(est.seconds - expected) < 1e-9 * expected
 
 
