@@ -15,6 +15,7 @@ The registry below names every mapper once; each mapper's class says its ``kind`
 from __future__ import annotations
 
 from importlib import import_module
+from typing import Any
 
 from mappers.base import KINDS, ExtraColumn
 
@@ -41,10 +42,17 @@ def get_mapper(name: str):
     Raises:
         KeyError: unknown name (the message lists the known ones).
     """
-    if name not in _REGISTRY:
-        raise KeyError(f"unknown mapper {name!r}; known: {list(MAPPER_NAMES)}")
-    module, attr = _REGISTRY[name]
-    return getattr(import_module(module), attr)
+    m = _LOADED.get(name)
+    if m is None:
+        if name not in _REGISTRY:
+            raise KeyError(f"unknown mapper {name!r}; known: {list(MAPPER_NAMES)}")
+        module, attr = _REGISTRY[name]
+        m = _LOADED[name] = getattr(import_module(module), attr)
+    return m
+
+
+#: The mapper objects already imported (`get_mapper` is called once per problem by the engine).
+_LOADED: dict[str, Any] = {}
 
 
 def mapper_kind(name: str) -> str:
