@@ -66,8 +66,9 @@ from costmodel.zoo import list_networks, load_network
 from mappers import get_mapper
 from mappers.base import Param
 from mappers.annealing import RESERVED, TUNABLE_MAPPERS, derive_params
+from sweep.common.errors import CampaignError, Finding
 from sweep.config.validation import (NOT_FINITE, Bad, Findings, check_seed, check_seeds, check_table, is_finite,
-                                     is_int, is_number, read_toml)
+                                     is_int, is_number, is_tune_campaign, read_toml)
 from sweep.common.ids import stable_hash
 from sweep.study import SAMPLERS as _ALL_SAMPLERS, sampler_names
 
@@ -154,6 +155,10 @@ class TuneCampaign:
 
 
 
+#: Keys of a campaign of tasks (`sweep run`) that a tuning campaign never has.
+_TASK_TABLES = frozenset({"architectures", "mappers", "networks"})
+
+
 def load_tune_campaign(path: str | Path, output: str | Path | None = None) -> TuneCampaign:
     """Read and validate a tuning campaign; ``output`` overrides its ``output`` (``--out``).
 
@@ -169,6 +174,10 @@ def parse_tune_campaign(data: dict, source: str = "<tune campaign>", base_dir: P
     """Validate parsed TOML ``data``; see `load_tune_campaign`. Each table (and group of top-level
     keys) has its own function; every finding is collected before the one `CampaignError`."""
     base_dir = base_dir or Path(".")
+    if isinstance(data, dict) and not is_tune_campaign(data) and _TASK_TABLES & set(data):
+        keys = ", ".join(sorted(_TASK_TABLES & set(data)))
+        raise CampaignError(source, [Finding("<file>", source, f"a campaign of tasks ({keys}; no [space] and "
+                                             "[training] tables): run it with `sweep run`")])
     findings = Findings()
     bad = findings.bad
     check_table(data, "", _TOP, bad)

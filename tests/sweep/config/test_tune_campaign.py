@@ -156,6 +156,15 @@ def test_validate_knows_tuning_campaigns_and_run_refuses_them(tmp_path):
     assert r.exit_code == 2 and "sweep tune" in " ".join(r.output.split()) and not (tmp_path / "o").exists()
 
 
+def test_tune_refuses_a_campaign_of_tasks_in_one_line(tmp_path):
+    """`sweep tune` on a `sweep run` campaign: one finding pointing to `sweep run` (not a finding per
+    tuning key it lacks and per task key it has), exit 2, nothing written."""
+    r = CliRunner().invoke(app, ["tune", str(CAMPAIGNS / "salsa_eyeriss.toml"), "--out", str(tmp_path / "o")])
+    text = " ".join(r.output.split())
+    assert r.exit_code == 2 and "1 problem(s)" in text and "run it with `sweep run`" in text, text
+    assert "architectures, mappers, networks" in text and not (tmp_path / "o").exists()
+
+
 # -- NaN / infinities (and a [report] table) in tuning campaigns, through the CLI -------------------------
 # A case: (id, text replaced in the tiny tuning campaign, replacement, key, regex of the message). The
 # finding must read "- <key> = <value>: <message>"; `sweep validate` and `sweep tune` exit 2 and
