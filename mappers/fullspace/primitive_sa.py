@@ -86,7 +86,7 @@ import numpy as np
 
 from costmodel.loopnest.reference import evaluate, footprint, operand_bits
 from costmodel.loopnest.mapping import OPERANDS, RELEVANT, SPATIAL_DIMS, Mapping, SpatialMapping, prime_factors
-from mappers.loop_order.salsa import log_accept_arg
+from mappers.annealing import log_accept_arg
 from mappers.base import (LayerMapper, LayerProblem, LoopNestDetail, Param, SearchResult, WorkUnit, chain_seeds,
                           objective_value, resolve_params)
 

@@ -170,13 +170,14 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
+from mappers.annealing import log_accept_arg
 from mappers.base import LayerProblem, Param, SearchResult, WorkUnit, best_of, chain_seeds, objective_index
 from mappers.loop_order.base import SPATIAL_PARAMS, LoopOrderMapper, make_result, problem_counts, problem_evaluator
 from mappers.loop_order.loma import exhaustive_range
 from mappers.loop_order.lpf import expand, iter_permutations, multiset_count, shard_range
 from mappers.loop_order.moves import BLOCK_MAX, MoveStream, PairStream, descend_ends, fit_surrogate
 
-__all__ = ["AUTO_EXHAUSTIVE_FACTOR", "DEFAULT_SCHEDULE", "PAPER_SCHEDULE", "ChainResult", "anneal", "log_accept_arg", "random_orderings",
+__all__ = ["AUTO_EXHAUSTIVE_FACTOR", "DEFAULT_SCHEDULE", "PAPER_SCHEDULE", "ChainResult", "anneal", "random_orderings",
            "chain_seeds",
            "SalsaMapper", "SALSA"]
 
@@ -311,21 +312,6 @@ def anneal(ev, objective: str, rngs: Sequence[np.random.Generator], iterations: 
             return [ChainResult(x, None, x, k, 0, np.array([x]))]
         return [_anneal_one(ev, objective, o, x, k, draws[0], temps, normalise)]
     return _anneal_lockstep(ev, objective, init, draws, temps, normalise)
-
-
-def log_accept_arg(v: float, vn: float, ref: float, t: float, normalise: str) -> float:
-    """The bound log(u) is compared with to accept a move from cost ``v`` to ``vn`` at temperature
-    ``t`` (eq. 3 with the cost normalised as ``normalise`` says; ``ref`` the reference cost of the
-    "initial" / "best" normalisations). At ``t`` = 0 (T0 rho^i below the smallest float after
-    thousands of iterations at a fast cooling) the limit t -> 0+: +inf (accept) when ``vn`` <= ``v``,
-    else -inf (reject): a greedy descent, never a division by zero."""
-    if t <= 0.0:
-        return math.inf if vn <= v else -math.inf
-    if normalise == "zigzag":
-        return (v / vn - 1.0) / t
-    if normalise == "log":
-        return math.log(v / vn) / t
-    return (v - vn) / (ref * t)
 
 
 def _single_row(ev, objective: str) -> Callable[[list], float]:

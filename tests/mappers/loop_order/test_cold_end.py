@@ -12,7 +12,7 @@ from costmodel.loopnest.arch import load_accelerator
 from costmodel.workload import Layer
 from mappers import get_mapper
 from mappers.base import LayerProblem
-from mappers.loop_order.salsa import log_accept_arg
+from mappers.annealing import log_accept_arg
 
 LAYER = Layer("small", K=8, C=16, OY=7, OX=7, FY=3, FX=3)
 
