@@ -4,22 +4,25 @@ published, estimate or choice).
 
 Kinds (`DRAM_KINDS`) and the unit that scales:
 
-=======  =======================  ========  ========  ===============  =======  ======
-kind     unit                     GB/s      pJ/bit    PHY mm^2 / unit  default  range
-=======  =======================  ========  ========  ===============  =======  ======
-lpddr5   x16 channel, 6400 MT/s   12.8      5.0 (e)   0.725 (e)        4        1..32
-ddr5     64-bit channel, 4800     38.4      14.0 (e)  2.9 (e)          2        1..12
-hbm2e    stack, 1024 x 3.2 Gb/s   409.6     3.9 (e)   10.45 (e)        1        1..8
-hbm3     stack, 1024 x 6.4 Gb/s   819.2     3.9 (e)   10.45 (e)        1        1..8
-=======  =======================  ========  ========  ===============  =======  ======
+=======  =======================  ========  ========  ===============  ==========  =======  ======
+kind     unit                     GB/s      pJ/bit    PHY mm^2 / unit  GiB / unit  default  range
+=======  =======================  ========  ========  ===============  ==========  =======  ======
+lpddr5   x16 channel, 6400 MT/s   12.8      5.0 (e)   0.725 (e)        2           4        1..32
+ddr5     64-bit channel, 4800     38.4      14.0 (e)  2.9 (e)          32 (c)      2        1..12
+hbm2e    stack, 1024 x 3.2 Gb/s   409.6     3.9 (e)   10.45 (e)        16          1        1..8
+hbm3     stack, 1024 x 6.4 Gb/s   819.2     3.9 (e)   10.45 (e)        16          1        1..8
+=======  =======================  ========  ========  ===============  ==========  =======  ======
 
-(e) = an estimate; `DramSpec.sources` and ``estimates`` say whose and from what. Bandwidths are the
+(e) = an estimate, (c) = our choice; `DramSpec.sources` and ``estimates`` say whose and from what. Bandwidths are the
 JEDEC speed grades (JESD209-5, JESD79-5, JESD235C, JESD238). Energies: HBM2's 3.9 pJ/bit of
 O'Connor et al. (Fine-Grained DRAM, MICRO 2017), used for HBM2E and HBM3; LPDDR5 and DDR5 are our
 estimates placed against that paper's HBM2 (3.9) and GDDR5 (14) figures, no LPDDR5 or DDR5
 measurement is used. PHY areas: the LLMCompass area model (Zhang et al., ISCA 2024: HBM2E 10.45
 mm^2 per stack, DDR5 1.45 mm^2 per 32 bits), itself an estimate from die photos; LPDDR5 and HBM3
-scaled or carried over from it.
+scaled or carried over from it. Capacities (GiB = 2^30 bytes: DRAM dies come in binary densities)
+are the parts as shipped: an 8-high stack of 16 Gb dies for HBM2E (the five stacks of NVIDIA's
+A100 80GB) and HBM3 (H100 SXM5's five), 2 GiB per LPDDR5 x16 channel (Apple M1 Max: 64 GB on 32
+channels), one 32 GB RDIMM per DDR5 channel (our choice); `dram_capacity_bytes`.
 
 **DRAM as a memory level** (`costmodel.loopnest.arch.dram_level`, which builds it from this data): the outermost, unbounded `MemoryLevel` of a loop-nest
 accelerator (`costmodel.loopnest.arch`), one bus for reads and writes (``shared_port`` True, one
@@ -65,10 +68,10 @@ from typing import Any
 
 
 __all__ = ["DRAM_KINDS", "DramSpec", "dram_spec", "dram_bits_per_cycle", "default_word_bits",
-           "dram_area_mm2"]
+           "dram_area_mm2", "dram_capacity_bytes"]
 
 _DATA = Path(__file__).resolve().parent.parent / "data" / "dram_kinds.csv"
-_NUMBERS = ("gbps_per_unit", "pj_per_bit", "phy_area_mm2_per_unit")
+_NUMBERS = ("gbps_per_unit", "pj_per_bit", "phy_area_mm2_per_unit", "capacity_gib_per_unit")
 _COUNTS = ("default_units", "min_units", "max_units")
 _QUANTITIES = ("unit",) + _NUMBERS + _COUNTS
 _STATUS = ("published", "estimate", "choice")
@@ -84,6 +87,7 @@ class DramSpec:
         gbps_per_unit: peak bandwidth of one unit, GB/s (1e9 bytes/s).
         pj_per_bit: energy per bit read or written, pJ.
         phy_area_mm2_per_unit: the interface (PHY) area one unit takes on the accelerator die, mm^2.
+        capacity_gib_per_unit: what one unit stores, GiB (2^30 bytes).
         default_units, min_units, max_units: the default count of units and the allowed range.
         sources: quantity -> its source (every quantity above but ``name``; read-only).
         estimates: the quantities whose figure is an estimate.
@@ -94,6 +98,7 @@ class DramSpec:
     gbps_per_unit: float
     pj_per_bit: float
     phy_area_mm2_per_unit: float
+    capacity_gib_per_unit: float
     default_units: int
     min_units: int
     max_units: int
@@ -196,3 +201,14 @@ def dram_area_mm2(kind: str, units: int) -> float:
     """Interface (PHY) area on the accelerator die of ``units`` units of ``kind``, mm^2."""
     spec = dram_spec(kind)
     return _units(spec, units) * spec.phy_area_mm2_per_unit
+
+
+def dram_capacity_bytes(kind: str, units: int) -> int:
+    """What ``units`` units of ``kind`` store, bytes: units x capacity_gib_per_unit x 2^30 (the
+    parts as shipped, module docstring).
+
+    Raises:
+        ValueError: an unknown kind or a unit count out of the kind's range (naming the key).
+    """
+    spec = dram_spec(kind)
+    return int(_units(spec, units) * spec.capacity_gib_per_unit * 2**30)

@@ -14,7 +14,7 @@ from rich.table import Table
 from sweep.common import fmt
 
 __all__ = ["PhaseOpt", "BatchOpt", "SeqOpt", "ContextOpt", "WeightBitsOpt", "ActBitsOpt", "KvBitsOpt",
-           "list_step_options", "workload_of", "print_step", "print_vector_ops"]
+           "list_step_options", "workload_of", "print_step", "print_vector_ops", "memory_text"]
 
 _PANEL = "Transformer step (the zoo's LLMs, BERT and ViT; `sweep list networks`)"
 PhaseOpt = Annotated[Optional[str], typer.Option("--phase", help="prefill (the prompt, compute-bound) or decode (one new token per sequence, weights and KV cache read from DRAM); encoders (bert_base, vit_b16) are prefill only. Default: the model's.", rich_help_panel=_PANEL)]
@@ -110,3 +110,21 @@ def print_step(res: dict, console: Any) -> None:
     console.print(f"{head}; {fmt.sig(llm['tokens_per_s'])} tokens/s; {per_token} per token at "
                   f"{fmt.sig(llm['clock_mhz'])} MHz; precisions: {prec}"
                   + (" (matmuls only)" if llm.get("matmul_only") else ""), highlight=False, markup=False)
+    console.print(memory_text(llm), highlight=False, markup=False)
+
+
+def memory_text(llm: dict) -> str:
+    """The step's DRAM footprint against the capacity and the largest batch that fits (``llm``'s
+    ``memory`` and ``max_batch``, `sweep.engine.totals.step_memory`)."""
+    from costmodel.capacity import gb
+    m = llm.get("memory")
+    if not m:
+        return "memory: n/a"
+    parts = (f"weights {gb(m['weights_bytes'])}, KV cache {gb(m['kv_cache_bytes'])}, activations "
+             f"{gb(m['activations_bytes'])}")
+    if m["capacity_bytes"] is None:
+        return f"memory: needs {gb(m['total_bytes'])} ({parts}); capacity not declared (no [dram] kind): not checked"
+    w = llm["workload"]
+    at = f"context {w['context']:,}" if w.get("phase") == "decode" else f"{w.get('seq'):,} tokens per prompt"
+    return (f"memory: {gb(m['total_bytes'])} of {gb(m['capacity_bytes'])} in {m['memory']} ({parts}); "
+            f"largest batch that fits at {at}: {llm.get('max_batch'):,}")

@@ -387,8 +387,13 @@ def map_network(network: Network, arch, mapper_name: str, objective: str | None 
     same keys, each layer's LOS ``branch``, the totals' ``pm_value`` and ``fs_<branch>``, the
     ``point``).
 
+    A transformer step whose DRAM footprint exceeds the accelerator's capacity is refused before
+    any layer is mapped (`costmodel.capacity`); a step that fits has ``llm["memory"]`` (its
+    footprint) and ``llm["max_batch"]`` (the largest batch that fits at its context).
+
     Raises:
         CampaignError: as `map_layer` (raised on the first layer, before any long work).
+        DoesNotFitError: the step does not fit the DRAM (the message gives the numbers).
     """
     from sweep.kinds.layers import LayerKind
 
@@ -400,6 +405,7 @@ def map_network(network: Network, arch, mapper_name: str, objective: str | None 
         if progress:
             progress(1, 1, "")
         return res
+    _check_fits(network, arch)
     net = network.unique()
     rows: list[dict[str, Any]] = []
     n = len(net)
@@ -434,6 +440,24 @@ def map_network(network: Network, arch, mapper_name: str, objective: str | None 
     if network.vector_ops or network.workload:
         _add_step_figures(out, network, arch)
     return out
+
+
+def _check_fits(network: Network, arch) -> None:
+    """Raise `DoesNotFitError` (exit 1) when ``network`` is a transformer step whose weights, KV
+    cache and live activations do not fit ``arch``'s DRAM (`costmodel.capacity.step_footprint`);
+    checked before any layer is mapped. Nothing for other networks or a DRAM of no declared
+    capacity."""
+    if not network.workload or not hasattr(arch, "memories"):
+        return
+    from costmodel.capacity import max_batch, step_footprint
+    from sweep.common.errors import DoesNotFitError
+    fp = step_footprint(network, arch)
+    if fp is not None and not fp.fits:
+        mb = max_batch(network, arch)
+        hint = (f"; the largest batch that fits is {mb}" if mb else
+                "; not even batch 1 fits: a larger DRAM (more units, another kind) or fewer bits per weight "
+                "(--weight-bits), or several chips")
+        raise DoesNotFitError(f"{network.name} does not fit {fp.arch}: {fp.reason()}{hint}")
 
 
 def _add_step_figures(res: dict[str, Any], network: Network, arch) -> None:

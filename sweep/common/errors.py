@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["SweepError", "CampaignError", "Finding", "StoreError", "ExecutionError"]
+__all__ = ["SweepError", "CampaignError", "Finding", "StoreError", "ExecutionError", "DoesNotFitError"]
 
 
 class SweepError(Exception):
@@ -44,3 +44,8 @@ class StoreError(SweepError, ValueError):
 
 class ExecutionError(SweepError, RuntimeError):
     """The run failed at run time; what was stored stays resumable."""
+
+
+class DoesNotFitError(ExecutionError):
+    """A transformer step needs more DRAM than the accelerator has (weights + KV cache + live
+    activations, `costmodel.capacity.Footprint`); raised before any mapping is searched. Exit 1."""

@@ -19,6 +19,9 @@ Tables of a task (every row carries ``task_id`` and ``status``):
 * ``totals``: one per (design, network): ``design_id``, ``network``, ``area_mm2``, ``energy_pj``,
   ``latency_cycles``, ``edp`` (= energy x latency of the network), ``layers``, ``macs``,
   ``evaluations``, ``wall_s``, ``seed``, ``mapper``, ``objective``, ``error`` and the parameters;
+  a transformer step whose weights, KV cache and live activations exceed the design's DRAM
+  (`costmodel.capacity`) is checked before mapping: no rows, a totals row with status
+  ``infeasible``, ``error`` "does not fit: needs ..." and NaN figures (never an answer);
 * ``archs``: one per design: ``design_id`` and ``arch``, the design's accelerator as canonical JSON
   of `Accelerator.to_dict` (what `sweep report` writes to ``DIR/designs/*.toml``).
 
@@ -90,6 +93,7 @@ def evaluate_design(template, design_id: str, values: dict, networks: Sequence, 
     """Map every unique layer of ``networks`` on one design; returns (layer rows, network totals,
     [the design's arch row]) as lists of dicts (module docstring). A failure (a layer no mapping
     fits, a mapper error) gives rows with status "error" and NaN totals for that network."""
+    from costmodel.capacity import step_footprint
     from costmodel.loopnest.physics import design_area_mm2
     from sweep.engine.totals import network_totals
 
@@ -111,6 +115,12 @@ def evaluate_design(template, design_id: str, values: dict, networks: Sequence, 
     rows, totals = [], []
     steps = any(n.workload for n in networks)  # transformer steps: the STEP_TOTALS columns
     for net in networks:
+        fp = step_footprint(net, acc) if net.workload else None
+        if fp is not None and not fp.fits:  # checked before mapping: no rows, an infeasible total
+            tot = dict(common, network=net.name, area_mm2=area, mapper=mapper_name, objective=objective, seed=seed,
+                       status="infeasible", error=f"does not fit: {fp.reason()}", **_nan_totals())
+            totals.append({**dict.fromkeys(STEP_TOTALS + MIX_TOTALS), **tot} if steps else tot)
+            continue
         net_rows = []
         for li, (layer, rep) in enumerate(net.unique()):
             key = canonical_json(layer.hash_fields())

@@ -7,7 +7,8 @@ into work units (SA chains, exhaustive shards); up to ``run.units_per_task`` uni
 Each unit becomes one ``rows`` row (its best value, cost, evaluations, wall time); the best of a
 problem is the minimum over its unit rows (`SearchResult` reduction, ties to the lowest unit), so
 a run can be resumed at any point with nothing to re-reduce. The ``problems`` table maps every
-(network, layer) to its problem_id; it is written with the task holding the problem's unit 0.
+(network, layer) to its problem_id; it is written with the task holding the problem's unit 0. A
+transformer step that does not fit an accelerator's DRAM (`step_fits`) has no problems on it.
 
 Columns of ``rows``: those every unit has (`_HEAD`, `_TAIL`: ids, cost, the mapping, the rest of
 the result's ``extra`` as JSON) and, between them, the `mappers.base.ExtraColumn` figures that the
@@ -34,7 +35,8 @@ from mappers.base import WorkUnit
 from sweep.common.ids import canonical_json, stable_hash
 from sweep.engine.problem import Problem, problem_id
 
-__all__ = ["LayerRules", "LayerTask", "LayerUnit", "expand_layers", "count_layer_tasks", "execute_layers", "problem_id"]
+__all__ = ["LayerRules", "LayerTask", "LayerUnit", "expand_layers", "count_layer_tasks", "execute_layers", "problem_id",
+           "step_fits", "unfit_steps"]
 
 
 class LayerRules(NamedTuple):
@@ -105,10 +107,11 @@ def _problems(campaign, rules: LayerRules) -> tuple[list[tuple[str, str, Problem
     aliases: dict[str, list] = {}
     model, spatial = rules.model, campaign.architectures.spatial
     for net in campaign.networks:
+        fitting = [(a, acc) for a, acc in campaign.architectures.archs if step_fits(net, acc)]
         for li, (layer, rep) in enumerate(net.unique()):
             if model is None:   # only the loop-nest model reads the unpadded input size: not in the id
                 layer = layer.with_(in_rows=None, in_cols=None)
-            for arch_name, acc in campaign.architectures.archs:
+            for arch_name, acc in fitting:
                 arch_desc = repr(acc)
                 for spec in campaign.mappers:
                     version = get_mapper(spec.name).version
@@ -126,6 +129,29 @@ def _problems(campaign, rules: LayerRules) -> tuple[list[tuple[str, str, Problem
                             aliases[pid] = [alias]
                             problems.append((pid, arch_name, prob))
     return problems, aliases
+
+
+def step_fits(network, acc) -> bool:
+    """False only for a transformer step whose DRAM footprint exceeds a loop-nest accelerator's
+    declared capacity (`costmodel.capacity.step_footprint`): its layers are not mapped on that
+    accelerator (`sweep validate` and the report say so); True for everything else."""
+    if not network.workload or getattr(acc, "dram", None) is None:
+        return True
+    from costmodel.capacity import step_footprint
+    fp = step_footprint(network, acc)
+    return fp is None or fp.fits
+
+
+def unfit_steps(campaign) -> list[tuple[str, str, str]]:
+    """(step name, arch name, the footprint in words) of each transformer step that does not fit
+    an accelerator of a layer campaign, in campaign order."""
+    from costmodel.capacity import step_footprint
+    out = []
+    for net in campaign.networks:
+        for arch_name, acc in campaign.architectures.archs:
+            if not step_fits(net, acc):
+                out.append((net.name, arch_name, step_footprint(net, acc).reason()))
+    return out
 
 
 def count_layer_tasks(campaign, rules: LayerRules) -> int:

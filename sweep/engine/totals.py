@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["network_totals", "step_precisions", "step_totals", "total", "vector_part"]
+__all__ = ["network_totals", "step_memory", "step_precisions", "step_totals", "total", "vector_part"]
 
 
 def total(rows: list[dict[str, Any]], key: str):
@@ -78,7 +78,20 @@ def step_totals(tot: dict[str, Any], network, arch, dram: dict[str, float] | Non
         return vec, None
     return vec, {**step_metrics(network.workload, tot["energy_pj"], tot["latency_cycles"], clock),
                  "clock_mhz": clock, "workload": dict(network.workload), "matmul_only": not vec["costed"],
-                 "precisions": step_precisions(network, arch)}
+                 "precisions": step_precisions(network, arch), **step_memory(network, arch)}
+
+
+def step_memory(network, arch) -> dict[str, Any]:
+    """``{"memory": footprint dict or None, "max_batch": int or None}`` of a transformer step on
+    ``arch`` (`costmodel.capacity.step_footprint` and `max_batch`: bytes of weights, KV cache and
+    live activations against the DRAM's capacity; the largest batch that fits at the step's
+    context); None where the capacity is not declared or the network is no zoo step."""
+    if not hasattr(arch, "precisions"):
+        return {"memory": None, "max_batch": None}
+    from costmodel.capacity import max_batch, step_footprint
+    fp = step_footprint(network, arch)
+    return {"memory": fp.to_dict() if fp is not None else None,
+            "max_batch": max_batch(network, arch) if fp is not None else None}
 
 
 def step_precisions(network, arch) -> dict[str, int] | None:

@@ -64,6 +64,17 @@ class LoopnestKind(LayerKind):
                 if (e := first_missing(layers, acc)) is not None:
                     bad(f"spatial_hint of {arch_name}", acc.spatial_hint.to_dict(), str(e))
 
+    def describe_valid(self, campaign: Any, path: Any) -> str:
+        """The counts and the run time (`CampaignKind.describe_valid`), then each transformer step
+        that does not fit an accelerator's DRAM and so is not mapped on it."""
+        from sweep.engine.layer_tasks import unfit_steps
+        text = super().describe_valid(campaign, path)
+        unfit = unfit_steps(campaign)
+        if unfit:
+            text += f"\n  {len(unfit)} step(s) do not fit an accelerator's DRAM and are not mapped there:" + "".join(
+                f"\n    {net} on {arch}: {why}" for net, arch, why in unfit)
+        return text
+
     def config_extras(self, campaign: Any) -> dict[str, Any]:
         return {"loopnest_model": self.rules.model}
 

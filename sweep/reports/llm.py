@@ -7,7 +7,10 @@ with the step's parameters (``phase``, ``batch``, ``seq``, ``context``) as colum
 The networks and accelerators come from the campaign stored in the directory's manifest (parsed
 again; a directory whose inputs no longer parse gets no step table and a note why). A step is
 totalled only where every one of its unique layers has a finished row for that mapper;
-otherwise its figures are None and ``missing_layers`` says how many are absent.
+otherwise its figures are None and ``missing_layers`` says how many are absent. Each row has the
+step's DRAM footprint (``memory_bytes``) and the largest batch that fits (``max_batch``); a step
+that does not fit an accelerator's DRAM was not mapped there and has a row of its own with the
+reason in ``does_not_fit`` (`costmodel.capacity`).
 """
 
 from __future__ import annotations
@@ -125,14 +128,33 @@ def llm_steps(directory: Path, manifest: dict, layers: list[dict[str, Any]],
                     "not_costed": vec.get("not_costed", "")})
         for k in ("latency_s", "ttft_s", "time_per_token_s", "tokens_per_s", "energy_per_token_j"):
             row[k] = (llm or {}).get(k)
+        row["memory_bytes"] = ((llm or {}).get("memory") or {}).get("total_bytes")
+        row["max_batch"] = (llm or {}).get("max_batch")
+        row["does_not_fit"] = ""
         d = tot.get("dram_bits")
         row["dram_bits"] = sum(d.values()) if d else None
         for k in ("weights", "kv_cache", "activations"):
             row[f"dram_{k}_share"] = d[k] / sum(d.values()) if d and sum(d.values()) else None
         out.append(row)
+    from sweep.engine.layer_tasks import unfit_steps
+    for net, arch, why in unfit_steps(campaign):  # not mapped: the footprint says why
+        w = steps[net].workload
+        out.append({**{k: w.get(k) for k in STEP_COLUMNS}, "network": net, "arch": arch, "objective": "-",
+                    "mapper": "-", "missing_layers": len(steps[net].unique()), "does_not_fit": why,
+                    **dict.fromkeys(("matmul_energy_pj", "vector_energy_pj", "energy_pj", "latency_cycles",
+                                     "latency_s", "ttft_s", "time_per_token_s", "tokens_per_s",
+                                     "energy_per_token_j", "memory_bytes", "max_batch", "dram_bits",
+                                     "dram_weights_share", "dram_kv_cache_share", "dram_activations_share")),
+                    "not_costed": ""})
     order = {name: i for i, name in enumerate(steps)}  # the campaign's order of its steps
     out.sort(key=lambda r: order[r["network"]])
     return {"steps": out, "note": ""}
+
+
+def _bytes(v: Any) -> str:
+    """A footprint in GB / MB (`costmodel.capacity.gb`), n/a when unknown."""
+    from costmodel.capacity import gb
+    return "n/a" if v is None or pd.isna(v) else gb(v)
 
 
 def _shares(r: dict[str, Any]) -> str:
@@ -153,7 +175,8 @@ def print_llm_steps(rep: dict[str, Any], console) -> None:
         return
     t = Table(title="LLM steps: matmuls (best mapping per layer) + vector operations; per token at the accelerator's clock")
     cols = ("step", "phase", "batch", "seq", "context", "arch", "objective", "mapper", "energy", "vector share",
-            "TTFT / time per token", "tokens/s", "energy per token", "DRAM per step", "weights / KV / act.")
+            "TTFT / time per token", "tokens/s", "energy per token", "DRAM per step", "weights / KV / act.",
+            "memory", "max batch")
     for c in cols:
         t.add_column(c, justify="left" if c in ("step", "phase", "arch", "objective", "mapper") else "right")
     for r in steps:
@@ -164,12 +187,17 @@ def print_llm_steps(rep: dict[str, Any], console) -> None:
                   "-" if r["context"] is None else str(r["context"]), r["arch"], r["objective"], r["mapper"],
                   fmt.energy(r["energy_pj"]), "n/a" if share is None else f"{share:.2%}",
                   fmt.seconds(per), fmt.sig(r["tokens_per_s"]), fmt.energy(ept), fmt.bits(r.get("dram_bits")),
-                  _shares(r))
+                  _shares(r), "does not fit" if r.get("does_not_fit") else _bytes(r.get("memory_bytes")),
+                  "-" if r.get("max_batch") is None else f"{r['max_batch']:,}")
     print_wide(console, t)
     notes = sorted({r["not_costed"] for r in steps if r.get("not_costed")})
     for n in notes:
         console.print(f"not costed: {n}", soft_wrap=True, highlight=False, markup=False)
-    gaps = [r for r in steps if r["missing_layers"]]
+    for r in steps:
+        if r.get("does_not_fit"):
+            console.print(f"{r['network']} on {r['arch']} does not fit, not mapped: {r['does_not_fit']}",
+                          style="yellow", soft_wrap=True, highlight=False, markup=False)
+    gaps = [r for r in steps if r["missing_layers"] and not r.get("does_not_fit")]
     if gaps:
         console.print(f"{len(gaps)} step(s) without figures: some of their layers have no finished row "
                       f"(missing_layers)", style="yellow", highlight=False)

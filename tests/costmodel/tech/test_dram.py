@@ -34,7 +34,7 @@ def test_every_figure_has_a_source_and_estimates_are_marked():
     for kind in DRAM_KINDS:
         s = dram_spec(kind)
         assert set(s.sources) == {"unit", "gbps_per_unit", "pj_per_bit", "phy_area_mm2_per_unit", "default_units",
-                                  "min_units", "max_units"}
+                                  "min_units", "max_units", "capacity_gib_per_unit"}
         assert all(len(src) > 10 for src in s.sources.values())
         # no LPDDR5, DDR5 or HBM3 energy was measured for this table, and every PHY area is an estimate
         assert {"pj_per_bit", "phy_area_mm2_per_unit"} <= s.estimates
@@ -208,3 +208,16 @@ def test_hbm3_makes_the_same_layer_compute_bound():
     r = _evaluate_fc(acc)
     assert r.breakdown["stall_cycles"]["dram"] == 0.0
     assert r.latency_cycles == r.breakdown["compute_cycles"] == 16_384
+
+
+def test_capacities_are_the_parts_as_shipped():
+    """16 GiB per HBM2E / HBM3 stack (A100 80GB and H100 SXM5: 80 GB in five stacks), 2 GiB per
+    LPDDR5 x16 channel (M1 Max: 64 GB on 32 channels), 32 GiB per DDR5 channel (our choice)."""
+    from costmodel.tech.dram import dram_capacity_bytes
+    assert dram_capacity_bytes("hbm2e", 5) == 80 * 2**30
+    assert dram_capacity_bytes("hbm3", 5) == 80 * 2**30
+    assert dram_capacity_bytes("lpddr5", 32) == 64 * 2**30
+    assert dram_capacity_bytes("ddr5", 2) == 64 * 2**30
+    assert "choice" not in dram_spec("hbm3").sources["capacity_gib_per_unit"]
+    with pytest.raises(ValueError, match="units = 9"):
+        dram_capacity_bytes("hbm3", 9)

@@ -1,0 +1,193 @@
+"""Memory that can run out: what a transformer step must hold in DRAM, against what the
+accelerator's DRAM stores.
+
+A step (`costmodel.zoo.transformer.build_transformer`) needs, at once (bytes):
+
+* **weights**: every parameter of the model (`costmodel.zoo.transformer.param_count`, the
+  embedding table and all experts of an MoE included: a step may route to any of them) at the
+  weights' precision (the step's ``weight_bits``, else the accelerator's ``[precision] W``, else 8);
+* **KV cache**: K and V of every block for every cached token of every sequence: batch x tokens x
+  layers x 2 x kv_heads x head_dim x the cache's precision (`costmodel.loopnest.reference.operand_bits`
+  of the score matmul's W: the step's ``kv_bits``, else its ``act_bits``, else the accelerator's
+  ``[precision] I``). Tokens: the context at decode (the new token included), the prompt at
+  prefill (the cache the prefill writes);
+* **activations**: the largest set live at once. The residual stream (tokens x hidden, at the
+  activations' precision) is held across each block; on top of it one operation at a time holds its
+  input and its output: the largest, over the step's matmuls, of one execution's I (B x C) and final
+  O (B x K) at their precisions (`operand_bits`). Unfused attention makes the score matmul's output
+  (one (sequence, KV head) instance's scores, group x q_len x attended) a candidate; the
+  vector operations work in place on a matmul's output or on the residual stream, so they add none.
+
+Capacity: a DRAM of a kind (``[dram] kind, units``, `costmodel.tech.dram.dram_capacity_bytes`:
+units x the part's GiB as shipped). An accelerator whose DRAM is a plain unbounded level declares
+no capacity: its steps are not checked (`Footprint.capacity_bytes` None).
+
+What is left out (said so, not silently): the framework's workspace and fragmentation (a real
+serving stack keeps 5-10% free: vLLM's default ``gpu_memory_utilization`` is 0.9), code and the
+runtime, and the on-chip SRAM (tiles live there, not extra storage).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["Footprint", "step_footprint", "max_batch", "gb"]
+
+
+def gb(nbytes: float) -> str:
+    """``nbytes`` in decimal units, three significant digits at least: ``155.4 GB``, ``8.03 GB``,
+    ``9.26 MB``, ``136 kB``."""
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        v = nbytes / scale
+        if v >= 1:
+            return f"{v:,.1f} {unit}" if v >= 100 else f"{v:.3g} {unit}"
+    return f"{nbytes:.0f} B"
+
+
+@dataclass(frozen=True)
+class Footprint:
+    """What one transformer step holds in DRAM (module docstring), bytes, and what the accelerator
+    stores.
+
+    Attributes:
+        weights_bytes, kv_cache_bytes, activations_bytes: the three parts (bytes).
+        largest: the operation whose input and output make the largest live activations.
+        capacity_bytes: the accelerator's DRAM capacity (bytes), or None (not declared).
+        memory: the DRAM in words (``1 HBM2E stack``), "" without a capacity.
+        arch: the accelerator's name.
+    """
+
+    weights_bytes: int
+    kv_cache_bytes: int
+    activations_bytes: int
+    largest: str
+    capacity_bytes: int | None
+    memory: str
+    arch: str
+
+    @property
+    def total_bytes(self) -> int:
+        """weights + KV cache + activations (bytes)."""
+        return self.weights_bytes + self.kv_cache_bytes + self.activations_bytes
+
+    @property
+    def fits(self) -> bool:
+        """True where the step fits the DRAM, or where no capacity is declared."""
+        return self.capacity_bytes is None or self.total_bytes <= self.capacity_bytes
+
+    def reason(self) -> str:
+        """The numbers in words: ``needs 158.0 GB: weights 70.6 GB, KV cache 85.9 GB, activations
+        1.6 GB (...); llm_ws has 17.2 GB (16 GiB) in 1 HBM2E stack``."""
+        need = (f"needs {gb(self.total_bytes)}: weights {gb(self.weights_bytes)}, KV cache "
+                f"{gb(self.kv_cache_bytes)}, activations {gb(self.activations_bytes)} (the residual stream "
+                f"and {self.largest}'s input and output)")
+        if self.capacity_bytes is None:
+            return f"{need}; {self.arch} declares no DRAM capacity (not checked)"
+        return (f"{need}; {self.arch} has {gb(self.capacity_bytes)} ({self.capacity_bytes / 2**30:g} GiB) in "
+                f"{self.memory}")
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able figures (bytes), ``fits`` and ``reason``."""
+        return {"weights_bytes": self.weights_bytes, "kv_cache_bytes": self.kv_cache_bytes,
+                "activations_bytes": self.activations_bytes, "total_bytes": self.total_bytes,
+                "largest": self.largest, "capacity_bytes": self.capacity_bytes, "memory": self.memory,
+                "fits": self.fits, "reason": self.reason()}
+
+
+def _capacity(arch) -> tuple[int | None, str]:
+    """(bytes, words) of ``arch``'s DRAM, or (None, "") when it is not of a kind."""
+    dram = getattr(arch, "dram", None)
+    if dram is None:
+        return None, ""
+    from costmodel.tech.dram import dram_capacity_bytes, dram_spec
+    kind, units = dram
+    unit = dram_spec(kind).unit.split(",")[0]
+    return dram_capacity_bytes(kind, units), f"{units} {kind.upper()} {unit}{'s' if units > 1 else ''}"
+
+
+def step_footprint(network, arch) -> Footprint | None:
+    """The DRAM footprint of a transformer step on ``arch`` (module docstring); None for a network
+    that is not a step of a zoo transformer (no ``workload["model"]``).
+
+    Args:
+        network: a `costmodel.workload.Network` from `build_transformer`.
+        arch: a loop-nest `costmodel.loopnest.arch.Accelerator` (its ``precisions`` and ``dram``).
+
+    Raises:
+        KeyError: ``workload["model"]`` names no zoo transformer.
+    """
+    from costmodel.loopnest.reference import operand_bits
+    from costmodel.zoo.transformer import param_count, transformer_config
+
+    w = network.workload or {}
+    if not w.get("model"):
+        return None
+    cfg = transformer_config(w["model"])
+    layers = [l for l, _ in network]
+    weight = next((l for l in layers if l.w_role == "weight"), layers[0])
+    kv = next((l for l in layers if l.w_role == "kv_cache"), None)
+    wbits = operand_bits(weight, arch)["W"]
+    kv_bits = operand_bits(kv, arch)["W"] if kv is not None else operand_bits(weight, arch)["I"]
+    act_bits = operand_bits(weight, arch)["I"]
+    weights = param_count(cfg)["total"] * wbits // 8
+    cached = (w.get("context") if w.get("phase") == "decode" else w.get("seq")) or 0
+    kv_cache = 0
+    if cfg.kind == "decoder":
+        kv_cache = int(w["batch"]) * int(cached) * cfg.layers * 2 * cfg.kv_dim * kv_bits // 8
+    residual = int(w["tokens"]) * cfg.hidden * act_bits
+    best, largest = -1, ""
+    for l in layers:
+        b = operand_bits(l, arch)
+        live = l.B * l.C * l.OY * l.OX * l.G * b["I"] + l.B * l.K * l.OY * l.OX * l.G * b["O_final"]
+        if l.kind == "conv":  # ViT's patch embedding: its input is the image, not B x C
+            live = l.B * l.C * l.IY * l.IX * b["I"] + l.B * l.K * l.OY * l.OX * b["O_final"]
+        if live > best:
+            best, largest = live, l.name
+    cap, memory = _capacity(arch)
+    return Footprint(weights_bytes=int(weights), kv_cache_bytes=int(kv_cache),
+                     activations_bytes=(residual + best + 7) // 8, largest=largest,
+                     capacity_bytes=cap, memory=memory, arch=getattr(arch, "name", str(arch)))
+
+
+def max_batch(network, arch, limit: int = 1 << 20) -> int | None:
+    """The largest batch at which ``network``'s step (same model, phase, seq or context and
+    precisions) fits ``arch``'s DRAM: 0 if not even batch 1 does, ``limit`` if every batch up to it
+    does; None when the capacity is not declared or ``network`` is not a zoo transformer step.
+
+    The footprint grows with the batch (weights fixed; KV cache and the residual stream linear; the
+    largest live operation's size non-decreasing), so the answer is found by bisection on
+    `step_footprint` of rebuilt steps (about 20 builds).
+    """
+    from costmodel.zoo.transformer import build_transformer
+
+    w = network.workload or {}
+    if not w.get("model") or _capacity(arch)[0] is None:
+        return None
+    params = {k: w.get(k) for k in ("phase", "seq", "context", "weight_bits", "act_bits", "kv_bits")}
+    if w.get("attention") is not None:
+        params["attention"] = w["attention"]
+
+    def fits(b: int) -> bool:
+        fp = step_footprint(build_transformer(w["model"], batch=b, **params), arch)
+        return fp is not None and fp.fits
+
+    if not fits(1):
+        return 0
+    lo, hi = 1, 2
+    while hi <= limit and fits(hi):
+        lo, hi = hi, hi * 2
+    if hi > limit:
+        return limit if fits(limit) else _bisect(fits, lo, limit)
+    return _bisect(fits, lo, hi)
+
+
+def _bisect(fits, lo: int, hi: int) -> int:
+    """The largest b in [lo, hi) with fits(b), given fits(lo) and not fits(hi)."""
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if fits(mid):
+            lo = mid
+        else:
+            hi = mid
+    return lo
