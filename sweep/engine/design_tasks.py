@@ -119,7 +119,7 @@ def evaluate_design(template, design_id: str, values: dict, networks: Sequence, 
         if fp is not None and not fp.fits:  # checked before mapping: no rows, an infeasible total
             tot = dict(common, network=net.name, area_mm2=area, mapper=mapper_name, objective=objective, seed=seed,
                        status="infeasible", error=f"does not fit: {fp.reason()}", **_nan_totals())
-            totals.append({**dict.fromkeys(STEP_TOTALS + MIX_TOTALS), **tot} if steps else tot)
+            totals.append({**dict.fromkeys(STEP_TOTALS + MIX_TOTALS), **tot, **_step_keys(net)} if steps else tot)
             continue
         net_rows = []
         for li, (layer, rep) in enumerate(net.unique()):
@@ -145,7 +145,7 @@ def evaluate_design(template, design_id: str, values: dict, networks: Sequence, 
                 step_columns(t, net, acc, area)
             tot.update(status="ok", error="", **{k: v for k, v in t.items() if k != "dram_bits"})
         if steps:
-            tot = {**dict.fromkeys(STEP_TOTALS + MIX_TOTALS), **tot}
+            tot = {**dict.fromkeys(STEP_TOTALS + MIX_TOTALS), **tot, **_step_keys(net)}
         totals.append(tot)
     return rows, totals, arch_row
 
@@ -157,6 +157,12 @@ def evaluate_design(template, design_id: str, values: dict, networks: Sequence, 
 STEP_TOTALS = ("phase", "batch", "seq", "context", "matmul_energy_pj", "vector_energy_pj",
                "matmul_latency_cycles", "vector_latency_cycles", "ttft_s", "time_per_token_s", "tokens_per_s",
                "energy_per_token_j", "tokens_per_s_per_mm2")
+
+
+def _step_keys(net) -> dict:
+    """A step's ``phase``, ``batch``, ``seq``, ``context`` (on every totals row of it, finished or
+    not); {} for a network that is not a step."""
+    return {k: net.workload.get(k) for k in ("phase", "batch", "seq", "context")} if net.workload else {}
 
 
 def step_columns(t: dict, net, acc, area: float) -> None:

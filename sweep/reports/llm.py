@@ -220,11 +220,14 @@ def design_figures(totals: pd.DataFrame, params: list[str]) -> pd.DataFrame:
     """Per design (its finished step rows): ``area_mm2``, the parameters, ``ttft_s`` (geometric
     mean over its prefill steps), ``time_per_token_s``, ``tokens_per_s`` and
     ``energy_per_token_j`` (over its decode steps), and the serving mix's ``request_latency_s``,
-    ``requests_per_s``, ``energy_per_request_j`` when the campaign has one."""
+    ``requests_per_s``, ``energy_per_request_j`` when the campaign has one. A phase with a step that
+    did not finish on a design (it does not fit its DRAM, or failed) has no figure there: a mean over
+    the steps that fit would flatter a design too small for the rest."""
     ok = totals[totals["status"] == "ok"]
+    unfinished = totals[totals["status"] != "ok"].groupby("design_id")["phase"].agg(set).to_dict()
     out = []
     for did, g in ok.groupby("design_id", sort=False):
-        pre, dec, mix = (g[g["phase"] == p] for p in ("prefill", "decode", "mix"))
+        pre, dec, mix = (g[(g["phase"] == p) & (p not in unfinished.get(did, ()))] for p in ("prefill", "decode", "mix"))
         row = {"design_id": did, "area_mm2": float(g["area_mm2"].iloc[0]),
                **{p: g[p].iloc[0] for p in params if p in g},
                "ttft_s": _gmean(pre["ttft_s"]), "time_per_token_s": _gmean(dec["time_per_token_s"]),

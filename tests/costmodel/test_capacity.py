@@ -145,3 +145,23 @@ params = {{ lpf_limit = 4 }}
     problems, aliases = _problems(c, LoopnestKind.rules)
     assert {a[0] for al in aliases.values() for a in al} == {"gpt2/decode/b1/ctx64"}
     assert not (tmp_path / "out").exists()
+
+
+def test_a_design_too_small_for_one_step_has_no_figure_for_that_phase():
+    """Decode at batch 1 fits, at batch 64 it does not: the design's decode figure is not the batch-1
+    step alone (which would rank it above designs that serve both)."""
+    import pandas as pd
+    from sweep.reports.llm import design_figures
+    t = pd.DataFrame([
+        {"design_id": "a", "status": "ok", "phase": "decode", "area_mm2": 10.0, "ttft_s": None,
+         "time_per_token_s": 0.01, "tokens_per_s": 100.0, "energy_per_token_j": 0.1},
+        {"design_id": "a", "status": "infeasible", "phase": "decode", "area_mm2": 10.0, "ttft_s": None,
+         "time_per_token_s": None, "tokens_per_s": None, "energy_per_token_j": None},
+        {"design_id": "a", "status": "ok", "phase": "prefill", "area_mm2": 10.0, "ttft_s": 0.5,
+         "time_per_token_s": None, "tokens_per_s": 4000.0, "energy_per_token_j": 0.01},
+        {"design_id": "b", "status": "ok", "phase": "decode", "area_mm2": 20.0, "ttft_s": None,
+         "time_per_token_s": 0.02, "tokens_per_s": 50.0, "energy_per_token_j": 0.2}])
+    f = design_figures(t, []).set_index("design_id")
+    assert f.loc["a", "time_per_token_s"] is None or pd.isna(f.loc["a", "time_per_token_s"])
+    assert f.loc["a", "ttft_s"] == pytest.approx(0.5)
+    assert f.loc["b", "time_per_token_s"] == pytest.approx(0.02)
