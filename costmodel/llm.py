@@ -27,7 +27,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["ROLES", "ServingMix", "dram_traffic", "energy_breakdown", "step_metrics"]
+__all__ = ["ROLES", "ServingMix", "dram_traffic", "energy_breakdown", "step_latency", "step_metrics"]
 
 #: What DRAM traffic carries.
 ROLES = ("weights", "kv_cache", "activations")
@@ -46,6 +46,7 @@ def dram_traffic(layer, arch, mapping) -> dict[str, float]:
     rep = evaluate(layer, arch, mapping)
     if not rep.valid:
         raise ValueError(f"layer {layer.name!r}: invalid mapping: {rep.reason}")
+    arch = arch.for_layer(layer)  # a fused tile's on-chip operands move nothing off chip
     out = dict.fromkeys(ROLES, 0.0)
     role = {"W": "kv_cache" if layer.w_role == "kv_cache" else "weights", "I": "activations",
             "O": "kv_cache" if layer.o_role == "kv_cache" else "activations"}
@@ -220,7 +221,7 @@ def energy_breakdown(network, arch, mappings) -> dict[str, Any]:
         for op, levels in rep_.breakdown["operands"].items():
             for lv in levels:
                 add((lv["memory"], role[op]), lv["energy_pj"] * rep)
-            if (layer.name, op) in (("score", "O"), ("context", "I")) and arch.levels(op)[-1].size_bits is None:
+            if (layer.name, op) in (("score", "O"), ("context", "I")) and arch.for_layer(layer).levels(op)[-1].size_bits is None:
                 fusion += levels[-1]["energy_pj"] * rep
         add(("MAC", "-"), rep_.breakdown["mac_energy_pj"] * rep)
     for v, rep in zip(network.vector_ops, network.vector_repeats):
@@ -232,3 +233,57 @@ def energy_breakdown(network, arch, mappings) -> dict[str, Any]:
     return {"total_pj": total, "fusion_bound_pj": fusion,
             "cells": [{"where": w, "carries": r, "energy_pj": e, "share": e / total if total else 0.0}
                       for (w, r), e in sorted(cells.items(), key=lambda kv: -kv[1])]}
+
+
+def step_latency(network, unique_latency: list[float], vector_rows: list[dict[str, Any]]) -> dict[str, float]:
+    """A step's latency (cycles) with the vector unit working while the array works.
+
+    The array runs the matmuls one after another; the vector unit runs the vector operations. An
+    operation that ``overlaps`` layers (`costmodel.workload.VectorOp.overlaps`: a fused op beside
+    its producer, the online softmax beside the attention tiles; `costmodel.zoo.attention`) runs
+    while they run: the array's and the vector unit's work on the same tiles pipeline (one unit on
+    tile j while the other is on tile j + 1; the TPU's separate matrix and vector units, Jouppi et
+    al., ISCA 2017, Sec. 2; FlashAttention-3 overlaps the softmax with the GEMMs the same way, Shah
+    et al., 2024), so the slower of the two sets their time. Operations that share a layer form one
+    group. Every other vector operation depends on the whole output of the operation before it and
+    runs after it. So
+
+        latency = sum(matmuls) + sum(ungrouped vector ops) + sum over groups max(0, V_g - A_g)
+
+    with V_g a group's vector cycles and A_g its layers' cycles (x repeats). The pipeline's fill
+    (one tile of the first unit) is neglected, as is the DRAM port the two units share (a fused
+    op's memory traffic is what is left after fusion: its other inputs, `costmodel.vector`).
+
+    Args:
+        network: the step (`costmodel.workload.Network`, its layers as built, not merged).
+        unique_latency: cycles of one execution of each layer of ``network.unique()``, in order.
+        vector_rows: `costmodel.vector.network_vector_costs` rows of ``network`` (same order as
+            ``network.vector_ops``), each ``latency_cycles`` for one execution and ``repeat``.
+
+    Returns:
+        ``latency_cycles`` (overlapped), ``serial_cycles`` (matmuls + vector ops one after
+        another) and ``overlapped_cycles`` (the difference), cycles.
+    """
+    by_shape = {l.shape_key(): lat for (l, _), lat in zip(network.unique(), unique_latency)}
+    array: dict[str, float] = {}
+    for l, r in network:
+        array[l.name] = array.get(l.name, 0.0) + by_shape[l.shape_key()] * r
+    matmuls = sum(array.values())
+    alone = 0.0
+    groups: list[tuple[set[str], float]] = []
+    for op, row in zip(network.vector_ops, vector_rows):
+        v = row["latency_cycles"] * row["repeat"]
+        names = {n for n in op.overlaps if n in array}
+        if not names:
+            alone += v
+            continue
+        merged = [g for g in groups if g[0] & names]
+        for g in merged:
+            groups.remove(g)
+            names |= g[0]
+            v += g[1]
+        groups.append((names, v))
+    hidden_excess = sum(max(0.0, v - sum(array[n] for n in names)) for names, v in groups)
+    serial = matmuls + alone + sum(v for _, v in groups)
+    latency = matmuls + alone + hidden_excess
+    return {"latency_cycles": latency, "serial_cycles": serial, "overlapped_cycles": serial - latency}

@@ -10,7 +10,10 @@ rsqrt, tanh; one special takes ``special_cycles`` lane-cycles). What each op cos
 `vector_cost` costs one execution of one op by these rules:
 
 (a) the data: it reads ``inputs x elements x bits`` and writes ``elements x bits`` (bits =
-    ``op.bits``, else the accelerator's ``[precision] I``, else 8). A norm's gain / bias, RoPE's
+    ``op.bits``, else the accelerator's ``[precision] I``, else 8); an op fused into the matmul that
+    produces its input (``in_flight`` > 0) reads only its other inputs and writes nothing (its
+    output is the producer's, already written), and touches no memory at all when it has no other
+    input (``memory`` "-"). A norm's gain / bias, RoPE's
     cos / sin tables and a softmax's row statistics are not counted as tensors (`VectorOp`).
 (b) where they live: the innermost memory level that serves both I and O, is shared (``private_to``
     empty: one instance, not per PE) and holds the op's inputs and output at once (``size_bits >=
@@ -80,6 +83,13 @@ OP_PRIMITIVES: dict[str, Primitives] = {
     # RoPE, per output element of a rotated pair: x1 cos - x2 sin (2 mul, 1 subtract); the cos / sin
     # tables are precomputed.
     "rope": Primitives(add=1, mul=2, special=0),
+    # the online softmax of a fused attention tile (FlashAttention, Dao et al., NeurIPS 2022, Alg. 1):
+    # scale by 1/sqrt(d) (mul), the tile's running max (compare: add), subtract it (add), exp
+    # (special), the running sum (add); per row of the tile: exp(m_old - m_new), the factor that
+    # rescales the partial output and sum (one special). The division by the sum moves to the output
+    # (rows x head_dim multiplies per query tile, a `mul` op of its own), the rescaling of the partial
+    # output to a `mul` op per tile after the first.
+    "online_softmax": Primitives(add=3, mul=1, special=1, row_special=1),
     # element-wise product (a gated FFN's up * gate) and sum (a residual connection).
     "mul": Primitives(add=0, mul=1, special=0),
     "add": Primitives(add=1, mul=0, special=0),
@@ -238,9 +248,9 @@ def _no_unit(arch: _Arch) -> str:
 
 
 def _level(op: VectorOp, arch: _Arch, bits: int) -> _Level:
-    """Rule (b): the innermost shared level serving I and O that holds inputs and output at once,
-    else the outermost level."""
-    need = (op.inputs + 1) * op.elements * bits
+    """Rule (b): the innermost shared level serving I and O that holds inputs and output at once
+    (those it reads and writes: not the ones in flight), else the outermost level."""
+    need = (op.inputs - op.in_flight + (0 if op.in_flight else 1)) * op.elements * bits
     for m in arch.memories:
         if ("I" in m.operands and "O" in m.operands and not m.private_to
                 and (m.size_bits is None or m.size_bits >= need)):
@@ -262,13 +272,14 @@ def vector_cost(op: VectorOp, arch: _Arch) -> VectorCost:
     if unit is None:
         raise ValueError(_no_unit(arch))
     bits = op.bits if op.bits is not None else int(arch.precisions.get("I", 8))
-    read_bits = op.inputs * op.elements * bits
-    write_bits = op.elements * bits
+    read_bits = (op.inputs - op.in_flight) * op.elements * bits
+    write_bits = 0 if op.in_flight else op.elements * bits
     m = _level(op, arch, bits)
     memory_pj = (math.ceil(read_bits / m.word_bits) * m.read_pj
                  + math.ceil(write_bits / m.word_bits) * m.write_pj)
     t_read, t_write = read_bits / m.read_bw, write_bits / m.write_bw
     transfer = t_read + t_write if m.shared_port else max(t_read, t_write)
+    name = m.name if read_bits + write_bits else "-"  # a fused op touching no memory
     p = OP_PRIMITIVES[op.op]
     adds, muls = op.elements * p.add, op.elements * p.mul
     specials = op.elements * p.special + op.rows * p.row_special
@@ -277,7 +288,7 @@ def vector_cost(op: VectorOp, arch: _Arch) -> VectorCost:
     dram = read_bits + write_bits if m is arch.memories[-1] else 0
     return VectorCost(energy_pj=compute_pj + memory_pj, compute_pj=compute_pj, memory_pj=memory_pj,
                       latency_cycles=float(max(compute_cycles, transfer)), compute_cycles=compute_cycles,
-                      transfer_cycles=transfer, memory=m.name, read_bits=read_bits, write_bits=write_bits,
+                      transfer_cycles=transfer, memory=name, read_bits=read_bits, write_bits=write_bits,
                       dram_bits=dram, ops=adds + muls + specials)
 
 

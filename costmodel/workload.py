@@ -46,7 +46,8 @@ O_ROLES = ("activation", "kv_cache")
 
 #: Fields added after model version 3 whose default values are left out of `Layer.hash_fields`,
 #: so the problem ids and config hashes of layers that do not use them stay what they were.
-_NEW_FIELDS = {"w_role": "weight", "o_role": "activation", "fixed_bits": (), "in_rows": None, "in_cols": None}
+_NEW_FIELDS = {"w_role": "weight", "o_role": "activation", "fixed_bits": (), "in_rows": None, "in_cols": None,
+               "onchip": ()}
 
 #: The fields only the loop-nest model reads (model version 4: the unpadded input size,
 #: `costmodel.loopnest.window.window_caps`); `Layer.hash_fields(inputs=False)` leaves them out.
@@ -54,7 +55,7 @@ INPUT_FIELDS = ("in_rows", "in_cols")
 
 #: The element-wise / row-wise operations between the matmuls (`VectorOp.op`); what each costs per
 #: element is `costmodel.vector.OP_PRIMITIVES`.
-VECTOR_OPS = ("softmax", "layernorm", "rmsnorm", "gelu", "silu", "mul", "add", "rope")
+VECTOR_OPS = ("softmax", "layernorm", "rmsnorm", "gelu", "silu", "mul", "add", "rope", "online_softmax")
 
 
 @dataclass(frozen=True)
@@ -93,6 +94,9 @@ class Layer:
     fixed_bits: tuple[str, ...] = ()  # operands ("W", "I", "O_final") whose bits override [precision]
     in_rows: int | None = None  # rows of the unpadded input (None: not known, the padded window is read)
     in_cols: int | None = None  # columns of the unpadded input
+    # operands that never leave the chip (a fused group's tile: `costmodel.zoo.fusion`): the
+    # outermost memory level does not serve them for this layer (`Accelerator.for_layer`)
+    onchip: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         for dim in ("K", "C", "OY", "OX", "FY", "FX", "B", "G", "SY", "SX", "DY", "DX",
@@ -115,6 +119,9 @@ class Layer:
             v = getattr(self, dim)
             if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
                 raise ValueError(f"layer {self.name!r}: {dim} must be a positive integer or empty, got {v!r}")
+        object.__setattr__(self, "onchip", tuple(self.onchip))
+        if any(o not in ("W", "I", "O") for o in self.onchip) or len(set(self.onchip)) != len(self.onchip):
+            raise ValueError(f"layer {self.name!r}: onchip may hold W, I, O once each, got {self.onchip!r}")
         bad = [b for b in self.fixed_bits if b not in ("W", "I", "O_final")]
         if bad:
             raise ValueError(f"layer {self.name!r}: fixed_bits may hold W, I, O_final, got {bad!r}")
@@ -172,7 +179,12 @@ class VectorOp:
     a norm's gain and a softmax's row statistics are not counted as tensors); ``rows``: the rows
     a row-wise op (softmax, norms) reduces over (elements / rows per row); ``bits``: the
     precision of its tensors, or None for the accelerator's activation precision (``[precision]
-    I``, else 8).
+    I``, else 8). ``in_flight``: how many of its inputs arrive from the matmul that produces them
+    as its accumulators drain (a fused element-wise op, `costmodel.zoo.fusion`): those are not read
+    from memory, and its output replaces the producer's (no write of its own); 0: it reads every
+    input and writes its output. ``overlaps``: the layers (by name) whose execution it overlaps (the
+    vector unit works while the array does: a fused op beside its producer, the online softmax
+    beside the attention tiles); () = it runs after them, on its own.
 
     Raises:
         ValueError: unknown ``op``, a count that is not a positive integer, or bad ``bits``.
@@ -184,8 +196,14 @@ class VectorOp:
     inputs: int = 1
     rows: int = 1
     bits: int | None = None
+    in_flight: int = 0
+    overlaps: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "overlaps", tuple(self.overlaps))
+        if isinstance(self.in_flight, bool) or not isinstance(self.in_flight, int) or not 0 <= self.in_flight <= self.inputs:
+            raise ValueError(f"vector op {self.name!r}: in_flight must be an integer from 0 to inputs "
+                             f"({self.inputs}), got {self.in_flight!r}")
         if self.op not in VECTOR_OPS:
             raise ValueError(f"vector op {self.name!r}: op must be one of {VECTOR_OPS}, got {self.op!r}")
         for k in ("elements", "inputs", "rows"):
@@ -196,8 +214,15 @@ class VectorOp:
             raise ValueError(f"vector op {self.name!r}: bits must be a positive integer or None, got {self.bits!r}")
 
     def to_dict(self) -> dict:
-        """JSON-able fields."""
-        return dict(self.__dict__)
+        """JSON-able fields (``in_flight`` and ``overlaps`` only where set)."""
+        d = dict(self.__dict__)
+        if not self.in_flight:
+            del d["in_flight"]
+        if not self.overlaps:
+            del d["overlaps"]
+        else:
+            d["overlaps"] = list(self.overlaps)
+        return d
 
 
 @dataclass(frozen=True)

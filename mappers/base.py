@@ -291,7 +291,7 @@ class LayerMapper(Mapper[LayerProblem]):
         from costmodel.loopnest.arch import Accelerator
         if not isinstance(arch, Accelerator):
             raise TypeError(f"{self.name} needs an Accelerator (costmodel.loopnest.arch), got {type(arch).__name__}")
-        return LayerProblem(layer, arch, spatial, objective)
+        return LayerProblem(layer, arch.for_layer(layer), spatial, objective)  # a fused tile: operands on chip
 
     def explain_infeasible(self, problem: LayerProblem, result: "SearchResult", params: Mapping[str, Any]) -> str:
         """Why no valid mapping was found: first whether any mapping can fit (the smallest tiles of

@@ -77,6 +77,7 @@ def allocate(layer, arch, spatial: SpatialMapping | None, loops, even: bool = Fa
         MappingError: if no allocation fits (a memory cannot even hold the tiles of the loops
             already below it, or a top level cannot hold everything).
     """
+    arch = arch.for_layer(layer)  # a fused tile keeps operands on chip
     loops = tuple((d, f) for d, f in loops)
     sp = (spatial if spatial is not None else arch.spatial).fit(layer)
     nest = _Nest(layer, arch, sp, loops)

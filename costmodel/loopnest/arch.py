@@ -78,7 +78,7 @@ from __future__ import annotations
 
 import math
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -247,6 +247,30 @@ class Accelerator:
             if self.spatial.array_fanout(a) > self.array[a]:
                 raise ValueError(f"accelerator {self.name!r}: default spatial fan-out "
                                  f"{self.spatial.array_fanout(a)} on {a} exceeds its size {self.array[a]}")
+
+    def for_layer(self, layer) -> "Accelerator":
+        """The accelerator as ``layer`` sees it: unchanged, unless the layer keeps operands on chip
+        (``layer.onchip``: a tile of a fused group, `costmodel.zoo.fusion`); then the outermost
+        memory level (DRAM) no longer serves those operands, so they live in the outermost level
+        below it that does, within its capacity. Idempotent (the result's for_layer is itself).
+
+        Raises:
+            ValueError: no other level serves an operand the layer keeps on chip (the accelerator
+                cannot hold that tile on chip).
+        """
+        top = self.memories[-1]
+        drop = tuple(o for o in getattr(layer, "onchip", ()) if o in top.operands)
+        if not drop:
+            return self
+        keep = tuple(o for o in top.operands if o not in drop)
+        for o in drop:
+            if len(self.levels(o)) < 2:
+                raise ValueError(f"accelerator {self.name!r}: layer {layer.name!r} keeps {o} on chip, but no memory "
+                                 f"below {top.name!r} serves {o}")
+        if not keep:  # the level serves nothing else for this layer
+            return replace(self, memories=self.memories[:-1])
+        rows = tuple(r for r in top.per_operand if r[0] in keep)
+        return replace(self, memories=self.memories[:-1] + (replace(top, operands=keep, per_operand=rows),))
 
     def multicast_dims(self, op: str) -> tuple[str, ...]:
         """The array dims over which the interconnect multicasts operand ``op`` (() if none)."""

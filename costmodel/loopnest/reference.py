@@ -524,9 +524,11 @@ def evaluate(layer, arch, mapping: Mapping) -> CostReport:
 
     Returns:
         `CostReport`; invalid (inf costs, ``reason`` set) if the mapping is structurally wrong
-        (`Mapping.check`) or a memory's capacity is exceeded.
+        (`Mapping.check`) or a memory's capacity is exceeded. A layer that keeps operands on chip
+        (``layer.onchip``) is evaluated on ``arch.for_layer(layer)``.
     """
     inf = math.inf
+    arch = arch.for_layer(layer)
     try:
         mapping = mapping.resolve(arch)
         mapping.check(layer, arch)

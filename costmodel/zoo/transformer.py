@@ -18,9 +18,18 @@ token of each sequence only), ``pooler`` (BERT, B=batch), ``patch_embed`` (ViT, 
 K=hidden, C=channels, FY=FX=SY=SX=patch over OY=OX=image/patch) and ``classifier`` (ViT, B=batch).
 
 T is the tokens of the step: batch*seq at prefill, batch at decode; q_len = seq (prefill) or 1
-(decode); attended = seq at prefill (attention is counted dense over all seq tokens, not halved
-for the causal mask of a decoder) and ``context`` at decode (the tokens in the KV cache,
-the new one included).
+(decode); attended = seq at prefill and ``context`` at decode (the tokens in the KV cache, the new
+one included).
+
+Causal prefill (``attention="causal"``, a decoder's default; ``"dense"`` gives every query every key,
+as encoders and ViT always do): query i attends keys 0..i, so a kernel that skips the blocks above
+the diagonal computes the rectangles of `causal_blocks` (blocks of `CAUSAL_BLOCK` tokens on the
+diagonal in full, masked inside). The score and context matmuls are then one pair per rectangle
+shape, ``score_<rows>x<cols>`` (B = group x rows, C = head_dim, K = cols) and ``context_<rows>x<cols>``
+(B = group x rows, C = cols, K = head_dim), repeated count x batch x kv_heads x layers; the softmax
+covers the computed pairs. ``workload["attention_pairs"]`` gives the pairs ``exact`` (n (n + 1) / 2
+per head and sequence) and ``computed`` (with the diagonal blocks): `Network.macs` counts the
+computed ones. At decode the mask changes nothing (the new token attends the whole cache).
 
 Mixture of experts (Mixtral, prefill and decode): routing is assumed uniform and independent
 across tokens, each token picking a uniformly random set of top_k of the E experts. An expert is
@@ -63,17 +72,19 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from costmodel.workload import Layer, Network, VectorOp
+from costmodel.zoo.attention import (ATTENTION, CAUSAL_BLOCK, FUSION, attention_layers, causal_blocks, computed_pairs,
+                                     fuse_elementwise, fused_attention_ops)
 
 __all__ = ["TransformerConfig", "list_transformers", "transformer_config", "transformer_info", "parse_step_name",
            "param_count", "build_transformer", "experts_touched", "MODEL_KINDS", "PHASES",
-           "WEIGHT_BITS", "WORKLOAD_PARAMS"]
+           "WEIGHT_BITS", "WORKLOAD_PARAMS", "ATTENTION", "CAUSAL_BLOCK", "FUSION", "causal_blocks"]
 
 MODEL_KINDS = ("encoder", "decoder", "vit")
 PHASES = ("prefill", "decode")
 #: The weight precisions `build_transformer` takes (bits).
 WEIGHT_BITS = (16, 8, 4)
 #: The keyword parameters of `build_transformer` (a step's workload).
-WORKLOAD_PARAMS = ("phase", "batch", "seq", "context", "weight_bits", "act_bits", "kv_bits")
+WORKLOAD_PARAMS = ("phase", "batch", "seq", "context", "weight_bits", "act_bits", "kv_bits", "attention", "fusion")
 
 _TOML = "transformers.toml"
 _CHOICES = {"kind": MODEL_KINDS, "ffn_kind": ("gelu", "swiglu"), "norm": ("layernorm", "rmsnorm")}
@@ -328,6 +339,8 @@ class _Step:
     tokens: int      # T
     q_len: int
     attended: int
+    causal: bool = False  # a causal prefill: score / context as the blocks of `causal_blocks`
+    fusion: str = "unfused"  # `costmodel.zoo.attention.FUSION`
 
 
 def _positive(key: str, v) -> int:
@@ -336,7 +349,7 @@ def _positive(key: str, v) -> int:
     return v
 
 
-def _resolve_step(cfg: TransformerConfig, phase, batch, seq, context) -> _Step:
+def _resolve_step(cfg: TransformerConfig, phase, batch, seq, context, attention=None) -> _Step:
     name = cfg.name
     phase = cfg.default_phase if phase is None else phase
     if phase not in PHASES:
@@ -363,7 +376,23 @@ def _resolve_step(cfg: TransformerConfig, phase, batch, seq, context) -> _Step:
     if s > cfg.max_context and cfg.max_positions:
         raise ValueError(f"seq: {s} exceeds {name}'s max_context {cfg.max_context} "
                          f"(its learned position embeddings have {cfg.max_positions} rows)")
-    return _Step(phase, b, s, None, tokens=b * s, q_len=s, attended=s)
+    return _Step(phase, b, s, None, tokens=b * s, q_len=s, attended=s, causal=attention == "causal")
+
+
+def _attention(cfg: TransformerConfig, phase: str | None, attention) -> str | None:
+    """The mask of a prefill (`ATTENTION`; default causal for decoders, dense otherwise); None at
+    decode, where the new token attends every cached token whatever the mask."""
+    phase = cfg.default_phase if phase is None else phase
+    if attention is not None and attention not in ATTENTION:
+        raise ValueError(f"attention: must be one of {ATTENTION}, got {attention!r}")
+    if cfg.kind != "decoder" and attention == "causal":
+        raise ValueError(f"attention: {cfg.name} is an {cfg.kind} model: its attention is dense "
+                         "(every token attends every token); attention='causal' is for decoders")
+    if phase == "decode":
+        return None
+    return attention or ("causal" if cfg.kind == "decoder" else "dense")
+
+
 
 
 @dataclass(frozen=True)
@@ -407,10 +436,8 @@ def _block_layers(cfg: TransformerConfig, st: _Step) -> tuple[list[Layer], list[
     T, L, hd = st.tokens, cfg.layers, cfg.head_dim
     q, k, v, o = (l.with_(B=T) for l in _attention_weights(cfg))
     per_head = st.batch * cfg.kv_heads * L
-    rows = cfg.group * st.q_len
-    layers = [q, k, v, _mm("score", hd, st.attended, rows, w_role="kv_cache"),
-              _mm("context", st.attended, hd, rows, w_role="kv_cache"), o]
-    reps = [L, L, L, per_head, per_head, L]
+    att, att_reps = attention_layers(cfg.group, hd, st.q_len, st.attended, st.causal, st.fusion, per_head)
+    layers, reps = [q, k, v, *att, o], [L, L, L, *att_reps, L]
     if not cfg.experts:
         ffn = [l.with_(B=T) for l in _ffn_weights(cfg, "ffn")]
         return layers + ffn, reps + [L] * len(ffn), None
@@ -447,8 +474,16 @@ def _vector_ops(cfg: TransformerConfig, st: _Step, bits: int | None) -> tuple[li
     if cfg.max_positions == 0:
         block += [op("rope_q", "rope", T * cfg.q_dim), op("rope_k", "rope", T * cfg.kv_dim)]
     heads_rows = B * cfg.heads * st.q_len
-    block += [op("softmax", "softmax", heads_rows * st.attended, rows=heads_rows),
-              op("attn_residual", "add", T * h, inputs=2), op("ffn_norm", norm, T * h, rows=T)]
+    fused_att: list[VectorOp] = []
+    fused_reps: list[int] = []
+    if st.fusion == "fused":  # the online softmax per tile, beside the tile matmuls
+        tiles = tuple(l.name for l in attention_layers(cfg.group, cfg.head_dim, st.q_len, st.attended, st.causal,
+                                                       "fused", 1)[0])
+        fused_att, fused_reps = fused_attention_ops(cfg.group, cfg.head_dim, st.q_len, st.attended, st.causal,
+                                                    B * cfg.kv_heads * L, bits, tiles)
+    else:
+        block.append(op("softmax", "softmax", B * cfg.heads * _pairs(st), rows=heads_rows))
+    block += [op("attn_residual", "add", T * h, inputs=2), op("ffn_norm", norm, T * h, rows=T)]
     if cfg.experts:
         block.append(op("router_softmax", "softmax", T * cfg.experts, rows=T))
     block.append(op("act", "silu" if cfg.ffn_kind == "swiglu" else "gelu", moe_tokens * cfg.ffn))
@@ -476,13 +511,25 @@ def _vector_ops(cfg: TransformerConfig, st: _Step, bits: int | None) -> tuple[li
         post.append(op("final_norm", norm, T * h, rows=T))
     post += [op(f"{n}_bias", "add", B * k) for n, k in (("classifier", cfg.classes), ("pooler", h))
              if k and (n == "classifier" or cfg.pooler)]
-    return pre + block + post, [1] * len(pre) + [L] * len(block) + [1] * len(post)
+    if st.fusion == "fused":
+        block = fuse_elementwise(block, cfg.ffn_kind == "swiglu")
+    return (pre + block + fused_att + post,
+            [1] * len(pre) + [L] * len(block) + fused_reps + [1] * len(post))
+
+
+def _pairs(st: _Step) -> int:
+    """Query-key pairs one head computes in the step (`costmodel.zoo.attention.computed_pairs`)."""
+    return computed_pairs(st.q_len, st.attended, st.causal, st.fusion)
 
 
 def _not_costed(cfg: TransformerConfig, st: _Step) -> list[str]:
     """What the step does that no layer or vector op of the network costs."""
     T, h = st.tokens, cfg.hidden
     scores = st.batch * cfg.heads * st.q_len * st.attended
+    if st.causal:  # the mask applies inside the diagonal blocks only
+        diag = st.q_len if st.fusion == "fused" else sum(r * n for r, c, n in causal_blocks(st.q_len)
+                                                          if r == c and r <= CAUSAL_BLOCK)
+        scores = st.batch * cfg.heads * diag * min(CAUSAL_BLOCK, st.q_len)
     out: list[str] = []  # the 1/sqrt(head_dim) score scale is costed in softmax (costmodel.vector)
     if cfg.vocab:
         out.insert(0, f"embedding gather ({T} x {h} reads: T x hidden; a memory read, not an op)")
@@ -490,7 +537,8 @@ def _not_costed(cfg: TransformerConfig, st: _Step) -> list[str]:
         out.append(f"token-type and position embedding gathers ({T} x {h} reads each)")
     if cfg.kind == "decoder" and st.phase == "prefill" or cfg.kind == "encoder":
         what = "causal" if cfg.kind == "decoder" else "padding"
-        out.append(f"{what} attention mask ({scores} adds per block, assumed folded into softmax)")
+        where = " on the diagonal blocks" if st.causal else ""
+        out.append(f"{what} attention mask{where} ({scores} adds per block, assumed folded into softmax)")
     if cfg.kind == "decoder":
         out.append(f"sampling from the {cfg.vocab} logits of each sequence (outside the model)")
     if cfg.pooler:
@@ -505,10 +553,21 @@ def _not_costed(cfg: TransformerConfig, st: _Step) -> list[str]:
     return out
 
 
+def _attention_pairs(cfg: TransformerConfig, st: _Step) -> dict[str, int]:
+    """Query-key pairs of the step's attention, all heads, sequences and blocks: ``exact`` (those
+    the mask keeps: batch x heads x layers x q_len x attended, or x n (n + 1) / 2 for a causal
+    prefill of n tokens) and ``computed`` (with the diagonal blocks in full, `causal_blocks`);
+    the attention MACs are head_dim x pairs for each of score and context."""
+    per = st.batch * cfg.heads * cfg.layers
+    exact = st.q_len * (st.q_len + 1) // 2 if st.causal else st.q_len * st.attended
+    return {"exact": per * exact, "computed": per * _pairs(st)}
+
+
 def build_transformer(name: str, *, phase: str | None = None, batch: int | None = None,
                       seq: int | None = None, context: int | None = None,
                       weight_bits: int | None = None, act_bits: int | None = None,
-                      kv_bits: int | None = None) -> Network:
+                      kv_bits: int | None = None, attention: str | None = None,
+                      fusion: str | None = None) -> Network:
     """The operations of one prefill or decode step of zoo model ``name`` (module docstring).
 
     Args:
@@ -522,14 +581,20 @@ def build_transformer(name: str, *, phase: str | None = None, batch: int | None 
             model's ``context``.
         weight_bits: 16, 8 or 4: the weights' precision (bits); act_bits, kv_bits: the
             activations' and the KV cache's precision (bits). None: the accelerator's.
+        attention: the prefill's mask, ``causal`` (decoders' default: the blocks of
+            `causal_blocks`) or ``dense`` (encoders and ViT, always); no effect at decode.
+        fusion: ``unfused`` (default) or ``fused`` (attention as one tiled group, element-wise ops
+            in their producers' drain; `costmodel.zoo.attention`).
 
     Returns:
         A `Network` named ``<model>/prefill/b<batch>/seq<seq>`` or
         ``<model>/decode/b<batch>/ctx<context>``, with ``/w<weight_bits>``, ``/a<act_bits>``,
-        ``/kv<kv_bits>`` appended for the precisions given; block layers repeat ``layers`` times (score /
+        ``/kv<kv_bits>`` appended for the precisions given, ``/dense`` for a decoder's dense
+        prefill and ``/fused`` for a fused step; block layers repeat ``layers`` times (score /
         context batch*kv_heads*layers); ``workload`` holds model, phase, batch, seq (None at
         decode), context (None at prefill), tokens (T), weight_bits, act_bits, kv_bits (None where
-        not given), kind, experts_touched (None for a dense FFN), not_costed, and ``note`` when
+        not given), attention (the prefill's mask; None at decode), attention_pairs (``exact``,
+        ``computed``), kind, experts_touched (None for a dense FFN), not_costed, and ``note`` when
         seq or context is past a RoPE model's published max_position_embeddings (allowed: RoPE
         defines the shapes; a learned position table is not, and raises).
 
@@ -541,7 +606,10 @@ def build_transformer(name: str, *, phase: str | None = None, batch: int | None 
             the model's max_context.
     """
     cfg = transformer_config(name)
-    st = _resolve_step(cfg, phase, batch, seq, context)
+    attention = _attention(cfg, phase, attention)
+    if fusion is not None and fusion not in FUSION:
+        raise ValueError(f"fusion: must be one of {FUSION}, got {fusion!r}")
+    st = dataclasses.replace(_resolve_step(cfg, phase, batch, seq, context, attention), fusion=fusion or "unfused")
     bits = _resolve_bits(weight_bits, act_bits, kv_bits)
     layers, reps, n_e = _block_layers(cfg, st)
     pre, post = _outer_layers(cfg, st)
@@ -551,12 +619,18 @@ def build_transformer(name: str, *, phase: str | None = None, batch: int | None 
     workload = {"model": name, "phase": st.phase, "batch": st.batch, "seq": st.seq,
                 "context": st.context, "tokens": st.tokens, "weight_bits": weight_bits,
                 "act_bits": act_bits, "kv_bits": kv_bits, "kind": cfg.kind,
-                "experts_touched": n_e, "not_costed": _not_costed(cfg, st)}
+                "experts_touched": n_e, "not_costed": _not_costed(cfg, st), "attention": attention,
+                "fusion": st.fusion,
+                "attention_pairs": _attention_pairs(cfg, st)}
     if max(st.seq or 0, st.context or 0) > cfg.max_context:  # RoPE: the shapes are defined past it
         workload["note"] = (f"{st.seq or st.context} tokens is past {name}'s published max_position_embeddings "
                             f"{cfg.max_context}: RoPE defines the shapes there (a long-context variant of the "
                             "same shapes), the model was not trained for it")
     size += "".join(f"/{tag}{v}" for tag, v in (("w", weight_bits), ("a", act_bits), ("kv", kv_bits)) if v is not None)
+    if attention == "dense" and cfg.kind == "decoder":  # a decoder's prefill is causal unless named dense
+        size += "/dense"
+    if st.fusion == "fused":
+        size += "/fused"
     return Network(f"{name}/{st.phase}/b{st.batch}/{size}", tuple(_with_bits(l, bits) for l in layers),
                    tuple(reps), cfg.source, tuple(vops), tuple(vreps), workload)
 
@@ -578,6 +652,12 @@ def parse_step_name(name: str) -> tuple[str, dict[str, Any]] | None:
         return None
     params["batch"] = int(parts[2][1:])
     for part in parts[3:]:
+        if part == "dense" and "attention" not in params:  # a decoder's prefill named dense
+            params["attention"] = "dense"
+            continue
+        if part == "fused" and "fusion" not in params:
+            params["fusion"] = "fused"
+            continue
         for tag, key in sorted(_NAME_TAGS, key=lambda t: -len(t[0])):  # "kv" before "w" / "a"
             if part.startswith(tag) and part[len(tag):].isdigit() and key not in params:
                 params[key] = int(part[len(tag):])

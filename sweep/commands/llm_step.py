@@ -13,7 +13,8 @@ from rich.table import Table
 
 from sweep.common import fmt
 
-__all__ = ["PhaseOpt", "BatchOpt", "SeqOpt", "ContextOpt", "WeightBitsOpt", "ActBitsOpt", "KvBitsOpt",
+__all__ = ["PhaseOpt", "BatchOpt", "SeqOpt", "ContextOpt", "WeightBitsOpt", "ActBitsOpt", "KvBitsOpt", "AttentionOpt",
+           "FusionOpt",
            "list_step_options", "workload_of", "print_step", "print_vector_ops", "memory_text"]
 
 _PANEL = "Transformer step (the zoo's LLMs, BERT and ViT; `sweep list networks`)"
@@ -24,13 +25,17 @@ ContextOpt = Annotated[Optional[int], typer.Option("--context", min=1, help="Tok
 WeightBitsOpt = Annotated[Optional[int], typer.Option("--weight-bits", help="Weight precision (16, 8 or 4), over the accelerator's precision table (W).", rich_help_panel=_PANEL)]
 ActBitsOpt = Annotated[Optional[int], typer.Option("--act-bits", min=1, help="Activation precision, over the accelerator's precision table (I and O_final).", rich_help_panel=_PANEL)]
 KvBitsOpt = Annotated[Optional[int], typer.Option("--kv-bits", min=1, help="KV cache precision (default: the activations').", rich_help_panel=_PANEL)]
+AttentionOpt = Annotated[Optional[str], typer.Option("--attention", help="Prefill mask: causal (decoders' default: query i attends keys 0..i, the blocks above the diagonal skipped) or dense (every query every key; encoders and ViT always).", rich_help_panel=_PANEL)]
+FusionOpt = Annotated[Optional[str], typer.Option("--fusion", help="fused (attention as one group, score -> softmax -> context on chip per query tile, K/V streamed; element-wise ops applied as the accumulators drain) or unfused (every operation reads and writes its tensors). Default: fused.", rich_help_panel=_PANEL)]
 
 
 def workload_of(phase: str | None, batch: int | None, seq: int | None, context: int | None,
-                weight_bits: int | None, act_bits: int | None, kv_bits: int | None) -> dict[str, Any]:
+                weight_bits: int | None, act_bits: int | None, kv_bits: int | None,
+                attention: str | None = None, fusion: str | None = None) -> dict[str, Any]:
     """The given step options as `sweep.commands.map_eval.resolve_network`'s ``workload`` (None: not given)."""
     return {"phase": phase, "batch": batch, "seq": seq, "context": context,
-            "weight_bits": weight_bits, "act_bits": act_bits, "kv_bits": kv_bits}
+            "weight_bits": weight_bits, "act_bits": act_bits, "kv_bits": kv_bits, "attention": attention,
+            "fusion": fusion}
 
 
 def list_step_options(what: str, name: str | None, workload: dict[str, Any]) -> dict[str, Any]:
@@ -75,7 +80,10 @@ def print_step(res: dict, console: Any) -> None:
     DRAM traffic by role and the serving figures."""
     vec, tot, llm = res.get("vector") or {}, res["total"], res.get("llm")
     if vec.get("ops"):
-        t = Table(title="vector operations (no fusion: each reads and writes its tensors)")
+        fused = (res.get("llm") or {}).get("workload", {}).get("fusion") == "fused"
+        t = Table(title="vector operations (fused: element-wise ops in their producers' drain, memory '-' when they "
+                        "touch none; the online softmax per attention tile)" if fused else
+                  "vector operations (no fusion: each reads and writes its tensors)")
         for c in ("operation", "op", "repeats", "elements", "memory", "energy", "latency"):
             t.add_column(c, justify="left" if c in ("operation", "op", "memory") else "right")
         for r in vec["ops"]:
@@ -85,10 +93,12 @@ def print_step(res: dict, console: Any) -> None:
     if vec.get("not_costed"):
         console.print(f"not costed: {vec['not_costed']}", highlight=False, markup=False)
     if "vector_energy_pj" in tot:
+        over = (f" ({fmt.cycles(tot['overlapped_cycles'])} of vector work overlapped the array)"
+                if tot.get("overlapped_cycles") else " (one after another)")
         console.print(f"matmuls {fmt.energy(tot['matmul_energy_pj'])}, {fmt.cycles(tot['matmul_latency_cycles'])}; "
                       f"vector operations {fmt.energy(tot['vector_energy_pj'])}, "
                       f"{fmt.cycles(tot['vector_latency_cycles'])}; step {fmt.energy(tot['energy_pj'])}, "
-                      f"{fmt.cycles(tot['latency_cycles'])}", highlight=False, markup=False)
+                      f"{fmt.cycles(tot['latency_cycles'])}{over}", highlight=False, markup=False)
     console.print(_traffic_text(tot.get("dram_bits")), highlight=False, markup=False)
     if not llm:
         return

@@ -62,7 +62,8 @@ def parse_dims(text: str) -> Layer:
 #: The transformer workload parameters (`costmodel.zoo.transformer.build_transformer`) and the CLI
 #: options that set them.
 WORKLOAD_OPTIONS = {"phase": "--phase", "batch": "--batch", "seq": "--seq", "context": "--context",
-                    "weight_bits": "--weight-bits", "act_bits": "--act-bits", "kv_bits": "--kv-bits"}
+                    "weight_bits": "--weight-bits", "act_bits": "--act-bits", "kv_bits": "--kv-bits",
+                    "attention": "--attention", "fusion": "--fusion"}
 
 
 def resolve_network(network: str, workload: dict[str, Any] | None = None) -> Network:
@@ -482,7 +483,7 @@ def _add_step_figures(res: dict[str, Any], network: Network, arch) -> None:
         row["dram_bits"] = by_role
         for k, v in by_role.items():
             dram[k] += v * rep
-    vec, llm = step_totals(res["total"], network, arch, dram)
+    vec, llm = step_totals(res["total"], network, arch, dram, [r["latency_cycles"] for r in res["layers"]])
     res["vector"] = vec
     if llm is not None:
         res["llm"] = llm

@@ -142,7 +142,7 @@ def evaluate_design(template, design_id: str, values: dict, networks: Sequence, 
         else:
             t = network_totals(net_rows)
             if steps:  # a transformer step: its vector operations join the totals, as in `sweep map`
-                step_columns(t, net, acc, area)
+                step_columns(t, net, acc, area, [r["latency_cycles"] for r in net_rows])
             tot.update(status="ok", error="", **{k: v for k, v in t.items() if k != "dram_bits"})
         if steps:
             tot = {**dict.fromkeys(STEP_TOTALS + MIX_TOTALS), **tot, **_step_keys(net)}
@@ -165,7 +165,7 @@ def _step_keys(net) -> dict:
     return {k: net.workload.get(k) for k in ("phase", "batch", "seq", "context")} if net.workload else {}
 
 
-def step_columns(t: dict, net, acc, area: float) -> None:
+def step_columns(t: dict, net, acc, area: float, unique_latency: list | None = None) -> None:
     """``t`` (`network_totals` of ``net``'s layers on ``acc``) in place: the step's totals with its
     vector operations and the serving figures (`STEP_TOTALS`); nothing for a network that is not
     a transformer step."""
@@ -173,7 +173,7 @@ def step_columns(t: dict, net, acc, area: float) -> None:
 
     if not (net.vector_ops or net.workload):
         return
-    _, llm = step_totals(t, net, acc)
+    _, llm = step_totals(t, net, acc, None, unique_latency)
     w = net.workload
     t.update({k: w.get(k) for k in ("phase", "batch", "seq", "context")})
     for k in ("ttft_s", "time_per_token_s", "tokens_per_s", "energy_per_token_j"):

@@ -46,14 +46,19 @@ def vector_part(network, arch) -> dict[str, Any]:
     return {"costed": True, "ops": rows, "total": vector_totals(rows, network, arch), "not_costed": ""}
 
 
-def step_totals(tot: dict[str, Any], network, arch, dram: dict[str, float] | None = None):
+def step_totals(tot: dict[str, Any], network, arch, dram: dict[str, float] | None = None,
+                unique_latency: list | None = None):
     """A transformer step's totals from its matmuls' (``tot``: ``energy_pj`` in pJ and
     ``latency_cycles``, x repeats, as `network_totals` gives them), in place: ``matmul_energy_pj``
     / ``matmul_latency_cycles`` keep the matmuls' part, ``vector_energy_pj`` /
     ``vector_latency_cycles`` the vector operations' (`vector_part`; absent when ``arch`` has no
-    vector unit), ``energy_pj`` / ``latency_cycles`` / ``edp`` become the step's (matmuls, then
-    vector operations, one after another: no overlap, no fusion), ``dram_bits`` the matmuls'
-    DRAM traffic by role (``dram``; None if unknown) plus the vector operations' (activations).
+    vector unit), ``energy_pj`` / ``latency_cycles`` / ``edp`` become the step's, ``dram_bits`` the
+    matmuls' DRAM traffic by role (``dram``; None if unknown) plus the vector operations'
+    (activations). The step's latency: with ``unique_latency`` (cycles of one execution of each
+    layer of ``network.unique()``), the vector operations that overlap layers run beside them
+    (`costmodel.llm.step_latency`; ``serial_latency_cycles`` and ``overlapped_cycles`` say what
+    overlapped); without it, or where a layer has none, matmuls then vector operations, one after
+    another.
 
     Returns:
         (`vector_part`'s dict, the serving figures of `costmodel.llm.step_metrics` with
@@ -69,6 +74,13 @@ def step_totals(tot: dict[str, Any], network, arch, dram: dict[str, float] | Non
         for k in ("energy_pj", "latency_cycles"):
             tot[f"vector_{k}"] = vt[k]
             tot[k] = None if tot[k] is None else tot[k] + vt[k]
+        if tot["latency_cycles"] is not None and unique_latency is not None and vec["ops"] \
+                and all(x is not None for x in unique_latency):
+            from costmodel.llm import step_latency
+            lat = step_latency(network, unique_latency, vec["ops"])
+            tot["serial_latency_cycles"] = tot["latency_cycles"]
+            tot["latency_cycles"] = lat["latency_cycles"]
+            tot["overlapped_cycles"] = lat["overlapped_cycles"]
         tot["edp"] = None if tot["energy_pj"] is None else tot["energy_pj"] * tot["latency_cycles"]
         if dram is not None:
             dram = {**dram, "activations": dram["activations"] + vt["dram_bits"]}

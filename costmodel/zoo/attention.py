@@ -1,0 +1,198 @@
+"""Attention in a transformer step, and what fusion keeps on chip (`costmodel.zoo.transformer`
+builds a step from these).
+
+**The mask** (`ATTENTION`). A decoder's prefill is causal: query i attends keys 0..i. A kernel that
+skips the blocks above the diagonal computes the rectangles of `causal_blocks` (diagonal blocks of
+at most `CAUSAL_BLOCK` tokens in full, masked inside). Encoders and ViT are dense.
+
+**Fusion** (`FUSION`). ``unfused``: every operation reads its inputs from, and writes its output
+to, the memory level where it lives (`costmodel.vector`); the score matmul writes the scores, the
+softmax reads and writes them, the context matmul reads the probabilities. ``fused``: what a
+serving kernel does.
+
+* Attention is one group per (sequence, KV head), FlashAttention's schedule (Dao et al.,
+  NeurIPS 2022, Alg. 1; Dao, ICLR 2024, for the query-tile-outer order): for each query tile of
+  ``tq`` positions (x the group's query heads as rows), for each K/V tile of ``tk`` keys (causal:
+  only the tiles at or below the diagonal, the diagonal one computed in full and masked), the score
+  tile S = Q K^T, the online softmax of S on the vector unit, and the context tile O += P V. The
+  loop-nest model costs each tile's matmuls (`Layer.onchip`: the operands that never leave the
+  chip, so the outermost memory does not serve them for that layer and their tiles must fit the
+  on-chip levels, `costmodel.loopnest.arch.Accelerator.for_layer`): the scores and probabilities
+  stay on chip (score's O, context's I), K and V come from DRAM once per (query tile, K/V tile)
+  pair, so once per query tile; Q is read from DRAM by each query tile's first score tile (its I
+  from DRAM, kept on chip for the rest) and the output written by its last context tile (its O to
+  DRAM, accumulated on chip before). The online softmax's extra work is vector work per tile:
+  ``online_softmax`` on S, the partial output rescaled after every tile but the first
+  (``attn_rescale``: rows x head_dim multiplies), and normalised once per query tile
+  (``attn_normalize``). Tiles: ``tq = min(FUSED_TILE, q_len)`` query positions and ``tk =
+  min(FUSED_TILE, attended)`` keys (a fixed choice this version: 128, FlashAttention-2's block for
+  head dims up to 128; the order of the loops inside a tile is searched by the mapper).
+* Element-wise operations are applied as the accumulators of the matmul that produces their
+  input drain (the TPU's activation pipeline sits at the accumulators' output, Jouppi et al., ISCA
+  2017, Sec. 2): RoPE on q_proj / k_proj, the activation on ffn_gate (ffn_up for GELU), the SwiGLU
+  multiply on ffn_up (reading the activated gate), the residual adds on o_proj and ffn_down
+  (reading the residual), bias adds on the projections: no round trip of that tensor through
+  memory (`VectorOp.in_flight`), and the vector unit works while the array does
+  (`VectorOp.overlaps`). A norm needs its row's statistics before it can scale the row: it stays a
+  second pass (it reads its input and writes the normalised rows), as do the MoE router's softmax
+  and the expert combine.
+
+Overlap (both modes, `costmodel.llm.step_latency`): an operation with ``overlaps`` runs on the
+vector unit while the array runs the layers it names (the slower of the two sets their time);
+every other operation runs after the one before it.
+"""
+
+from __future__ import annotations
+
+import math
+
+from costmodel.workload import Layer, VectorOp
+
+__all__ = ["ATTENTION", "FUSION", "CAUSAL_BLOCK", "FUSED_TILE", "causal_blocks", "fused_tiles",
+           "attention_layers", "fused_attention_ops", "fuse_elementwise", "computed_pairs"]
+
+#: Attention masks: a decoder's prefill is ``causal`` by default (query i attends keys 0..i), an
+#: encoder's and a ViT's ``dense`` (every query every key).
+ATTENTION = ("causal", "dense")
+#: How a step's operations meet memory (module docstring); ``unfused`` is the default.
+FUSION = ("unfused", "fused")
+#: The query / key block of a causal prefill (tokens): blocks wholly above the diagonal are skipped,
+#: the diagonal blocks computed in full and masked. Our choice, the block FlashAttention-2 runs for
+#: head dims up to 128 (Dao, "FlashAttention-2", ICLR 2024, Sec. 3.3 and its released kernels).
+CAUSAL_BLOCK = 128
+#: The query and K/V tile of fused attention (positions, keys): the same 128.
+FUSED_TILE = 128
+
+
+def causal_blocks(n: int, block: int = CAUSAL_BLOCK) -> list[tuple[int, int, int]]:
+    """The (query rows, key columns, count) rectangles a causal kernel computes for ``n`` queries
+    attending keys 0..i (the lower triangle with its diagonal), equal shapes merged, largest first.
+
+    The triangle of n <= ``block`` is one diagonal block computed in full (n x n, masked inside);
+    a larger one splits at h = floor(n / 2) into the triangles of the first h and the last n - h
+    queries and the (n - h) x h rectangle below the first (every pair of it is unmasked). So every
+    query-key pair at or below the diagonal is computed exactly once, and above it only inside the
+    diagonal blocks: for n = 2^k and block b, n^2 / 2 + n b / 2 pairs, against the exact
+    n (n + 1) / 2 (n = 2,048, b = 128: 2,228,224 = 1.062 x 2,098,176; n = 32,768: 1.0039 x).
+    """
+    out: dict[tuple[int, int], int] = {}
+
+    def tri(m: int, times: int) -> None:
+        if m <= block:
+            out[(m, m)] = out.get((m, m), 0) + times
+            return
+        h = m // 2
+        out[(m - h, h)] = out.get((m - h, h), 0) + times
+        if h == m - h:
+            tri(h, 2 * times)
+        else:
+            tri(h, times)
+            tri(m - h, times)
+
+    tri(n, 1)
+    return sorted(((r, c, k) for (r, c), k in out.items()), key=lambda t: (-t[0] * t[1], -t[0]))
+
+
+def fused_tiles(q_len: int, attended: int, causal: bool, tile: int = FUSED_TILE) -> dict[tuple, int]:
+    """The tiles of one fused attention instance: ``{(rows, cols, first, last): count}`` with rows
+    the query positions of the tile (before the GQA group), cols its keys, ``first`` / ``last``
+    whether it is its query tile's first / last K/V tile. Query tiles of ``min(tile, q_len)``
+    positions, K/V tiles of ``min(tile, attended)`` keys, the last of each partial; causal: the
+    K/V tiles up to the query tile's last position (q_len = attended: a prefill)."""
+    tq, tk = min(tile, q_len), min(tile, attended)
+    out: dict[tuple, int] = {}
+    for qi in range(math.ceil(q_len / tq)):
+        q0 = qi * tq
+        rows = min(tq, q_len - q0)
+        hi = q0 + rows if causal else attended
+        nk = math.ceil(hi / tk)
+        for ki in range(nk):
+            key = (rows, min(tk, hi - ki * tk), ki == 0, ki == nk - 1)
+            out[key] = out.get(key, 0) + 1
+    return out
+
+
+def computed_pairs(q_len: int, attended: int, causal: bool, fusion: str) -> int:
+    """Query-key pairs one head computes: fused, the tiles of `fused_tiles`; unfused, the blocks of
+    `causal_blocks` (causal) or q_len x attended (dense)."""
+    if fusion == "fused":
+        return sum(r * c * n for (r, c, _, _), n in fused_tiles(q_len, attended, causal).items())
+    if causal:
+        return sum(r * c * n for r, c, n in causal_blocks(q_len))
+    return q_len * attended
+
+
+def _mm(name: str, C: int, K: int, B: int, **kw) -> Layer:
+    return Layer(name, K=K, C=C, B=B, kind="matmul", w_role="kv_cache", **kw)
+
+
+def attention_layers(group: int, head_dim: int, q_len: int, attended: int, causal: bool, fusion: str,
+                     per_head: int) -> tuple[list[Layer], list[int]]:
+    """The score and context matmuls of a step's attention and their repeats (``per_head`` =
+    batch x kv_heads x layers instances; module docstring): unfused dense, ``score`` and
+    ``context``; unfused causal, ``score_<r>x<c>`` / ``context_<r>x<c>`` per rectangle of
+    `causal_blocks`; fused, the tiles of `fused_tiles` with their on-chip operands."""
+    if fusion == "fused":
+        layers, reps = [], []
+        for (r, c, first, last), n in fused_tiles(q_len, attended, causal).items():
+            tag = f"_{r}x{c}"
+            layers += [_mm(f"score_tile{tag}{'_first' if first else ''}", head_dim, c, group * r,
+                           onchip=("O",) if first else ("I", "O")),
+                       _mm(f"context_tile{tag}{'_last' if last else ''}", c, head_dim, group * r,
+                           onchip=("I",) if last else ("I", "O"))]
+            reps += [per_head * n, per_head * n]
+        return layers, reps
+    if causal:
+        layers, reps = [], []
+        for r, c, n in causal_blocks(q_len):
+            layers += [_mm(f"score_{r}x{c}", head_dim, c, group * r), _mm(f"context_{r}x{c}", c, head_dim, group * r)]
+            reps += [per_head * n, per_head * n]
+        return layers, reps
+    rows = group * q_len
+    return [_mm("score", head_dim, attended, rows), _mm("context", attended, head_dim, rows)], [per_head, per_head]
+
+
+def fused_attention_ops(group: int, head_dim: int, q_len: int, attended: int, causal: bool, per_head: int,
+                        bits: int | None, tile_layers: tuple[str, ...]) -> tuple[list[VectorOp], list[int]]:
+    """The vector work of fused attention per tile shape (module docstring): ``online_softmax`` on
+    each score tile, ``attn_rescale`` of the partial output after every K/V tile but a query
+    tile's first, ``attn_normalize`` once per query tile; repeats x ``per_head``; each overlaps the
+    attention's tile matmuls (``tile_layers``). Order: by tile shape, as `fused_tiles`."""
+    ops: list[VectorOp] = []
+    reps: list[int] = []
+    soft: dict[int, int] = {}
+    for (r, c, first, last), n in fused_tiles(q_len, attended, causal).items():
+        rows = group * r
+        ops.append(VectorOp(f"online_softmax_{r}x{c}", "online_softmax", rows * c, rows=rows, bits=bits,
+                            overlaps=tile_layers))
+        reps.append(per_head * n)
+        if not first:
+            soft[rows] = soft.get(rows, 0) + n
+        if last:
+            ops.append(VectorOp(f"attn_normalize_{r}", "mul", rows * head_dim, rows=rows, bits=bits,
+                                overlaps=tile_layers))
+            reps.append(per_head * n)
+    for rows, n in soft.items():
+        ops.append(VectorOp(f"attn_rescale_{rows}", "mul", rows * head_dim, rows=rows, bits=bits, overlaps=tile_layers))
+        reps.append(per_head * n)
+    merged: dict[VectorOp, int] = {}  # equal ops (tiles that differ only in first / last) once
+    for o, r in zip(ops, reps):
+        merged[o] = merged.get(o, 0) + r
+    return list(merged), list(merged.values())
+
+
+#: Element-wise ops applied as their producer's accumulators drain (module docstring): op name ->
+#: the layers whose output they take in flight.
+_PRODUCERS = {"rope_q": ("q_proj",), "rope_k": ("k_proj",), "gate_mul": ("ffn_up",),
+              "attn_residual": ("o_proj",), "ffn_residual": ("ffn_down",)}
+
+
+def fuse_elementwise(ops: list[VectorOp], swiglu: bool) -> list[VectorOp]:
+    """``ops`` with the element-wise operations of a block fused into their producers (module
+    docstring): ``in_flight`` 1 (that input not read, no write of their own) and ``overlaps`` the
+    producer; norms, softmaxes and the MoE ops unchanged."""
+    from dataclasses import replace
+    act = ("ffn_gate",) if swiglu else ("ffn_up",)
+    producers = {**_PRODUCERS, "act": act,
+                 "bias_add": ("q_proj", "k_proj", "v_proj", "o_proj", "ffn_gate", "ffn_up", "ffn_down")}
+    return [replace(op, in_flight=1, overlaps=producers[op.name]) if op.name in producers else op for op in ops]
