@@ -102,7 +102,7 @@ DEFAULT_SOURCE = ("Horowitz, 'Computing's energy problem', ISSCC 2014, 45 nm: FP
                   "measured unit")
 
 _INTS = ("lanes", "special_cycles", "bits")
-_ENERGIES = ("add_pj", "mul_pj", "special_pj")
+_ENERGIES = ("add_pj", "mul_pj", "special_pj", "lane_area_pes")
 
 
 @dataclass(frozen=True)
@@ -120,6 +120,9 @@ class VectorUnit:
             Horner multiply-add steps, one per cycle; our estimate).
         bits: the datapath precision (bits), for documentation: the energies are per operation at
             this precision, whatever the precision of the tensors in memory.
+        lane_area_pes: the area of one lane in PEs of the accelerator's array (so it follows the
+            array's technology; `costmodel.loopnest.physics.design_area_mm2`); 0 = the unit's area
+            is not counted (every preset but llm_ws: their rows are unchanged).
         source: where the figures come from.
 
     Raises:
@@ -134,6 +137,7 @@ class VectorUnit:
     special_cycles: int = 4
     bits: int = 16
     source: str = DEFAULT_SOURCE
+    lane_area_pes: float = 0.0
 
     def __post_init__(self) -> None:
         for k in _INTS:
@@ -173,8 +177,19 @@ class VectorUnit:
             raise ValueError(f"{src}: {e}") from None
 
     def to_dict(self) -> dict[str, Any]:
-        """The ``[vector]`` table (inverse of `from_dict`)."""
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        """The ``[vector]`` table (inverse of `from_dict`; ``lane_area_pes`` only where counted)."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "lane_area_pes" or self.lane_area_pes}
+
+    def sustains(self, head_dim: int, macs_per_cycle: int) -> dict[str, float]:
+        """What the unit sustains against an array of ``macs_per_cycle`` MACs per cycle on
+        attention with ``head_dim``: score elements per cycle of the online softmax
+        (`OP_PRIMITIVES`; lanes / (adds + muls + special x special_cycles) per element, per-row work
+        left out), of the array (macs_per_cycle / head_dim: one score element is head_dim MACs), and
+        their ratio (< 1: the vector unit sets attention's time)."""
+        p = OP_PRIMITIVES["online_softmax"]
+        unit = self.lanes / (p.add + p.mul + p.special * self.special_cycles)
+        array = macs_per_cycle / head_dim
+        return {"vector_elements_per_cycle": unit, "array_elements_per_cycle": array, "ratio": unit / array}
 
 
 class _Level(Protocol):

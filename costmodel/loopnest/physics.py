@@ -272,14 +272,17 @@ def memory_area_mm2(mem: MemoryLevel, acc: Accelerator) -> float:
 
 
 def design_area_mm2(acc: Accelerator, cache: dict | None = None) -> float:
-    """Chip area of ``acc``, mm^2: ``pe_count * A_PE_UM2 * 1e-6`` plus every memory's area; with
+    """Chip area of ``acc``, mm^2: ``(pe_count + vector lanes x lane_area_pes) * A_PE_UM2 * 1e-6``
+    (the vector unit counted where its ``lane_area_pes`` is set) plus every memory's area; with
     ``tech = "cacti22"`` the PE area scaled by `PE_AREA_SCALE` and, for a DRAM of a kind
     (``acc.dram``: `costmodel.tech.dram`), its interface's (PHY) area on the die.
 
     ``cache``: an optional dict owned by the caller keeping each memory's area per (tech, size,
     instances) and the PHY's per DRAM (kind, units) for the next designs (the same sum either way)."""
     tech = getattr(acc, "tech", None)
-    pe = acc.pe_count * A_PE_UM2 * 1e-6 * PE_AREA_SCALE.get(tech or "", 1.0)
+    vec = getattr(acc, "vector", None)
+    lanes = vec.lanes * vec.lane_area_pes if vec is not None else 0.0  # the vector unit, in PEs
+    pe = (acc.pe_count + lanes) * A_PE_UM2 * 1e-6 * PE_AREA_SCALE.get(tech or "", 1.0)
     phy = 0.0
     dram = getattr(acc, "dram", None)
     if dram is not None:

@@ -47,7 +47,7 @@ from .mapping import SpatialMapping
 from .physics import PhysicsRangeError, TooSmallForWord, check_size, design_area_mm2, scale_memory
 
 __all__ = ["ArchTemplate", "BadDataflow", "CATEGORICAL", "CLOCK", "DATAFLOW", "DRAM_KIND", "DRAM_UNITS", "Dataflow",
-           "InvalidDesign", "UnknownParameter"]
+           "InvalidDesign", "LANES", "UnknownParameter"]
 
 #: The parameter naming a design's dataflow (`Dataflow`).
 DATAFLOW = "dataflow"
@@ -55,6 +55,8 @@ DATAFLOW = "dataflow"
 #: the kind (a name: "lpddr5", "ddr5", "hbm2e", "hbm3"), its units (channels or stacks) and the
 #: accelerator's clock (MHz; the DRAM's bits per cycle follow it, the MAC energy does not).
 DRAM_KIND, DRAM_UNITS, CLOCK = "dram", "dram_units", "clock_mhz"
+#: The parameter of a template with a vector unit (TOML ``[vector]``): its lanes.
+LANES = "vector.lanes"
 #: The parameters whose values are names, not numbers.
 CATEGORICAL = (DATAFLOW, DRAM_KIND)
 #: The key of a `ArchTemplate.design` memo holding the template it serves.
@@ -208,6 +210,8 @@ class ArchTemplate:
                 p[f"memory.{m.name}.size_bits"] = ("memory", i, "size_bits")
                 p[f"memory.{m.name}.size_kib"] = ("memory", i, "size_kib")
             p[f"memory.{m.name}.word_bits"] = ("memory", i, "word_bits")
+        if getattr(self.base, "vector", None) is not None:  # the vector unit's width
+            p[LANES] = ("vector", "lanes", "")
         if getattr(self.base, "dram", None) is not None:  # a DRAM of a kind: its kind, units, the clock
             p[DRAM_KIND] = ("dram", "kind", "")
             p[DRAM_UNITS] = ("dram", "units", "")
@@ -263,6 +267,8 @@ class ArchTemplate:
             return dram[0] if key == "kind" else dram[1]
         if kind == "clock":
             return self.base.clock_mhz
+        if kind == "vector":
+            return cast(Any, self.base.vector).lanes
         if kind == "array":
             return self.base.array[key]
         m = self.base.memories[key]
@@ -300,7 +306,7 @@ class ArchTemplate:
                     or value <= 0:
                 raise ValueError(f"{name} = {value!r}: expected a positive number of MHz")
             return value  # type: ignore[return-value]
-        if kind == "array" or attr == "word_bits":
+        if kind == "array" or kind == "vector" or attr == "word_bits":
             return _pos_int(name, value)
         bits = _kib_to_bits(name, value) if attr == "size_kib" else _pos_int(name, value)
         check_size(self.base.memories[key], bits, getattr(self.base, "tech", None))
@@ -356,6 +362,7 @@ class ArchTemplate:
         spatial, hint, multicast = base.spatial, base.spatial_hint, base.multicast
         dram: dict[str, Any] = dict(zip(("kind", "units"), base.dram)) if base.dram is not None else {}
         clock = base.clock_mhz
+        lanes = base.vector.lanes if base.vector is not None else None
         if memo is not None and memo.setdefault(_MEMO_OWNER, self) is not self:
             raise ValueError("ArchTemplate.design: memo was used with another template")
         for pname, value in values.items():
@@ -365,6 +372,9 @@ class ArchTemplate:
                 continue
             if kind == "clock":
                 clock = float(v)
+                continue
+            if kind == "vector":
+                lanes = v
                 continue
             if kind == "dataflow":
                 df = self.dataflow(v)
@@ -406,6 +416,8 @@ class ArchTemplate:
             if sp is None:
                 sp = memo[skey] = (spatial, self._spatial(spatial, array))
             spatial = sp[1]
+        if base.vector is not None and lanes != base.vector.lanes:
+            extra["vector"] = replace(base.vector, lanes=lanes)
         try:
             if multicast != base.multicast:
                 extra["multicast"] = multicast

@@ -127,14 +127,14 @@ def _mm(name: str, C: int, K: int, B: int, **kw) -> Layer:
 
 
 def attention_layers(group: int, head_dim: int, q_len: int, attended: int, causal: bool, fusion: str,
-                     per_head: int) -> tuple[list[Layer], list[int]]:
+                     per_head: int, tile: int = FUSED_TILE) -> tuple[list[Layer], list[int]]:
     """The score and context matmuls of a step's attention and their repeats (``per_head`` =
     batch x kv_heads x layers instances; module docstring): unfused dense, ``score`` and
     ``context``; unfused causal, ``score_<r>x<c>`` / ``context_<r>x<c>`` per rectangle of
-    `causal_blocks`; fused, the tiles of `fused_tiles` with their on-chip operands."""
+    `causal_blocks`; fused, the tiles of `fused_tiles` (``tile``) with their on-chip operands."""
     if fusion == "fused":
         layers, reps = [], []
-        for (r, c, first, last), n in fused_tiles(q_len, attended, causal).items():
+        for (r, c, first, last), n in fused_tiles(q_len, attended, causal, tile).items():
             tag = f"_{r}x{c}"
             layers += [_mm(f"score_tile{tag}{'_first' if first else ''}", head_dim, c, group * r,
                            onchip=("O",) if first else ("I", "O")),
@@ -153,7 +153,8 @@ def attention_layers(group: int, head_dim: int, q_len: int, attended: int, causa
 
 
 def fused_attention_ops(group: int, head_dim: int, q_len: int, attended: int, causal: bool, per_head: int,
-                        bits: int | None, tile_layers: tuple[str, ...]) -> tuple[list[VectorOp], list[int]]:
+                        bits: int | None, tile_layers: tuple[str, ...],
+                        tile: int = FUSED_TILE) -> tuple[list[VectorOp], list[int]]:
     """The vector work of fused attention per tile shape (module docstring): ``online_softmax`` on
     each score tile, ``attn_rescale`` of the partial output after every K/V tile but a query
     tile's first, ``attn_normalize`` once per query tile; repeats x ``per_head``; each overlaps the
@@ -161,7 +162,7 @@ def fused_attention_ops(group: int, head_dim: int, q_len: int, attended: int, ca
     ops: list[VectorOp] = []
     reps: list[int] = []
     soft: dict[int, int] = {}
-    for (r, c, first, last), n in fused_tiles(q_len, attended, causal).items():
+    for (r, c, first, last), n in fused_tiles(q_len, attended, causal, tile).items():
         rows = group * r
         ops.append(VectorOp(f"online_softmax_{r}x{c}", "online_softmax", rows * c, rows=rows, bits=bits,
                             overlaps=tile_layers))

@@ -31,7 +31,8 @@ def test_llm_ws_as_described():
 
 def test_area_by_hand():
     acc = load_accelerator("llm_ws")
-    pe = 128 * 128 * A_PE_UM2 * 1e-6 * (22 / 65) ** 2         # 16,384 PEs at DeepOpt's 65 nm area, scaled
+    # 16,384 PEs and 128 vector lanes of 4 PEs each at DeepOpt's 65 nm PE area, scaled
+    pe = (128 * 128 + 128 * 4) * A_PE_UM2 * 1e-6 * (22 / 65) ** 2
     sram = CACTI[2048][2] + CACTI[16384][2]                     # accumulators + unified buffer
     regs = 128 * 128 * CACTI[4][2] * (16 / 8192) / 4            # 16-bit registers at the 4 KiB density
     assert design_area_mm2(acc) == pytest.approx(pe + sram + regs + 10.45, rel=1e-9)

@@ -35,6 +35,7 @@ def test_parameter_names(eyeriss):
     for m in mems:
         want += [f"memory.{m}.size_bits", f"memory.{m}.size_kib", f"memory.{m}.word_bits"]
     want.append("memory.dram.word_bits")       # unbounded: no size
+    want.append("vector.lanes")                # its [vector] unit
     assert eyeriss.parameter_names() == want
 
 

@@ -144,7 +144,7 @@ def test_llama3_8b_decode_macs(b, c):
 
 @pytest.mark.parametrize("b, s", [(1, 2048), (2, 100)])
 def test_llama3_8b_prefill_macs(b, s):
-    assert build_transformer("llama3_8b", phase="prefill", batch=b, seq=s).macs == llama3_8b_prefill(b, s)
+    assert build_transformer("llama3_8b", phase="prefill", batch=b, seq=s, attention="dense").macs == llama3_8b_prefill(b, s)
 
 
 def test_mixtral_decode_macs_top2_of_8():
@@ -174,7 +174,7 @@ def test_dense_decoder_macs(name, phase):
     h, heads, kv, hd, f, L, V, mats = MODELS[name]
     b, n = 2, 512
     if phase == "prefill":
-        net = build_transformer(name, phase=phase, batch=b, seq=n)
+        net = build_transformer(name, phase=phase, batch=b, seq=n, attention="dense")
         block = dense_block(b * n, b, n, n, h, heads, kv, hd, f, mats)
     else:
         net = build_transformer(name, phase=phase, batch=b, context=n)
@@ -187,7 +187,7 @@ def test_mixtral_prefill_macs_are_top2_per_token():
     b, s = 1, 1000
     T = b * s
     per_layer = dense_block(T, b, s, s, h, heads, kv, hd, f, 0) + T * h * E + T * k * 3 * h * f
-    net = build_transformer("mixtral_8x7b", phase="prefill", batch=b, seq=s)
+    net = build_transformer("mixtral_8x7b", phase="prefill", batch=b, seq=s, attention="dense")
     assert net.macs == L * per_layer + b * h * V
 
 
@@ -226,8 +226,8 @@ def test_layer_names_and_order():
 
 
 def test_prefill_lm_head_is_last_token_only_and_names():
-    net = build_transformer("gpt2", phase="prefill", batch=3, seq=100)
-    assert net.name == "gpt2/prefill/b3/seq100"
+    net = build_transformer("gpt2", phase="prefill", batch=3, seq=100, attention="dense")
+    assert net.name == "gpt2/prefill/b3/seq100/dense"
     assert layer(net, "lm_head")[0].B == 3 and layer(net, "q_proj")[0].B == 300
     score, r = layer(net, "score")
     assert (score.B, score.K, r) == (100, 100, 3 * 12 * 12)   # MHA: group 1, q_len 100
@@ -428,3 +428,68 @@ def test_network_info_of_a_transformer():
     assert "config.json" in info["source"] and info["published_params_source"]
     assert network_info("vit_b16")["defaults"]["phase"] == "prefill"
     assert network_info("vit_b16")["defaults"]["context"] is None
+
+
+# ----------------------------------------------------------------------------- causal prefill
+
+def test_causal_blocks_cover_the_triangle_exactly_once():
+    """Every (query, key) pair with key <= query is in exactly one block, and pairs above the
+    diagonal only inside the diagonal blocks (<= 128 wide): a brute-force cover of n = 300 and
+    n = 1,000 (blocks placed as the recursion places them)."""
+    from costmodel.zoo.attention import causal_blocks
+
+    def place(n, q0=0, k0=0, out=None):
+        out = [] if out is None else out
+        if n <= 128:
+            out.append((q0, k0, n, n))
+            return out
+        h = n // 2
+        out.append((q0 + h, k0, n - h, h))
+        place(h, q0, k0, out)
+        place(n - h, q0 + h, k0 + h, out)
+        return out
+
+    for n in (300, 1000, 2048):
+        seen = {}
+        for q0, k0, r, c in place(n):
+            for q in range(q0, q0 + r):
+                for k in range(k0, k0 + c):
+                    seen[(q, k)] = seen.get((q, k), 0) + 1
+        lower = {(q, k) for q in range(n) for k in range(q + 1)}
+        assert lower <= set(seen) and all(v == 1 for v in seen.values())
+        assert all(abs(q - k) < 128 for q, k in set(seen) - lower)
+        blocks = causal_blocks(n)
+        assert sum(r * c * m for r, c, m in blocks) == len(seen)
+        shapes = {}
+        for _, _, r, c in place(n):
+            shapes[(r, c)] = shapes.get((r, c), 0) + 1
+        assert {(r, c): m for r, c, m in blocks} == shapes
+
+
+def test_causal_prefill_macs_by_hand():
+    """Llama-3-8B prefill of 2,048 tokens: the attention pairs per head are 2,048 x 2,049 / 2 =
+    2,098,176 exact, 1,024^2 + 2 x 512^2 + 4 x 256^2 + 24 x 128^2 = 2,228,224 computed (the 16
+    diagonal blocks of 128 in full); MACs = dense - 2 x 128 x (2,048^2 - 2,228,224) x 32 heads x
+    32 blocks; the dense step names itself /dense and keeps today's count."""
+    causal = build_transformer("llama3_8b", phase="prefill", seq=2048)
+    dense = build_transformer("llama3_8b", phase="prefill", seq=2048, attention="dense")
+    assert causal.name == "llama3_8b/prefill/b1/seq2048" and dense.name.endswith("/dense")
+    assert causal.workload["attention"] == "causal"
+    assert causal.workload["attention_pairs"] == {"exact": 2_098_176 * 32 * 32, "computed": 2_228_224 * 32 * 32}
+    assert dense.macs - causal.macs == 2 * 128 * (2048 ** 2 - 2_228_224) * 32 * 32
+    assert dense.macs == llama3_8b_prefill(1, 2048)
+    soft = {v.name: v for v in causal.vector_ops}["softmax"]
+    assert soft.elements == 32 * 2_228_224 and soft.rows == 32 * 2048
+    # the blocks: score_<r>x<c> with B = 4 x r (GQA group 4), C = 128, K = c
+    s, r = layer(causal, "score_1024x1024")
+    assert (s.B, s.C, s.K, r) == (4 * 1024, 128, 1024, 8 * 32)
+
+
+def test_attention_option_errors_and_decode():
+    with pytest.raises(ValueError, match="^attention: bert_base is an encoder model"):
+        build_transformer("bert_base", attention="causal")
+    with pytest.raises(ValueError, match="^attention: must be one of"):
+        build_transformer("llama3_8b", phase="prefill", attention="sparse")
+    d = build_transformer("llama3_8b", phase="decode", context=512, attention="dense")
+    assert d.name == "llama3_8b/decode/b1/ctx512" and d.workload["attention"] is None
+    assert build_transformer("bert_base").workload["attention"] == "dense"

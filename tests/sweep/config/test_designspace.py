@@ -155,8 +155,8 @@ def test_list_archs_names_each_template_parameter():
     r = CliRunner().invoke(app, ["list", "archs", "--json"])
     rows = {x["name"]: x for x in json.loads(r.output)}
     params = rows["eyeriss_like"]["grid_parameters"]
-    # 2 array dims; 6 bounded memories x (size_bits, size_kib, word_bits); DRAM's word only
-    assert len(params) == 2 + 6 * 3 + 1 and "memory.sram_1M.size_kib" in params and "memory.dram.word_bits" in params
+    # 2 array dims; 6 bounded memories x (size_bits, size_kib, word_bits); DRAM's word only; vector.lanes
+    assert len(params) == 2 + 6 * 3 + 1 + 1 and "vector.lanes" in params and "memory.sram_1M.size_kib" in params and "memory.dram.word_bits" in params
     assert "memory.dram.size_bits" not in params
 
 
