@@ -141,7 +141,10 @@ def attention_layers(group: int, head_dim: int, q_len: int, attended: int, causa
                        _mm(f"context_tile{tag}{'_last' if last else ''}", c, head_dim, group * r,
                            onchip=("I",) if last else ("I", "O"))]
             reps += [per_head * n, per_head * n]
-        return layers, reps
+        merged: dict[Layer, int] = {}  # the same tile named twice (first and last of a one-tile row) once
+        for l, r in zip(layers, reps):
+            merged[l] = merged.get(l, 0) + r
+        return list(merged), list(merged.values())
     if causal:
         layers, reps = [], []
         for r, c, n in causal_blocks(q_len):

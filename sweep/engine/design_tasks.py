@@ -150,6 +150,11 @@ def evaluate_design(template, design_id: str, values: dict, networks: Sequence, 
     return rows, totals, arch_row
 
 
+#: The version of how a transformer step is totalled beyond its layers' mappings (the vector unit,
+#: the overlap rule, the memory capacity, `sweep.engine.totals.step_totals`): in the task ids of
+#: architecture searches over steps only (CNN campaigns' ids unchanged). 2: capacity, fusion, overlap.
+STEP_MODEL_VERSION = 2
+
 #: The totals columns of a campaign with transformer steps (None for its other networks and for a
 #: failed design): the step's parameters, the matmul / vector split (pJ, cycles) and the serving
 #: figures (s, tokens/s, J, tokens/s/mm^2), as `sweep map --network` computes them
@@ -270,6 +275,10 @@ def _task_id(campaign, designs: Sequence[tuple[str, dict]]) -> str:
                          list(n.repeats)] for n in campaign.networks]}
     if campaign.workload is not None:  # a serving mix: its row is part of the task's output
         doc["workload"] = campaign.workload.to_dict()
+    if any(n.workload for n in campaign.networks):  # transformer steps: what totals them beyond the layers
+        base = campaign.architectures.template.base
+        doc["step_model"] = STEP_MODEL_VERSION
+        doc["vector"] = base.vector.to_dict() if base.vector is not None else None
     return stable_hash(doc, 24)
 
 
