@@ -179,6 +179,15 @@ class Mapper(ABC, Generic[ProblemT]):
     kind: ClassVar[str]
     params: ClassVar[tuple[Param, ...]] = ()
     columns: ClassVar[tuple[ExtraColumn, ...]] = ()
+    #: The version of how the mapper breaks ties on the latency objective (`rank_key`: by energy);
+    #: 0 = it does not. Part of the task ids of its latency-objective problems only (`id_version`),
+    #: so the ids of its energy and EDP problems, whose results the rule does not touch, stay.
+    latency_ties: ClassVar[int] = 0
+
+    def id_version(self, objective: str | None) -> str:
+        """``version`` as task ids hold it: with ``+ties<n>`` for a latency-objective problem of a
+        mapper that breaks latency ties (`latency_ties`)."""
+        return f"{self.version}+ties{self.latency_ties}" if objective == "latency" and self.latency_ties else self.version
 
     def make_problem(self, layer: Layer, arch: Any, spatial: SpatialMapping | None = None,
                      objective: str = "energy") -> ProblemT:
@@ -207,7 +216,7 @@ class Mapper(ABC, Generic[ProblemT]):
 
     def reduce(self, results: Sequence["SearchResult"]) -> "SearchResult":
         """Best unit result (first of equal values); evaluations and wall time summed."""
-        return best_of(results)
+        return best_of(results, bool(self.latency_ties))
 
     def resolve(self, params: Mapping[str, Any] | None) -> dict[str, Any]:
         """Defaults filled in and values checked. Raises ValueError listing every problem."""
@@ -403,14 +412,24 @@ class SearchResult:
         return self.detail.ordering if isinstance(self.detail, LoopNestDetail) else None
 
 
-def best_of(results: Sequence[SearchResult]) -> SearchResult:
-    """Reduce work-unit results to the best one; evaluations and wall time are summed.
+def rank_key(r: SearchResult, latency_ties: bool = True) -> tuple[float, float]:
+    """How results of one problem are ordered: by the objective, and, with ``latency_ties``, under
+    the latency objective ties by energy (mappings that tie on latency, compute-bound ones, differ
+    in what they move: the one that moves less wins; `Mapper.latency_ties`); (value, 0) otherwise,
+    so the first of equal values stays first."""
+    tie = latency_ties and r.objective == "latency" and math.isfinite(r.energy_pj)
+    return (r.value, r.energy_pj if tie else 0.0)
+
+
+def best_of(results: Sequence[SearchResult], latency_ties: bool = False) -> SearchResult:
+    """Reduce work-unit results to the best one (`rank_key`; ``latency_ties``: a mapper that breaks
+    latency ties by energy); evaluations and wall time are summed.
 
     Ties go to the first in the given order (callers pass units in a deterministic order).
     """
     if not results:
         raise ValueError("no results to reduce")
-    best = min(results, key=lambda r: r.value)  # min keeps the first of equal values
+    best = min(results, key=lambda r: rank_key(r, latency_ties))  # min keeps the first of equal keys
     return replace(best, evaluations=sum(r.evaluations for r in results),
                    wall_s=sum(r.wall_s for r in results),
                    extra=dict(best.extra, units=len(results)))

@@ -20,7 +20,7 @@ from mappers.base import ExtraColumn, LayerMapper, LayerProblem, LoopNestDetail,
 from mappers.loop_order.lpf import merge_lpfs
 from mappers.spatial import RANKS, spatial_candidates, spatial_mode
 
-__all__ = ["default_evaluator", "problem_evaluator", "problem_counts", "make_result", "LoopOrderMapper", "SPATIAL_PARAMS",
+__all__ = ["default_evaluator", "problem_evaluator", "problem_counts", "make_result", "least_energy_tie", "LoopOrderMapper", "SPATIAL_PARAMS",
            "SPATIAL_COLUMNS", "spatial_mode", "spatial_object"]
 
 
@@ -116,6 +116,26 @@ def make_result(ev, problem: LayerProblem, mapper: str, engine: str, ordering, v
                         extra=dict(extra or {}),
                         detail=LoopNestDetail(loops=tuple((str(d), int(f)) for d, f in ev.loops(o)),
                                               ordering=tuple(int(t) for t in o)))
+
+
+def least_energy_tie(ev, value: float, ordering, seen: list):
+    """Under the latency objective, the ordering of least energy among those evaluated at exactly
+    ``value`` (`mappers.base.rank_key`: a compute-bound layer has many orderings of equal latency
+    that move different data): ``ordering`` and the keys of each dict of ``seen`` (ordering tuple ->
+    objective; None entries skipped) whose value is ``value``. ``ordering`` itself when it is the
+    only one or ``value`` is not finite; ties on energy keep the first met (``ordering``, then the
+    dicts in order, each in insertion order). The re-costing is not counted as evaluations: the
+    search already counted these orderings."""
+    if ordering is None or not np.isfinite(value):
+        return ordering
+    cands = [tuple(int(t) for t in ordering)]
+    for d in seen:
+        cands += [k for k, v in (d or {}).items() if v == value]
+    cands = list(dict.fromkeys(cands))
+    if len(cands) == 1:
+        return ordering
+    energy = ev.evaluate(np.array(cands, dtype=np.int64)).energy_pj
+    return np.array(cands[int(np.argmin(energy))], dtype=np.int64)
 
 
 #: The spatial-search parameters of every loop-order mapper.

@@ -34,15 +34,23 @@ def exhaustive_range(ev, objective: str, start: int, stop: int, batch: int = 409
 
     Returns:
         (best value (+inf if none valid), best ordering (n,) int64 or None, its rank or None,
-        orderings evaluated). Ties go to the lowest rank.
+        orderings evaluated). Ties go to the lowest rank; under the latency objective ties on
+        latency go to the lower energy first.
     """
-    best_v, best_o, best_r = float("inf"), None, None
+    best_v, best_e, best_o, best_r = float("inf"), float("inf"), None, None
     r = start
     for block in iter_permutations(ev.counts, start, stop, batch):
-        vals = ev.objective(block, objective)
-        i = int(np.argmin(vals))  # first minimum = lowest rank in the block
-        if vals[i] < best_v:
-            best_v, best_o, best_r = float(vals[i]), block[i].copy(), r + i
+        if objective == "latency":  # ties on latency broken by energy (`mappers.base.rank_key`)
+            cost = ev.evaluate(block)
+            vals, en = cost.latency_cycles, cost.energy_pj
+            i = int(np.lexsort((en, vals))[0])  # stable: the lowest rank of equal keys
+            if (vals[i], en[i]) < (best_v, best_e):
+                best_v, best_e, best_o, best_r = float(vals[i]), float(en[i]), block[i].copy(), r + i
+        else:
+            vals = ev.objective(block, objective)
+            i = int(np.argmin(vals))  # first minimum = lowest rank in the block
+            if vals[i] < best_v:
+                best_v, best_o, best_r = float(vals[i]), block[i].copy(), r + i
         r += len(block)
     return best_v, best_o, best_r, stop - start
 
@@ -60,6 +68,7 @@ class LomaMapper(LoopOrderMapper):
 
     name = "loma"
     version = "1"
+    latency_ties = 1  # ties on latency broken by energy (mappers.base.rank_key)
     kind = "loopnest"
     params = (
         Param("lpf_limit", "int", None, "merge LPFs until at most this many loops remain (LOMA); absent = no limit",

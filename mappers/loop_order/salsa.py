@@ -172,7 +172,8 @@ import numpy as np
 
 from mappers.annealing import log_accept_arg
 from mappers.base import LayerProblem, Param, SearchResult, WorkUnit, best_of, chain_seeds, objective_index
-from mappers.loop_order.base import SPATIAL_PARAMS, LoopOrderMapper, make_result, problem_counts, problem_evaluator
+from mappers.loop_order.base import (SPATIAL_PARAMS, LoopOrderMapper, least_energy_tie, make_result, problem_counts,
+                                     problem_evaluator)
 from mappers.loop_order.loma import exhaustive_range
 from mappers.loop_order.lpf import expand, iter_permutations, multiset_count, shard_range
 from mappers.loop_order.moves import BLOCK_MAX, MoveStream, PairStream, descend_ends, fit_surrogate
@@ -458,6 +459,7 @@ class SalsaMapper(LoopOrderMapper):
 
     name = "salsa"
     version = "4"
+    latency_ties = 1  # ties on latency broken by energy (mappers.base.rank_key)
     kind = "loopnest"
     params = (
         Param("engine", "str", "auto", "auto: exhaustive when the space is small enough, else SA (eq. 1)",
@@ -578,12 +580,14 @@ class SalsaMapper(LoopOrderMapper):
             extra.update(descent_evaluations=used, descent_gain=(ch.value - value) / ch.value if value < ch.value
                          else 0.0)
             evals += used
+        if problem.objective == "latency":
+            ordering = least_energy_tie(ev, value, ordering, [r.seen for r in res])
         return make_result(ev, problem, self.name, "sa", ordering, value, evals,
                            time.perf_counter() - t_start, seed=seeds[best], history=history, extra=extra)
 
     def reduce(self, results: Sequence[SearchResult]) -> SearchResult:
         """Best unit (first of equal values, in unit order); SA histories stacked to (chains, I + 1)."""
-        out = best_of(results)
+        out = best_of(results, latency_ties=True)
         hs = [r.history for r in results if r.history is not None]
         if len(results) > 1 and hs:
             rows = [h for h in hs for h in (h if isinstance(h, list) else list(np.atleast_2d(h)))]

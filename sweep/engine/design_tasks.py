@@ -269,7 +269,8 @@ def _table(items: list[dict], task_id: str, param_names: Sequence[str], params: 
 def _task_id(campaign, designs: Sequence[tuple[str, dict]]) -> str:
     spec = campaign.mappers[0]
     doc = {"designs": [d for d, _ in designs], "template": repr(campaign.architectures.template.base),
-           "mapper": spec.name, "version": get_mapper(spec.name).version, "params": spec.params,
+           "mapper": spec.name, "version": get_mapper(spec.name).id_version(campaign.objectives[0]),
+           "params": spec.params,
            "objective": campaign.objectives[0], "seed": campaign.seeds[0], "model": MODEL_VERSION,
            "networks": [[n.name, [canonical_json({"name": l.name, **l.hash_fields()}) for l in n.layers],
                          list(n.repeats)] for n in campaign.networks]}

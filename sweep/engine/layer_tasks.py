@@ -114,8 +114,8 @@ def _problems(campaign, rules: LayerRules) -> tuple[list[tuple[str, str, Problem
             for arch_name, acc in fitting:
                 arch_desc = repr(acc)
                 for spec in campaign.mappers:
-                    version = get_mapper(spec.name).version
                     for objective in campaign.objectives:
+                        version = get_mapper(spec.name).id_version(objective)
                         for seed in _seeds_for(spec.name, campaign.seeds):
                             prob = Problem.layer(spec.name, layer, acc, objective=objective, params=spec.params,
                                                  seed=seed, spatial=spatial, objective_param=rules.objective_param)

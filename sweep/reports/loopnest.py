@@ -11,7 +11,9 @@ From the unit rows and the problems table of a result directory:
 * plots: per-layer energy and search time of one network (Fig. 5, left), the per-network bars,
   and the distribution of the objective over the states visited for one layer (Fig. 4).
 
-A problem's result is the best of its unit rows (ties to the lowest unit); its search time is
+A problem's result is the best of its unit rows (ties to the lowest unit; under the latency
+objective, for a mapper that breaks latency ties, `mappers.base.rank_key`, to the least energy
+first); its search time is
 the sum of the units' wall times (CPU seconds) and its evaluations the sum over units.
 """
 
@@ -227,7 +229,13 @@ def _problems(rows: pd.DataFrame, problems: pd.DataFrame) -> pd.DataFrame:
     ok = rows[rows["status"] == "ok"].copy()
     ok["value"] = ok["value"].astype(float)
     ok = ok[np.isfinite(ok["value"])]  # skipped searches (e.g. loma over max_orderings) and failures
-    ok = ok.sort_values(["problem_id", "value", "unit_index"], kind="stable")
+    # a mapper that breaks latency ties by energy (`mappers.base.rank_key`) is read the same way
+    from mappers import MAPPER_NAMES, get_mapper
+    known = set(MAPPER_NAMES)
+    ties = np.array([m in known and bool(get_mapper(m).latency_ties) for m in ok["mapper"].astype(str)], dtype=bool)
+    lat = (ok["objective"].astype(str) == "latency").to_numpy() if "objective" in ok else np.zeros(len(ok), bool)
+    ok["_tie"] = np.where(ties & lat, ok["energy_pj"].astype(float), 0.0)
+    ok = ok.sort_values(["problem_id", "value", "_tie", "unit_index"], kind="stable").drop(columns="_tie")
     best = ok.groupby("problem_id", sort=False).head(1).set_index("problem_id")
     agg = ok.groupby("problem_id").agg(evaluations=("evaluations", "sum"), search_s=("wall_s", "sum"),
                                        units=("unit_index", "count"))
