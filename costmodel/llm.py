@@ -4,8 +4,9 @@ energy per token).
 
 A transformer step (`costmodel.zoo.transformer`) is one prefill of ``batch`` prompts of ``seq``
 tokens, or one decode step of ``batch`` sequences (one new token each, attending to ``context``
-cached tokens). Its layers run one after another, then its vector operations (no overlap, no
-fusion, as the totals of `costmodel.vector` and the loop-nest layers are summed), so:
+cached tokens). Its layers run one after another; its vector operations run after them, except
+those that overlap layers (fused ones, `costmodel.zoo.attention`), which run beside them
+(`step_latency`); so:
 
 * latency (s) = latency (cycles) / (clock_mhz x 10^6), the accelerator's clock;
 * prefill: ``ttft_s`` = the step's latency (the first output token needs the whole prompt);
@@ -114,8 +115,12 @@ class ServingMix:
     output: int
     batch: int = 1
     points: int = 3
+    fusion: str = "unfused"   # `costmodel.zoo.attention.FUSION`: how its steps are built
 
     def __post_init__(self) -> None:
+        from costmodel.zoo.attention import FUSION
+        if self.fusion not in FUSION:
+            raise ValueError(f"workload.fusion = {self.fusion!r}: expected one of {list(FUSION)}")
         for k in ("prompt", "output", "batch", "points"):
             v = getattr(self, k)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
@@ -126,7 +131,14 @@ class ServingMix:
     @property
     def name(self) -> str:
         """``<model>/mix/b<batch>/p<prompt>/o<output>``: the mix's row in the totals."""
-        return f"{self.model}/mix/b{self.batch}/p{self.prompt}/o{self.output}"
+        return f"{self.model}/mix/b{self.batch}/p{self.prompt}/o{self.output}" + ("/fused" if self.fusion == "fused" else "")
+
+    def step_names(self) -> list[str]:
+        """The names of its steps (`costmodel.zoo.transformer.build_transformer`): the prefill,
+        then a decode step per context of `contexts`."""
+        tag = "/fused" if self.fusion == "fused" else ""
+        return ([f"{self.model}/prefill/b{self.batch}/seq{self.prompt}{tag}"]
+                + [f"{self.model}/decode/b{self.batch}/ctx{c}{tag}" for c in self.contexts()])
 
     def contexts(self) -> list[int]:
         """The decode contexts mapped: ``points`` evenly spaced from prompt + 1 to prompt + output
@@ -156,8 +168,11 @@ class ServingMix:
 
     def to_dict(self) -> dict[str, Any]:
         """The ``[workload]`` table."""
-        return {"model": self.model, "prompt": self.prompt, "output": self.output, "batch": self.batch,
-                "points": self.points}
+        d = {"model": self.model, "prompt": self.prompt, "output": self.output, "batch": self.batch,
+             "points": self.points}
+        if self.fusion != "unfused":  # only where set: the hashes of unfused mixes stay
+            d["fusion"] = self.fusion
+        return d
 
     def figures(self, prefill: dict[str, Any], decodes: list[dict[str, Any]], clock_mhz: float) -> dict[str, Any]:
         """The request's figures from the step totals (``energy_pj``, ``latency_cycles`` of the

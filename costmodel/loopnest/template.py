@@ -416,7 +416,7 @@ class ArchTemplate:
             if sp is None:
                 sp = memo[skey] = (spatial, self._spatial(spatial, array))
             spatial = sp[1]
-        if base.vector is not None and lanes != base.vector.lanes:
+        if base.vector is not None and lanes is not None and lanes != base.vector.lanes:
             extra["vector"] = replace(base.vector, lanes=lanes)
         try:
             if multicast != base.multicast:

@@ -96,13 +96,14 @@ def parse_networks(value: Any, base_dir: Path, bad: Callable[[str, Any, str], No
     return nets
 
 
-_WORKLOAD_KEYS = ("model", "prompt", "output", "batch", "points")
+_WORKLOAD_KEYS = ("model", "prompt", "output", "batch", "points", "fusion")
 
 
 def parse_workload(value: Any, bad: Callable[[str, Any, str], None]):
     """The ``[workload]`` table, a serving mix (`costmodel.llm.ServingMix`): ``model`` (a zoo
     decoder), ``prompt`` and ``output`` tokens per request, ``batch`` requests served together
-    (default 1), ``points`` decode contexts mapped (default 3); None if absent. Problems go to
+    (default 1), ``points`` decode contexts mapped (default 3), ``fusion`` how its steps are built
+    (``unfused`` or ``fused``, default unfused); None if absent. Problems go to
     ``bad`` naming ``workload.<key>``."""
     if value is None:
         return None
@@ -125,7 +126,8 @@ def parse_workload(value: Any, bad: Callable[[str, Any, str], None]):
             bad(f"workload.{k}", None, "required: tokens per request")
             return None
     try:
-        return ServingMix(model, value["prompt"], value["output"], value.get("batch", 1), value.get("points", 3))
+        return ServingMix(model, value["prompt"], value["output"], value.get("batch", 1), value.get("points", 3),
+                          value.get("fusion", "unfused"))
     except ValueError as e:
         key = str(e).split(" = ")[0]
         bad(key, value.get(key.split(".")[-1]), str(e).split(": ", 1)[-1])
@@ -137,8 +139,9 @@ def mix_networks(mix, bad: Callable[[str, Any, str], None]) -> list[Network]:
     each of its contexts (`costmodel.llm.ServingMix.contexts`)."""
     from costmodel.zoo import load_network
     try:
-        return [load_network(mix.model, phase="prefill", batch=mix.batch, seq=mix.prompt),
-                *(load_network(mix.model, phase="decode", batch=mix.batch, context=c) for c in mix.contexts())]
+        f = {"fusion": "fused"} if mix.fusion == "fused" else {}
+        return [load_network(mix.model, phase="prefill", batch=mix.batch, seq=mix.prompt, **f),
+                *(load_network(mix.model, phase="decode", batch=mix.batch, context=c, **f) for c in mix.contexts())]
     except ValueError as e:  # e.g. a prompt past a learned position table
         bad(f"workload.{str(e).split(':')[0]}", mix.to_dict(), str(e))
         return []

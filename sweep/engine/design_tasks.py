@@ -195,8 +195,7 @@ def mix_row(mix, totals: list[dict], arch_row: list[dict]) -> dict:
 
     by_name = {t["network"]: t for t in totals}
     first = totals[0]
-    names = [f"{mix.model}/prefill/b{mix.batch}/seq{mix.prompt}"] + \
-        [f"{mix.model}/decode/b{mix.batch}/ctx{c}" for c in mix.contexts()]
+    names = mix.step_names()
     steps = [by_name.get(n, {}) for n in names]
     bad = sorted((s.get("status") or "error" for s in steps if s.get("status") != "ok"), key=lambda x: x != "error")
     ok = bool(arch_row) and not bad
