@@ -43,7 +43,7 @@ def _design(lanes: int, folder: Path) -> str:
     from costmodel.loopnest.template import ArchTemplate
     acc = ArchTemplate(load_accelerator("llm_ws")).design({"vector.lanes": lanes}, name=f"llm_ws_v{lanes}")
     path = folder / f"llm_ws_v{lanes}.toml"
-    write(acc.to_dict(), path)
+    write(path, acc.to_dict())
     return str(path)
 
 

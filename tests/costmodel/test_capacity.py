@@ -165,3 +165,16 @@ def test_a_design_too_small_for_one_step_has_no_figure_for_that_phase():
     assert f.loc["a", "time_per_token_s"] is None or pd.isna(f.loc["a", "time_per_token_s"])
     assert f.loc["a", "ttft_s"] == pytest.approx(0.5)
     assert f.loc["b", "time_per_token_s"] == pytest.approx(0.02)
+
+
+def test_a_fused_serving_mix_names_its_fused_steps():
+    """`[workload] fusion = "fused"`: the mix maps fused steps and finds them by name."""
+    from costmodel.llm import ServingMix
+    from sweep.config.networks import mix_networks
+    mix = ServingMix("gpt2", 32, 16, 2, fusion="fused")
+    nets = mix_networks(mix, lambda *a: pytest.fail(str(a)))
+    assert [n.name for n in nets] == mix.step_names()
+    assert mix.step_names()[0] == "gpt2/prefill/b2/seq32/fused" and mix.name.endswith("/fused")
+    assert "fusion" not in ServingMix("gpt2", 32, 16).to_dict()   # unfused mixes hash as before
+    with pytest.raises(ValueError, match="workload.fusion = 'auto'"):
+        ServingMix("gpt2", 32, 16, fusion="auto")
