@@ -121,7 +121,22 @@ def print_step(res: dict, console: Any) -> None:
                   f"{fmt.sig(llm['clock_mhz'])} MHz; precisions: {prec}"
                   + (" (matmuls only)" if llm.get("matmul_only") else ""), highlight=False, markup=False)
     console.print(memory_text(llm), highlight=False, markup=False)
+    console.print(attention_text(w), highlight=False, markup=False)
 
+
+def attention_text(w: dict) -> str:
+    """How the step's attention runs (``workload``: ``attention``, ``fusion``; the tiles of
+    `costmodel.zoo.attention`)."""
+    from costmodel.zoo.attention import CAUSAL_BLOCK, FUSED_TILE
+    mask = w.get("attention") or "the whole cache (decode)"
+    pairs = w.get("attention_pairs") or {}
+    counts = (f"; query-key pairs {pairs['computed']:,} computed, {pairs['exact']:,} under the mask"
+              if pairs else "")
+    if w.get("fusion") == "fused":
+        return (f"attention: fused (score -> online softmax -> context per query tile, scores on chip; query tile "
+                f"{FUSED_TILE} positions, K/V tile {FUSED_TILE} keys), mask {mask}{counts}")
+    blocks = f", diagonal blocks of {CAUSAL_BLOCK}" if w.get("attention") == "causal" else ""
+    return f"attention: unfused (scores and probabilities through memory), mask {mask}{blocks}{counts}"
 
 def memory_text(llm: dict) -> str:
     """The step's DRAM footprint against the capacity and the largest batch that fits (``llm``'s
