@@ -200,12 +200,15 @@ def add_llm_steps(page: Page, rep: dict[str, Any]) -> None:
              [fmt.energy(_pj(v)) for v in df["energy_per_token_j"]],
              [fmt.bits(r.get("dram_bits")) for r in steps],
              [" / ".join("n/a" if r.get(f"dram_{k}_share") is None else f"{100 * r[f'dram_{k}_share']:.3g}%"
-                         for k in ("weights", "kv_cache", "activations")) for r in steps]]
+                         for k in ("weights", "kv_cache", "activations")) for r in steps],
+             [_memory(r) for r in steps],
+             ["-" if r.get("max_batch") is None else f"{r['max_batch']:,}" for r in steps]]
     table = go.Figure(go.Table(header={"values": ["step", "arch", "mapper", "step energy", "TTFT / time per token",
                                                   "tokens/s", "energy per token", "DRAM per step",
-                                                  "DRAM: weights / KV cache / activations"]},
+                                                  "DRAM: weights / KV cache / activations", "memory",
+                                                  "largest batch that fits"]},
                                cells={"values": cells, "height": 30},
-                               columnwidth=[2.4, 1, 1, 1, 1.3, 0.8, 1.1, 1, 1.9]))
+                               columnwidth=[2.4, 1, 1, 1, 1.3, 0.8, 1.1, 1, 1.9, 1, 1]))
     table.update_layout(height=90 + 32 * len(steps), margin={"l": 10, "r": 10, "t": 10, "b": 10})
     page.figure(table, "llm-steps-table")
     fig = go.Figure()
@@ -219,6 +222,15 @@ def add_llm_steps(page: Page, rep: dict[str, Any]) -> None:
     log_axis(fig, "y", "J", title_text="energy per token")
     fig.update_layout(height=420, template="plotly_white", title="energy per token against time per token")
     page.figure(fig, "llm-steps")
+
+
+def _memory(r: dict[str, Any]) -> str:
+    """A step's DRAM footprint, or that it does not fit (`costmodel.capacity`)."""
+    from costmodel.capacity import gb
+    if r.get("does_not_fit"):
+        return "does not fit"
+    v = r.get("memory_bytes")
+    return "n/a" if v is None or v != v else gb(v)
 
 
 def _pj(joules: Any) -> float | None:
