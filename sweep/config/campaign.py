@@ -178,7 +178,7 @@ class Campaign:
             "objectives": list(self.objectives),
             "seeds": list(self.seeds),
             "architectures": self.architectures.describe(),
-            "mappers": [{"name": m.name, "params": m.params} for m in self.mappers],
+            "mappers": [self._mapper_config(m) for m in self.mappers],
             "systolic": self.systolic,
             "chunk_points": self.run.chunk_points,
             "units_per_task": self.run.units_per_task,
@@ -186,6 +186,18 @@ class Campaign:
             **self.plan.config_extras(self),
             **({"workload": self.workload.to_dict()} if self.workload is not None else {}),
         }
+
+    def _mapper_config(self, spec) -> dict[str, Any]:
+        """A mapper's entry of `resolved_config`: name and parameters, and where the campaign minimises
+        latency with a mapper that breaks latency ties by energy (`mappers.base.Mapper.latency_ties`)
+        that rule's version, so a directory written before it is not resumed into (its other
+        campaigns' hashes are what they were)."""
+        from mappers import get_mapper
+        out: dict[str, Any] = {"name": spec.name, "params": spec.params}
+        ties = getattr(get_mapper(spec.name), "latency_ties", 0)
+        if ties and "latency" in self.objectives:
+            out["latency_ties"] = ties
+        return out
 
     def config_hash(self) -> str:
         """sha256 of `resolved_config` (stable JSON)."""
