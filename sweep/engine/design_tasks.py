@@ -157,11 +157,12 @@ STEP_MODEL_VERSION = 2
 
 #: The totals columns of a campaign with transformer steps (None for its other networks and for a
 #: failed design): the step's parameters, the matmul / vector split (pJ, cycles) and the serving
-#: figures (s, tokens/s, J, tokens/s/mm^2), as `sweep map --network` computes them
+#: figures (s, tokens/s, J, tokens/s/mm^2, the largest batch that fits the DRAM at the step's
+#: context), as `sweep map --network` computes them
 #: (`sweep.engine.totals.step_totals`).
 STEP_TOTALS = ("phase", "batch", "seq", "context", "matmul_energy_pj", "vector_energy_pj",
                "matmul_latency_cycles", "vector_latency_cycles", "ttft_s", "time_per_token_s", "tokens_per_s",
-               "energy_per_token_j", "tokens_per_s_per_mm2")
+               "energy_per_token_j", "tokens_per_s_per_mm2", "max_batch")
 
 
 def _step_keys(net) -> dict:
@@ -184,6 +185,7 @@ def step_columns(t: dict, net, acc, area: float, unique_latency: list | None = N
     for k in ("ttft_s", "time_per_token_s", "tokens_per_s", "energy_per_token_j"):
         t[k] = (llm or {}).get(k)
     t["tokens_per_s_per_mm2"] = t["tokens_per_s"] / area if t.get("tokens_per_s") and area else None
+    t["max_batch"] = (llm or {}).get("max_batch")  # the largest batch that fits the design's DRAM
 
 
 def mix_row(mix, totals: list[dict], arch_row: list[dict]) -> dict:

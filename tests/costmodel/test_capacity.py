@@ -178,3 +178,16 @@ def test_a_fused_serving_mix_names_its_fused_steps():
     assert "fusion" not in ServingMix("gpt2", 32, 16).to_dict()   # unfused mixes hash as before
     with pytest.raises(ValueError, match="workload.fusion = 'auto'"):
         ServingMix("gpt2", 32, 16, fusion="auto")
+
+
+def test_design_totals_carry_the_largest_batch_as_sweep_map_does(llm_ws):
+    from costmodel.capacity import max_batch as mb
+    from costmodel.loopnest.template import ArchTemplate
+    from sweep.engine.design_tasks import evaluate_design
+    net = build_transformer("gpt2", phase="decode", batch=1, context=64)
+    design = ArchTemplate(llm_ws).design({"dram": "lpddr5", "dram_units": 1})
+    _, totals, _ = evaluate_design(ArchTemplate(llm_ws), "d1", {"dram": "lpddr5", "dram_units": 1}, [net],
+                                   "loma", {"lpf_limit": 4}, "latency", 0)
+    # 2 GiB: (2 GiB - 124,439,808 B of weights) / (12 x 2 x 768 x 64 B of cache per sequence), less
+    # the live activations
+    assert totals[0]["max_batch"] == mb(net, design) <= (2 * GIB - 124_439_808) // (12 * 2 * 768 * 64)
