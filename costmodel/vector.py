@@ -27,12 +27,14 @@ rsqrt, tanh; one special takes ``special_cycles`` lane-cycles). What each op cos
     sum of count x energy of each class; compute_cycles = ceil((elements x (add + mul) + specials x
     special_cycles) / lanes), specials = elements x special + rows x per-row specials.
 (e) latency (cycles) = max(compute_cycles, transfer_cycles): the unit streams its operands,
-    double-buffered, so the slower of compute and transfer sets the time. Ops of a network run one
-    after another and do not overlap the matmuls (`vector_totals` adds them).
+    double-buffered, so the slower of compute and transfer sets the time. `vector_totals` adds a
+    network's ops one after another; which of them overlap the matmuls (``VectorOp.overlaps``) is
+    the step's latency rule, `costmodel.llm.step_latency`.
 
 ``dram_bits``: the bits moved at the outermost level (read + write), 0 when the op's tensors live on
-chip. These rules are a first-order model: no fusion of neighbouring ops, no overlap with the
-matmuls, no cost for the per-row scalar arithmetic beyond the one special (a sum divided by d).
+chip. These rules are a first-order model: fusion only as ``in_flight`` says (an op fused into its
+producer's drain, `costmodel.zoo.attention`), no cost for the per-row scalar arithmetic beyond the
+one special (a sum divided by d).
 
 Errors: ValueError for an accelerator without a vector unit (`vector_cost`), and for bad
 ``[vector]`` keys or values (`VectorUnit.from_dict`, naming the file, the key and the value).
