@@ -74,15 +74,13 @@ from typing import Any
 from costmodel.workload import Layer, Network, VectorOp
 from costmodel.zoo.attention import (ATTENTION, CAUSAL_BLOCK, FUSION, attention_layers, causal_blocks, computed_pairs,
                                      fuse_elementwise, fused_attention_ops)
+from costmodel.zoo.step import PHASES, WEIGHT_BITS, Step, resolve_attention, resolve_bits, resolve_step, with_bits
 
 __all__ = ["TransformerConfig", "list_transformers", "transformer_config", "transformer_info", "parse_step_name",
            "param_count", "build_transformer", "experts_touched", "MODEL_KINDS", "PHASES",
            "WEIGHT_BITS", "WORKLOAD_PARAMS", "ATTENTION", "CAUSAL_BLOCK", "FUSION", "causal_blocks"]
 
 MODEL_KINDS = ("encoder", "decoder", "vit")
-PHASES = ("prefill", "decode")
-#: The weight precisions `build_transformer` takes (bits).
-WEIGHT_BITS = (16, 8, 4)
 #: The keyword parameters of `build_transformer` (a step's workload).
 WORKLOAD_PARAMS = ("phase", "batch", "seq", "context", "weight_bits", "act_bits", "kv_bits", "attention", "fusion")
 
@@ -330,108 +328,7 @@ def experts_touched(tokens: int, experts: int, top_k: int) -> int:
 # ----------------------------------------------------------------------------- the step
 
 
-@dataclass(frozen=True)
-class _Step:
-    phase: str
-    batch: int
-    seq: int | None
-    context: int | None
-    tokens: int      # T
-    q_len: int
-    attended: int
-    causal: bool = False  # a causal prefill: score / context as the blocks of `causal_blocks`
-    fusion: str = "unfused"  # `costmodel.zoo.attention.FUSION`
-
-
-def _positive(key: str, v) -> int:
-    if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-        raise ValueError(f"{key}: must be a positive integer, got {v!r}")
-    return v
-
-
-def _resolve_step(cfg: TransformerConfig, phase, batch, seq, context, attention=None) -> _Step:
-    name = cfg.name
-    phase = cfg.default_phase if phase is None else phase
-    if phase not in PHASES:
-        raise ValueError(f"phase: must be one of {PHASES}, got {phase!r}")
-    if phase == "decode" and cfg.kind != "decoder":
-        raise ValueError(f"phase: {name} is an {cfg.kind} model with no decode step; "
-                         f"phase='decode' is not allowed (use 'prefill')")
-    b = _positive("batch", cfg.batch if batch is None else batch)
-    if phase == "decode":
-        if seq is not None:
-            raise ValueError(f"seq: a decode step of {name} takes context (tokens in the KV cache, "
-                             f"the new one included), not seq; got seq={seq!r}")
-        c = _positive("context", cfg.context if context is None else context)
-        if c > cfg.max_context and cfg.max_positions:  # a learned position table ends there
-            raise ValueError(f"context: {c} exceeds {name}'s max_context {cfg.max_context} "
-                             f"(its learned position embeddings have {cfg.max_positions} rows)")
-        return _Step(phase, b, None, c, tokens=b, q_len=1, attended=c)
-    if context is not None:
-        raise ValueError(f"context: a prefill step of {name} takes seq (tokens per sequence), "
-                         f"not context; got context={context!r}")
-    s = _positive("seq", cfg.seq if seq is None else seq)
-    if cfg.kind == "vit" and s != cfg.seq:
-        raise ValueError(f"seq: {name} takes (image/patch)^2 + 1 = {cfg.seq} tokens per image, got {s}")
-    if s > cfg.max_context and cfg.max_positions:
-        raise ValueError(f"seq: {s} exceeds {name}'s max_context {cfg.max_context} "
-                         f"(its learned position embeddings have {cfg.max_positions} rows)")
-    return _Step(phase, b, s, None, tokens=b * s, q_len=s, attended=s, causal=attention == "causal")
-
-
-def _attention(cfg: TransformerConfig, phase: str | None, attention) -> str | None:
-    """The mask of a prefill (`ATTENTION`; default causal for decoders, dense otherwise); None at
-    decode, where the new token attends every cached token whatever the mask."""
-    phase = cfg.default_phase if phase is None else phase
-    if attention is not None and attention not in ATTENTION:
-        raise ValueError(f"attention: must be one of {ATTENTION}, got {attention!r}")
-    if cfg.kind != "decoder" and attention == "causal":
-        raise ValueError(f"attention: {cfg.name} is an {cfg.kind} model: its attention is dense "
-                         "(every token attends every token); attention='causal' is for decoders")
-    if phase == "decode":
-        return None
-    return attention or ("causal" if cfg.kind == "decoder" else "dense")
-
-
-
-
-@dataclass(frozen=True)
-class _Bits:
-    weight: int | None
-    act: int | None
-    kv: int | None   # kv_bits, else act_bits
-
-
-def _resolve_bits(weight_bits, act_bits, kv_bits) -> _Bits:
-    if weight_bits is not None and (isinstance(weight_bits, bool) or weight_bits not in WEIGHT_BITS):
-        raise ValueError(f"weight_bits: must be one of {WEIGHT_BITS}, got {weight_bits!r}")
-    if act_bits is not None:
-        _positive("act_bits", act_bits)
-    if kv_bits is not None:
-        _positive("kv_bits", kv_bits)
-    return _Bits(weight_bits, act_bits, kv_bits if kv_bits is not None else act_bits)
-
-
-def _with_bits(layer: Layer, bits: _Bits) -> Layer:
-    """``layer`` with the operands the workload fixes (module docstring)."""
-    ch: dict[str, int] = {}
-    fixed: set[str] = set()
-    w = bits.weight if layer.w_role == "weight" else bits.kv
-    if w is not None:
-        ch["w_bits"] = w
-        fixed.add("W")
-    if bits.act is not None:
-        ch["i_bits"] = ch["o_bits"] = bits.act
-        fixed |= {"I", "O_final"}
-    if layer.o_role == "kv_cache" and bits.kv is not None:
-        ch["o_bits"] = bits.kv
-        fixed.add("O_final")
-    if not ch:
-        return layer
-    return layer.with_(**ch, fixed_bits=tuple(o for o in ("W", "I", "O_final") if o in fixed))
-
-
-def _block_layers(cfg: TransformerConfig, st: _Step) -> tuple[list[Layer], list[int], int | None]:
+def _block_layers(cfg: TransformerConfig, st: Step) -> tuple[list[Layer], list[int], int | None]:
     """One block's matmuls (B set), their repeats (x layers) and the experts touched (MoE)."""
     T, L, hd = st.tokens, cfg.layers, cfg.head_dim
     q, k, v, o = (l.with_(B=T) for l in _attention_weights(cfg))
@@ -454,14 +351,14 @@ def _block_layers(cfg: TransformerConfig, st: _Step) -> tuple[list[Layer], list[
     return layers, reps, n_e
 
 
-def _outer_layers(cfg: TransformerConfig, st: _Step) -> tuple[list[Layer], list[Layer]]:
+def _outer_layers(cfg: TransformerConfig, st: Step) -> tuple[list[Layer], list[Layer]]:
     """The layers before the blocks (patch_embed, B=batch images) and after them (classifier /
     pooler / lm_head, B=batch: one row per sequence at prefill, every token at decode)."""
     outer = [l.with_(B=st.batch) for l in _head_weights(cfg)]
     return [l for l in outer if l.name == "patch_embed"], [l for l in outer if l.name != "patch_embed"]
 
 
-def _vector_ops(cfg: TransformerConfig, st: _Step, bits: int | None) -> tuple[list[VectorOp], list[int]]:
+def _vector_ops(cfg: TransformerConfig, st: Step, bits: int | None) -> tuple[list[VectorOp], list[int]]:
     """The vector ops of the step and their repeats (block ops x layers, others once)."""
     T, h, L, B = st.tokens, cfg.hidden, cfg.layers, st.batch
     norm = cfg.norm
@@ -517,12 +414,12 @@ def _vector_ops(cfg: TransformerConfig, st: _Step, bits: int | None) -> tuple[li
             [1] * len(pre) + [L] * len(block) + fused_reps + [1] * len(post))
 
 
-def _pairs(st: _Step) -> int:
+def _pairs(st: Step) -> int:
     """Query-key pairs one head computes in the step (`costmodel.zoo.attention.computed_pairs`)."""
     return computed_pairs(st.q_len, st.attended, st.causal, st.fusion)
 
 
-def _not_costed(cfg: TransformerConfig, st: _Step) -> list[str]:
+def _not_costed(cfg: TransformerConfig, st: Step) -> list[str]:
     """What the step does that no layer or vector op of the network costs."""
     T, h = st.tokens, cfg.hidden
     scores = st.batch * cfg.heads * st.q_len * st.attended
@@ -553,7 +450,7 @@ def _not_costed(cfg: TransformerConfig, st: _Step) -> list[str]:
     return out
 
 
-def _attention_pairs(cfg: TransformerConfig, st: _Step) -> dict[str, int]:
+def _attention_pairs(cfg: TransformerConfig, st: Step) -> dict[str, int]:
     """Query-key pairs of the step's attention, all heads, sequences and blocks: ``exact`` (those
     the mask keeps: batch x heads x layers x q_len x attended, or x n (n + 1) / 2 for a causal
     prefill of n tokens) and ``computed`` (with the diagonal blocks in full, `causal_blocks`);
@@ -606,11 +503,11 @@ def build_transformer(name: str, *, phase: str | None = None, batch: int | None 
             the model's max_context.
     """
     cfg = transformer_config(name)
-    attention = _attention(cfg, phase, attention)
+    attention = resolve_attention(cfg, phase, attention)
     if fusion is not None and fusion not in FUSION:
         raise ValueError(f"fusion: must be one of {FUSION}, got {fusion!r}")
-    st = dataclasses.replace(_resolve_step(cfg, phase, batch, seq, context, attention), fusion=fusion or "unfused")
-    bits = _resolve_bits(weight_bits, act_bits, kv_bits)
+    st = dataclasses.replace(resolve_step(cfg, phase, batch, seq, context, attention), fusion=fusion or "unfused")
+    bits = resolve_bits(weight_bits, act_bits, kv_bits)
     layers, reps, n_e = _block_layers(cfg, st)
     pre, post = _outer_layers(cfg, st)
     layers, reps = pre + layers + post, [1] * len(pre) + reps + [1] * len(post)
@@ -631,7 +528,7 @@ def build_transformer(name: str, *, phase: str | None = None, batch: int | None 
         size += "/dense"
     if st.fusion == "fused":
         size += "/fused"
-    return Network(f"{name}/{st.phase}/b{st.batch}/{size}", tuple(_with_bits(l, bits) for l in layers),
+    return Network(f"{name}/{st.phase}/b{st.batch}/{size}", tuple(with_bits(l, bits) for l in layers),
                    tuple(reps), cfg.source, tuple(vops), tuple(vreps), workload)
 
 

@@ -179,8 +179,7 @@ from mappers.loop_order.lpf import expand, iter_permutations, multiset_count, sh
 from mappers.loop_order.moves import BLOCK_MAX, MoveStream, PairStream, descend_ends, fit_surrogate
 
 __all__ = ["AUTO_EXHAUSTIVE_FACTOR", "DEFAULT_SCHEDULE", "PAPER_SCHEDULE", "ChainResult", "anneal", "random_orderings",
-           "chain_seeds",
-           "SalsaMapper", "SALSA"]
+           "chain_seeds", "SalsaMapper", "SALSA"]
 
 #: ``engine="auto"`` takes the exhaustive path when the number of orderings is at most
 #: chains * iterations * this factor: the time of one SA iteration (single-ordering evaluator

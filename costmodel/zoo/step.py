@@ -1,0 +1,130 @@
+"""A transformer step's parameters, resolved and checked (`costmodel.zoo.transformer.build_transformer`
+builds the step from them): the phase, batch, tokens, the attention mask, and the precisions the
+step fixes on its layers' operands. Errors are ValueError whose message starts with the parameter's
+name (``phase: ...``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from costmodel.workload import Layer
+from costmodel.zoo.attention import ATTENTION
+
+if TYPE_CHECKING:
+    from costmodel.zoo.transformer import TransformerConfig
+
+__all__ = ["PHASES", "WEIGHT_BITS", "Step", "Bits", "positive", "resolve_step", "resolve_attention", "resolve_bits",
+           "with_bits"]
+
+PHASES = ("prefill", "decode")
+#: The weight precisions `costmodel.zoo.transformer.build_transformer` takes (bits).
+WEIGHT_BITS = (16, 8, 4)
+
+
+
+@dataclass(frozen=True)
+class Step:
+    """A resolved step: phase, batch (sequences), seq (prompt tokens; None at decode), context
+    (cached tokens; None at prefill), tokens T, q_len (query positions per sequence), attended
+    (keys each query attends), causal (a causal prefill) and fusion (`costmodel.zoo.attention.FUSION`)."""
+
+    phase: str
+    batch: int
+    seq: int | None
+    context: int | None
+    tokens: int      # T
+    q_len: int
+    attended: int
+    causal: bool = False  # a causal prefill: score / context as the blocks of `causal_blocks`
+    fusion: str = "unfused"  # `costmodel.zoo.attention.FUSION`
+
+
+def positive(key: str, v) -> int:
+    """``v`` if it is a positive int; ValueError ``<key>: must be a positive integer`` otherwise."""
+    if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+        raise ValueError(f"{key}: must be a positive integer, got {v!r}")
+    return v
+
+
+def resolve_step(cfg: TransformerConfig, phase, batch, seq, context, attention=None) -> Step:
+    name = cfg.name
+    phase = cfg.default_phase if phase is None else phase
+    if phase not in PHASES:
+        raise ValueError(f"phase: must be one of {PHASES}, got {phase!r}")
+    if phase == "decode" and cfg.kind != "decoder":
+        raise ValueError(f"phase: {name} is an {cfg.kind} model with no decode step; "
+                         f"phase='decode' is not allowed (use 'prefill')")
+    b = positive("batch", cfg.batch if batch is None else batch)
+    if phase == "decode":
+        if seq is not None:
+            raise ValueError(f"seq: a decode step of {name} takes context (tokens in the KV cache, "
+                             f"the new one included), not seq; got seq={seq!r}")
+        c = positive("context", cfg.context if context is None else context)
+        if c > cfg.max_context and cfg.max_positions:  # a learned position table ends there
+            raise ValueError(f"context: {c} exceeds {name}'s max_context {cfg.max_context} "
+                             f"(its learned position embeddings have {cfg.max_positions} rows)")
+        return Step(phase, b, None, c, tokens=b, q_len=1, attended=c)
+    if context is not None:
+        raise ValueError(f"context: a prefill step of {name} takes seq (tokens per sequence), "
+                         f"not context; got context={context!r}")
+    s = positive("seq", cfg.seq if seq is None else seq)
+    if cfg.kind == "vit" and s != cfg.seq:
+        raise ValueError(f"seq: {name} takes (image/patch)^2 + 1 = {cfg.seq} tokens per image, got {s}")
+    if s > cfg.max_context and cfg.max_positions:
+        raise ValueError(f"seq: {s} exceeds {name}'s max_context {cfg.max_context} "
+                         f"(its learned position embeddings have {cfg.max_positions} rows)")
+    return Step(phase, b, s, None, tokens=b * s, q_len=s, attended=s, causal=attention == "causal")
+
+
+def resolve_attention(cfg: TransformerConfig, phase: str | None, attention) -> str | None:
+    """The mask of a prefill (`ATTENTION`; default causal for decoders, dense otherwise); None at
+    decode, where the new token attends every cached token whatever the mask."""
+    phase = cfg.default_phase if phase is None else phase
+    if attention is not None and attention not in ATTENTION:
+        raise ValueError(f"attention: must be one of {ATTENTION}, got {attention!r}")
+    if cfg.kind != "decoder" and attention == "causal":
+        raise ValueError(f"attention: {cfg.name} is an {cfg.kind} model: its attention is dense "
+                         "(every token attends every token); attention='causal' is for decoders")
+    if phase == "decode":
+        return None
+    return attention or ("causal" if cfg.kind == "decoder" else "dense")
+
+
+@dataclass(frozen=True)
+class Bits:
+    """The precisions a step fixes (bits; None: the accelerator's): weights, activations, KV cache
+    (``kv_bits``, else ``act_bits``)."""
+
+    weight: int | None
+    act: int | None
+    kv: int | None   # kv_bits, else act_bits
+
+
+def resolve_bits(weight_bits, act_bits, kv_bits) -> Bits:
+    if weight_bits is not None and (isinstance(weight_bits, bool) or weight_bits not in WEIGHT_BITS):
+        raise ValueError(f"weight_bits: must be one of {WEIGHT_BITS}, got {weight_bits!r}")
+    if act_bits is not None:
+        positive("act_bits", act_bits)
+    if kv_bits is not None:
+        positive("kv_bits", kv_bits)
+    return Bits(weight_bits, act_bits, kv_bits if kv_bits is not None else act_bits)
+
+
+def with_bits(layer: Layer, bits: Bits) -> Layer:
+    """``layer`` with the operands the workload fixes (module docstring)."""
+    ch: dict[str, int] = {}
+    fixed: set[str] = set()
+    w = bits.weight if layer.w_role == "weight" else bits.kv
+    if w is not None:
+        ch["w_bits"] = w
+        fixed.add("W")
+    if bits.act is not None:
+        ch["i_bits"] = ch["o_bits"] = bits.act
+        fixed |= {"I", "O_final"}
+    if layer.o_role == "kv_cache" and bits.kv is not None:
+        ch["o_bits"] = bits.kv
+        fixed.add("O_final")
+    if not ch:
+        return layer
+    return layer.with_(**ch, fixed_bits=tuple(o for o in ("W", "I", "O_final") if o in fixed))
