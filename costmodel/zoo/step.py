@@ -6,13 +6,13 @@ name (``phase: ...``)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Any
 
 from costmodel.workload import Layer
 from costmodel.zoo.attention import ATTENTION
 
-if TYPE_CHECKING:
-    from costmodel.zoo.transformer import TransformerConfig
+#: `costmodel.zoo.transformer.TransformerConfig` (not imported: that module imports this one).
+TransformerConfig = Any
 
 __all__ = ["PHASES", "WEIGHT_BITS", "Step", "Bits", "positive", "resolve_step", "resolve_attention", "resolve_bits",
            "with_bits"]
