@@ -269,6 +269,7 @@ def build(directory: Path, manifest: dict, plots_dir: str | Path | None = None) 
         status = d["status"].astype(str).value_counts()
         rep["design_rows"] = {k: int(status[k]) for k in sorted(status.index, key=lambda k: (k != "ok", k))}
         rep["designs_evaluated"] = int(d["design_id"].nunique())
+        rep["design_failures"] = _design_failures(d)
     order = [n.get("name") for n in cfg.get("networks", []) if isinstance(n, dict)]
     nets = [n for n in order if n in set(df.get("network", []))]
     nets += [n for n in dict.fromkeys(df.get("network", [])) if n not in nets]
@@ -298,6 +299,19 @@ def _campaign_networks(directory: Path, manifest: dict) -> list:
     from sweep.reports.llm import _campaign
     c, _ = _campaign(directory, manifest)
     return list(c.networks) if c is not None else []
+
+
+def _design_failures(d: pd.DataFrame) -> list[dict[str, Any]]:
+    """Per (network, status) of the (design, network) rows that did not finish: how many designs,
+    and the first one's ``error`` (e.g. a step that does not fit the design's DRAM: "does not fit:
+    needs ..."), in the totals' order."""
+    bad = d[d["status"].astype(str) != "ok"]
+    out = []
+    for (net, status), g in bad.groupby(["network", "status"], sort=False, observed=True):
+        first = g.iloc[0]
+        out.append({"network": str(net), "status": str(status), "designs": int(len(g)),
+                    "design_id": str(first["design_id"]), "error": str(first.get("error") or "").split("\n")[0]})
+    return out
 
 
 def _design_entries(directory: Path, manifest: dict, archs: pd.DataFrame, reports: dict[str, dict],
@@ -485,6 +499,9 @@ def show(rep: dict[str, Any], console) -> None:
                   f"sampler {s.get('sampler')}, objective(s) {fmt.words(s.get('objectives') or [])}; "
                   f"{rep.get('designs_evaluated', 0)} design(s) evaluated, (design, network) rows: "
                   f"{fmt.counts(rep.get('design_rows', {}))}", soft_wrap=True, highlight=False, markup=False)
+    for f in rep.get("design_failures") or []:
+        console.print(f"  {f['status']}: {f['network']}: {f['designs']} design(s), e.g. {f['design_id']}: {f['error']}",
+                      soft_wrap=True, highlight=False, markup=False)
     if not rep.get("networks") and rep.get("failures"):
         console.print("no design finished on any network: no front, budget or parameter table (the failures "
                       "are listed above)", style="yellow", soft_wrap=True, highlight=False)

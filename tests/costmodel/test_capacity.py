@@ -191,3 +191,36 @@ def test_design_totals_carry_the_largest_batch_as_sweep_map_does(llm_ws):
     # 2 GiB: (2 GiB - 124,439,808 B of weights) / (12 x 2 x 768 x 64 B of cache per sequence), less
     # the live activations
     assert totals[0]["max_batch"] == mb(net, design) <= (2 * GIB - 124_439_808) // (12 * 2 * 768 * 64)
+
+
+def test_archsearch_report_says_why_a_design_is_infeasible(tmp_path):
+    """A grid over the DRAM kind with a step too large for one LPDDR5 channel: the report names
+    the step, how many designs, and the numbers."""
+    from typer.testing import CliRunner
+    from sweep.cli import app
+    p = tmp_path / "as.toml"
+    p.write_text(f'''name = "as_fit"
+output = "{(tmp_path / 'out').as_posix()}"
+networks = [{{model = "llama3_2_1b", phase = "decode", context = 64, weight_bits = 16, fusion = "fused"}}]
+objectives = ["latency"]
+[architectures]
+kind = "loopnest"
+template = "llm_ws"
+[architectures.grid]
+dram = ["lpddr5", "hbm2e"]
+dram_units = [1]
+[search]
+sampler = "grid"
+objectives = ["time_per_token_s"]
+[[mappers]]
+name = "loma"
+params = {{ lpf_limit = 4 }}
+''')
+    r = CliRunner()
+    assert r.invoke(app, ["run", str(p), "--executor", "local"]).exit_code == 0
+    res = r.invoke(app, ["report", str(tmp_path / "out")])
+    out = " ".join(res.output.split())
+    assert res.exit_code == 0, res.output
+    assert "1 ok, 1 infeasible" in out
+    assert "infeasible: llama3_2_1b/decode/b1/ctx64/w16/fused: 1 design(s)" in out
+    assert "does not fit: needs 2.47 GB" in out and "in 1 LPDDR5 x16 channel" in out
