@@ -165,8 +165,11 @@ def max_batch(network, arch, limit: int = 1 << 20) -> int | None:
     if not w.get("model") or _capacity(arch)[0] is None:
         return None
     params = {k: w.get(k) for k in ("phase", "seq", "context", "weight_bits", "act_bits", "kv_bits")}
-    if w.get("attention") is not None:
-        params["attention"] = w["attention"]
+    for k in ("attention", "query_tile"):
+        if w.get(k) is not None:
+            params[k] = w[k]
+    if w.get("fusion") == "fused":
+        params["fusion"] = "fused"
 
     def fits(b: int) -> bool:
         fp = step_footprint(build_transformer(w["model"], batch=b, **params), arch)

@@ -27,7 +27,7 @@ from rich.table import Table
 from mappers import mappers_by_kind
 from sweep.commands import text
 from sweep.commands.llm_step import (ActBitsOpt, AttentionOpt, BatchOpt, ContextOpt, FusionOpt, KvBitsOpt, PhaseOpt,
-                                     SeqOpt, WeightBitsOpt, list_step_options, workload_of)
+                                     QueryTileOpt, SeqOpt, WeightBitsOpt, list_step_options, workload_of)
 from sweep.commands.text import param_option, plain_help, seed_option
 from sweep.common import fmt
 from sweep.common.errors import CampaignError, Finding, StoreError, SweepError
@@ -219,7 +219,7 @@ def map_(
     point: Annotated[Optional[int], typer.Option("--point", min=0, metavar="N", help="With a systolic preset of several hardware points (deepopt_table5, ...): which one, numbered as a campaign's rows number them (the message without it lists them).")] = None,
     phase: PhaseOpt = None, batch: BatchOpt = None, seq: SeqOpt = None, context: ContextOpt = None,
     weight_bits: WeightBitsOpt = None, act_bits: ActBitsOpt = None, kv_bits: KvBitsOpt = None,
-    attention: AttentionOpt = None, fusion: FusionOpt = None,
+    attention: AttentionOpt = None, fusion: FusionOpt = None, query_tile: QueryTileOpt = None,
 ) -> None:
     """Map one layer on one accelerator and print the best mapping as a loop nest; with --network
     and no --layer, map every unique layer of the network and print a per-layer table and totals
@@ -230,7 +230,7 @@ def map_(
     from sweep import api
     from sweep.commands.map_eval import load_arch, parse_param
 
-    workload = workload_of(phase, batch, seq, context, weight_bits, act_bits, kv_bits, attention, fusion)
+    workload = workload_of(phase, batch, seq, context, weight_bits, act_bits, kv_bits, attention, fusion, query_tile)
     if network and layer is None and not dims:
         _map_network(network, arch, mapper, objective, seed, param or [], as_json, point, workload)
         return
@@ -404,13 +404,14 @@ def list_(what: Annotated[ListWhat, typer.Argument(help="networks | archs | mapp
           file: Annotated[Optional[str], typer.Option("--file", metavar="FILE", help="With `networks`: the layers of one network file (.csv or .onnx) and, for ONNX, the nodes ignored.")] = None,
           phase: PhaseOpt = None, batch: BatchOpt = None, seq: SeqOpt = None, context: ContextOpt = None,
           weight_bits: WeightBitsOpt = None, act_bits: ActBitsOpt = None, kv_bits: KvBitsOpt = None,
-          attention: AttentionOpt = None, fusion: FusionOpt = None) -> None:
+          attention: AttentionOpt = None, fusion: FusionOpt = None, query_tile: QueryTileOpt = None) -> None:
     """List the networks of the zoo, the architecture presets or the mappers; with a NAME, the
     layers of one zoo network or the parameters of one mapper; a transformer with a step's options
     (--phase decode --batch 8 --context 4096) lists every matmul and vector operation and the totals."""
     from sweep.commands import catalog as cat
 
-    given = list_step_options(what.value, name, workload_of(phase, batch, seq, context, weight_bits, act_bits, kv_bits, attention, fusion))
+    given = list_step_options(what.value, name, workload_of(phase, batch, seq, context, weight_bits, act_bits, kv_bits, attention, fusion,
+                                                                  query_tile))
 
     if (file is not None or name is not None) and what.value == "archs":
         key, value = ("--file", file) if file is not None else ("NAME", name)

@@ -24,9 +24,10 @@ serving kernel does.
   DRAM, accumulated on chip before). The online softmax's extra work is vector work per tile:
   ``online_softmax`` on S, the partial output rescaled after every tile but the first
   (``attn_rescale``: rows x head_dim multiplies), and normalised once per query tile
-  (``attn_normalize``). Tiles: ``tq = min(FUSED_TILE, q_len)`` query positions and ``tk =
-  min(FUSED_TILE, attended)`` keys (a fixed choice this version: 128, FlashAttention-2's block for
-  head dims up to 128; the order of the loops inside a tile is searched by the mapper).
+  (``attn_normalize``). Tiles: ``tq = min(query_tile, q_len)`` query positions (a step parameter,
+  default `FUSED_TILE` = 128, FlashAttention-2's block for head dims up to 128) and ``tk =
+  min(FUSED_TILE, attended)`` keys; the order of the loops inside a tile is searched by the mapper,
+  the tile itself is not (a campaign can list query tiles).
 * Element-wise operations are applied as the accumulators of the matmul that produces their
   input drain (the TPU's activation pipeline sits at the accumulators' output, Jouppi et al., ISCA
   2017, Sec. 2): RoPE on q_proj / k_proj, the activation on ffn_gate (ffn_up for GELU), the SwiGLU
@@ -93,13 +94,14 @@ def causal_blocks(n: int, block: int = CAUSAL_BLOCK) -> list[tuple[int, int, int
     return sorted(((r, c, k) for (r, c), k in out.items()), key=lambda t: (-t[0] * t[1], -t[0]))
 
 
-def fused_tiles(q_len: int, attended: int, causal: bool, tile: int = FUSED_TILE) -> dict[tuple, int]:
+def fused_tiles(q_len: int, attended: int, causal: bool, tile: int = FUSED_TILE,
+                key_tile: int | None = None) -> dict[tuple, int]:
     """The tiles of one fused attention instance: ``{(rows, cols, first, last): count}`` with rows
     the query positions of the tile (before the GQA group), cols its keys, ``first`` / ``last``
     whether it is its query tile's first / last K/V tile. Query tiles of ``min(tile, q_len)``
-    positions, K/V tiles of ``min(tile, attended)`` keys, the last of each partial; causal: the
+    positions, K/V tiles of ``min(key_tile, attended)`` keys (``key_tile`` None: ``tile``), the last of each partial; causal: the
     K/V tiles up to the query tile's last position (q_len = attended: a prefill)."""
-    tq, tk = min(tile, q_len), min(tile, attended)
+    tq, tk = min(tile, q_len), min(tile if key_tile is None else key_tile, attended)
     out: dict[tuple, int] = {}
     for qi in range(math.ceil(q_len / tq)):
         q0 = qi * tq
@@ -112,11 +114,13 @@ def fused_tiles(q_len: int, attended: int, causal: bool, tile: int = FUSED_TILE)
     return out
 
 
-def computed_pairs(q_len: int, attended: int, causal: bool, fusion: str) -> int:
-    """Query-key pairs one head computes: fused, the tiles of `fused_tiles`; unfused, the blocks of
+def computed_pairs(q_len: int, attended: int, causal: bool, fusion: str, query_tile: int = FUSED_TILE) -> int:
+    """Query-key pairs one head computes: fused, the tiles of `fused_tiles` (query tiles of
+    ``query_tile`` positions, K/V tiles of `FUSED_TILE` keys); unfused, the blocks of
     `causal_blocks` (causal) or q_len x attended (dense)."""
     if fusion == "fused":
-        return sum(r * c * n for (r, c, _, _), n in fused_tiles(q_len, attended, causal).items())
+        return sum(r * c * n for (r, c, _, _), n in fused_tiles(q_len, attended, causal, query_tile,
+                                                                FUSED_TILE).items())
     if causal:
         return sum(r * c * n for r, c, n in causal_blocks(q_len))
     return q_len * attended
@@ -127,14 +131,14 @@ def _mm(name: str, C: int, K: int, B: int, **kw) -> Layer:
 
 
 def attention_layers(group: int, head_dim: int, q_len: int, attended: int, causal: bool, fusion: str,
-                     per_head: int, tile: int = FUSED_TILE) -> tuple[list[Layer], list[int]]:
+                     per_head: int, tile: int = FUSED_TILE, key_tile: int | None = None) -> tuple[list[Layer], list[int]]:
     """The score and context matmuls of a step's attention and their repeats (``per_head`` =
     batch x kv_heads x layers instances; module docstring): unfused dense, ``score`` and
     ``context``; unfused causal, ``score_<r>x<c>`` / ``context_<r>x<c>`` per rectangle of
     `causal_blocks`; fused, the tiles of `fused_tiles` (``tile``) with their on-chip operands."""
     if fusion == "fused":
         layers, reps = [], []
-        for (r, c, first, last), n in fused_tiles(q_len, attended, causal, tile).items():
+        for (r, c, first, last), n in fused_tiles(q_len, attended, causal, tile, key_tile).items():
             tag = f"_{r}x{c}"
             layers += [_mm(f"score_tile{tag}{'_first' if first else ''}", head_dim, c, group * r,
                            onchip=("O",) if first else ("I", "O")),
@@ -157,7 +161,7 @@ def attention_layers(group: int, head_dim: int, q_len: int, attended: int, causa
 
 def fused_attention_ops(group: int, head_dim: int, q_len: int, attended: int, causal: bool, per_head: int,
                         bits: int | None, tile_layers: tuple[str, ...],
-                        tile: int = FUSED_TILE) -> tuple[list[VectorOp], list[int]]:
+                        tile: int = FUSED_TILE, key_tile: int | None = None) -> tuple[list[VectorOp], list[int]]:
     """The vector work of fused attention per tile shape (module docstring): ``online_softmax`` on
     each score tile, ``attn_rescale`` of the partial output after every K/V tile but a query
     tile's first, ``attn_normalize`` once per query tile; repeats x ``per_head``; each overlaps the
@@ -165,7 +169,7 @@ def fused_attention_ops(group: int, head_dim: int, q_len: int, attended: int, ca
     ops: list[VectorOp] = []
     reps: list[int] = []
     soft: dict[int, int] = {}
-    for (r, c, first, last), n in fused_tiles(q_len, attended, causal, tile).items():
+    for (r, c, first, last), n in fused_tiles(q_len, attended, causal, tile, key_tile).items():
         rows = group * r
         ops.append(VectorOp(f"online_softmax_{r}x{c}", "online_softmax", rows * c, rows=rows, bits=bits,
                             overlaps=tile_layers))

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from costmodel.workload import Layer
-from costmodel.zoo.attention import ATTENTION
+from costmodel.zoo.attention import ATTENTION, FUSED_TILE
 
 #: `costmodel.zoo.transformer.TransformerConfig` (not imported: that module imports this one).
 TransformerConfig = Any
@@ -27,7 +27,8 @@ WEIGHT_BITS = (16, 8, 4)
 class Step:
     """A resolved step: phase, batch (sequences), seq (prompt tokens; None at decode), context
     (cached tokens; None at prefill), tokens T, q_len (query positions per sequence), attended
-    (keys each query attends), causal (a causal prefill) and fusion (`costmodel.zoo.attention.FUSION`)."""
+    (keys each query attends), causal (a causal prefill), fusion (`costmodel.zoo.attention.FUSION`)
+    and query_tile (fused attention's query tile, positions)."""
 
     phase: str
     batch: int
@@ -38,6 +39,7 @@ class Step:
     attended: int
     causal: bool = False  # a causal prefill: score / context as the blocks of `causal_blocks`
     fusion: str = "unfused"  # `costmodel.zoo.attention.FUSION`
+    query_tile: int = FUSED_TILE  # fused attention's query tile (positions)
 
 
 def positive(key: str, v) -> int:

@@ -14,7 +14,7 @@ from rich.table import Table
 from sweep.common import fmt
 
 __all__ = ["PhaseOpt", "BatchOpt", "SeqOpt", "ContextOpt", "WeightBitsOpt", "ActBitsOpt", "KvBitsOpt", "AttentionOpt",
-           "FusionOpt",
+           "FusionOpt", "QueryTileOpt",
            "list_step_options", "workload_of", "print_step", "print_vector_ops", "memory_text"]
 
 _PANEL = "Transformer step (the zoo's LLMs, BERT and ViT; `sweep list networks`)"
@@ -26,16 +26,18 @@ WeightBitsOpt = Annotated[Optional[int], typer.Option("--weight-bits", help="Wei
 ActBitsOpt = Annotated[Optional[int], typer.Option("--act-bits", min=1, help="Activation precision, over the accelerator's precision table (I and O_final).", rich_help_panel=_PANEL)]
 KvBitsOpt = Annotated[Optional[int], typer.Option("--kv-bits", min=1, help="KV cache precision (default: the activations').", rich_help_panel=_PANEL)]
 AttentionOpt = Annotated[Optional[str], typer.Option("--attention", help="Prefill mask: causal (decoders' default: query i attends keys 0..i, the blocks above the diagonal skipped) or dense (every query every key; encoders and ViT always).", rich_help_panel=_PANEL)]
+QueryTileOpt = Annotated[Optional[int], typer.Option("--query-tile", min=1, help="Fused attention's query tile in positions (default 128; K/V tiles are 128 keys): larger tiles read K and V fewer times and need more on-chip memory for the scores.", rich_help_panel=_PANEL)]
 FusionOpt = Annotated[Optional[str], typer.Option("--fusion", help="fused (attention as one group, score -> softmax -> context on chip per query tile, K/V streamed; element-wise ops applied as the accumulators drain) or unfused (every operation reads and writes its tensors). Default: fused.", rich_help_panel=_PANEL)]
 
 
 def workload_of(phase: str | None, batch: int | None, seq: int | None, context: int | None,
                 weight_bits: int | None, act_bits: int | None, kv_bits: int | None,
-                attention: str | None = None, fusion: str | None = None) -> dict[str, Any]:
+                attention: str | None = None, fusion: str | None = None,
+                query_tile: int | None = None) -> dict[str, Any]:
     """The given step options as `sweep.commands.map_eval.resolve_network`'s ``workload`` (None: not given)."""
     return {"phase": phase, "batch": batch, "seq": seq, "context": context,
             "weight_bits": weight_bits, "act_bits": act_bits, "kv_bits": kv_bits, "attention": attention,
-            "fusion": fusion}
+            "fusion": fusion, "query_tile": query_tile}
 
 
 def list_step_options(what: str, name: str | None, workload: dict[str, Any]) -> dict[str, Any]:
@@ -134,7 +136,7 @@ def attention_text(w: dict) -> str:
               if pairs else "")
     if w.get("fusion") == "fused":
         return (f"attention: fused (score -> online softmax -> context per query tile, scores on chip; query tile "
-                f"{FUSED_TILE} positions, K/V tile {FUSED_TILE} keys), mask {mask}{counts}")
+                f"{w.get('query_tile') or FUSED_TILE} positions, K/V tile {FUSED_TILE} keys), mask {mask}{counts}")
     blocks = f", diagonal blocks of {CAUSAL_BLOCK}" if w.get("attention") == "causal" else ""
     return f"attention: unfused (scores and probabilities through memory), mask {mask}{blocks}{counts}"
 

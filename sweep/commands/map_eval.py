@@ -63,7 +63,7 @@ def parse_dims(text: str) -> Layer:
 #: options that set them.
 WORKLOAD_OPTIONS = {"phase": "--phase", "batch": "--batch", "seq": "--seq", "context": "--context",
                     "weight_bits": "--weight-bits", "act_bits": "--act-bits", "kv_bits": "--kv-bits",
-                    "attention": "--attention", "fusion": "--fusion"}
+                    "attention": "--attention", "fusion": "--fusion", "query_tile": "--query-tile"}
 
 
 def resolve_network(network: str, workload: dict[str, Any] | None = None) -> Network:

@@ -128,3 +128,23 @@ def test_overlap_rule_by_hand():
              {"latency_cycles": 7.0, "repeat": 1}]
     net2 = Network("n", (a, b), (2, 1), vector_ops=ops2, vector_repeats=(1, 1, 1))
     assert step_latency(net2, [10.0, 30.0], rows2)["latency_cycles"] == 20 + 30 + 7 + (55 - 50)
+
+
+def test_query_tile_by_hand():
+    """--query-tile 512 on a causal prefill of 2,048 tokens: 4 query tiles of 512 positions, K/V
+    tiles of 128 keys up to each query tile's last position: 4 + 8 + 12 + 16 = 40 pairs of 512 x
+    128, against 16 x 17 / 2 = 136 pairs of 128 x 128 at the default tile; K and V are read once per
+    pair, so 40 x 128 = 5,120 keys per head instead of 136 x 128 = 17,408."""
+    from costmodel.zoo.attention import computed_pairs
+    t512 = fused_tiles(2048, 2048, True, 512, 128)
+    assert sum(t512.values()) == 40 and all(r == 512 and c == 128 for r, c, _, _ in t512)
+    assert sum(fused_tiles(2048, 2048, True).values()) == 136
+    assert computed_pairs(2048, 2048, True, "fused", 512) == 40 * 512 * 128
+    net = build_transformer("llama3_8b", phase="prefill", seq=2048, fusion="fused", query_tile=512)
+    assert net.name == "llama3_8b/prefill/b1/seq2048/fused/qt512" and net.workload["query_tile"] == 512
+    from costmodel.zoo.transformer import parse_step_name
+    assert parse_step_name(net.name)[1]["query_tile"] == 512
+    keys = sum(l.K * r for l, r in net if l.name.startswith("score_tile")) // (8 * 32)   # per KV head and block
+    assert keys == 5120
+    with pytest.raises(ValueError, match="^query_tile: 512 applies to fused attention"):
+        build_transformer("llama3_8b", phase="prefill", query_tile=512)
