@@ -586,7 +586,7 @@ class SalsaMapper(LoopOrderMapper):
 
     def reduce(self, results: Sequence[SearchResult]) -> SearchResult:
         """Best unit (first of equal values, in unit order); SA histories stacked to (chains, I + 1)."""
-        out = best_of(results, latency_ties=True)
+        out = best_of(results, bool(self.latency_ties))
         hs = [r.history for r in results if r.history is not None]
         if len(results) > 1 and hs:
             rows = [h for h in hs for h in (h if isinstance(h, list) else list(np.atleast_2d(h)))]

@@ -231,8 +231,9 @@ def _problems(rows: pd.DataFrame, problems: pd.DataFrame) -> pd.DataFrame:
     ok = ok[np.isfinite(ok["value"])]  # skipped searches (e.g. loma over max_orderings) and failures
     # a mapper that breaks latency ties by energy (`mappers.base.rank_key`) is read the same way
     from mappers import MAPPER_NAMES, get_mapper
-    known = set(MAPPER_NAMES)
-    ties = np.array([m in known and bool(get_mapper(m).latency_ties) for m in ok["mapper"].astype(str)], dtype=bool)
+    names = ok["mapper"].astype(str)
+    tie_mappers = [m for m in names.unique() if m in MAPPER_NAMES and get_mapper(m).latency_ties]
+    ties = names.isin(tie_mappers).to_numpy()
     lat = (ok["objective"].astype(str) == "latency").to_numpy() if "objective" in ok else np.zeros(len(ok), bool)
     ok["_tie"] = np.where(ties & lat, ok["energy_pj"].astype(float), 0.0)
     ok = ok.sort_values(["problem_id", "value", "_tie", "unit_index"], kind="stable").drop(columns="_tie")
