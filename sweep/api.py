@@ -55,7 +55,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Architecture", "CampaignRun", "Evaluation", "LayerResult", "NetworkResult", "Results",
            "CampaignError", "StoreError", "Interrupted", "RunSummary",
-           "load_accelerator", "load_network", "load_layer", "map_layer", "map_network", "evaluate",
+           "load_accelerator", "load_network", "load_layer", "map_layer", "map_network", "map_step", "evaluate",
            "load_campaign", "run_campaign", "load_results", "pareto_front"]
 
 
@@ -274,6 +274,13 @@ class NetworkResult:
         left out when the accelerator has no vector unit); `sweep.engine.totals.vector_part`."""
         return copy.deepcopy(self._raw.get("vector"))
 
+    @property
+    def fusion_choice(self) -> list[dict[str, Any]] | None:
+        """`map_step` with ``fusion="auto"``: one row per way of running the attention (``network``,
+        ``fusion``, ``query_tile``, ``kv_tile``, ``status``, ``energy_pj``, ``latency_cycles``,
+        ``edp``, ``dram_bits``, ``value``, ``chosen``; `sweep.commands.fusion_choice`); None otherwise."""
+        return copy.deepcopy(self._raw.get("fusion_choice"))
+
     def to_dict(self) -> dict[str, Any]:
         """The JSON object ``sweep map --network N --json`` (no ``--layer``) prints (a copy)."""
         return copy.deepcopy(self._raw)
@@ -324,6 +331,36 @@ def map_network(network: Network | str | Path, accelerator: Architecture | str |
     from sweep.commands.map_eval import map_network as _map_network
     res = _map_network(load_network(network), load_accelerator(accelerator), mapper, objective, seed,
                        _params(params, more_params), progress)
+    return NetworkResult(network=res["network"], arch_kind=res["arch_kind"], mapper=res["mapper"],
+                         objective=res["objective"], rows=tuple(res["layers"]), total=dict(res["total"]),
+                         _raw=copy.deepcopy(res))
+
+
+def map_step(model: str, accelerator: Architecture | str | Path, mapper: str = "salsa",
+             objective: str | None = None, seed: int = 0, *, params: Mapping[str, Any] | None = None,
+             progress: Callable[[int, int, str], None] | None = None, **workload: Any) -> NetworkResult:
+    """One transformer step mapped: ``model`` a zoo transformer (or a step's name) with the step's
+    parameters as keywords (as `load_network`: ``phase``, ``batch``, ``seq``, ``context``, ...,
+    ``fusion``); `map_network` of that step, except ``fusion="auto"``: every way of running the
+    attention (unfused; fused with each query and K/V tile) mapped and the best under the
+    objective kept (`sweep.commands.fusion_choice`; the table in `NetworkResult.fusion_choice`,
+    ``progress`` then counts the variants).
+
+    Raises:
+        CampaignError: as `load_network` and `map_network`; a tile given with ``fusion="auto"``.
+        DoesNotFitError: the step does not fit the accelerator's DRAM.
+    """
+    from sweep.commands.fusion_choice import AUTO, map_step_auto
+    from sweep.commands.map_eval import WORKLOAD_OPTIONS
+    if workload.get("fusion") != AUTO:
+        return map_network(load_network(model, **workload), accelerator, mapper, objective, seed, params=params,
+                           progress=progress)
+    unknown = [k for k in workload if k not in WORKLOAD_OPTIONS]
+    if unknown:
+        raise CampaignError("map_step", [Finding(unknown[0], workload[unknown[0]],
+                                                 f"no such step parameter; known: {list(WORKLOAD_OPTIONS)}")])
+    res = map_step_auto(str(model), workload, load_accelerator(accelerator), mapper, objective, seed,
+                        _params(params, {}), progress)
     return NetworkResult(network=res["network"], arch_kind=res["arch_kind"], mapper=res["mapper"],
                          objective=res["objective"], rows=tuple(res["layers"]), total=dict(res["total"]),
                          _raw=copy.deepcopy(res))

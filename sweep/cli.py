@@ -27,7 +27,7 @@ from rich.table import Table
 from mappers import mappers_by_kind
 from sweep.commands import text
 from sweep.commands.llm_step import (ActBitsOpt, AttentionOpt, BatchOpt, ContextOpt, FusionOpt, KvBitsOpt, PhaseOpt,
-                                     QueryTileOpt, SeqOpt, WeightBitsOpt, list_step_options, workload_of)
+                                     QueryTileOpt, KvTileOpt, SeqOpt, WeightBitsOpt, list_step_options, workload_of)
 from sweep.commands.text import param_option, plain_help, seed_option
 from sweep.common import fmt
 from sweep.common.errors import CampaignError, Finding, StoreError, SweepError
@@ -220,6 +220,7 @@ def map_(
     phase: PhaseOpt = None, batch: BatchOpt = None, seq: SeqOpt = None, context: ContextOpt = None,
     weight_bits: WeightBitsOpt = None, act_bits: ActBitsOpt = None, kv_bits: KvBitsOpt = None,
     attention: AttentionOpt = None, fusion: FusionOpt = None, query_tile: QueryTileOpt = None,
+    kv_tile: KvTileOpt = None,
 ) -> None:
     """Map one layer on one accelerator and print the best mapping as a loop nest; with --network
     and no --layer, map every unique layer of the network and print a per-layer table and totals
@@ -230,7 +231,8 @@ def map_(
     from sweep import api
     from sweep.commands.map_eval import load_arch, parse_param
 
-    workload = workload_of(phase, batch, seq, context, weight_bits, act_bits, kv_bits, attention, fusion, query_tile)
+    workload = workload_of(phase, batch, seq, context, weight_bits, act_bits, kv_bits, attention, fusion, query_tile,
+                           kv_tile)
     if network and layer is None and not dims:
         _map_network(network, arch, mapper, objective, seed, param or [], as_json, point, workload)
         return
@@ -282,19 +284,23 @@ def _map_network(network: str, arch: str, mapper: str, objective: str | None, se
     then the per-layer table and the totals (or one JSON object)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+    from sweep.commands.fusion_choice import AUTO, map_step_auto
     from sweep.commands.map_eval import load_arch, map_network, parse_param, resolve_network
 
-    net = resolve_network(network, workload)
+    auto = (workload or {}).get("fusion") == AUTO  # every way of running the attention, the best kept
+    net = None if auto else resolve_network(network, workload)
     acc = load_arch(arch, point)
     params = dict(parse_param(p) for p in param)
+    what = f"{network} (--fusion auto)" if auto else net.name
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=err, transient=True) as bar:
-        task = bar.add_task(f"mapping {net.name}", total=len(net.unique()))
+        task = bar.add_task(f"mapping {what}", total=None if auto else len(net.unique()))
 
         def progress(done: int, total: int, name: str) -> None:
-            bar.update(task, completed=done, total=total, description=f"mapping {net.name}: {name}" if name else "done")
+            bar.update(task, completed=done, total=total, description=f"mapping {what}: {name}" if name else "done")
 
-        res = map_network(net, acc, mapper, objective, seed, params, progress)
+        res = (map_step_auto(network, workload, acc, mapper, objective, seed, params, progress) if auto
+               else map_network(net, acc, mapper, objective, seed, params, progress))
     if as_json:
         _echo_json(res)
         text.exit_if_infeasible(res["layers"], err, dict(res["total"], layer=res["network"]))
@@ -336,8 +342,9 @@ def _print_network(res: dict, arch: str, mapper: str) -> None:
         wide.print(f"{_point_text(res['point'])}: network PM {res['objective']} ({res['network_pm']} over the layers) "
                    f"{fmt.sig(tot['pm_value'])}; {_fs_text(tot)}", highlight=False, markup=False)
     if "vector" in res or "llm" in res:
-        from sweep.commands.llm_step import print_step
+        from sweep.commands.llm_step import print_fusion_choice, print_step
         print_step(res, wide)
+        print_fusion_choice(res, wide)
     if not kind_named(res["arch_kind"]).energy_model:
         wide.print("multi-NPU archs have no energy model: energy and EDP are n/a (NaN); "
                    f"{tot.get('transferred_bytes', 0):,} bytes transferred in total", highlight=False)
@@ -404,14 +411,15 @@ def list_(what: Annotated[ListWhat, typer.Argument(help="networks | archs | mapp
           file: Annotated[Optional[str], typer.Option("--file", metavar="FILE", help="With `networks`: the layers of one network file (.csv or .onnx) and, for ONNX, the nodes ignored.")] = None,
           phase: PhaseOpt = None, batch: BatchOpt = None, seq: SeqOpt = None, context: ContextOpt = None,
           weight_bits: WeightBitsOpt = None, act_bits: ActBitsOpt = None, kv_bits: KvBitsOpt = None,
-          attention: AttentionOpt = None, fusion: FusionOpt = None, query_tile: QueryTileOpt = None) -> None:
+          attention: AttentionOpt = None, fusion: FusionOpt = None, query_tile: QueryTileOpt = None,
+          kv_tile: KvTileOpt = None) -> None:
     """List the networks of the zoo, the architecture presets or the mappers; with a NAME, the
     layers of one zoo network or the parameters of one mapper; a transformer with a step's options
     (--phase decode --batch 8 --context 4096) lists every matmul and vector operation and the totals."""
     from sweep.commands import catalog as cat
 
     given = list_step_options(what.value, name, workload_of(phase, batch, seq, context, weight_bits, act_bits, kv_bits, attention, fusion,
-                                                                  query_tile))
+                                                                  query_tile, kv_tile))
 
     if (file is not None or name is not None) and what.value == "archs":
         key, value = ("--file", file) if file is not None else ("NAME", name)

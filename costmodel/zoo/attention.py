@@ -49,7 +49,8 @@ import math
 
 from costmodel.workload import Layer, VectorOp
 
-__all__ = ["ATTENTION", "FUSION", "CAUSAL_BLOCK", "FUSED_TILE", "causal_blocks", "fused_tiles",
+__all__ = ["ATTENTION", "FUSION", "CAUSAL_BLOCK", "FUSED_TILE", "QUERY_TILES", "KV_TILES", "causal_blocks",
+           "fused_tiles", "fusion_variants",
            "attention_layers", "fused_attention_ops", "fuse_elementwise", "computed_pairs"]
 
 #: Attention masks: a decoder's prefill is ``causal`` by default (query i attends keys 0..i), an
@@ -63,6 +64,13 @@ FUSION = ("unfused", "fused")
 CAUSAL_BLOCK = 128
 #: The query and K/V tile of fused attention (positions, keys): the same 128.
 FUSED_TILE = 128
+#: The query tiles (positions) and K/V tiles (keys) `fusion_variants` offers the choice among
+#: (``fusion = "auto"``): FlashAttention-2's released kernels run query blocks of 64 and 128 with K/V
+#: blocks of 32 to 128 on a GPU's ~100-228 KiB of shared memory per SM (Dao, ICLR 2024, Sec. 3.3);
+#: an accelerator with MiBs of on-chip memory can hold larger ones, up to the 1,024 positions where
+#: K and V are re-read 32x less than at 32 (our choice of range, powers of two).
+QUERY_TILES = (64, 128, 256, 512, 1024)
+KV_TILES = (64, 128, 256, 512)
 
 
 def causal_blocks(n: int, block: int = CAUSAL_BLOCK) -> list[tuple[int, int, int]]:
@@ -114,13 +122,27 @@ def fused_tiles(q_len: int, attended: int, causal: bool, tile: int = FUSED_TILE,
     return out
 
 
-def computed_pairs(q_len: int, attended: int, causal: bool, fusion: str, query_tile: int = FUSED_TILE) -> int:
+def fusion_variants(q_len: int, attended: int) -> list[dict]:
+    """The ways to run a step's attention that ``fusion = "auto"`` chooses among: ``{"fusion":
+    "unfused"}`` first, then ``{"fusion": "fused", "query_tile": q, "kv_tile": k}`` for q in
+    `QUERY_TILES`, k in `KV_TILES`, smallest first, tiles that come out the same for this step
+    (``min(q, q_len)`` positions, ``min(k, attended)`` keys: a decode step has one query position)
+    listed once, under the default `FUSED_TILE` if it is one of them, else the smallest."""
+    seen: dict[tuple[int, int], tuple[int, int]] = {}
+    for q, k in sorted(((q, k) for q in QUERY_TILES for k in KV_TILES),
+                       key=lambda t: (t[0] != FUSED_TILE, t[0], t[1] != FUSED_TILE, t[1])):  # defaults first
+        seen.setdefault((min(q, q_len), min(k, attended)), (q, k))
+    return [{"fusion": "unfused"}] + [{"fusion": "fused", "query_tile": q, "kv_tile": k} for q, k in sorted(seen.values())]
+
+
+def computed_pairs(q_len: int, attended: int, causal: bool, fusion: str, query_tile: int = FUSED_TILE,
+                   kv_tile: int = FUSED_TILE) -> int:
     """Query-key pairs one head computes: fused, the tiles of `fused_tiles` (query tiles of
-    ``query_tile`` positions, K/V tiles of `FUSED_TILE` keys); unfused, the blocks of
+    ``query_tile`` positions, K/V tiles of ``kv_tile`` keys); unfused, the blocks of
     `causal_blocks` (causal) or q_len x attended (dense)."""
     if fusion == "fused":
         return sum(r * c * n for (r, c, _, _), n in fused_tiles(q_len, attended, causal, query_tile,
-                                                                FUSED_TILE).items())
+                                                                kv_tile).items())
     if causal:
         return sum(r * c * n for r, c, n in causal_blocks(q_len))
     return q_len * attended

@@ -27,8 +27,8 @@ WEIGHT_BITS = (16, 8, 4)
 class Step:
     """A resolved step: phase, batch (sequences), seq (prompt tokens; None at decode), context
     (cached tokens; None at prefill), tokens T, q_len (query positions per sequence), attended
-    (keys each query attends), causal (a causal prefill), fusion (`costmodel.zoo.attention.FUSION`)
-    and query_tile (fused attention's query tile, positions)."""
+    (keys each query attends), causal (a causal prefill), fusion (`costmodel.zoo.attention.FUSION`),
+    query_tile and kv_tile (fused attention's query tile, positions, and K/V tile, keys)."""
 
     phase: str
     batch: int
@@ -40,6 +40,7 @@ class Step:
     causal: bool = False  # a causal prefill: score / context as the blocks of `causal_blocks`
     fusion: str = "unfused"  # `costmodel.zoo.attention.FUSION`
     query_tile: int = FUSED_TILE  # fused attention's query tile (positions)
+    kv_tile: int = FUSED_TILE  # fused attention's K/V tile (keys)
 
 
 def positive(key: str, v) -> int:

@@ -84,7 +84,7 @@ __all__ = ["TransformerConfig", "list_transformers", "transformer_config", "tran
 MODEL_KINDS = ("encoder", "decoder", "vit")
 #: The keyword parameters of `build_transformer` (a step's workload).
 WORKLOAD_PARAMS = ("phase", "batch", "seq", "context", "weight_bits", "act_bits", "kv_bits", "attention", "fusion",
-                   "query_tile")
+                   "query_tile", "kv_tile")
 
 _TOML = "transformers.toml"
 _CHOICES = {"kind": MODEL_KINDS, "ffn_kind": ("gelu", "swiglu"), "norm": ("layernorm", "rmsnorm")}
@@ -336,7 +336,7 @@ def _block_layers(cfg: TransformerConfig, st: Step) -> tuple[list[Layer], list[i
     q, k, v, o = (l.with_(B=T) for l in _attention_weights(cfg))
     per_head = st.batch * cfg.kv_heads * L
     att, att_reps = attention_layers(cfg.group, hd, st.q_len, st.attended, st.causal, st.fusion, per_head,
-                                     st.query_tile, FUSED_TILE)
+                                     st.query_tile, st.kv_tile)
     layers, reps = [q, k, v, *att, o], [L, L, L, *att_reps, L]
     if not cfg.experts:
         ffn = [l.with_(B=T) for l in _ffn_weights(cfg, "ffn")]
@@ -378,9 +378,9 @@ def _vector_ops(cfg: TransformerConfig, st: Step, bits: int | None) -> tuple[lis
     fused_reps: list[int] = []
     if st.fusion == "fused":  # the online softmax per tile, beside the tile matmuls
         tiles = tuple(l.name for l in attention_layers(cfg.group, cfg.head_dim, st.q_len, st.attended, st.causal,
-                                                       "fused", 1, st.query_tile, FUSED_TILE)[0])
+                                                       "fused", 1, st.query_tile, st.kv_tile)[0])
         fused_att, fused_reps = fused_attention_ops(cfg.group, cfg.head_dim, st.q_len, st.attended, st.causal,
-                                                    B * cfg.kv_heads * L, bits, tiles, st.query_tile, FUSED_TILE)
+                                                    B * cfg.kv_heads * L, bits, tiles, st.query_tile, st.kv_tile)
     else:
         block.append(op("softmax", "softmax", B * cfg.heads * _pairs(st), rows=heads_rows))
     block += [op("attn_residual", "add", T * h, inputs=2), op("ffn_norm", norm, T * h, rows=T)]
@@ -419,7 +419,7 @@ def _vector_ops(cfg: TransformerConfig, st: Step, bits: int | None) -> tuple[lis
 
 def _pairs(st: Step) -> int:
     """Query-key pairs one head computes in the step (`costmodel.zoo.attention.computed_pairs`)."""
-    return computed_pairs(st.q_len, st.attended, st.causal, st.fusion, st.query_tile)
+    return computed_pairs(st.q_len, st.attended, st.causal, st.fusion, st.query_tile, st.kv_tile)
 
 
 def _not_costed(cfg: TransformerConfig, st: Step) -> list[str]:
@@ -467,7 +467,8 @@ def build_transformer(name: str, *, phase: str | None = None, batch: int | None 
                       seq: int | None = None, context: int | None = None,
                       weight_bits: int | None = None, act_bits: int | None = None,
                       kv_bits: int | None = None, attention: str | None = None,
-                      fusion: str | None = None, query_tile: int | None = None) -> Network:
+                      fusion: str | None = None, query_tile: int | None = None,
+                      kv_tile: int | None = None) -> Network:
     """The operations of one prefill or decode step of zoo model ``name`` (module docstring).
 
     Args:
@@ -486,12 +487,13 @@ def build_transformer(name: str, *, phase: str | None = None, batch: int | None 
         fusion: ``unfused`` (default) or ``fused`` (attention as one tiled group, element-wise ops
             in their producers' drain; `costmodel.zoo.attention`).
         query_tile: fused attention's query tile (positions; default 128); fused steps only.
+        kv_tile: fused attention's K/V tile (keys; default 128); fused steps only.
 
     Returns:
         A `Network` named ``<model>/prefill/b<batch>/seq<seq>`` or
         ``<model>/decode/b<batch>/ctx<context>``, with ``/w<weight_bits>``, ``/a<act_bits>``,
         ``/kv<kv_bits>`` appended for the precisions given, ``/dense`` for a decoder's dense
-        prefill, ``/fused`` for a fused step and ``/qt<query_tile>`` for a query tile other than 128; block layers repeat ``layers`` times (score /
+        prefill, ``/fused`` for a fused step, ``/qt<query_tile>`` and ``/kt<kv_tile>`` for tiles other than 128; block layers repeat ``layers`` times (score /
         context batch*kv_heads*layers); ``workload`` holds model, phase, batch, seq (None at
         decode), context (None at prefill), tokens (T), weight_bits, act_bits, kv_bits (None where
         not given), attention (the prefill's mask; None at decode), attention_pairs (``exact``,
@@ -508,14 +510,19 @@ def build_transformer(name: str, *, phase: str | None = None, batch: int | None 
     """
     cfg = transformer_config(name)
     attention = resolve_attention(cfg, phase, attention)
+    if fusion == "auto":
+        raise ValueError("fusion: 'auto' is a choice made by mapping every variant (`sweep map --fusion auto`, "
+                         f"`sweep.api.map_step`); a step itself is built one of {FUSION}")
     if fusion is not None and fusion not in FUSION:
-        raise ValueError(f"fusion: must be one of {FUSION}, got {fusion!r}")
+        raise ValueError(f"fusion: must be one of {FUSION} (or 'auto' when mapping), got {fusion!r}")
     st = dataclasses.replace(resolve_step(cfg, phase, batch, seq, context, attention), fusion=fusion or "unfused")
-    if query_tile is not None:
+    for key, tile in (("query_tile", query_tile), ("kv_tile", kv_tile)):
+        if tile is None:
+            continue
         if fusion != "fused":
-            raise ValueError(f"query_tile: {query_tile!r} applies to fused attention (fusion='fused'), "
+            raise ValueError(f"{key}: {tile!r} applies to fused attention (fusion='fused'), "
                              f"not to fusion={st.fusion!r}")
-        st = dataclasses.replace(st, query_tile=positive("query_tile", query_tile))
+        st = dataclasses.replace(st, **{key: positive(key, tile)})
     bits = resolve_bits(weight_bits, act_bits, kv_bits)
     layers, reps, n_e = _block_layers(cfg, st)
     pre, post = _outer_layers(cfg, st)
@@ -528,6 +535,8 @@ def build_transformer(name: str, *, phase: str | None = None, batch: int | None 
                 "experts_touched": n_e, "not_costed": _not_costed(cfg, st), "attention": attention,
                 "fusion": st.fusion, "query_tile": st.query_tile if st.fusion == "fused" else None,
                 "attention_pairs": _attention_pairs(cfg, st)}
+    if st.fusion == "fused":  # only here: the workload of an unfused step (its config hash) is what it was
+        workload["kv_tile"] = st.kv_tile
     if max(st.seq or 0, st.context or 0) > cfg.max_context:  # RoPE: the shapes are defined past it
         workload["note"] = (f"{st.seq or st.context} tokens is past {name}'s published max_position_embeddings "
                             f"{cfg.max_context}: RoPE defines the shapes there (a long-context variant of the "
@@ -536,14 +545,15 @@ def build_transformer(name: str, *, phase: str | None = None, batch: int | None 
     if attention == "dense" and cfg.kind == "decoder":  # a decoder's prefill is causal unless named dense
         size += "/dense"
     if st.fusion == "fused":
-        size += "/fused" + (f"/qt{st.query_tile}" if st.query_tile != FUSED_TILE else "")
+        size += "/fused" + "".join(f"/{tag}{v}" for tag, v in (("qt", st.query_tile), ("kt", st.kv_tile))
+                                   if v != FUSED_TILE)
     return Network(f"{name}/{st.phase}/b{st.batch}/{size}", tuple(with_bits(l, bits) for l in layers),
                    tuple(reps), cfg.source, tuple(vops), tuple(vreps), workload)
 
 
 #: The parts of a step's name after ``<model>/<phase>/b<batch>/`` and the parameter each sets.
 _NAME_TAGS = (("seq", "seq"), ("ctx", "context"), ("w", "weight_bits"), ("a", "act_bits"), ("kv", "kv_bits"),
-              ("qt", "query_tile"))
+              ("qt", "query_tile"), ("kt", "kv_tile"))
 
 
 def parse_step_name(name: str) -> tuple[str, dict[str, Any]] | None:

@@ -14,8 +14,8 @@ from rich.table import Table
 from sweep.common import fmt
 
 __all__ = ["PhaseOpt", "BatchOpt", "SeqOpt", "ContextOpt", "WeightBitsOpt", "ActBitsOpt", "KvBitsOpt", "AttentionOpt",
-           "FusionOpt", "QueryTileOpt",
-           "list_step_options", "workload_of", "print_step", "print_vector_ops", "memory_text"]
+           "FusionOpt", "QueryTileOpt", "KvTileOpt",
+           "list_step_options", "workload_of", "print_step", "print_fusion_choice", "print_vector_ops", "memory_text"]
 
 _PANEL = "Transformer step (the zoo's LLMs, BERT and ViT; `sweep list networks`)"
 PhaseOpt = Annotated[Optional[str], typer.Option("--phase", help="prefill (the prompt, compute-bound) or decode (one new token per sequence, weights and KV cache read from DRAM); encoders (bert_base, vit_b16) are prefill only. Default: the model's.", rich_help_panel=_PANEL)]
@@ -26,18 +26,19 @@ WeightBitsOpt = Annotated[Optional[int], typer.Option("--weight-bits", help="Wei
 ActBitsOpt = Annotated[Optional[int], typer.Option("--act-bits", min=1, help="Activation precision, over the accelerator's precision table (I and O_final).", rich_help_panel=_PANEL)]
 KvBitsOpt = Annotated[Optional[int], typer.Option("--kv-bits", min=1, help="KV cache precision (default: the activations').", rich_help_panel=_PANEL)]
 AttentionOpt = Annotated[Optional[str], typer.Option("--attention", help="Prefill mask: causal (decoders' default: query i attends keys 0..i, the blocks above the diagonal skipped) or dense (every query every key; encoders and ViT always).", rich_help_panel=_PANEL)]
-QueryTileOpt = Annotated[Optional[int], typer.Option("--query-tile", min=1, help="Fused attention's query tile in positions (default 128; K/V tiles are 128 keys): larger tiles read K and V fewer times and need more on-chip memory for the scores.", rich_help_panel=_PANEL)]
-FusionOpt = Annotated[Optional[str], typer.Option("--fusion", help="fused (attention as one group, score -> softmax -> context on chip per query tile, K/V streamed; element-wise ops applied as the accumulators drain) or unfused (every operation reads and writes its tensors). Default: fused.", rich_help_panel=_PANEL)]
+QueryTileOpt = Annotated[Optional[int], typer.Option("--query-tile", min=1, help="Fused attention's query tile in positions (default 128): larger tiles read K and V fewer times and need more on-chip memory for the scores.", rich_help_panel=_PANEL)]
+KvTileOpt = Annotated[Optional[int], typer.Option("--kv-tile", min=1, help="Fused attention's K/V tile in keys (default 128): larger tiles rescale the partial output fewer times and need more on-chip memory.", rich_help_panel=_PANEL)]
+FusionOpt = Annotated[Optional[str], typer.Option("--fusion", help="unfused (default: every operation reads and writes its tensors), fused (attention as one group, score -> softmax -> context on chip per query tile, K/V streamed; element-wise ops applied as the accumulators drain), or auto (sweep map only: maps unfused and fused with every query tile 64..1024 and K/V tile 64..512, keeps the best under --objective and prints the table of choices).", rich_help_panel=_PANEL)]
 
 
 def workload_of(phase: str | None, batch: int | None, seq: int | None, context: int | None,
                 weight_bits: int | None, act_bits: int | None, kv_bits: int | None,
                 attention: str | None = None, fusion: str | None = None,
-                query_tile: int | None = None) -> dict[str, Any]:
+                query_tile: int | None = None, kv_tile: int | None = None) -> dict[str, Any]:
     """The given step options as `sweep.commands.map_eval.resolve_network`'s ``workload`` (None: not given)."""
     return {"phase": phase, "batch": batch, "seq": seq, "context": context,
             "weight_bits": weight_bits, "act_bits": act_bits, "kv_bits": kv_bits, "attention": attention,
-            "fusion": fusion, "query_tile": query_tile}
+            "fusion": fusion, "query_tile": query_tile, "kv_tile": kv_tile}
 
 
 def list_step_options(what: str, name: str | None, workload: dict[str, Any]) -> dict[str, Any]:
@@ -136,7 +137,8 @@ def attention_text(w: dict) -> str:
               if pairs else "")
     if w.get("fusion") == "fused":
         return (f"attention: fused (score -> online softmax -> context per query tile, scores on chip; query tile "
-                f"{w.get('query_tile') or FUSED_TILE} positions, K/V tile {FUSED_TILE} keys), mask {mask}{counts}")
+                f"{w.get('query_tile') or FUSED_TILE} positions, K/V tile {w.get('kv_tile') or FUSED_TILE} keys), "
+                f"mask {mask}{counts}")
     blocks = f", diagonal blocks of {CAUSAL_BLOCK}" if w.get("attention") == "causal" else ""
     return f"attention: unfused (scores and probabilities through memory), mask {mask}{blocks}{counts}"
 
@@ -155,3 +157,25 @@ def memory_text(llm: dict) -> str:
     at = f"context {w['context']:,}" if w.get("phase") == "decode" else f"{w.get('seq'):,} tokens per prompt"
     return (f"memory: {gb(m['total_bytes'])} of {gb(m['capacity_bytes'])} in {m['memory']} ({parts}); "
             f"largest batch that fits at {at}: {llm.get('max_batch'):,}")
+
+
+def print_fusion_choice(res: dict, console: Any) -> None:
+    """`sweep map --fusion auto`'s table: each way of running the step's attention (unfused; fused
+    with its query and K/V tiles), its energy, latency, EDP and DRAM traffic, the chosen one marked
+    (``res["fusion_choice"]``, `sweep.commands.fusion_choice`); nothing without it."""
+    rows = res.get("fusion_choice")
+    if not rows:
+        return
+    t = Table(title=f"--fusion auto: {len(rows)} ways to run the attention, best under {res['objective']} "
+                    "(ties: least energy)")
+    for c in ("", "fusion", "query tile", "K/V tile", "energy", "latency", "EDP pJ*cycles", "DRAM traffic"):
+        t.add_column(c, justify="left" if c in ("", "fusion") else "right")
+    for r in rows:
+        ok = r["status"] == "ok"
+        t.add_row("*" if r["chosen"] else "", r["fusion"], str(r["query_tile"] or "-"), str(r["kv_tile"] or "-"),
+                  fmt.energy(r["energy_pj"]) if ok else "no valid mapping", fmt.cycles(r["latency_cycles"]) if ok else "",
+                  fmt.edp(r["edp"], unit=False) if ok else "", fmt.bits(r["dram_bits"]) if ok and r["dram_bits"] else "",
+                  style="bold" if r["chosen"] else None)
+    fmt.print_wide(console, t)
+    best = next(r for r in rows if r["chosen"])
+    console.print(f"chosen: {best['network']}", highlight=False, markup=False)

@@ -63,7 +63,8 @@ def parse_dims(text: str) -> Layer:
 #: options that set them.
 WORKLOAD_OPTIONS = {"phase": "--phase", "batch": "--batch", "seq": "--seq", "context": "--context",
                     "weight_bits": "--weight-bits", "act_bits": "--act-bits", "kv_bits": "--kv-bits",
-                    "attention": "--attention", "fusion": "--fusion", "query_tile": "--query-tile"}
+                    "attention": "--attention", "fusion": "--fusion", "query_tile": "--query-tile",
+                    "kv_tile": "--kv-tile"}
 
 
 def resolve_network(network: str, workload: dict[str, Any] | None = None) -> Network:
@@ -369,7 +370,8 @@ def eval_arch(name: str):
 
 def map_network(network: Network, arch, mapper_name: str, objective: str | None = None, seed: int = 0,
                 params: dict[str, Any] | None = None,
-                progress: Callable[[int, int, str], None] | None = None) -> dict[str, Any]:
+                progress: Callable[[int, int, str], None] | None = None,
+                cache: dict[Layer, dict[str, Any]] | None = None) -> dict[str, Any]:
     """Map every unique layer of ``network`` once (`Network.unique`: equal shapes merged, repeats
     added) with `map_layer`, in order, and total the results.
 
@@ -381,7 +383,8 @@ def map_network(network: Network, arch, mapper_name: str, objective: str | None 
     after another, as ZigZag sums them), ``edp`` = total energy x total latency, evaluations and
     wall time summed. On the multi-NPU archs there is no energy model: energy and EDP are None
     (null in JSON), per layer and in total. ``progress(done, total, layer_name)`` is called
-    before each layer and once at the end (done = total).
+    before each layer and once at the end (done = total). ``cache``: `map_layer`'s results by
+    layer, read and filled (steps that share layers, mapped with the same arguments, map them once).
 
     On a systolic hardware point (`load_arch`) the network is scheduled as a whole, its layers as
     listed (not merged), exactly as a campaign stores that point (`SystolicKind.map_network`: the
@@ -413,7 +416,11 @@ def map_network(network: Network, arch, mapper_name: str, objective: str | None 
     for i, (layer, rep) in enumerate(net):
         if progress:
             progress(i, n, layer.name)
-        res = map_layer(layer, arch, mapper_name, objective, seed, params)
+        res = cache.get(layer) if cache is not None else None
+        if res is None:
+            res = map_layer(layer, arch, mapper_name, objective, seed, params)
+            if cache is not None:
+                cache[layer] = res
         used = res["objective"]
         row = {"layer": layer.name, "repeat": rep, "status": res["status"], "energy_pj": res["energy_pj"],
                "latency_cycles": res["latency_cycles"], "edp": res["edp"], "value": res["value"],

@@ -148,3 +148,24 @@ def test_query_tile_by_hand():
     assert keys == 5120
     with pytest.raises(ValueError, match="^query_tile: 512 applies to fused attention"):
         build_transformer("llama3_8b", phase="prefill", query_tile=512)
+
+
+def test_kv_tile_by_hand():
+    """--kv-tile 512 on a decode step at context 4,096: 8 K/V tiles of 512 keys (one query
+    position), so 7 rescales of the partial output per (sequence, KV head, block) instead of 31 at
+    the default 128; 32 heads x 32 blocks x 4,096 pairs computed either way."""
+    from costmodel.zoo.attention import computed_pairs
+    from costmodel.zoo.transformer import parse_step_name
+    assert fused_tiles(1, 4096, False, 128, 512) == {(1, 512, True, False): 1, (1, 512, False, False): 6,
+                                                      (1, 512, False, True): 1}
+    assert computed_pairs(1, 4096, False, "fused", 128, 512) == 4096
+    net = build_transformer("llama3_8b", phase="decode", context=4096, fusion="fused", kv_tile=512)
+    assert net.name == "llama3_8b/decode/b1/ctx4096/fused/kt512" and net.workload["kv_tile"] == 512
+    assert parse_step_name("llama3_8b/decode/b1/ctx4096/kv4/fused/qt256/kt512")[1] == {
+        "phase": "decode", "batch": 1, "context": 4096, "kv_bits": 4, "fusion": "fused", "query_tile": 256,
+        "kv_tile": 512}
+    rescale = {v.name: r for v, r in zip(net.vector_ops, net.vector_repeats) if v.name.startswith("attn_rescale")}
+    assert rescale == {"attn_rescale_4": 7 * 8 * 32}   # 4 query rows of the GQA group; 8 KV heads x 32 blocks
+    assert "kv_tile" not in build_transformer("llama3_8b", phase="decode").workload   # unfused: as it was
+    with pytest.raises(ValueError, match="^kv_tile: 512 applies to fused attention"):
+        build_transformer("llama3_8b", phase="decode", kv_tile=512)
