@@ -184,7 +184,10 @@ class VectorOp:
     from memory, and its output replaces the producer's (no write of its own); 0: it reads every
     input and writes its output. ``overlaps``: the layers (by name) whose execution it overlaps (the
     vector unit works while the array does: a fused op beside its producer, the online softmax
-    beside the attention tiles); () = it runs after them, on its own.
+    beside the attention tiles); () = it runs after them, on its own. ``onchip``: its tensors are
+    ones a fused group keeps on chip (fused attention's score tile, partial output: the tile
+    layers declare them `Layer.onchip`); False: they live where the layers around it read and
+    write them, the outermost memory (`costmodel.vector` rule b).
 
     Raises:
         ValueError: unknown ``op``, a count that is not a positive integer, or bad ``bits``.
@@ -198,9 +201,12 @@ class VectorOp:
     bits: int | None = None
     in_flight: int = 0
     overlaps: tuple[str, ...] = ()
+    onchip: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "overlaps", tuple(self.overlaps))
+        if not isinstance(self.onchip, bool):
+            raise ValueError(f"vector op {self.name!r}: onchip must be true or false, got {self.onchip!r}")
         if isinstance(self.in_flight, bool) or not isinstance(self.in_flight, int) or not 0 <= self.in_flight <= self.inputs:
             raise ValueError(f"vector op {self.name!r}: in_flight must be an integer from 0 to inputs "
                              f"({self.inputs}), got {self.in_flight!r}")
@@ -214,8 +220,10 @@ class VectorOp:
             raise ValueError(f"vector op {self.name!r}: bits must be a positive integer or None, got {self.bits!r}")
 
     def to_dict(self) -> dict:
-        """JSON-able fields (``in_flight`` and ``overlaps`` only where set)."""
+        """JSON-able fields (``in_flight``, ``overlaps`` and ``onchip`` only where set)."""
         d = dict(self.__dict__)
+        if not self.onchip:
+            del d["onchip"]
         if not self.in_flight:
             del d["in_flight"]
         if not self.overlaps:

@@ -7,7 +7,9 @@ array at 1 GHz, 16 MiB unified buffer, one HBM2E stack) with SALSA, in three exe
   (`--attention dense --fusion unfused`, the model before this version);
 * ``causal unfused``: the blocks at and below the diagonal only (`--fusion unfused`);
 * ``causal fused``: attention as one tiled group per (sequence, KV head), element-wise ops in their
-  producers' drain, the vector unit working beside the array (`--fusion fused`);
+  producers' drain, the vector unit working beside the array (`--fusion fused`, tiles of 128);
+* ``causal auto``: the best of unfused and fused with every query / K/V tile under the objective
+  (`--fusion auto`; the row's ``choice`` names the tiles);
 
 and the fused step again on llm_ws designs with a wider vector unit (``--lanes``: the template
 parameter vector.lanes). Per row: TTFT, the array's compute bound (the step's computed MACs / MACs
@@ -33,7 +35,8 @@ from pathlib import Path
 
 MODELS = [("dense unfused", ["--attention", "dense", "--fusion", "unfused"]),
           ("causal unfused", ["--fusion", "unfused"]),
-          ("causal fused", ["--fusion", "fused"])]
+          ("causal fused", ["--fusion", "fused"]),
+          ("causal auto", ["--fusion", "auto"])]
 
 
 def _design(lanes: int, folder: Path) -> str:
@@ -64,18 +67,25 @@ def _run(seq: int, label: str, extra: list[str], arch: str, objective: str) -> d
             "matmul_s": tot["matmul_latency_cycles"] / clock, "vector_s": tot["vector_latency_cycles"] / clock,
             "overlapped_s": (tot.get("overlapped_cycles") or 0.0) / clock,
             "weights_gb": d["weights"] / 8e9, "kv_gb": d["kv_cache"] / 8e9, "act_gb": d["activations"] / 8e9,
-            "energy_per_token_mj": llm["energy_per_token_j"] * 1e3, "wall_s": wall, "search_s": tot["wall_s"]}
+            "energy_per_token_mj": llm["energy_per_token_j"] * 1e3, "wall_s": wall, "search_s": tot["wall_s"],
+            "choice": _choice(res)}
+
+
+def _choice(res: dict) -> str:
+    """The attention the step ran: unfused, or fused q<query tile>/k<K/V tile>."""
+    w = res["llm"]["workload"]
+    return "unfused" if w.get("fusion") != "fused" else f"q{w['query_tile']}/k{w['kv_tile']}"
 
 
 def _md(rows: list[dict]) -> str:
     head = ("| tokens | model | arch | TTFT s | compute bound s | x bound | matmul s | vector s | overlapped s "
-            "| weights GB | KV cache GB | activations GB | mJ / token | wall s | search s |")
-    lines = [head, "|" + "---|" * 15]
+            "| weights GB | KV cache GB | activations GB | mJ / token | attention | wall s | search s |")
+    lines = [head, "|" + "---|" * 16]
     for r in rows:
         lines.append(f"| {r['seq']:,} | {r['model']} | {r['arch']} | {r['ttft_s']:.4g} | {r['bound_s']:.4g} | "
                      f"{r['over_bound']:.2f} | {r['matmul_s']:.4g} | {r['vector_s']:.4g} | {r['overlapped_s']:.4g} | "
                      f"{r['weights_gb']:.4g} | {r['kv_gb']:.4g} | {r['act_gb']:.4g} | "
-                     f"{r['energy_per_token_mj']:.4g} | {r['wall_s']:.1f} | {r['search_s']:.2f} |")
+                     f"{r['energy_per_token_mj']:.4g} | {r['choice']} | {r['wall_s']:.1f} | {r['search_s']:.2f} |")
     return "\n".join(lines)
 
 
@@ -96,8 +106,8 @@ def main() -> None:
                 rows.append(_run(seq, label, extra, "llm_ws", a.objective))
                 print(f"{seq} {label}: TTFT {rows[-1]['ttft_s']:.4g} s", flush=True)
             for arch in wide:
-                rows.append(_run(seq, "causal fused", ["--fusion", "fused"], arch, a.objective))
-                print(f"{seq} causal fused on {Path(arch).stem}: TTFT {rows[-1]['ttft_s']:.4g} s", flush=True)
+                rows.append(_run(seq, "causal auto", ["--fusion", "auto"], arch, a.objective))
+                print(f"{seq} causal auto on {Path(arch).stem}: TTFT {rows[-1]['ttft_s']:.4g} s", flush=True)
     (out / "rows.json").write_text(json.dumps(rows, indent=1))
     print(_md(rows))
 

@@ -6,8 +6,9 @@ skips the blocks above the diagonal computes the rectangles of `causal_blocks` (
 at most `CAUSAL_BLOCK` tokens in full, masked inside). Encoders and ViT are dense.
 
 **Fusion** (`FUSION`). ``unfused``: every operation reads its inputs from, and writes its output
-to, the memory level where it lives (`costmodel.vector`); the score matmul writes the scores, the
-softmax reads and writes them, the context matmul reads the probabilities. ``fused``: what a
+to, DRAM, one home per tensor for every operation that touches it (`costmodel.vector` rule b): the
+score matmul writes the scores, the softmax reads them and writes the probabilities, the context
+matmul reads them, all through DRAM. ``fused``: what a
 serving kernel does.
 
 * Attention is one group per (sequence, KV head), FlashAttention's schedule (Dao et al.,
@@ -194,16 +195,17 @@ def fused_attention_ops(group: int, head_dim: int, q_len: int, attended: int, ca
     for (r, c, first, last), n in fused_tiles(q_len, attended, causal, tile, key_tile).items():
         rows = group * r
         ops.append(VectorOp(f"online_softmax_{r}x{c}", "online_softmax", rows * c, rows=rows, bits=bits,
-                            overlaps=tile_layers))
+                            overlaps=tile_layers, onchip=True))
         reps.append(per_head * n)
         if not first:
             soft[rows] = soft.get(rows, 0) + n
         if last:
             ops.append(VectorOp(f"attn_normalize_{r}", "mul", rows * head_dim, rows=rows, bits=bits,
-                                overlaps=tile_layers))
+                                overlaps=tile_layers, onchip=True))
             reps.append(per_head * n)
     for rows, n in soft.items():
-        ops.append(VectorOp(f"attn_rescale_{rows}", "mul", rows * head_dim, rows=rows, bits=bits, overlaps=tile_layers))
+        ops.append(VectorOp(f"attn_rescale_{rows}", "mul", rows * head_dim, rows=rows, bits=bits, overlaps=tile_layers,
+                            onchip=True))
         reps.append(per_head * n)
     merged: dict[VectorOp, int] = {}  # equal ops (tiles that differ only in first / last) once
     for o, r in zip(ops, reps):

@@ -517,12 +517,13 @@ def build_transformer(name: str, *, phase: str | None = None, batch: int | None 
         raise ValueError(f"fusion: must be one of {FUSION} (or 'auto' when mapping), got {fusion!r}")
     st = dataclasses.replace(resolve_step(cfg, phase, batch, seq, context, attention), fusion=fusion or "unfused")
     for key, tile in (("query_tile", query_tile), ("kv_tile", kv_tile)):
-        if tile is None:
-            continue
-        if fusion != "fused":
+        if tile is not None and fusion != "fused":
             raise ValueError(f"{key}: {tile!r} applies to fused attention (fusion='fused'), "
                              f"not to fusion={st.fusion!r}")
-        st = dataclasses.replace(st, **{key: positive(key, tile)})
+    if query_tile is not None:
+        st = dataclasses.replace(st, query_tile=positive("query_tile", query_tile))
+    if kv_tile is not None:
+        st = dataclasses.replace(st, kv_tile=positive("kv_tile", kv_tile))
     bits = resolve_bits(weight_bits, act_bits, kv_bits)
     layers, reps, n_e = _block_layers(cfg, st)
     pre, post = _outer_layers(cfg, st)

@@ -57,8 +57,9 @@ def test_default_energies():
 
 
 def test_softmax_in_the_unified_buffer():
+    """A fused group's op (``onchip``): its tensors in the innermost shared level that holds them."""
     acc = load_accelerator("tpu_like")   # [vector] lanes 32, default energies; [precision] I = 8
-    c = vector_cost(VectorOp("sm", "softmax", 4096, rows=32), acc)
+    c = vector_cost(VectorOp("sm", "softmax", 4096, rows=32, onchip=True), acc)
     # data: read 1 x 4096 x 8 = 32768 bits, write 32768 bits; needs 2 x 32768 = 65536 bits <= the
     # unified buffer's 4194304 (the accumulators serve O only, the weight register W only)
     assert c.memory == "unified_buffer"
@@ -80,7 +81,7 @@ def test_softmax_in_the_unified_buffer():
 def test_softmax_spilling_to_dram():
     acc = load_accelerator("tpu_like")
     n = 10**8
-    c = vector_cost(VectorOp("sm", "softmax", n, rows=10**5), acc)
+    c = vector_cost(VectorOp("sm", "softmax", n, rows=10**5, onchip=True), acc)
     # needs 2 x 10^8 x 8 = 1.6e9 bits > 4194304: DRAM; read 8e8 bits, write 8e8 bits
     assert c.memory == "dram"
     assert c.dram_bits == 16 * 10**8
@@ -99,7 +100,7 @@ def test_softmax_spilling_to_dram():
 
 def test_add_of_two_inputs():
     acc = load_accelerator("tpu_like")
-    c = vector_cost(VectorOp("res", "add", 1000, inputs=2, bits=16), acc)
+    c = vector_cost(VectorOp("res", "add", 1000, inputs=2, bits=16, onchip=True), acc)
     # bits 16 (the op's own): read 2 x 1000 x 16 = 32000, write 16000; needs 48000: unified buffer
     assert c.memory == "unified_buffer" and (c.read_bits, c.write_bits) == (32000, 16000)
     # ceil(32000 / 256) = 125 reads + ceil(16000 / 256) = ceil(62.5) = 63 writes: 188 x 420.40 pJ
@@ -113,7 +114,7 @@ def test_add_of_two_inputs():
 @pytest.mark.parametrize("shared, transfer", [(True, 500.0), (False, 250.0)])
 def test_shared_port(shared, transfer):
     acc = accelerator_from_dict(_toy(shared), "toy")
-    c = vector_cost(VectorOp("res", "add", 1000, inputs=2), acc)
+    c = vector_cost(VectorOp("res", "add", 1000, inputs=2, onchip=True), acc)
     # needs 3 x 1000 x 8 = 24000 bits: rf fits but is per PE, small (1000) is too small, ibuf does
     # not serve O: "big". read 16000 bits / 64 = 250 cycles, write 8000 / 32 = 250 cycles:
     # one shared port 250 + 250 = 500, separate ports max(250, 250) = 250
@@ -130,17 +131,33 @@ def test_shared_port(shared, transfer):
 def test_level_choice():
     acc = accelerator_from_dict(_toy(True), "toy")
     # 100 elements x 1 input: needs 2 x 100 x 8 = 1600 bits > small's 1000: big
-    assert vector_cost(VectorOp("a", "gelu", 100), acc).memory == "big"
+    assert vector_cost(VectorOp("a", "gelu", 100, onchip=True), acc).memory == "big"
     # 50 elements: 800 bits fit the small shared buffer (the innermost shared I/O level)
-    assert vector_cost(VectorOp("a", "gelu", 50), acc).memory == "small"
+    assert vector_cost(VectorOp("a", "gelu", 50, onchip=True), acc).memory == "small"
     # 10^5 elements x 2 inputs: 2.4e6 bits > big's 1e6: DRAM, read 1.6e6 + write 8e5 bits
-    c = vector_cost(VectorOp("a", "mul", 10**5, inputs=2), acc)
+    c = vector_cost(VectorOp("a", "mul", 10**5, inputs=2, onchip=True), acc)
     assert c.memory == "dram" and c.dram_bits == 2_400_000
+
+
+def test_one_home_per_tensor():
+    """An op outside a fused group reads and writes where the layers around it put its tensors:
+    the outermost level (the loop-nest model's layers read their inputs from and write their
+    outputs to DRAM), even when the unified buffer could hold them: the softmax of
+    `test_softmax_in_the_unified_buffer` moves 32,768 + 32,768 bits through DRAM, 128-bit words of
+    800 pJ: 256 + 256 accesses = 409,600 pJ; 128 bits/cycle on a shared port: 512 cycles."""
+    acc = load_accelerator("tpu_like")
+    c = vector_cost(VectorOp("sm", "softmax", 4096, rows=32), acc)
+    assert c.memory == "dram" and c.dram_bits == 65536
+    assert c.memory_pj == pytest.approx(512 * 800.0) and c.transfer_cycles == pytest.approx(512.0)
+    assert c.latency_cycles == 1156.0   # still compute-bound
+    small = accelerator_from_dict(_toy(True), "toy")
+    assert vector_cost(VectorOp("a", "gelu", 50), small).memory == "dram"
 
 
 def _net() -> Network:
     return Network("tiny", (Layer("fc", K=8, C=8, kind="fc"),),
-                   vector_ops=(VectorOp("sm", "softmax", 4096, rows=32), VectorOp("res", "add", 1000, inputs=2)),
+                   vector_ops=(VectorOp("sm", "softmax", 4096, rows=32, onchip=True),
+                               VectorOp("res", "add", 1000, inputs=2, onchip=True)),
                    vector_repeats=(3, 2))
 
 
