@@ -22,6 +22,14 @@ obeys the hint) and count a draw below the hint's ``min_utilization`` as invalid
 hint, or with ``hint=False``, the draws of version 1).
 
 Both count ``evaluations`` = cost-model calls (every draw is evaluated; invalid ones included).
+
+Latency ties (issue 38; ``latency_ties`` = 1 on both): under the latency objective a mapping of equal
+latency and lower energy (then equal energy and fewer DRAM bits) is better
+(`mappers.fullspace.ties.beats`): random5 keeps it, and a hybrid thread counts it as an improvement
+that resets its patience, as Timeloop's victory condition counts the mappings that are not better
+under its lexicographic ``optimization-metrics`` (a thread's draws do not depend on its comparisons,
+so it evaluates what it did before and possibly more: its latency is never worse). Threads are
+reduced by latency, then energy (`mappers.base.best_of`). Energy and EDP results are those of version 2.
 """
 
 from __future__ import annotations
@@ -34,6 +42,7 @@ import numpy as np
 
 from mappers.base import LayerMapper, LayerProblem, Param, SearchResult, WorkUnit
 from mappers.fullspace.primitive_sa import HINT_PARAM, chain_seeds, make_fullspace_result, problem_space
+from mappers.fullspace.ties import beats
 
 __all__ = ["Random5Mapper", "HybridMapper", "RANDOM5", "HYBRID", "nth_permutation"]
 
@@ -50,10 +59,12 @@ def nth_permutation(items: Sequence, k: int) -> list:
 
 
 class Random5Mapper(LayerMapper):
-    """Best of the first ``valid`` valid random full-space mappings (CoSA's Random (5x))."""
+    """Best of the first ``valid`` valid random full-space mappings (CoSA's Random (5x)); latency
+    ties broken by energy, then DRAM bits (module docstring)."""
 
     name = "random5"
     version = "2"  # 2: spatial hints
+    latency_ties = 1  # latency ties broken by energy, then DRAM bits (module docstring)
     kind = "loopnest"
     params = (
         Param("valid", "int", 5, "valid random mappings to draw; the best is kept", low=1, high=10**6),
@@ -81,7 +92,7 @@ class Random5Mapper(LayerMapper):
             hist.append(v)
             if math.isfinite(v):
                 valid_vals.append(v)
-                if v < best_v:
+                if beats(v, rep, best_v, best_rep, problem.objective, space.arch):  # latency ties: energy, DRAM
                     best, best_v, best_rep = s, v, rep
         extra = {"valid_found": len(valid_vals), "valid_values": valid_vals,
                  "valid_rate": len(valid_vals) / len(hist)}
@@ -91,10 +102,12 @@ class Random5Mapper(LayerMapper):
 
 
 class HybridMapper(LayerMapper):
-    """Timeloop-Hybrid-like: random tiling, linear walk over loop permutations, per-thread patience."""
+    """Timeloop-Hybrid-like: random tiling, linear walk over loop permutations, per-thread patience;
+    latency ties broken by energy, then DRAM bits, which counts as an improvement (module docstring)."""
 
     name = "hybrid"
     version = "2"  # 2: spatial hints
+    latency_ties = 1  # latency ties broken by energy, then DRAM bits; such a tie-break resets patience
     kind = "loopnest"
     params = (
         Param("threads", "int", 8, "independent search threads, each its own work unit and seed", low=1,
@@ -148,7 +161,7 @@ class HybridMapper(LayerMapper):
                 if not math.isfinite(v):
                     break  # validity does not depend on the order: next tiling
                 n_valid += 1
-                if v < best_v:
+                if beats(v, rep, best_v, best_rep, problem.objective, space.arch):  # latency ties: energy, DRAM
                     best, best_v, best_rep, streak = sec, v, rep, 0
                 else:
                     streak += 1

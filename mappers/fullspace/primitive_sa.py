@@ -74,6 +74,14 @@ Annealing: as `mappers.loop_order.salsa`: V = ln(cost), P = exp((V - V') / T_i),
 state kept; proposals whose decoded mapping this chain has already evaluated are looked up, not
 re-evaluated (``evaluations`` counts cost-model calls). ``history`` = objective of the initial state
 then of every proposal (after repair; +inf if still invalid).
+
+Latency ties (issue 38; ``latency_ties`` = 1): the acceptance criterion stays on the objective (eq. 3
+above), so the chain walks exactly as before the rule; the best state kept is chosen by the tie rule
+(`mappers.fullspace.ties.beats`): under the latency objective a state of equal latency and lower
+energy (then equal energy and fewer DRAM bits) replaces the best. A proposal whose latency is at most
+the best's is always accepted (V' <= V), so every state of the best latency the chain evaluated is
+compared. Chains are reduced by latency, then energy (`mappers.base.best_of`). Energy and EDP
+results are those of version 2.
 """
 
 from __future__ import annotations
@@ -89,6 +97,7 @@ from costmodel.loopnest.mapping import OPERANDS, RELEVANT, SPATIAL_DIMS, Mapping
 from mappers.annealing import log_accept_arg
 from mappers.base import (LayerMapper, LayerProblem, LoopNestDetail, Param, SearchResult, WorkUnit, chain_seeds,
                           objective_value, resolve_params)
+from mappers.fullspace.ties import beats
 
 __all__ = ["PrimitiveSpace", "PrimitiveSAMapper", "PRIMITIVE_SA", "chain_seeds", "resolve_params",
            "make_fullspace_result", "MOVES", "HINT_PARAM", "problem_space"]
@@ -476,7 +485,7 @@ def anneal_chain(space: PrimitiveSpace, objective: str, rng: np.random.Generator
             cur, v = prop, vn
             accepted += 1
             moves_acc[kind] += 1
-            if vn < best_v:
+            if beats(vn, rn, best_v, best_rep, objective, space.arch):  # latency ties: energy, then DRAM bits
                 best, best_v, best_rep = prop, vn, rn
         elif not math.isfinite(vn):
             rejected += 1
@@ -490,11 +499,12 @@ class PrimitiveSAMapper(LayerMapper):
     """SA over the primitive list of the full mapspace (tiling, order and spatial unrolling at once).
 
     `units`: one WorkUnit(kind="sa") per chain, seeds from `chain_seeds` (seed, chains); `run` runs
-    one chain; `reduce` = `best_of`; `search` = all units in-process, reduced.
+    one chain; `reduce` = `best_of` (latency ties by energy); `search` = all units in-process, reduced.
     """
 
     name = "primitive_sa"
     version = "2"  # 2: obeys the accelerator's spatial hint (module docstring)
+    latency_ties = 1  # best state and chains: latency ties broken by energy, then DRAM bits (module docstring)
     kind = "loopnest"
     params = (
         Param("iterations", "int", 2000, "SA proposals per chain", low=0, high=10**8),

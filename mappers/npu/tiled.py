@@ -5,6 +5,13 @@ A subclass (`mappers.npu.flexer.FlexerMapper`, `mappers.npu.static.StaticNPUMapp
 how the schedules of one tiling are built (`TiledNPUMapper.schedules`). The search, its bounds and
 the result's figures are described in `mappers.npu.flexer`'s module docstring (Min, Kwon, Egger,
 "Flexer: Out-of-Order Scheduling for Multi-NPUs", CGO 2023, Algorithm 1 lines 2-11).
+
+Latency ties (issue 38; ``latency_ties`` = 1): under the ``latency`` metric, schedules of equal
+latency are ranked by their transferred bytes (the DRAM traffic: the npu model has no energy), then
+by tiling and schedule index as before, within a unit (`TiledNPUMapper.run`) and across units
+(`TiledNPUMapper.reduce`). The bounds stay exact: a tiling is skipped and a schedule abandoned only
+when its bound is strictly above the best latency, so every schedule that ties it is finished and
+compared. The ``latency_bytes`` and ``bytes`` metrics are ranked as before.
 """
 
 from __future__ import annotations
@@ -13,11 +20,11 @@ import functools
 import math
 import time
 from dataclasses import dataclass
-from typing import Any, ClassVar, Iterator, Mapping
+from typing import Any, ClassVar, Iterator, Mapping, Sequence
 
 from costmodel.npu import NPUArch, Tiling, tilings
 from costmodel.workload import Layer
-from mappers.base import ExtraColumn, Mapper, Param, SearchResult, WorkUnit
+from mappers.base import ExtraColumn, Mapper, Param, SearchResult, WorkUnit, best_of
 from mappers.npu.graph import DFG, Cutoff, Engine, build_dfg, latency_lower_bound, metric_value, summarize
 
 __all__ = ["TiledNPUMapper", "NPUProblem", "METRICS"]
@@ -47,9 +54,11 @@ def _tiling_count(layer: Layer, arch: NPUArch, min_spatial: int, min_channels: i
 class TiledNPUMapper(Mapper[NPUProblem]):
     """What flexer and static share: units over contiguous chunks of the tiling list, and a `run`
     that builds every schedule of its chunk (`schedules`, per subclass) and keeps the best by
-    ``metric`` (first of equal values, in tiling then schedule order)."""
+    ``metric`` (under the ``latency`` metric equal latencies by fewer transferred bytes, module
+    docstring; then the first of equal values, in tiling then schedule order)."""
 
     kind = "npu"
+    latency_ties = 1  # the latency metric: ties broken by transferred bytes (module docstring)
     columns = (ExtraColumn("transferred_bytes", "float", "bytes moved on the DRAM channel by the best schedule"),)
     engine = "list"
     common_params = (
@@ -100,6 +109,14 @@ class TiledNPUMapper(Mapper[NPUProblem]):
         return [WorkUnit(kind="tilings", shard=i, shards=chunks,
                          spec={"start": i * per, "stop": min(n, (i + 1) * per)}) for i in range(chunks)]
 
+    def reduce(self, results: Sequence[SearchResult]) -> SearchResult:
+        """Best unit (`mappers.base.best_of`: first of equal values, in unit order); under the
+        ``latency`` metric equal latencies by fewer ``extra["transferred_bytes"]`` first."""
+        if self.latency_ties and results and all(r.objective == "latency" for r in results):
+            # a stable sort puts the least (latency, bytes) first; best_of keeps the first of equal values
+            results = sorted(results, key=lambda r: (r.value, (r.extra or {}).get("transferred_bytes", math.inf)))
+        return best_of(results)
+
     def schedules(self, g: DFG, params: Mapping[str, Any], cutoff: Cutoff | None = None
                   ) -> Iterator[tuple[str, Engine | None]]:
         """(dataflow label, finished engine or None if infeasible or cut off by ``cutoff``) for
@@ -123,6 +140,8 @@ class TiledNPUMapper(Mapper[NPUProblem]):
                for f, g in zip(floors, graphs)]
         order.sort(key=lambda i: (lbs[i], i))
         best, evals, done, cut = None, 0, 0, 0
+        ties = bool(self.latency_ties) and metric == "latency"  # equal latencies: fewer bytes first
+        best_key: tuple = ()
         for i in order:
             if best is not None and lbs[i] > best[0]["value"]:
                 break
@@ -135,8 +154,9 @@ class TiledNPUMapper(Mapper[NPUProblem]):
                     cut += cutoff is not None and cutoff.value < math.inf
                     continue
                 s = summarize(eng, metric, reps)
-                if best is None or (s["value"], i, j) < (best[0]["value"], best[4], best[5]):
-                    best = (s, tl[i], label, eng, i, j)
+                key = (s["value"], s["transferred_bytes"] if ties else 0, i, j)
+                if best is None or key < best_key:
+                    best, best_key = (s, tl[i], label, eng, i, j), key
                     if cutoff is not None:
                         cutoff.value = s["value"]
         wall = time.perf_counter() - t0

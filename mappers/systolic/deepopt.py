@@ -15,6 +15,15 @@ ASIC-based Systolic Deep Learning Accelerators", ASP-DAC 2021 (sections 4.1-4.2,
 * Footnote 1 of the paper: ZiXYZo is only considered for delay-based PMs where the filter SRAM
   holds its working set (``SystolicResult.delay_ok``); for PM E every branch is allowed.
 
+Latency ties (issue 38; version 2). Under the delay PM D many branches of a layer tie (on the
+area16mm2 grid 2.6 M of the 11.2 M (point, layer) pairs, 0.67 M of them with different energies): LOS
+takes, of the branches of least delay, the one of least energy (DeepOpt's code takes the first
+branch of equal PM). The PM values are unchanged (a tie is a tie); the LOS energy of the D rows and
+the branches of their ``layers`` table may be lower. The product PM already does so (the Pareto
+front keeps, of equal delays, the least energy). The other PMs (E, ED, E2D, ED2) are untouched. The
+hardware points are not reordered: which point of equal D is the optimum is the report's choice
+(smaller area first), the allocation, not the schedule.
+
 Costs are per image: a layer of batch B (DeepOpt's FC layers, batch 16) contributes 1/B of its
 cost (`evaluate_per_image`). Repeated layers (``Network.repeats``) count as that many executions: sum PMs add r times the
 layer's PM, and the product PM lets each execution pick its own branch.
@@ -113,7 +122,8 @@ def infeasible_reasons(res: SystolicResult, layers, pts: SystolicPoints, pm: str
 
 
 def los(res: SystolicResult, repeats, pm: str):
-    """Layer-specific optimal scheduling with DeepOpt's network PM (sum of per-layer minima).
+    """Layer-specific optimal scheduling with DeepOpt's network PM (sum of per-layer minima); under
+    the delay PM D, of a layer's branches of least delay the one of least energy (module docstring).
 
     Args:
         res: costs of shape (P, L, 5).
@@ -127,6 +137,10 @@ def los(res: SystolicResult, repeats, pm: str):
     reps = np.asarray(repeats, dtype=np.float64)
     layer_pm = _masked_layer_pm(res, pm)
     best = np.argmin(layer_pm, axis=2)
+    if PMS[pm] == (0, 1):  # delay: of the branches of least delay the least energy (module docstring)
+        low = layer_pm.min(axis=2, keepdims=True)
+        tied = np.argmin(np.where(layer_pm == low, res.energy_pj, np.inf), axis=2)
+        best = np.where(np.isfinite(low[..., 0]), tied, best)  # a layer no branch runs: as before
     take = best[..., None]
     value = (np.take_along_axis(layer_pm, take, 2)[..., 0] * reps).sum(axis=1)
     energy = (np.take_along_axis(res.energy_pj, take, 2)[..., 0] * reps).sum(axis=1)
@@ -233,7 +247,8 @@ class DeepOptMapper(Mapper[AllocationProblem]):
     """
 
     name = "deepopt"
-    version = "1"
+    version = "2"  # 2: D ties broken by energy (module docstring); a task holds every PM, so the version moves
+    latency_ties = 1  # D (delay): LOS branch ties broken by energy
     kind = "systolic"
     params = (
         Param("network_pm", "str", "sum",

@@ -105,6 +105,13 @@ rounded down so the factors cover ceil(bound / spatial)); if that is impossible,
 is evaluated (``extra["padded_eval"]``) - padding costs up to (p + 1) / p more MACs, cycles and
 traffic on that dimension. Default: no padding.
 
+**Latency ties** (issue 38; ``latency_ties`` = 1). The MIP never sees our latency (its objective
+(12) is CoSA's weighted surrogate, and HiGHS returns one solution per solve), so the rule applies where
+decoded mappings costed by our model are compared: the decodes of one solve (`best_decode`: equal
+latencies by energy, then DRAM bits, `mappers.fullspace.ties.beats`) and the solves (`reduce`: equal
+latencies by energy, `mappers.base.best_of`; e.g. a compute-bound layer whose solves all reach the
+compute bound). Energy and EDP results are those of version 4.
+
 Outcomes: optimal, time_limit (the incumbent if any, else value inf), infeasible (value inf),
 error (value inf); the solver never raises out of `CosaMapper.run`.
 """
@@ -127,6 +134,7 @@ from costmodel.loopnest.mapping import (OPERANDS, SPATIAL_DIMS, Mapping, Mapping
 from mappers.base import (ExtraColumn, LayerMapper, LayerProblem, LoopNestDetail, Param, SearchResult, WorkUnit,
                           best_of, objective_value)
 from mappers.fullspace.cosa.model import CosaModel, build_model
+from mappers.fullspace.ties import beats
 
 __all__ = ["CosaMapper", "COSA", "solve_model", "decode", "decode_loma", "best_decode", "DECODE_ORDER",
            "DEFAULT_SOLVES", "parse_solve"]
@@ -291,7 +299,8 @@ def decode_loma(model: CosaModel, choice: Sequence[int]) -> Mapping:
 def best_decode(model: CosaModel, choice: Sequence[int], objective: str, ways=("even", "loma")):
     """Decode ``choice`` each of ``ways`` ("even": `decode`, "loma": `decode_loma`), fit to the real
     layer if padded, evaluate (`costmodel.loopnest.reference.evaluate`) and keep the best under
-    ``objective`` ("energy", "latency", "edp"); ties go to the earlier way.
+    ``objective`` ("energy", "latency", "edp"); under latency, equal latencies by energy, then DRAM
+    bits (`mappers.fullspace.ties.beats`); remaining ties go to the earlier way.
 
     Returns:
         (way, mapping, layer evaluated, CostReport); mapping None (report None) if no way decodes.
@@ -312,7 +321,7 @@ def best_decode(model: CosaModel, choice: Sequence[int], objective: str, ways=("
                 m = fitted
         rep = evaluate(layer, model.arch, m)
         val = objective_value(rep, objective)
-        if best[1] is None or val < bval:
+        if best[1] is None or beats(val, rep, bval, best[3], objective, model.arch):
             best, bval = (way, m, layer, rep), val
     return best
 
@@ -351,6 +360,7 @@ class CosaMapper(LayerMapper):
 
     name = "cosa"
     version = "4"
+    latency_ties = 1  # decodes and solves: latency ties broken by energy (module docstring, Latency ties)
     kind = "loopnest"
     columns = (ExtraColumn("solver_status", "str", "HiGHS model status of the solve", key="status"),
                ExtraColumn("solver_s", "float", "HiGHS wall time, s (measured, not deterministic)"),
@@ -387,10 +397,11 @@ class CosaMapper(LayerMapper):
         return [WorkUnit(kind="mip", spec={"solve": spec}) for spec in params["solves"]]
 
     def reduce(self, results: Sequence[SearchResult]) -> SearchResult:
-        """The best solve's result (ties: the earlier unit; `mappers.base.best_of`), with
+        """The best solve's result (under latency, equal latencies by energy; remaining ties: the
+        earlier unit; `mappers.base.best_of`), with
         ``extra["solver_s_max"]`` / ``["solver_s_total"]`` the longest / summed HiGHS time of all
         solves and ``extra["solve_values"]`` every solve's objective value, in unit order."""
-        best = best_of(results)
+        best = best_of(results, bool(self.latency_ties))
         secs = [r.extra.get("solver_s", 0.0) for r in results]
         return replace(best, extra=dict(best.extra, solver_s_max=max(secs), solver_s_total=sum(secs),
                                         solve_values=[r.value for r in results]))

@@ -73,13 +73,19 @@ def test_default_solves_gain_from_the_halved_buffers(simba):
     global_buffer"). The best is the third, all four buffers halved: every buffer's tiles fit it
     twice (acc_buffer 12,288 of 24,576 bits exactly), all are double-buffered; the same solve without
     halving ("1") fills the accumulation buffer beyond half (single-buffered: it stalls) and is
-    slower (measured 125,244 against 131,712 cycles, compute 112,896)."""
+    slower (measured 125,244 against 131,712 cycles, compute 112,896). The tiles are those of the
+    MIP's own levels (decode "even"): with both decodes (the default) the LOMA decode of that solve
+    ties on latency with 1.5 % less energy and is kept (issue 38's tie rule), its global buffer
+    holding a little over half its size."""
     layer = Layer("layer1.0.conv2", K=64, C=64, OY=56, OX=56, FY=3, FX=3)
     prob = LayerProblem(layer, simba, objective="latency")
     # hint=False: the paper's unconstrained spatial space. Under simba_like's spatial hint solve "0"
     # wins (119,952 cycles; "1" alone also 119,952; all four halved 125,244): nothing to show there
-    best = COSA.search(prob, {"hint": False})
+    best = COSA.search(prob, {"hint": False, "decode": "even"})
     assert best.extra["solve"] == "1:acc_buffer+weight_buffer+input_buffer+global_buffer"
+    both = COSA.search(prob, {"hint": False})
+    assert (both.extra["solve"], both.value) == (best.extra["solve"], best.value)
+    assert both.energy_pj <= best.energy_pj
     unhalved = COSA.search(prob, {"solves": ["1"], "hint": False})
     assert best.value < unhalved.value
     assert best.value < min(best.extra["solve_values"][:2])
