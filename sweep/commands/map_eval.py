@@ -123,6 +123,9 @@ def resolve_layer(network: str | None, layer: str | None, dims: str | None,
         return parse_dims(dims)
     if not network or layer is None:
         raise _bad("options", "--network/--layer", None, "give --network N --layer L, or --dims")
+    if (workload or {}).get("fusion") == "auto":
+        raise _bad("--fusion", "--fusion", "auto", "auto chooses how a whole step runs (--network without --layer); "
+                   "for one layer give --fusion fused or unfused")
     net = resolve_network(network, workload)
     layers = [l for l, _ in net]
     for l in layers:

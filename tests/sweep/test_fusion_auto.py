@@ -115,4 +115,7 @@ def test_cli_prints_the_choice_and_json_has_it(tmp_path, monkeypatch):
     bad = run(app, ["map", "--network", "llama3_8b", "--fusion", "auto", "--kv-tile", "64", "--arch", "llm_ws",
                     "--mapper", "loma"])
     assert bad.exit_code == 2 and "--kv-tile" in bad.output
+    one = run(app, ["map", "--network", "llama3_8b", "--layer", "q_proj", "--fusion", "auto", "--arch", "llm_ws",
+                    "--mapper", "loma"])
+    assert one.exit_code == 2 and "auto chooses how a whole step runs" in one.output
     assert not any(tmp_path.iterdir())
