@@ -74,7 +74,11 @@ def show(rep: dict[str, Any], console) -> None:
 def _best(rows: pd.DataFrame, problems: pd.DataFrame, mapper: str) -> pd.DataFrame:
     ok = rows[(rows["status"] == "ok") & (rows["mapper"] == mapper)].copy()
     ok["value"] = ok["value"].astype(float)
-    ok = ok[np.isfinite(ok["value"])].sort_values(["problem_id", "value", "unit_index"], kind="stable")
+    # the mapper's reduce (`mappers.npu.tiled.TiledNPUMapper.reduce`): under the latency metric equal
+    # latencies by fewer transferred bytes, then the first unit
+    ok["_tie"] = np.where(ok["objective"] == "latency", ok["transferred_bytes"].astype(float), 0.0) \
+        if "objective" in ok else 0.0
+    ok = ok[np.isfinite(ok["value"])].sort_values(["problem_id", "value", "_tie", "unit_index"], kind="stable")
     best = ok.groupby("problem_id", sort=False).head(1).set_index("problem_id")
     cols = ["value", "latency_cycles", "transferred_bytes", "extra", "params"]
     probs = problems.drop(columns=["task_id", "mapper", "arch", "objective", "seed"], errors="ignore")

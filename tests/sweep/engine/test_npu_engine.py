@@ -109,3 +109,19 @@ def test_npu_report_ratios_plots_and_gantt(out, tmp_path):
     assert all((tmp_path / "plots" / n).stat().st_size > 1000 for n in names)
     res = runner.invoke(app, ["report", str(out)])
     assert res.exit_code == 0 and "speed-up" in res.output and "paper" in res.output
+
+
+def test_report_best_of_units_breaks_latency_ties_by_bytes():
+    """Two units of one latency problem tie on latency: the report keeps the one that moves fewer
+    bytes, as the mapper's reduce does; under latency_bytes the first unit of equal value stays."""
+    import pandas as pd
+
+    from sweep.reports.npu import _best
+    rows = pd.DataFrame({"problem_id": ["p", "p", "q", "q"], "status": "ok", "mapper": "flexer",
+                         "objective": ["latency", "latency", "latency_bytes", "latency_bytes"],
+                         "value": [100.0, 100.0, 5.0, 5.0], "unit_index": [0, 1, 0, 1],
+                         "latency_cycles": [100.0, 100.0, 50.0, 50.0], "transferred_bytes": [900.0, 400.0, 900.0, 400.0],
+                         "extra": "{}", "params": "{}", "arch": "arch1"})
+    problems = pd.DataFrame({"problem_id": ["p", "q"], "network": "n", "layer": ["a", "b"]})
+    best = _best(rows, problems, "flexer").set_index("layer")
+    assert best.loc["a", "transferred_bytes"] == 400.0 and best.loc["b", "transferred_bytes"] == 900.0
