@@ -127,12 +127,18 @@ def load_network(spec: Network | str | Path, **workload: Any) -> Network:
     """
     if isinstance(spec, Network):
         return spec
-    from sweep.commands.map_eval import WORKLOAD_OPTIONS, resolve_network
+    from sweep.commands.map_eval import resolve_network
+    _check_step_keys(workload, "load_network")
+    return resolve_network(str(spec), workload)
+
+
+def _check_step_keys(workload: Mapping[str, Any], where: str) -> None:
+    """Raise `CampaignError` naming the first key of ``workload`` that is no step parameter."""
+    from sweep.commands.map_eval import WORKLOAD_OPTIONS
     unknown = [k for k in workload if k not in WORKLOAD_OPTIONS]
     if unknown:
-        raise CampaignError("load_network", [Finding(unknown[0], workload[unknown[0]],
-                                                     f"no such step parameter; known: {list(WORKLOAD_OPTIONS)}")])
-    return resolve_network(str(spec), workload)
+        raise CampaignError(where, [Finding(unknown[0], workload[unknown[0]],
+                                            f"no such step parameter; known: {list(WORKLOAD_OPTIONS)}")])
 
 
 def load_layer(network: str | Path | None = None, layer: str | int | None = None,
@@ -351,14 +357,10 @@ def map_step(model: str, accelerator: Architecture | str | Path, mapper: str = "
         DoesNotFitError: the step does not fit the accelerator's DRAM.
     """
     from sweep.commands.fusion_choice import AUTO, map_step_auto
-    from sweep.commands.map_eval import WORKLOAD_OPTIONS
     if workload.get("fusion") != AUTO:
         return map_network(load_network(model, **workload), accelerator, mapper, objective, seed, params=params,
                            progress=progress)
-    unknown = [k for k in workload if k not in WORKLOAD_OPTIONS]
-    if unknown:
-        raise CampaignError("map_step", [Finding(unknown[0], workload[unknown[0]],
-                                                 f"no such step parameter; known: {list(WORKLOAD_OPTIONS)}")])
+    _check_step_keys(workload, "map_step")
     res = map_step_auto(str(model), workload, load_accelerator(accelerator), mapper, objective, seed,
                         _params(params, {}), progress)
     return NetworkResult(network=res["network"], arch_kind=res["arch_kind"], mapper=res["mapper"],
