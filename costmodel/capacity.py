@@ -103,7 +103,9 @@ def _capacity(arch) -> tuple[int | None, str]:
     from costmodel.tech.dram import dram_capacity_bytes, dram_spec
     kind, units = dram
     unit = dram_spec(kind).unit.split(",")[0]
-    return dram_capacity_bytes(kind, units), f"{units} {kind.upper()} {unit}{'s' if units > 1 else ''}"
+    gib = getattr(arch, "dram_gib_per_unit", None)
+    return (dram_capacity_bytes(kind, units, gib),
+            f"{units} {kind.upper()} {unit}{'s' if units > 1 else ''}" + (f" of {gib:g} GiB" if gib else ""))
 
 
 def step_footprint(network, arch) -> Footprint | None:

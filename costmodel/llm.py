@@ -28,7 +28,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["ROLES", "ServingMix", "dram_traffic", "energy_breakdown", "step_latency", "step_metrics"]
+__all__ = ["ROLES", "ServingMix", "dram_traffic", "energy_breakdown", "step_latency", "step_launches", "step_metrics"]
 
 #: What DRAM traffic carries.
 ROLES = ("weights", "kv_cache", "activations")
@@ -248,6 +248,42 @@ def energy_breakdown(network, arch, mappings) -> dict[str, Any]:
     return {"total_pj": total, "fusion_bound_pj": fusion,
             "cells": [{"where": w, "carries": r, "energy_pj": e, "share": e / total if total else 0.0}
                       for (w, r), e in sorted(cells.items(), key=lambda kv: -kv[1])]}
+
+
+def step_launches(network) -> int:
+    """Kernel launches of one transformer step: what a fixed cost per launch
+    (`costmodel.loopnest.arch.Accelerator.launch_overhead_us`) is counted on.
+
+    One launch per execution of each matmul that reads weights (``repeats``: q_proj once per block,
+    a MoE expert's matmuls once per expert touched per block); attention's matmuls one batched
+    launch per block each (``score`` and ``context``: all sequences and heads, whatever causal
+    rectangles the model splits them into, as a batched GEMM runs them), or one per block for
+    fused attention (one kernel for score, softmax and context, as FlashAttention launches); each
+    vector operation one launch per block (``min(repeats, layers)``: a softmax over every head is
+    one kernel), except those that never launch: an element-wise operation applied as its producer
+    drains (``in_flight``) and the online softmax, rescale and normalisation inside fused attention
+    (``onchip``). The launches of a framework's own bookkeeping (allocation, the sampler) are not
+    counted.
+
+    Returns:
+        launches per step (count); 0 for a network that is not a zoo transformer step.
+    """
+    model = (network.workload or {}).get("model")
+    if model is None:
+        return 0
+    from costmodel.zoo.transformer import transformer_config
+    blocks = transformer_config(model).layers
+    n, attention = 0, set()
+    for layer, rep in network:
+        if layer.w_role == "kv_cache":
+            attention.add("fused" if layer.onchip else layer.name.split("_")[0])
+        else:
+            n += rep
+    n += blocks * len(attention)
+    for op, rep in zip(network.vector_ops, network.vector_repeats):
+        if not (op.in_flight or op.onchip):
+            n += min(rep, blocks)
+    return n
 
 
 def step_latency(network, unique_latency: list[float], vector_rows: list[dict[str, Any]]) -> dict[str, float]:

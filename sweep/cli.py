@@ -336,7 +336,8 @@ def _print_network(res: dict, arch: str, mapper: str) -> None:
     wide.print(f"network {res['network']}: {len(res['layers'])} {'' if branches else 'unique '}layer(s), "
                f"{tot['executed_layers']} executed{', vector operations included' if 'vector_energy_pj' in tot else ''}; "
                f"energy {fmt.energy(tot['energy_pj'])}, latency "
-               f"{fmt.cycles(tot['latency_cycles'])} (layers one after another), EDP = total energy x total "
+               f"{fmt.cycles(tot['latency_cycles'])} (layers one after another"
+               f"{', kernel launches included' if tot.get('launch_cycles') else ''}), EDP = total energy x total "
                f"latency {fmt.edp(tot['edp'])}", highlight=False, markup=False)
     if branches:
         wide.print(f"{_point_text(res['point'])}: network PM {res['objective']} ({res['network_pm']} over the layers) "

@@ -90,7 +90,7 @@ __all__ = ["MemoryLevel", "Port", "Accelerator", "load_accelerator", "list_accel
            "multicast_table"]
 
 _PRESET_DIR = Path(__file__).parent.parent / "presets"
-_LOOP_PRESETS = ("eyeriss_like", "simba_like", "tpu_like", "tpu_v1", "llm_ws")
+_LOOP_PRESETS = ("eyeriss_like", "simba_like", "tpu_like", "tpu_v1", "llm_ws", "a100", "tpu_v4")
 
 
 class Port(NamedTuple):
@@ -209,6 +209,16 @@ class Accelerator:
     # ((operand, array dims), ...) whose reads the interconnect multicasts (module docstring, TOML
     # ``multicast``); in the repr only when set (the ids of accelerators without it unchanged)
     multicast: tuple = field(default=(), repr=False)
+    # what the DRAM of a kind delivers when it is not the grade's peak (TOML ``[dram]
+    # gbps_per_unit``, ``sustained``; `costmodel.tech.dram.dram_bits_per_cycle`): left out of the repr,
+    # whose DRAM level already holds the bandwidth they set
+    dram_gbps_per_unit: float | None = field(default=None, repr=False)
+    dram_sustained: float = field(default=1.0, repr=False)
+    dram_gib_per_unit: float | None = field(default=None, repr=False)   # capacity of one unit, GiB
+    # a fixed cost per kernel launch (one operation or one fused group), microseconds (TOML
+    # ``launch_overhead_us``; `costmodel.llm.step_launches`): a step's figure, not a layer's, so
+    # left out of the repr (the matmuls' problem ids do not depend on it)
+    launch_overhead_us: float = field(default=0.0, repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "memories", tuple(self.memories))
@@ -317,6 +327,14 @@ class Accelerator:
             d["tech"] = self.tech
         if self.dram is not None:
             d["dram"] = {"kind": self.dram[0], "units": self.dram[1]}
+            if self.dram_gbps_per_unit is not None:
+                d["dram"]["gbps_per_unit"] = self.dram_gbps_per_unit
+            if self.dram_sustained != 1.0:
+                d["dram"]["sustained"] = self.dram_sustained
+            if self.dram_gib_per_unit is not None:
+                d["dram"]["gib_per_unit"] = self.dram_gib_per_unit
+        if self.launch_overhead_us:
+            d["launch_overhead_us"] = self.launch_overhead_us
         if self.multicast:
             d["multicast"] = {op: list(dims) for op, dims in self.multicast}
         return d
@@ -357,7 +375,7 @@ def accelerator_from_dict(d: dict[str, Any], src: str = "<dict>") -> Accelerator
         ValueError: naming ``src``, the key path and the bad value.
     """
     known = {"name", "description", "mac_pj", "clock_mhz", "array", "precision", "spatial", "spatial_hint", "memory",
-             "accumulator", "tech", "dram", "vector", "multicast"}
+             "accumulator", "tech", "dram", "vector", "multicast", "launch_overhead_us"}
     for k in d:
         if k not in known:
             raise _bad(src, k, d[k], f"no such key; known keys: {sorted(known)}")
@@ -437,11 +455,12 @@ def accelerator_from_dict(d: dict[str, Any], src: str = "<dict>") -> Accelerator
         acc_pj = _num(src, "accumulator.energy_pj", v, positive=False)
     hint = SpatialHint.from_dict(d["spatial_hint"], arr, src) if "spatial_hint" in d else None
     vector = VectorUnit.from_dict(d["vector"], src) if "vector" in d else None
-    tech, dram, mems = _tech_dram(d, mems, clock, src)
+    tech, dram, mems, rate = _tech_dram(d, mems, clock, src)
     mc = multicast_table(d.get("multicast", {}), arr, src)
+    launch = _num(src, "launch_overhead_us", d.get("launch_overhead_us", 0.0), positive=False)
     try:
         return Accelerator(name, arr, mac_pj, tuple(mems), spatial, precisions, clock, str(desc), acc_pj, hint,
-                           vector, tech, dram, mc)
+                           vector, tech, dram, mc, rate[0], rate[1], rate[2], launch)
     except ValueError as e:
         raise ValueError(f"{src}: {e}") from None
 
@@ -482,11 +501,13 @@ def _ports(src: str, where: str, m: dict, ops: list) -> tuple:
 
 
 def dram_level(kind: str, units: int, clock_mhz: float, word_bits: int | None = None, name: str = "dram",
-               operands: tuple[str, ...] = ("W", "I", "O")) -> MemoryLevel:
+               operands: tuple[str, ...] = ("W", "I", "O"), gbps_per_unit: float | None = None,
+               sustained: float = 1.0) -> MemoryLevel:
     """The DRAM of ``units`` units of ``kind`` as the outermost, unbounded memory level of an
     accelerator clocked at ``clock_mhz`` (`costmodel.tech.dram`'s module docstring).
 
-    ``read_bw`` = ``write_bw`` = `dram_bits_per_cycle`; ``word_bits`` defaults to
+    ``read_bw`` = ``write_bw`` = `dram_bits_per_cycle` (with ``gbps_per_unit`` and ``sustained``
+    when given: a pin rate other than the grade's, the fraction of the peak sustained); ``word_bits`` defaults to
     `default_word_bits` of it; ``read_pj`` = ``write_pj`` = pJ/bit x ``word_bits``; one shared
     port, one instance.
 
@@ -495,7 +516,7 @@ def dram_level(kind: str, units: int, clock_mhz: float, word_bits: int | None = 
     """
     from costmodel.tech.dram import default_word_bits, dram_bits_per_cycle, dram_spec
     spec = dram_spec(kind)
-    bw = dram_bits_per_cycle(kind, units, clock_mhz)
+    bw = dram_bits_per_cycle(kind, units, clock_mhz, gbps_per_unit, sustained)
     if word_bits is None:
         word_bits = default_word_bits(bw)
     elif isinstance(word_bits, bool) or not isinstance(word_bits, int) or word_bits <= 0:
@@ -517,32 +538,43 @@ def _tech_dram(d: dict[str, Any], mems: list, clock: float, src: str):
     if tech is not None and tech not in TECHS:
         raise _bad(src, "tech", tech, f"one of {list(TECHS)} (omit it for the 65 nm table)")
     if "dram" not in d:
-        return tech, None, mems
+        return tech, None, mems, (None, 1.0, None)
     given = mems[-1] if mems and mems[-1].size_bits is None else None
-    dram, top = _dram(d["dram"], given, clock, src)
-    return tech, dram, (mems[:-1] if given is not None else mems) + [top]
+    dram, top, rate = _dram(d["dram"], given, clock, src)
+    return tech, dram, (mems[:-1] if given is not None else mems) + [top], rate
 
 
-def _dram(table: Any, given: MemoryLevel | None, clock: float, src: str) -> tuple[tuple[str, int], MemoryLevel]:
-    """``[dram] kind = "hbm2e", units = 1``: (kind, units) and the DRAM level they make at the
-    clock (`costmodel.tech.dram.dram_level`), named and serving as ``given`` (the file's unbounded
-    level, which must then agree with it: a design file written by a report) or ``dram`` serving
-    W, I, O.
+def _dram(table: Any, given: MemoryLevel | None, clock: float,
+          src: str) -> tuple[tuple[str, int], MemoryLevel, tuple[float | None, float, float | None]]:
+    """``[dram] kind = "hbm2e", units = 1`` (optional ``gbps_per_unit``, ``sustained``): (kind,
+    units), the DRAM level they make at the clock (`costmodel.tech.dram.dram_level`), named and
+    serving as ``given`` (the file's unbounded level, which must then agree with it: a design file
+    written by a report) or ``dram`` serving W, I, O, and (gbps_per_unit or None, sustained,
+    gib_per_unit or None).
 
     Raises:
-        ValueError: a bad table, kind or count (naming ``dram.<key>``), or a ``given`` level whose
+        ValueError: a bad table, kind, count or rate (naming ``dram.<key>``), or a ``given`` level whose
             energy or bandwidth disagrees with the kind's.
     """
-    from costmodel.tech.dram import DRAM_KINDS, dram_spec
-    if not isinstance(table, dict) or set(table) - {"kind", "units"} or "kind" not in table:
-        raise _bad(src, "dram", table, f"a table {{kind = one of {list(DRAM_KINDS)}, units = N}}")
+    from costmodel.tech.dram import DRAM_KINDS, dram_rate, dram_spec
+    keys = {"kind", "units", "gbps_per_unit", "sustained", "gib_per_unit"}
+    if not isinstance(table, dict) or set(table) - keys or "kind" not in table:
+        raise _bad(src, "dram", table, f"a table {{kind = one of {list(DRAM_KINDS)}, units = N}} (optional "
+                   "gbps_per_unit, sustained, gib_per_unit)")
     kind = table["kind"]
     if kind not in DRAM_KINDS:
         raise _bad(src, "dram.kind", kind, f"one of {list(DRAM_KINDS)}")
     units = table.get("units", dram_spec(kind).default_units)
     try:
+        rate = (None if table.get("gbps_per_unit") is None else dram_rate("gbps_per_unit", table["gbps_per_unit"]),
+                dram_rate("sustained", table.get("sustained", 1.0)),
+                None if table.get("gib_per_unit") is None else dram_rate("gib_per_unit", table["gib_per_unit"]))
+    except ValueError as e:
+        raise ValueError(f"{src}: {e}") from None
+    try:
         lv = dram_level(kind, units, clock, word_bits=given.word_bits if given else None,
-                        name=given.name if given else "dram", operands=given.operands if given else ("W", "I", "O"))
+                        name=given.name if given else "dram", operands=given.operands if given else ("W", "I", "O"),
+                        gbps_per_unit=rate[0], sustained=rate[1])
     except ValueError as e:
         raise _bad(src, "dram.units", units, str(e)) from None
     if given is not None and not all(math.isclose(getattr(given, k), getattr(lv, k), rel_tol=1e-9)
@@ -550,7 +582,7 @@ def _dram(table: Any, given: MemoryLevel | None, clock: float, src: str) -> tupl
         raise _bad(src, f"memory ({given.name})", given.read_pj, f"the figures of [dram] {kind} x {units} at "
                    f"{clock:g} MHz (read_pj {lv.read_pj:g}, read_bw {lv.read_bw:g}); omit the unbounded level "
                    "to have it made from [dram]")
-    return (kind, int(units)), lv
+    return (kind, int(units)), lv, rate
 
 
 def list_accelerators() -> list[str]:

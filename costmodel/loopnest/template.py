@@ -397,17 +397,22 @@ class ArchTemplate:
         mems = self._memories(sizes, words, memo)
         extra: dict[str, Any] = {}
         if dram and ((dram["kind"], dram["units"]) != base.dram or clock != base.clock_mhz):
+            same = dram["kind"] == cast(tuple, base.dram)[0]  # a pin rate is the base kind's; the fraction the chip's
             dkey = ("dram", dram["kind"], type(dram["kind"]), dram["units"], type(dram["units"]), clock, type(clock))
             lv = memo.get(dkey) if memo is not None else None
             if lv is None:
                 from costmodel.loopnest.arch import dram_level
                 top = mems[-1]
-                lv = dram_level(str(dram["kind"]), int(dram["units"]), clock, name=top.name, operands=top.operands)
+                lv = dram_level(str(dram["kind"]), int(dram["units"]), clock, name=top.name, operands=top.operands,
+                                gbps_per_unit=base.dram_gbps_per_unit if same else None,
+                                sustained=base.dram_sustained)
                 lv = replace(lv, private_to=top.private_to)
                 if memo is not None:
                     memo[dkey] = lv
             mems[-1] = lv
-            extra = {"dram": (dram["kind"], dram["units"]), "clock_mhz": clock}
+            extra = {"dram": (dram["kind"], dram["units"]), "clock_mhz": clock,
+                     "dram_gbps_per_unit": base.dram_gbps_per_unit if same else None,
+                     "dram_gib_per_unit": base.dram_gib_per_unit if same else None}
         if memo is None or not spatial.dims:
             spatial = self._spatial(spatial, array)
         else:   # the base's or a dataflow's unrolling: keyed by the object (kept alive in the entry)

@@ -28,9 +28,14 @@ channels), one 32 GB RDIMM per DDR5 channel (our choice); `dram_capacity_bytes`.
 accelerator (`costmodel.loopnest.arch`), one bus for reads and writes (``shared_port`` True, one
 instance: ``private_to`` ()):
 
-* bandwidth in bits per cycle = units x GB/s x 8e9 / (clock_mhz x 1e6), the peak rate (no
-  efficiency factor for refresh, bank conflicts or read/write turnaround); ``read_bw`` =
-  ``write_bw`` = that exact, usually fractional, number;
+* bandwidth in bits per cycle = units x GB/s x sustained x 8e9 / (clock_mhz x 1e6): by default
+  the peak rate (``sustained`` = 1: no efficiency factor for refresh, bank conflicts or read/write
+  turnaround); ``read_bw`` = ``write_bw`` = that exact, usually fractional, number. A chip preset
+  may state what its DRAM sustains (``[dram] sustained = 0.88``: the fraction of the peak a
+  streaming kernel reaches on that chip, measured and cited in the preset) and a pin rate other
+  than the JEDEC grade (``gbps_per_unit``); both default to the grade's peak, so the presets and
+  templates without them are unchanged. The fraction applies to every transfer at the level;
+  it only shows where a layer is bound by DRAM (elsewhere the transfer hides under compute);
 * ``word_bits`` (the access granularity: the model counts a transfer as whole words, rounded up) is
   by default the largest power of two not above the bits per cycle, at least 8 (HBM3, one stack at
   1 GHz: 6553.6 bits per cycle, word 4096). A power of two, as DRAM bursts are, so a transfer of a
@@ -67,7 +72,7 @@ from types import MappingProxyType
 from typing import Any
 
 
-__all__ = ["DRAM_KINDS", "DramSpec", "dram_spec", "dram_bits_per_cycle", "default_word_bits",
+__all__ = ["DRAM_KINDS", "DramSpec", "dram_spec", "dram_bits_per_cycle", "dram_rate", "default_word_bits",
            "dram_area_mm2", "dram_capacity_bytes"]
 
 _DATA = Path(__file__).resolve().parent.parent / "data" / "dram_kinds.csv"
@@ -185,10 +190,40 @@ def _clock(clock_mhz: Any) -> float:
     return float(clock_mhz)
 
 
-def dram_bits_per_cycle(kind: str, units: int, clock_mhz: float) -> float:
-    """Peak DRAM bandwidth in bits per accelerator cycle: units x GB/s x 8e9 / (clock_mhz x 1e6)."""
+def dram_bits_per_cycle(kind: str, units: int, clock_mhz: float, gbps_per_unit: float | None = None,
+                        sustained: float = 1.0) -> float:
+    """DRAM bandwidth in bits per accelerator cycle: units x GB/s x sustained x 8e9 / (clock_mhz x 1e6).
+
+    ``gbps_per_unit`` (GB/s of one unit; None = the kind's JEDEC grade) states a part run at another
+    pin rate than the grade (NVIDIA's A100 80GB: five HBM2E stacks at 2,039 GB/s in all, 407.8 each,
+    not 409.6); ``sustained`` (0 < s <= 1) the fraction of that peak a chip sustains when streaming
+    (module docstring: a measured figure per chip, 1.0 = the peak).
+
+    Raises:
+        ValueError: a bad kind, count, clock, ``gbps_per_unit`` or ``sustained``, naming it.
+    """
     spec = dram_spec(kind)
-    return _units(spec, units) * spec.gbps_per_unit * 8e9 / (_clock(clock_mhz) * 1e6)
+    rate = spec.gbps_per_unit if gbps_per_unit is None else dram_rate("gbps_per_unit", gbps_per_unit)
+    frac = dram_rate("sustained", sustained)
+    return _units(spec, units) * rate * frac * 8e9 / (_clock(clock_mhz) * 1e6)
+
+
+def dram_rate(key: str, value: Any) -> float:
+    """``value`` checked as ``dram.<key>``: ``gbps_per_unit`` (GB/s) or ``gib_per_unit`` (GiB, a part
+    whose stacks or channels hold another capacity than the kind's) a finite number > 0,
+    ``sustained`` a number in (0, 1].
+
+    Raises:
+        ValueError: ``dram.sustained = 1.5: expected ...``.
+    """
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0
+    if key == "sustained":
+        if not ok or value > 1:
+            raise _bad("dram.sustained", value, "a number in (0, 1]: the fraction of the peak bandwidth sustained")
+    elif not ok:
+        raise _bad(f"dram.{key}", value, "a finite number > 0 (" + ("GiB" if key == "gib_per_unit" else "GB/s")
+                   + " of one unit)")
+    return float(value)
 
 
 def default_word_bits(bits_per_cycle: float) -> int:
@@ -203,12 +238,15 @@ def dram_area_mm2(kind: str, units: int) -> float:
     return _units(spec, units) * spec.phy_area_mm2_per_unit
 
 
-def dram_capacity_bytes(kind: str, units: int) -> int:
+def dram_capacity_bytes(kind: str, units: int, gib_per_unit: float | None = None) -> int:
     """What ``units`` units of ``kind`` store, bytes: units x capacity_gib_per_unit x 2^30 (the
-    parts as shipped, module docstring).
+    parts as shipped, module docstring), or x ``gib_per_unit`` when a chip's parts differ (TPU v4's
+    HBM2 stacks of 8 GiB).
 
     Raises:
-        ValueError: an unknown kind or a unit count out of the kind's range (naming the key).
+        ValueError: an unknown kind, a unit count out of the kind's range or a bad ``gib_per_unit``
+            (naming the key).
     """
     spec = dram_spec(kind)
-    return int(_units(spec, units) * spec.capacity_gib_per_unit * 2**30)
+    gib = spec.capacity_gib_per_unit if gib_per_unit is None else dram_rate("gib_per_unit", gib_per_unit)
+    return int(_units(spec, units) * gib * 2**30)

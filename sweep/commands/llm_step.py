@@ -98,9 +98,11 @@ def print_step(res: dict, console: Any) -> None:
     if "vector_energy_pj" in tot:
         over = (f" ({fmt.cycles(tot['overlapped_cycles'])} of vector work overlapped the array)"
                 if tot.get("overlapped_cycles") else " (one after another)")
+        launch = (f"; {tot['launches']:,} kernel launches x the fixed cost = {fmt.cycles(tot['launch_cycles'])}"
+                  if tot.get("launch_cycles") else "")
         console.print(f"matmuls {fmt.energy(tot['matmul_energy_pj'])}, {fmt.cycles(tot['matmul_latency_cycles'])}; "
                       f"vector operations {fmt.energy(tot['vector_energy_pj'])}, "
-                      f"{fmt.cycles(tot['vector_latency_cycles'])}; step {fmt.energy(tot['energy_pj'])}, "
+                      f"{fmt.cycles(tot['vector_latency_cycles'])}{launch}; step {fmt.energy(tot['energy_pj'])}, "
                       f"{fmt.cycles(tot['latency_cycles'])}{over}", highlight=False, markup=False)
     console.print(_traffic_text(tot.get("dram_bits")), highlight=False, markup=False)
     if not llm:

@@ -58,7 +58,9 @@ def step_totals(tot: dict[str, Any], network, arch, dram: dict[str, float] | Non
     layer of ``network.unique()``), the vector operations that overlap layers run beside them
     (`costmodel.llm.step_latency`; ``serial_latency_cycles`` and ``overlapped_cycles`` say what
     overlapped); without it, or where a layer has none, matmuls then vector operations, one after
-    another.
+    another. On an accelerator with a fixed cost per kernel launch (``launch_overhead_us``),
+    ``launches`` (`costmodel.llm.step_launches`) and ``launch_cycles`` (launches x the cost x the
+    clock) are added and the latency includes them (absent, and nothing changes, at 0).
 
     Returns:
         (`vector_part`'s dict, the serving figures of `costmodel.llm.step_metrics` with
@@ -81,11 +83,19 @@ def step_totals(tot: dict[str, Any], network, arch, dram: dict[str, float] | Non
             tot["serial_latency_cycles"] = tot["latency_cycles"]
             tot["latency_cycles"] = lat["latency_cycles"]
             tot["overlapped_cycles"] = lat["overlapped_cycles"]
-        tot["edp"] = None if tot["energy_pj"] is None else tot["energy_pj"] * tot["latency_cycles"]
         if dram is not None:
             dram = {**dram, "activations": dram["activations"] + vt["dram_bits"]}
     tot["dram_bits"] = dram
     clock = getattr(arch, "clock_mhz", None)
+    launch_us = getattr(arch, "launch_overhead_us", 0.0)
+    if launch_us and clock and tot["latency_cycles"] is not None and network.workload:
+        from costmodel.llm import step_launches
+        tot["launches"] = step_launches(network)
+        tot["launch_cycles"] = tot["launches"] * launch_us * clock
+        tot["latency_cycles"] += tot["launch_cycles"]
+    if vec["costed"] or "launch_cycles" in tot:
+        tot["edp"] = None if tot["energy_pj"] is None or tot["latency_cycles"] is None \
+            else tot["energy_pj"] * tot["latency_cycles"]
     if not network.workload or not clock:
         return vec, None
     return vec, {**step_metrics(network.workload, tot["energy_pj"], tot["latency_cycles"], clock),

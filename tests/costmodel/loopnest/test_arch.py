@@ -21,7 +21,7 @@ EYERISS = [
 
 def test_presets_listed_and_load():
     names = list_accelerators()
-    assert names == ["eyeriss_like", "simba_like", "tpu_like", "tpu_v1", "llm_ws"]
+    assert names == ["eyeriss_like", "simba_like", "tpu_like", "tpu_v1", "llm_ws", "a100", "tpu_v4"]
     for n in names:
         acc = load_accelerator(n)
         assert isinstance(acc, Accelerator) and acc.name == n
