@@ -326,13 +326,14 @@ class Accelerator:
         if self.tech is not None:
             d["tech"] = self.tech
         if self.dram is not None:
-            d["dram"] = {"kind": self.dram[0], "units": self.dram[1]}
+            dram: dict[str, Any] = {"kind": self.dram[0], "units": self.dram[1]}
             if self.dram_gbps_per_unit is not None:
-                d["dram"]["gbps_per_unit"] = self.dram_gbps_per_unit
+                dram["gbps_per_unit"] = self.dram_gbps_per_unit
             if self.dram_sustained != 1.0:
-                d["dram"]["sustained"] = self.dram_sustained
+                dram["sustained"] = self.dram_sustained
             if self.dram_gib_per_unit is not None:
-                d["dram"]["gib_per_unit"] = self.dram_gib_per_unit
+                dram["gib_per_unit"] = self.dram_gib_per_unit
+            d["dram"] = dram
         if self.launch_overhead_us:
             d["launch_overhead_us"] = self.launch_overhead_us
         if self.multicast:

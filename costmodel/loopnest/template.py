@@ -41,7 +41,7 @@ import numbers
 from dataclasses import dataclass, field, replace
 from typing import Any, Mapping, cast
 
-from .arch import Accelerator, multicast_table
+from .arch import Accelerator, MemoryLevel, multicast_table
 from .hint import SpatialHint
 from .mapping import SpatialMapping
 from .physics import PhysicsRangeError, TooSmallForWord, check_size, design_area_mm2, scale_memory
@@ -397,22 +397,7 @@ class ArchTemplate:
         mems = self._memories(sizes, words, memo)
         extra: dict[str, Any] = {}
         if dram and ((dram["kind"], dram["units"]) != base.dram or clock != base.clock_mhz):
-            same = dram["kind"] == cast(tuple, base.dram)[0]  # a pin rate is the base kind's; the fraction the chip's
-            dkey = ("dram", dram["kind"], type(dram["kind"]), dram["units"], type(dram["units"]), clock, type(clock))
-            lv = memo.get(dkey) if memo is not None else None
-            if lv is None:
-                from costmodel.loopnest.arch import dram_level
-                top = mems[-1]
-                lv = dram_level(str(dram["kind"]), int(dram["units"]), clock, name=top.name, operands=top.operands,
-                                gbps_per_unit=base.dram_gbps_per_unit if same else None,
-                                sustained=base.dram_sustained)
-                lv = replace(lv, private_to=top.private_to)
-                if memo is not None:
-                    memo[dkey] = lv
-            mems[-1] = lv
-            extra = {"dram": (dram["kind"], dram["units"]), "clock_mhz": clock,
-                     "dram_gbps_per_unit": base.dram_gbps_per_unit if same else None,
-                     "dram_gib_per_unit": base.dram_gib_per_unit if same else None}
+            mems[-1], extra = self._dram_level(dram, clock, mems[-1], memo)
         if memo is None or not spatial.dims:
             spatial = self._spatial(spatial, array)
         else:   # the base's or a dataflow's unrolling: keyed by the object (kept alive in the entry)
@@ -454,6 +439,26 @@ class ArchTemplate:
         """Chip area of ``design(values)``, mm^2 (`costmodel.loopnest.physics.design_area_mm2`);
         ``memo`` as `design` (also keeping each memory's area per size and instance count)."""
         return design_area_mm2(self.design(values, memo=memo), cache=memo)
+
+    def _dram_level(self, dram: dict[str, Any], clock: float, top: MemoryLevel,
+                    memo: dict | None) -> tuple[MemoryLevel, dict[str, Any]]:
+        """The DRAM level of a design whose DRAM kind, units or clock differ from the base's, and the
+        Accelerator fields that change with it: a pin rate and a capacity per unit are the base
+        kind's (kept while the kind is), the sustained fraction the chip's (kept)."""
+        base = self.base
+        same = dram["kind"] == cast(tuple, base.dram)[0]
+        dkey = ("dram", dram["kind"], type(dram["kind"]), dram["units"], type(dram["units"]), clock, type(clock))
+        lv = memo.get(dkey) if memo is not None else None
+        if lv is None:
+            from costmodel.loopnest.arch import dram_level
+            lv = dram_level(str(dram["kind"]), int(dram["units"]), clock, name=top.name, operands=top.operands,
+                            gbps_per_unit=base.dram_gbps_per_unit if same else None, sustained=base.dram_sustained)
+            lv = replace(lv, private_to=top.private_to)
+            if memo is not None:
+                memo[dkey] = lv
+        return lv, {"dram": (dram["kind"], dram["units"]), "clock_mhz": clock,
+                    "dram_gbps_per_unit": base.dram_gbps_per_unit if same else None,
+                    "dram_gib_per_unit": base.dram_gib_per_unit if same else None}
 
     def _checked(self, pname: str, value: Any, memo: dict | None) -> tuple[str, Any, str, Any]:
         """(kind, key, attribute, `check_value`'s result) of one parameter value; kept in ``memo``

@@ -5,7 +5,8 @@ LLMCompass's artifact (Zhang et al., ISCA 2024; github.com/PrincetonUniversity/L
 their source) holds what an A100 80GB SXM measured, each point the median wall time of a PyTorch
 call followed by ``torch.cuda.synchronize()`` (so each includes the call's fixed cost):
 
-* ``matmul``: FP16 GEMMs ``M x K`` times ``K x N``, M = 64 .. 32,768 at N = K = 12,288, and N = K
+* ``matmul``: GEMMs ``M x K`` times ``K x N`` (BF16 on the tensor cores, FP16 in the panel title: the
+  same 312 TFLOPS on an A100), M = 64 .. 32,768 at N = K = 12,288, and N = K
   = 64 .. 32,768 at M = 8,192 (columns M, N, K, time, TFLOPS);
 * ``softmax`` and ``layernorm``: FP16 rows, M x N = 4,096 x (32 .. 32,768) and (32 .. 32,768) x
   4,096, as throughput in elements per ns (= G elements/s, M N / time / 1e9);
@@ -139,9 +140,10 @@ def _bound(report: Any) -> tuple[str, float]:
 
 
 def compare_a100(directory: str | Path, arch: Any = "a100", mapper: str = "salsa", series: tuple[str, ...] | None = None,
-                 progress: Any = None) -> list[dict[str, Any]]:
+                 progress: Any = None, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """Each measured point of ``directory`` (`load_points`) beside ours on ``arch`` (a preset name,
-    TOML path or Accelerator; default the ``a100`` preset).
+    TOML path or Accelerator; default the ``a100`` preset), the matmuls mapped by ``mapper`` with
+    ``params`` (its parameters, `sweep.api.map_layer`), objective latency.
 
     Returns:
         one dict per point: ``series``, ``label``, ``measured_s``, ``ours_s`` (the mapping's or the
@@ -170,7 +172,7 @@ def compare_a100(directory: str | Path, arch: Any = "a100", mapper: str = "salsa
         util = math.nan
         if p.kind == "matmul":
             layer = Layer(f"{p.series}_{p.label}", kind="matmul", **p.shape)
-            r = api.map_layer(layer, acc, mapper, "latency")
+            r = api.map_layer(layer, acc, mapper, "latency", params=params)
             bound, util = _bound(evaluate(layer, acc, Mapping.from_dict(r.mapping)))
             t = r.latency_cycles / hz
         else:
