@@ -167,7 +167,7 @@ def max_batch(network, arch, limit: int = 1 << 20) -> int | None:
     if not w.get("model") or _capacity(arch)[0] is None:
         return None
     params = {k: w.get(k) for k in ("phase", "seq", "context", "weight_bits", "act_bits", "kv_bits")}
-    for k in ("attention", "query_tile", "kv_tile"):
+    for k in ("attention", "query_tile", "kv_tile", "batched_attention"):
         if w.get(k) is not None:
             params[k] = w[k]
     if w.get("fusion") == "fused":

@@ -27,7 +27,8 @@ from rich.table import Table
 from mappers import mappers_by_kind
 from sweep.commands import text
 from sweep.commands.llm_step import (ActBitsOpt, AttentionOpt, BatchOpt, ContextOpt, FusionOpt, KvBitsOpt, PhaseOpt,
-                                     QueryTileOpt, KvTileOpt, SeqOpt, WeightBitsOpt, list_step_options, workload_of)
+                                     QueryTileOpt, KvTileOpt, BatchedOpt, SeqOpt, WeightBitsOpt, list_step_options,
+                                     workload_of)
 from sweep.commands.text import param_option, plain_help, seed_option
 from sweep.common import fmt
 from sweep.common.errors import CampaignError, Finding, StoreError, SweepError
@@ -220,7 +221,7 @@ def map_(
     phase: PhaseOpt = None, batch: BatchOpt = None, seq: SeqOpt = None, context: ContextOpt = None,
     weight_bits: WeightBitsOpt = None, act_bits: ActBitsOpt = None, kv_bits: KvBitsOpt = None,
     attention: AttentionOpt = None, fusion: FusionOpt = None, query_tile: QueryTileOpt = None,
-    kv_tile: KvTileOpt = None,
+    kv_tile: KvTileOpt = None, batched_attention: BatchedOpt = False,
 ) -> None:
     """Map one layer on one accelerator and print the best mapping as a loop nest; with --network
     and no --layer, map every unique layer of the network and print a per-layer table and totals
@@ -232,7 +233,7 @@ def map_(
     from sweep.commands.map_eval import load_arch, parse_param
 
     workload = workload_of(phase, batch, seq, context, weight_bits, act_bits, kv_bits, attention, fusion, query_tile,
-                           kv_tile)
+                           kv_tile, batched_attention)
     if network and layer is None and not dims:
         _map_network(network, arch, mapper, objective, seed, param or [], as_json, point, workload)
         return
@@ -413,14 +414,14 @@ def list_(what: Annotated[ListWhat, typer.Argument(help="networks | archs | mapp
           phase: PhaseOpt = None, batch: BatchOpt = None, seq: SeqOpt = None, context: ContextOpt = None,
           weight_bits: WeightBitsOpt = None, act_bits: ActBitsOpt = None, kv_bits: KvBitsOpt = None,
           attention: AttentionOpt = None, fusion: FusionOpt = None, query_tile: QueryTileOpt = None,
-          kv_tile: KvTileOpt = None) -> None:
+          kv_tile: KvTileOpt = None, batched_attention: BatchedOpt = False) -> None:
     """List the networks of the zoo, the architecture presets or the mappers; with a NAME, the
     layers of one zoo network or the parameters of one mapper; a transformer with a step's options
     (--phase decode --batch 8 --context 4096) lists every matmul and vector operation and the totals."""
     from sweep.commands import catalog as cat
 
     given = list_step_options(what.value, name, workload_of(phase, batch, seq, context, weight_bits, act_bits, kv_bits, attention, fusion,
-                                                                  query_tile, kv_tile))
+                                                                  query_tile, kv_tile, batched_attention))
 
     if (file is not None or name is not None) and what.value == "archs":
         key, value = ("--file", file) if file is not None else ("NAME", name)

@@ -154,11 +154,19 @@ def _mm(name: str, C: int, K: int, B: int, **kw) -> Layer:
 
 
 def attention_layers(group: int, head_dim: int, q_len: int, attended: int, causal: bool, fusion: str,
-                     per_head: int, tile: int = FUSED_TILE, key_tile: int | None = None) -> tuple[list[Layer], list[int]]:
-    """The score and context matmuls of a step's attention and their repeats (``per_head`` =
-    batch x kv_heads x layers instances; module docstring): unfused dense, ``score`` and
-    ``context``; unfused causal, ``score_<r>x<c>`` / ``context_<r>x<c>`` per rectangle of
-    `causal_blocks`; fused, the tiles of `fused_tiles` (``tile``) with their on-chip operands."""
+                     per_head: int, tile: int = FUSED_TILE, key_tile: int | None = None,
+                     instances: int = 1) -> tuple[list[Layer], list[int]]:
+    """The score and context matmuls of a step's attention and their repeats (``per_head``
+    executions of each, ``instances`` instances in each: batch x kv_heads x layers in all; module
+    docstring): unfused dense, ``score`` and ``context``; unfused causal, ``score_<r>x<c>`` /
+    ``context_<r>x<c>`` per rectangle of `causal_blocks`; fused, the tiles of `fused_tiles`
+    (``tile``) with their on-chip operands. ``instances`` > 1: each layer is a batched matmul of
+    that many independent instances, the loop dim G (every operand depends on it: K and V are
+    per KV head, the group's query heads stay rows of B, sharing them)."""
+    if instances > 1:
+        from dataclasses import replace
+        layers, reps = attention_layers(group, head_dim, q_len, attended, causal, fusion, per_head, tile, key_tile)
+        return [replace(l, G=instances) for l in layers], reps
     if fusion == "fused":
         layers, reps = [], []
         for (r, c, first, last), n in fused_tiles(q_len, attended, causal, tile, key_tile).items():

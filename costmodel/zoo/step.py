@@ -28,7 +28,8 @@ class Step:
     """A resolved step: phase, batch (sequences), seq (prompt tokens; None at decode), context
     (cached tokens; None at prefill), tokens T, q_len (query positions per sequence), attended
     (keys each query attends), causal (a causal prefill), fusion (`costmodel.zoo.attention.FUSION`),
-    query_tile and kv_tile (fused attention's query tile, positions, and K/V tile, keys)."""
+    query_tile and kv_tile (fused attention's query tile, positions, and K/V tile, keys), batched
+    (attention's sequences x KV heads as one batched matmul per block, loop dim G)."""
 
     phase: str
     batch: int
@@ -41,6 +42,7 @@ class Step:
     fusion: str = "unfused"  # `costmodel.zoo.attention.FUSION`
     query_tile: int = FUSED_TILE  # fused attention's query tile (positions)
     kv_tile: int = FUSED_TILE  # fused attention's K/V tile (keys)
+    batched: bool = False  # attention's instances as the loop dim G of one batched matmul
 
 
 def positive(key: str, v) -> int:

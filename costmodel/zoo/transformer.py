@@ -84,7 +84,7 @@ __all__ = ["TransformerConfig", "list_transformers", "transformer_config", "tran
 MODEL_KINDS = ("encoder", "decoder", "vit")
 #: The keyword parameters of `build_transformer` (a step's workload).
 WORKLOAD_PARAMS = ("phase", "batch", "seq", "context", "weight_bits", "act_bits", "kv_bits", "attention", "fusion",
-                   "query_tile", "kv_tile")
+                   "query_tile", "kv_tile", "batched_attention")
 
 _TOML = "transformers.toml"
 _CHOICES = {"kind": MODEL_KINDS, "ffn_kind": ("gelu", "swiglu"), "norm": ("layernorm", "rmsnorm")}
@@ -334,9 +334,10 @@ def _block_layers(cfg: TransformerConfig, st: Step) -> tuple[list[Layer], list[i
     """One block's matmuls (B set), their repeats (x layers) and the experts touched (MoE)."""
     T, L, hd = st.tokens, cfg.layers, cfg.head_dim
     q, k, v, o = (l.with_(B=T) for l in _attention_weights(cfg))
-    per_head = st.batch * cfg.kv_heads * L
+    instances = st.batch * cfg.kv_heads if st.batched else 1   # side by side in one batched matmul
+    per_head = st.batch * cfg.kv_heads * L // instances          # one after another
     att, att_reps = attention_layers(cfg.group, hd, st.q_len, st.attended, st.causal, st.fusion, per_head,
-                                     st.query_tile, st.kv_tile)
+                                     st.query_tile, st.kv_tile, instances)
     layers, reps = [q, k, v, *att, o], [L, L, L, *att_reps, L]
     if not cfg.experts:
         ffn = [l.with_(B=T) for l in _ffn_weights(cfg, "ffn")]
@@ -468,7 +469,7 @@ def build_transformer(name: str, *, phase: str | None = None, batch: int | None 
                       weight_bits: int | None = None, act_bits: int | None = None,
                       kv_bits: int | None = None, attention: str | None = None,
                       fusion: str | None = None, query_tile: int | None = None,
-                      kv_tile: int | None = None) -> Network:
+                      kv_tile: int | None = None, batched_attention: bool | None = None) -> Network:
     """The operations of one prefill or decode step of zoo model ``name`` (module docstring).
 
     Args:
@@ -488,13 +489,17 @@ def build_transformer(name: str, *, phase: str | None = None, batch: int | None 
             in their producers' drain; `costmodel.zoo.attention`).
         query_tile: fused attention's query tile (positions; default 128); fused steps only.
         kv_tile: fused attention's K/V tile (keys; default 128); fused steps only.
+        batched_attention: True: attention's batch x kv_heads instances per block are one batched
+            matmul each (loop dim G, which a mapper may unroll over an array dim whose hint allows G,
+            or order temporally); False / None (default): one instance after another (repeats).
 
     Returns:
         A `Network` named ``<model>/prefill/b<batch>/seq<seq>`` or
         ``<model>/decode/b<batch>/ctx<context>``, with ``/w<weight_bits>``, ``/a<act_bits>``,
         ``/kv<kv_bits>`` appended for the precisions given, ``/dense`` for a decoder's dense
-        prefill, ``/fused`` for a fused step, ``/qt<query_tile>`` and ``/kt<kv_tile>`` for tiles other than 128; block layers repeat ``layers`` times (score /
-        context batch*kv_heads*layers); ``workload`` holds model, phase, batch, seq (None at
+        prefill, ``/fused`` for a fused step, ``/qt<query_tile>`` and ``/kt<kv_tile>`` for tiles other than 128, ``/batched`` for batched attention; block
+        layers repeat ``layers`` times (score / context batch*kv_heads*layers, or ``layers`` with G =
+        batch*kv_heads when batched); ``workload`` holds model, phase, batch, seq (None at
         decode), context (None at prefill), tokens (T), weight_bits, act_bits, kv_bits (None where
         not given), attention (the prefill's mask; None at decode), attention_pairs (``exact``,
         ``computed``), kind, experts_touched (None for a dense FFN), not_costed, and ``note`` when
@@ -520,6 +525,10 @@ def build_transformer(name: str, *, phase: str | None = None, batch: int | None 
         if tile is not None and fusion != "fused":
             raise ValueError(f"{key}: {tile!r} applies to fused attention (fusion='fused'), "
                              f"not to fusion={st.fusion!r}")
+    if batched_attention is not None and not isinstance(batched_attention, bool):
+        raise ValueError(f"batched_attention: must be true or false, got {batched_attention!r}")
+    if batched_attention:
+        st = dataclasses.replace(st, batched=True)
     if query_tile is not None:
         st = dataclasses.replace(st, query_tile=positive("query_tile", query_tile))
     if kv_tile is not None:
@@ -538,6 +547,8 @@ def build_transformer(name: str, *, phase: str | None = None, batch: int | None 
                 "attention_pairs": _attention_pairs(cfg, st)}
     if st.fusion == "fused":  # only here: the workload of an unfused step (its config hash) is what it was
         workload["kv_tile"] = st.kv_tile
+    if st.batched:  # likewise: only where set
+        workload["batched_attention"] = True
     if max(st.seq or 0, st.context or 0) > cfg.max_context:  # RoPE: the shapes are defined past it
         workload["note"] = (f"{st.seq or st.context} tokens is past {name}'s published max_position_embeddings "
                             f"{cfg.max_context}: RoPE defines the shapes there (a long-context variant of the "
@@ -548,6 +559,8 @@ def build_transformer(name: str, *, phase: str | None = None, batch: int | None 
     if st.fusion == "fused":
         size += "/fused" + "".join(f"/{tag}{v}" for tag, v in (("qt", st.query_tile), ("kt", st.kv_tile))
                                    if v != FUSED_TILE)
+    if st.batched:
+        size += "/batched"
     return Network(f"{name}/{st.phase}/b{st.batch}/{size}", tuple(with_bits(l, bits) for l in layers),
                    tuple(reps), cfg.source, tuple(vops), tuple(vreps), workload)
 
@@ -575,6 +588,9 @@ def parse_step_name(name: str) -> tuple[str, dict[str, Any]] | None:
             continue
         if part == "fused" and "fusion" not in params:
             params["fusion"] = "fused"
+            continue
+        if part == "batched" and "batched_attention" not in params:
+            params["batched_attention"] = True
             continue
         for tag, key in sorted(_NAME_TAGS, key=lambda t: -len(t[0])):  # "kv" before "w" / "a"
             if part.startswith(tag) and part[len(tag):].isdigit() and key not in params:

@@ -28,17 +28,20 @@ KvBitsOpt = Annotated[Optional[int], typer.Option("--kv-bits", min=1, help="KV c
 AttentionOpt = Annotated[Optional[str], typer.Option("--attention", help="Prefill mask: causal (decoders' default: query i attends keys 0..i, the blocks above the diagonal skipped) or dense (every query every key; encoders and ViT always).", rich_help_panel=_PANEL)]
 QueryTileOpt = Annotated[Optional[int], typer.Option("--query-tile", min=1, help="Fused attention's query tile in positions (default 128): larger tiles read K and V fewer times and need more on-chip memory for the scores.", rich_help_panel=_PANEL)]
 KvTileOpt = Annotated[Optional[int], typer.Option("--kv-tile", min=1, help="Fused attention's K/V tile in keys (default 128): larger tiles rescale the partial output fewer times and need more on-chip memory.", rich_help_panel=_PANEL)]
+BatchedOpt = Annotated[bool, typer.Option("--batched-attention", help="Attention's sequences x KV heads as one batched matmul per block (loop dim G: an accelerator whose [spatial_hint] allows G spreads them over its cores or MXUs) instead of one instance after another.", rich_help_panel=_PANEL)]
 FusionOpt = Annotated[Optional[str], typer.Option("--fusion", help="unfused (default: every operation reads and writes its tensors), fused (attention as one group, score -> softmax -> context on chip per query tile, K/V streamed; element-wise ops applied as the accumulators drain), or auto (sweep map only: maps unfused and fused with every query tile 64..1024 and K/V tile 64..512, keeps the best under --objective and prints the table of choices).", rich_help_panel=_PANEL)]
 
 
 def workload_of(phase: str | None, batch: int | None, seq: int | None, context: int | None,
                 weight_bits: int | None, act_bits: int | None, kv_bits: int | None,
                 attention: str | None = None, fusion: str | None = None,
-                query_tile: int | None = None, kv_tile: int | None = None) -> dict[str, Any]:
+                query_tile: int | None = None, kv_tile: int | None = None,
+                batched_attention: bool = False) -> dict[str, Any]:
     """The given step options as `sweep.commands.map_eval.resolve_network`'s ``workload`` (None: not given)."""
     return {"phase": phase, "batch": batch, "seq": seq, "context": context,
             "weight_bits": weight_bits, "act_bits": act_bits, "kv_bits": kv_bits, "attention": attention,
-            "fusion": fusion, "query_tile": query_tile, "kv_tile": kv_tile}
+            "fusion": fusion, "query_tile": query_tile, "kv_tile": kv_tile,
+            "batched_attention": True if batched_attention else None}
 
 
 def list_step_options(what: str, name: str | None, workload: dict[str, Any]) -> dict[str, Any]:

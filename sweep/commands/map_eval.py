@@ -64,7 +64,7 @@ def parse_dims(text: str) -> Layer:
 WORKLOAD_OPTIONS = {"phase": "--phase", "batch": "--batch", "seq": "--seq", "context": "--context",
                     "weight_bits": "--weight-bits", "act_bits": "--act-bits", "kv_bits": "--kv-bits",
                     "attention": "--attention", "fusion": "--fusion", "query_tile": "--query-tile",
-                    "kv_tile": "--kv-tile"}
+                    "kv_tile": "--kv-tile", "batched_attention": "--batched-attention"}
 
 
 def resolve_network(network: str, workload: dict[str, Any] | None = None) -> Network:

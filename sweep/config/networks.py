@@ -4,7 +4,8 @@ models read by `costmodel.importers.onnx`) and transformer steps -> `Network` ob
 A transformer step is a table ``{model = "llama3_8b", phase = "decode", batch = [1, 8, 32],
 context = [512, 4096]}``: ``model`` a zoo transformer, every other key a parameter of
 `costmodel.zoo.transformer.build_transformer` (``phase``, ``batch``, ``seq``, ``context``,
-``weight_bits``, ``act_bits``, ``kv_bits``, ``attention``, ``fusion``, ``query_tile``, ``kv_tile``) given as one
+``weight_bits``, ``act_bits``, ``kv_bits``, ``attention``, ``fusion``, ``query_tile``, ``kv_tile``,
+``batched_attention``) given as one
 value or a list; the table expands to the
 product of its lists, in the order the keys are written (the last varies fastest), each point a
 network of its own (``llama3_8b/decode/b8/ctx4096``)."""
@@ -22,7 +23,7 @@ __all__ = ["parse_networks", "parse_workload", "mix_networks"]
 
 #: The keys of a transformer-step table besides ``model``.
 STEP_KEYS = ("phase", "batch", "seq", "context", "weight_bits", "act_bits", "kv_bits", "attention", "fusion",
-             "query_tile", "kv_tile")
+             "query_tile", "kv_tile", "batched_attention")
 
 
 def _transformer_steps(item: dict, key: str, bad: Callable[[str, Any, str], None]) -> list[Network]:
