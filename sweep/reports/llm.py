@@ -126,7 +126,9 @@ def llm_steps(directory: Path, manifest: dict, layers: list[dict[str, Any]],
         row.update({"network": net, "arch": arch, "objective": obj, "mapper": label, "missing_layers": missing,
                     "matmul_energy_pj": tot["matmul_energy_pj"], "vector_energy_pj": tot.get("vector_energy_pj"),
                     "energy_pj": tot["energy_pj"], "latency_cycles": tot["latency_cycles"],
-                    "not_costed": vec.get("not_costed", "")})
+                    "not_costed": vec.get("not_costed", ""), "launches": tot.get("launches"),
+                    "launch_s": (tot["launch_cycles"] / (llm or {})["clock_mhz"] / 1e6
+                                 if tot.get("launch_cycles") and llm else None)})
         for k in ("latency_s", "ttft_s", "time_per_token_s", "tokens_per_s", "energy_per_token_j"):
             row[k] = (llm or {}).get(k)
         row["memory_bytes"] = ((llm or {}).get("memory") or {}).get("total_bytes")
@@ -191,6 +193,14 @@ def print_llm_steps(rep: dict[str, Any], console) -> None:
                   _shares(r), "does not fit" if r.get("does_not_fit") else _bytes(r.get("memory_bytes")),
                   "-" if r.get("max_batch") is None else f"{r['max_batch']:,}")
     print_wide(console, t)
+    for arch in dict.fromkeys(r["arch"] for r in steps if r.get("launch_s")):
+        sel = [r for r in steps if r["arch"] == arch and r.get("launch_s")]
+        lo, hi = min(sel, key=lambda r: r["launch_s"]), max(sel, key=lambda r: r["launch_s"])
+        span = (f"{lo['launches']:,} = {fmt.seconds(lo['launch_s'])}" if lo is hi else
+                f"{lo['launches']:,} = {fmt.seconds(lo['launch_s'])} to {hi['launches']:,} = {fmt.seconds(hi['launch_s'])}")
+        console.print(f"{arch}: the times include a fixed cost per kernel launch (launch_overhead_us "
+                      f"{lo['launch_s'] / lo['launches'] * 1e6:g} us): launches per step {span}",
+                      soft_wrap=True, highlight=False, markup=False)
     notes = sorted({r["not_costed"] for r in steps if r.get("not_costed")})
     for n in notes:
         console.print(f"not costed: {n}", soft_wrap=True, highlight=False, markup=False)
