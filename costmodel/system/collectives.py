@@ -1,0 +1,92 @@
+"""The time and traffic of the collectives a split step needs, on an `Interconnect`.
+
+The alpha-beta model of ring and pairwise algorithms (Thakur, Rabenseifner and Gropp, "Optimization
+of Collective Communication Operations in MPICH", IJHPCA 2005, Sec. 4), what NCCL runs on NVLink
+rings and what GenZ and LLMCompass cost: ``p`` chips, ``S`` bytes per chip, ``B`` bytes/s one chip
+sends in one direction (`Interconnect.bytes_per_s`), ``a`` the latency per hop (s):
+
+==============  ===================================  ===============================================
+collective      time                                 bytes each chip sends
+==============  ===================================  ===============================================
+all_reduce      2 (p - 1) a + 2 (p - 1) / p x S / B  2 (p - 1) / p x S  (ring: reduce-scatter, then
+                                                     all-gather, each p - 1 steps of S / p)
+reduce_scatter  (p - 1) a + (p - 1) / p x S / B      (p - 1) / p x S
+all_gather      (p - 1) a + (p - 1) / p x S / B      (p - 1) / p x S   (S: the gathered size)
+all_to_all      switch: (p - 1) a + (p - 1) / p x    (p - 1) / p x S   (S: what a chip holds for all
+                S / B; ring: (p / 2) a + p S / (4 B)                    chips, a 1 / p share to each)
+send_recv       a + S / B                            S
+==============  ===================================  ===============================================
+
+On a ``switch`` every chip reaches every other at full bandwidth: a logical ring gets B per chip.
+On a physical ``ring`` a bidirectional ring algorithm (half the data each way, half the links each
+way) takes the same time as on a switch; an all-to-all does not: a share travels min(d, p - d) hops
+to the chip d away, p^2 / 4 shares-hops per chip for even p, over p x B of link capacity. ``p`` = 1:
+nothing moves, time 0. Energy: every byte sent crosses one link per hop, x 8 x ``pj_per_bit``
+(None when the interconnect states none).
+
+Errors: ValueError for an unknown collective, a chip count < 1 or negative bytes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .interconnect import Interconnect
+
+__all__ = ["COLLECTIVES", "CollectiveCost", "collective_cost"]
+
+#: The collectives `collective_cost` knows.
+COLLECTIVES = ("all_reduce", "reduce_scatter", "all_gather", "all_to_all", "send_recv")
+
+
+@dataclass(frozen=True)
+class CollectiveCost:
+    """One collective: ``time_s`` (s), ``sent_bytes`` (bytes each chip sends), ``link_bytes``
+    (bytes x hops over every link of the system), ``energy_pj`` (pJ, None when not counted)."""
+
+    collective: str
+    chips: int
+    bytes: float
+    time_s: float
+    sent_bytes: float
+    link_bytes: float
+    energy_pj: float | None
+
+
+def collective_cost(collective: str, nbytes: float, chips: int, net: Interconnect) -> CollectiveCost:
+    """The cost of ``collective`` of ``nbytes`` bytes per chip among ``chips`` chips on ``net``
+    (module docstring's table).
+
+    Raises:
+        ValueError: ``collective`` not in `COLLECTIVES`, ``chips`` < 1, ``nbytes`` < 0.
+    """
+    if collective not in COLLECTIVES:
+        raise ValueError(f"collective = {collective!r}: expected one of {list(COLLECTIVES)}")
+    if isinstance(chips, bool) or not isinstance(chips, int) or chips < 1:
+        raise ValueError(f"chips = {chips!r}: expected a positive integer")
+    if not nbytes >= 0:
+        raise ValueError(f"bytes = {nbytes!r}: expected a number >= 0")
+    p, s, b, a = chips, float(nbytes), net.bytes_per_s, net.latency_us * 1e-6
+    if p == 1 and collective != "send_recv":
+        return CollectiveCost(collective, p, s, 0.0, 0.0, 0.0, None if net.pj_per_bit is None else 0.0)
+    hops = 1.0
+    if collective == "all_reduce":
+        sent = 2 * (p - 1) / p * s
+        t = 2 * (p - 1) * a + sent / b
+    elif collective in ("reduce_scatter", "all_gather"):
+        sent = (p - 1) / p * s
+        t = (p - 1) * a + sent / b
+    elif collective == "all_to_all":
+        sent = (p - 1) / p * s
+        if net.topology == "ring":
+            share_hops = sum(min(d, p - d) for d in range(1, p))   # p^2 / 4 for even p
+            hops = share_hops / (p - 1)
+            t = (p // 2) * a + (s / p) * share_hops / b
+        else:
+            t = (p - 1) * a + sent / b
+    else:  # send_recv: one chip to the next
+        sent = s
+        t = a + s / b
+    link = sent * hops * (p if collective != "send_recv" else 1)
+    e = None if net.pj_per_bit is None else link * 8 * net.pj_per_bit
+    return CollectiveCost(collective, p, s, t, sent, link, e)
