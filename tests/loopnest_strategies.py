@@ -362,6 +362,7 @@ class Case:
     factors: tuple[tuple[str, int], ...] | None
     even: bool
     perms: list[tuple[int, ...]] = field(default_factory=list)
+    lookahead_saved: int = field(default=0, compare=False)  # orderings only LOMA's look-ahead allocates
 
     def evaluator(self, backend: str) -> OrderingEvaluator:
         return OrderingEvaluator(self.layer, self.arch, self.spatial, factors=self.factors, even=self.even,
@@ -485,6 +486,10 @@ def reference_report(case: Case, loops):
         m = allocate(case.layer, case.arch, case.spatial, loops, even=case.even)
     except MappingError:
         return None
+    try:
+        allocate(case.layer, case.arch, case.spatial, loops, even=case.even, lookahead=False)
+    except MappingError:
+        case.lookahead_saved += 1
     return evaluate(case.layer, case.arch, m)
 
 
@@ -639,6 +644,8 @@ def features(case: Case, reports) -> set[str]:
     if case.layer.in_rows is not None and min(window_caps(case.layer)) < min(case.layer.IY, case.layer.IX):
         tags.add("zero padding")
     tags.add(f"even={case.even}")
+    if case.lookahead_saved:
+        tags.add("look-ahead allocated an ordering")
     for rep in reports:
         if rep is None:
             tags.add("invalid (allocation)")

@@ -21,6 +21,15 @@ of M; O at partial precision while an O-irrelevant loop is left above or an O-ir
 loop is unreduced, else final). Unlike ZigZag, which fixes O's precision for all prefixes of one
 memory, the precision here follows each prefix (the same rule the evaluator uses).
 
+Look-ahead (beyond ZigZag): a combination is admitted only if the memories above M can still hold
+the smallest tiles left to them: each operand taking no further loops below its top level and all
+of them at its top (tiles only grow with the prefix, so this completion is the least any
+allocation from here can place in each upper memory). Without it, a memory larger than the one
+above it (the A100's 256 KiB of registers under 164 KiB of shared memory) takes tiles the upper
+one cannot hold and the allocation of every ordering fails although valid mappings exist. An
+allocation that succeeded without the look-ahead is unchanged by it (every combination it chose
+had a completion); one that failed may now succeed.
+
 ``even=True`` admits only combinations in which all operands of M end at the same loop index (the
 even-mapping constraint of ZigZag's ``is_valid_idx_combination_for_even_mapping_type``).
 """
@@ -61,7 +70,8 @@ def capacity_floor(layer, arch, spatial: SpatialMapping | None = None) -> str:
             "more bits, unroll less, or lower the precisions")
 
 
-def allocate(layer, arch, spatial: SpatialMapping | None, loops, even: bool = False) -> Mapping:
+def allocate(layer, arch, spatial: SpatialMapping | None, loops, even: bool = False,
+             lookahead: bool = True) -> Mapping:
     """The LOMA allocation of one ordering.
 
     Args:
@@ -69,6 +79,8 @@ def allocate(layer, arch, spatial: SpatialMapping | None, loops, even: bool = Fa
         spatial: the unrolling (None = ``arch.spatial``).
         loops: temporal loops innermost first, (dim, factor) pairs.
         even: restrict to even mappings.
+        lookahead: admit only combinations the memories above can complete (module docstring);
+            False: ZigZag's allocation (kept for the tests that show what the look-ahead changes).
 
     Returns:
         `Mapping` with per-operand boundaries.
@@ -98,7 +110,19 @@ def allocate(layer, arch, spatial: SpatialMapping | None, loops, even: bool = Fa
             return te * (bits["O"] if partial else bits["O_final"])
         return te * bits[op]
 
-    for mem in arch.memories:
+    mems = list(arch.memories)
+
+    def fits_above(i: int, ends: dict[str, int]) -> bool:
+        """Whether the memories above memory i can hold the least tiles left to them (module docstring)."""
+        for up in mems[i + 1:]:
+            if up.size_bits is None:
+                continue
+            need = sum(tile_bits(op, n if tops[op] == up.name else ends.get(op, start[op]), up) for op in up.operands)
+            if need > up.size_bits:
+                return False
+        return True
+
+    for i, mem in enumerate(mems):
         ops = list(mem.operands)
         cands = []   # per op: list of (end index, bits, cost)
         for op in ops:
@@ -126,7 +150,7 @@ def allocate(layer, arch, spatial: SpatialMapping | None, loops, even: bool = Fa
             if even and len({x[0] for x in combo}) > 1:
                 continue
             cost = sum(x[2] for x in combo)
-            if cost <= best_cost:
+            if cost <= best_cost and (not lookahead or fits_above(i, {op: x[0] for op, x in zip(ops, combo)})):
                 best_cost, best = cost, combo
         if best is None:
             raise MappingError(f"allocation: no combination of {ops} tiles fits {mem.name} "

@@ -43,7 +43,7 @@ import numpy as np
 
 from .tables import (LV_EVERY, LV_EXT, LV_FINOK, LV_G, LV_MC, LV_MEXT, LV_MG, LV_MWIN, LVF_MA, LVF_MSUP, LV_MEM, LV_NLO, LV_NUP, LV_TOP, LV_UNRED, LV_WIN,
                      LV_WORD, LVF_A, LVF_RBW, LVF_RPJ, LVF_SLO, LVF_SUP, LVF_WBW, LVF_WPJ, M_LI, M_NI, M_NOPS,
-                     M_OP, M_SHARED, M_SIZE, N_CUM, P_BI, P_BO, P_BOF, P_BW, P_DX, P_DY, P_EVEN, P_NL, P_RX, P_RY, P_SX, P_SY, P_TOTAL, R_REM, R_REMO, S_CHOICE, S_DEP, S_HI, S_LO, S_START, T_F, T_FX,
+                     M_OP, M_SHARED, M_SIZE, N_CUM, P_BI, P_BO, P_BOF, P_BW, P_DX, P_DY, P_EVEN, P_NL, P_RX, P_RY, P_SX, P_SY, P_TOTAL, R_REM, R_REMO, S_CHOICE, S_DEP, S_HI, S_KEPT, S_LO, S_START, T_F, T_FX,
                      T_FY, T_IBCG, T_O, T_OIRR, T_OX, T_OY, T_REL, T_W, TF_CYC, TF_WORDS, TR_GI, TR_LO, TR_MEM,
                      TR_W, TR_WIN, TR_WQ, F_PORTS, F_PREV, carve, work_sizes)
 
@@ -252,12 +252,39 @@ def _candidates(mi, L, C, lv, mem, par, SM, RG, CT, CC):
 
 
 @_inline
-def _choose(mi, mem, par, SM, CT, CC):
+def _fits_above(mi, e1, e2, e3, L, C, lv, mem, par, SM):
+    """`allocation.allocate`'s look-ahead: whether every bounded memory above mi holds the least
+    tiles left to it when mi's operand slots end at e1, e2, e3 (each operand no further loops below
+    its top level, all loops at its top; the others from where they start)."""
+    for mu in range(mi + 1, mem.shape[0]):
+        size = mem[mu, M_SIZE]
+        if size < 0:
+            continue
+        need = 0
+        for j in range(mem[mu, M_NOPS]):
+            op = mem[mu, M_OP + j]
+            li = mem[mu, M_LI + j]
+            e = SM[S_START, op]
+            if lv[op, li, LV_TOP] != 0:
+                e = L
+            else:
+                for k in range(mem[mi, M_NOPS]):
+                    if mem[mi, M_OP + k] == op:
+                        e = e1 if k == 0 else (e2 if k == 1 else e3)
+            need += _tile_bits(op, li, e, L, C, lv, par)[1]
+        if need > size:
+            return False
+    return True
+
+
+@_inline
+def _choose(mi, L, C, lv, mem, par, SM, CT, CC):
     """The combination of candidates (one per operand slot) of least total cost whose tiles fit mi
-    jointly; ties to the last in the order where the first operand varies slowest (ZigZag's
-    ``<=``); even mappings: all operands end at the same loop. Writes SM[S_CHOICE, j]; False if
-    none. (A binary search over the last operand's candidates, whose tile bits mostly grow with the
-    prefix, measured no faster: a memory has few candidates.)"""
+    jointly and leave the memories above room for theirs (`_fits_above`); ties to the last in the
+    order where the first operand varies slowest (ZigZag's ``<=``); even mappings: all operands end
+    at the same loop. Writes SM[S_CHOICE, j]; False if none. (A binary search over the last
+    operand's candidates, whose tile bits mostly grow with the prefix, measured no faster: a memory
+    has few candidates.)"""
     size = mem[mi, M_SIZE]
     nops = mem[mi, M_NOPS]
     even = par[P_EVEN] != 0
@@ -271,7 +298,7 @@ def _choose(mi, mem, par, SM, CT, CC):
                 if even and ((nops > 1 and e2 != e1) or (nops > 2 and e3 != e1)):
                     continue
                 c = CC[mi, 0, e1] + CC[mi, 1, e2] + CC[mi, 2, e3]
-                if not found or c <= bc:
+                if (not found or c <= bc) and _fits_above(mi, e1, e2, e3, L, C, lv, mem, par, SM):
                     found = True
                     bc = c
                     SM[S_CHOICE, 0], SM[S_CHOICE, 1], SM[S_CHOICE, 2] = e1, e2, e3
@@ -285,6 +312,9 @@ def _kept(mi, mem, lv, SM, RG):
     leading loops; RG[mi, 2, j] how many it shares, `_shared`)."""
     if SM[S_DEP, mi] < 0:
         return False
+    for op in range(3):  # the look-ahead read every operand's start
+        if SM[S_KEPT + op, mi] != SM[S_START, op]:
+            return False
     for j in range(mem[mi, M_NOPS]):
         op = mem[mi, M_OP + j]
         if lv[op, mem[mi, M_LI + j], LV_TOP] != 0 and (op != 2 or mem[mi, M_SIZE] < 0):
@@ -308,9 +338,13 @@ def _allocate(L, C, lv, mem, par, SM, RG, CT, CC, bnd):
                 SM[S_START, mem[mi, M_OP + j]] = bnd[mem[mi, M_OP + j], mem[mi, M_LI + j]]
             continue
         SM[S_DEP, mi] = _candidates(mi, L, C, lv, mem, par, SM, RG, CT, CC)
-        if SM[S_DEP, mi] < 0 or not _choose(mi, mem, par, SM, CT, CC):
+        if SM[S_DEP, mi] < 0 or not _choose(mi, L, C, lv, mem, par, SM, CT, CC):
             SM[S_DEP, mi] = -1
             return False
+        for op in range(3):  # the look-ahead read the tiles of every operand's first loops
+            SM[S_KEPT + op, mi] = SM[S_START, op]
+            if SM[S_START, op] > SM[S_DEP, mi]:
+                SM[S_DEP, mi] = SM[S_START, op]
         for j in range(nops):
             op = mem[mi, M_OP + j]
             bnd[op, mem[mi, M_LI + j]] = SM[S_CHOICE, j]

@@ -32,7 +32,7 @@ MAX_EXAMPLES = 2000
 AVAILABLE = available_backends()
 
 #: Tags (`loopnest_strategies.features`) that a run of MAX_EXAMPLES cases must have produced.
-MUST_COVER = ("valid", "invalid (allocation)", "double-buffered", "single-buffered", "stalls",
+MUST_COVER = ("valid", "invalid (allocation)", "look-ahead allocated an ordering", "double-buffered", "single-buffered", "stalls",
               "tiles fill a memory exactly", "tiles fill half a memory exactly",
               "padded unrolling", "zero padding", "merged factors", "accumulator", "no accumulator", "even=True", "even=False",
               "memory shared by 3", "memory shared by 2", "memory unshared", "per-operand ports", "multicast of I",

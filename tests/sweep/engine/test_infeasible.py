@@ -69,24 +69,46 @@ def test_floor_by_hand_at_the_limit():
 
 
 @pytest.mark.parametrize("sizes", [{}, {"rf_16B": 8}, {"rf_16B": 16}, {"rf_64B_A": 4}, {"sram_8KB": 447},
-                                   {"sram_8KB": 1024}, {"rf_64B_W": 7}])
+                                   {"sram_8KB": 448}, {"sram_8KB": 1024}, {"rf_64B_W": 7}])
 def test_floor_agrees_with_exhaustive_search(sizes):
     """Oracle: loma's exhaustive search over every ordering finds a valid mapping exactly when the
-    floor says one exists (away from the limit: at sram_8KB = 448 bits exactly, the floor mapping
-    fits but LOMA's greedy allocation puts a K loop in rf_16B first and overflows sram_8KB, see
-    `test_loma_misses_the_floor_at_the_limit`)."""
+    floor says one exists, at the limit too (sram_8KB = 448 bits exactly: see
+    `test_lookahead_allocates_at_the_limit`)."""
     acc = _eyeriss(**sizes)
     r = get_mapper("loma").search(LayerProblem(CONV_B, acc, None, "energy"), {})
     assert math.isfinite(r.value) == (capacity_floor(CONV_B, acc) == "")
 
 
-def test_loma_misses_the_floor_at_the_limit():
-    """Where a valid mapping exists but the search misses it, the reason says so (not "nothing fits")."""
+def test_lookahead_allocates_at_the_limit():
+    """At sram_8KB = 448 bits the floor mapping fits, but ZigZag's greedy allocation puts a K loop
+    in rf_16B first and then overflows sram_8KB, for every ordering; the look-ahead (only
+    combinations the memories above can complete) allocates them. The ordering LOMA keeps is one
+    that the allocation without the look-ahead refuses."""
+    from costmodel.loopnest.allocation import allocate
+    from costmodel.loopnest.mapping import MappingError
     acc = _eyeriss(sram_8KB=448)
     loma = get_mapper("loma")
     p = loma.resolve({})
     prob = LayerProblem(CONV_B, acc, None, "energy")
-    st, why = result_status(loma, prob, loma.search(prob, p), p)
+    r = loma.search(prob, p)
+    st, why = result_status(loma, prob, r, p)
+    assert st == "ok" and why == ""
+    loops = tuple(tuple(x) for x in r.detail.loops)
+    from costmodel.loopnest.reference import evaluate
+    assert evaluate(CONV_B, acc, allocate(CONV_B, acc, None, loops)).valid
+    with pytest.raises(MappingError, match="sram_8KB"):
+        allocate(CONV_B, acc, None, loops, lookahead=False)
+
+
+def test_search_shortfall_says_a_mapping_exists():
+    """Where a valid mapping exists but a search found none (a result of +inf), the reason says so
+    (not "nothing fits") and names what to do."""
+    acc = _eyeriss(sram_8KB=448)
+    loma = get_mapper("loma")
+    p = loma.resolve({})
+    prob = LayerProblem(CONV_B, acc, None, "energy")
+    missed = replace(loma.search(prob, p), value=math.inf, energy_pj=math.inf, latency_cycles=math.inf, detail=None)
+    st, why = result_status(loma, prob, missed, p)
     assert st == "infeasible" and "although one exists" in why and "full-space mapper" in why
 
 
