@@ -18,6 +18,12 @@ A step (`costmodel.zoo.transformer.build_transformer`) needs, at once (bytes):
   (one (sequence, KV head) instance's scores, group x q_len x attended) a candidate; the
   vector operations work in place on a matmul's output or on the residual stream, so they add none.
 
+A step split over chips (``tp``, ``pp``, ``ep`` in its workload, `costmodel.system.parallel`) is one
+chip's share: the weights that chip holds (`costmodel.system.parallel.share_params`: heads, FFN and
+vocabulary / tp, the last stage's blocks / pp with its LM head, the experts / ep), the cache of its
+K/V heads (replicated ones held in full by each chip that holds them) for its batch / ep sequences
+and its stage's blocks, and its tokens' residual stream (hidden is not split).
+
 Capacity: a DRAM of a kind (``[dram] kind, units``, `costmodel.tech.dram.dram_capacity_bytes`:
 units x the part's GiB as shipped). An accelerator whose DRAM is a plain unbounded level declares
 no capacity: its steps are not checked (`Footprint.capacity_bytes` None).
@@ -120,24 +126,26 @@ def step_footprint(network, arch) -> Footprint | None:
         KeyError: ``workload["model"]`` names no zoo transformer.
     """
     from costmodel.loopnest.reference import operand_bits
-    from costmodel.zoo.transformer import param_count, transformer_config
+    from costmodel.zoo.transformer import transformer_config
 
     w = network.workload or {}
     if not w.get("model"):
         return None
-    cfg = transformer_config(w["model"])
+    from costmodel.system.parallel import chip_batch, shard_config, share_params, split_of
+    full, split = transformer_config(w["model"]), split_of(w)
+    cfg = shard_config(full, split)  # one chip's share of a split step (costmodel.system.parallel)
     layers = [l for l, _ in network]
     weight = next((l for l in layers if l.w_role == "weight"), layers[0])
     kv = next((l for l in layers if l.w_role == "kv_cache"), None)
     wbits = operand_bits(weight, arch)["W"]
     kv_bits = operand_bits(kv, arch)["W"] if kv is not None else operand_bits(weight, arch)["I"]
     act_bits = operand_bits(weight, arch)["I"]
-    weights = param_count(cfg)["total"] * wbits // 8
+    weights = share_params(full, split) * wbits // 8
     cached = (w.get("context") if w.get("phase") == "decode" else w.get("seq")) or 0
     kv_cache = 0
     if cfg.kind == "decoder":
-        kv_cache = int(w["batch"]) * int(cached) * cfg.layers * 2 * cfg.kv_dim * kv_bits // 8
-    residual = int(w["tokens"]) * cfg.hidden * act_bits
+        kv_cache = chip_batch(w) * int(cached) * cfg.layers * 2 * cfg.kv_dim * kv_bits // 8
+    residual = int(w["tokens"]) // split.ep * cfg.hidden * act_bits
     best, largest = -1, ""
     for l in layers:
         b = operand_bits(l, arch)
@@ -167,14 +175,18 @@ def max_batch(network, arch, limit: int = 1 << 20) -> int | None:
     if not w.get("model") or _capacity(arch)[0] is None:
         return None
     params = {k: w.get(k) for k in ("phase", "seq", "context", "weight_bits", "act_bits", "kv_bits")}
-    for k in ("attention", "query_tile", "kv_tile", "batched_attention"):
+    for k in ("attention", "query_tile", "kv_tile", "batched_attention", "tp", "pp"):
         if w.get(k) is not None:
             params[k] = w[k]
     if w.get("fusion") == "fused":
         params["fusion"] = "fused"
 
+    ep = int(w.get("ep") or 1)  # expert parallelism: batches in multiples of ep
+    if ep > 1:
+        params["ep"] = ep
+
     def fits(b: int) -> bool:
-        fp = step_footprint(build_transformer(w["model"], batch=b, **params), arch)
+        fp = step_footprint(build_transformer(w["model"], batch=b * ep, **params), arch)
         return fp is not None and fp.fits
 
     if not fits(1):
@@ -183,8 +195,8 @@ def max_batch(network, arch, limit: int = 1 << 20) -> int | None:
     while hi <= limit and fits(hi):
         lo, hi = hi, hi * 2
     if hi > limit:
-        return limit if fits(limit) else _bisect(fits, lo, limit)
-    return _bisect(fits, lo, hi)
+        return ep * (limit if fits(limit) else _bisect(fits, lo, limit))
+    return ep * _bisect(fits, lo, hi)
 
 
 def _bisect(fits, lo: int, hi: int) -> int:

@@ -271,8 +271,9 @@ def step_launches(network) -> int:
     model = (network.workload or {}).get("model")
     if model is None:
         return 0
+    from costmodel.system.parallel import shard_config, split_of
     from costmodel.zoo.transformer import transformer_config
-    blocks = transformer_config(model).layers
+    blocks = shard_config(transformer_config(model), split_of(network.workload)).layers  # a stage's
     n, attention = 0, set()
     for layer, rep in network:
         if layer.w_role == "kv_cache":

@@ -84,7 +84,7 @@ __all__ = ["TransformerConfig", "list_transformers", "transformer_config", "tran
 MODEL_KINDS = ("encoder", "decoder", "vit")
 #: The keyword parameters of `build_transformer` (a step's workload).
 WORKLOAD_PARAMS = ("phase", "batch", "seq", "context", "weight_bits", "act_bits", "kv_bits", "attention", "fusion",
-                   "query_tile", "kv_tile", "batched_attention")
+                   "query_tile", "kv_tile", "batched_attention", "tp", "pp", "ep")
 
 _TOML = "transformers.toml"
 _CHOICES = {"kind": MODEL_KINDS, "ffn_kind": ("gelu", "swiglu"), "norm": ("layernorm", "rmsnorm")}
@@ -330,8 +330,10 @@ def experts_touched(tokens: int, experts: int, top_k: int) -> int:
 # ----------------------------------------------------------------------------- the step
 
 
-def _block_layers(cfg: TransformerConfig, st: Step) -> tuple[list[Layer], list[int], int | None]:
-    """One block's matmuls (B set), their repeats (x layers) and the experts touched (MoE)."""
+def _block_layers(cfg: TransformerConfig, st: Step, ep: int = 1) -> tuple[list[Layer], list[int], int | None]:
+    """One block's matmuls (B set), their repeats (x layers) and the experts touched (MoE; with
+    expert parallelism ``ep``, the tokens of all ``ep`` groups route over all experts and one group's
+    share is 1 / ep of the pairs and of the experts touched, `costmodel.system.parallel`)."""
     T, L, hd = st.tokens, cfg.layers, cfg.head_dim
     q, k, v, o = (l.with_(B=T) for l in _attention_weights(cfg))
     instances = st.batch * cfg.kv_heads if st.batched else 1   # side by side in one batched matmul
@@ -342,7 +344,9 @@ def _block_layers(cfg: TransformerConfig, st: Step) -> tuple[list[Layer], list[i
     if not cfg.experts:
         ffn = [l.with_(B=T) for l in _ffn_weights(cfg, "ffn")]
         return layers + ffn, reps + [L] * len(ffn), None
-    n_e = experts_touched(T, cfg.experts, cfg.top_k)
+    n_e = experts_touched(T * ep, cfg.experts, cfg.top_k)
+    if ep > 1:  # this group's experts: 1 / ep of those touched (at least one), T * top_k pairs
+        n_e = max(1, math.floor(n_e / ep + 0.5))
     per, extra = divmod(T * cfg.top_k, n_e)
     layers.append(_mm("router", cfg.hidden, cfg.experts, T))
     reps.append(L)
@@ -469,7 +473,8 @@ def build_transformer(name: str, *, phase: str | None = None, batch: int | None 
                       weight_bits: int | None = None, act_bits: int | None = None,
                       kv_bits: int | None = None, attention: str | None = None,
                       fusion: str | None = None, query_tile: int | None = None,
-                      kv_tile: int | None = None, batched_attention: bool | None = None) -> Network:
+                      kv_tile: int | None = None, batched_attention: bool | None = None,
+                      tp: int | None = None, pp: int | None = None, ep: int | None = None) -> Network:
     """The operations of one prefill or decode step of zoo model ``name`` (module docstring).
 
     Args:
@@ -492,17 +497,22 @@ def build_transformer(name: str, *, phase: str | None = None, batch: int | None 
         batched_attention: True: attention's batch x kv_heads instances per block are one batched
             matmul each (loop dim G, which a mapper may unroll over an array dim whose hint allows G,
             or order temporally); False / None (default): one instance after another (repeats).
+        tp, pp, ep: tensor, pipeline and expert parallelism (None or 1: one chip): the network is
+            then ONE chip's share (`costmodel.system.parallel`: heads, K/V heads, FFN and vocabulary
+            / tp; the last pipeline stage's blocks / pp with the LM head; batch / ep sequences and
+            their experts' share); ``batch`` stays the whole system's.
 
     Returns:
         A `Network` named ``<model>/prefill/b<batch>/seq<seq>`` or
         ``<model>/decode/b<batch>/ctx<context>``, with ``/w<weight_bits>``, ``/a<act_bits>``,
         ``/kv<kv_bits>`` appended for the precisions given, ``/dense`` for a decoder's dense
-        prefill, ``/fused`` for a fused step, ``/qt<query_tile>`` and ``/kt<kv_tile>`` for tiles other than 128, ``/batched`` for batched attention; block
+        prefill, ``/fused`` for a fused step, ``/qt<query_tile>`` and ``/kt<kv_tile>`` for tiles other than 128, ``/batched`` for batched attention,
+        ``/tp<n>/pp<n>/ep<n>`` for a split step's share (degrees above 1); block
         layers repeat ``layers`` times (score / context batch*kv_heads*layers, or ``layers`` with G =
         batch*kv_heads when batched); ``workload`` holds model, phase, batch, seq (None at
         decode), context (None at prefill), tokens (T), weight_bits, act_bits, kv_bits (None where
         not given), attention (the prefill's mask; None at decode), attention_pairs (``exact``,
-        ``computed``), kind, experts_touched (None for a dense FFN), not_costed, and ``note`` when
+        ``computed``; of the share for a split step), kind, tp / pp / ep (where above 1), experts_touched (None for a dense FFN), not_costed, and ``note`` when
         seq or context is past a RoPE model's published max_position_embeddings (allowed: RoPE
         defines the shapes; a learned position table is not, and raises).
 
@@ -534,13 +544,18 @@ def build_transformer(name: str, *, phase: str | None = None, batch: int | None 
     if kv_tile is not None:
         st = dataclasses.replace(st, kv_tile=positive("kv_tile", kv_tile))
     bits = resolve_bits(weight_bits, act_bits, kv_bits)
-    layers, reps, n_e = _block_layers(cfg, st)
+    from costmodel.system.parallel import resolve_split, shard_config
+    split, st_full = resolve_split(cfg, st.batch, tp, pp, ep), st
+    if split.split:  # one chip's share
+        cfg = shard_config(cfg, split)
+        st = dataclasses.replace(st, batch=st.batch // split.ep, tokens=st.tokens // split.ep)
+    layers, reps, n_e = _block_layers(cfg, st, split.ep)
     pre, post = _outer_layers(cfg, st)
     layers, reps = pre + layers + post, [1] * len(pre) + reps + [1] * len(post)
     vops, vreps = _vector_ops(cfg, st, act_bits)
     size = f"seq{st.seq}" if st.phase == "prefill" else f"ctx{st.context}"
-    workload = {"model": name, "phase": st.phase, "batch": st.batch, "seq": st.seq,
-                "context": st.context, "tokens": st.tokens, "weight_bits": weight_bits,
+    workload = {"model": name, "phase": st.phase, "batch": st_full.batch, "seq": st.seq,
+                "context": st.context, "tokens": st_full.tokens, "weight_bits": weight_bits,
                 "act_bits": act_bits, "kv_bits": kv_bits, "kind": cfg.kind,
                 "experts_touched": n_e, "not_costed": _not_costed(cfg, st), "attention": attention,
                 "fusion": st.fusion, "query_tile": st.query_tile if st.fusion == "fused" else None,
@@ -561,13 +576,15 @@ def build_transformer(name: str, *, phase: str | None = None, batch: int | None 
                                    if v != FUSED_TILE)
     if st.batched:
         size += "/batched"
-    return Network(f"{name}/{st.phase}/b{st.batch}/{size}", tuple(with_bits(l, bits) for l in layers),
+    size += split.tags()
+    workload.update(split.workload())  # only where split: a one-chip step's workload is what it was
+    return Network(f"{name}/{st.phase}/b{st_full.batch}/{size}", tuple(with_bits(l, bits) for l in layers),
                    tuple(reps), cfg.source, tuple(vops), tuple(vreps), workload)
 
 
 #: The parts of a step's name after ``<model>/<phase>/b<batch>/`` and the parameter each sets.
 _NAME_TAGS = (("seq", "seq"), ("ctx", "context"), ("w", "weight_bits"), ("a", "act_bits"), ("kv", "kv_bits"),
-              ("qt", "query_tile"), ("kt", "kv_tile"))
+              ("qt", "query_tile"), ("kt", "kv_tile"), ("tp", "tp"), ("pp", "pp"), ("ep", "ep"))
 
 
 def parse_step_name(name: str) -> tuple[str, dict[str, Any]] | None:

@@ -374,7 +374,7 @@ def eval_arch(name: str):
 def map_network(network: Network, arch, mapper_name: str, objective: str | None = None, seed: int = 0,
                 params: dict[str, Any] | None = None,
                 progress: Callable[[int, int, str], None] | None = None,
-                cache: dict[Layer, dict[str, Any]] | None = None) -> dict[str, Any]:
+                cache: dict[Layer, dict[str, Any]] | None = None, system=None) -> dict[str, Any]:
     """Map every unique layer of ``network`` once (`Network.unique`: equal shapes merged, repeats
     added) with `map_layer`, in order, and total the results.
 
@@ -394,6 +394,10 @@ def map_network(network: Network, arch, mapper_name: str, objective: str | None 
     same keys, each layer's LOS ``branch``, the totals' ``pm_value`` and ``fs_<branch>``, the
     ``point``).
 
+    A step split over chips (``tp``, ``pp``, ``ep`` in its workload: one chip's share), or any step
+    with a ``system`` (`costmodel.system.serving.System`), is mapped as that chip's share and gets the
+    system's figures (`sweep.commands.system_step.map_on_system`: ``res["system"]``).
+
     A transformer step whose DRAM footprint exceeds the accelerator's capacity is refused before
     any layer is mapped (`costmodel.capacity`); a step that fits has ``llm["memory"]`` (its
     footprint) and ``llm["max_batch"]`` (the largest batch that fits at its context).
@@ -412,7 +416,19 @@ def map_network(network: Network, arch, mapper_name: str, objective: str | None 
         if progress:
             progress(1, 1, "")
         return res
-    _check_fits(network, arch)
+    if system is not None or any((network.workload or {}).get(k) for k in ("tp", "pp", "ep")):
+        from sweep.commands.system_step import map_on_system
+        return map_on_system(network, arch, system, lambda share: _map_share(share, arch, mapper_name, objective,
+                                                                            seed, params, progress, cache))
+    return _map_share(network, arch, mapper_name, objective, seed, params, progress, cache)
+
+
+def _map_share(network: Network, arch, mapper_name: str, objective: str | None, seed: int,
+               params: dict[str, Any] | None, progress: Callable[[int, int, str], None] | None,
+               cache: dict[Layer, dict[str, Any]] | None) -> dict[str, Any]:
+    """`map_network` of a loop-nest ``network`` on one chip (checked: its kind, its capacity)."""
+    _, used = _checked(arch, mapper_name, objective)
+    check_fits(network, arch)
     net = network.unique()
     rows: list[dict[str, Any]] = []
     n = len(net)
@@ -453,7 +469,7 @@ def map_network(network: Network, arch, mapper_name: str, objective: str | None 
     return out
 
 
-def _check_fits(network: Network, arch) -> None:
+def check_fits(network: Network, arch) -> None:
     """Raise `DoesNotFitError` (exit 1) when ``network`` is a transformer step whose weights, KV
     cache and live activations do not fit ``arch``'s DRAM (`costmodel.capacity.step_footprint`);
     checked before any layer is mapped. Nothing for other networks or a DRAM of no declared

@@ -1,0 +1,161 @@
+"""A transformer step on a system of chips (`costmodel.system.serving`): one chip's share mapped as
+any step is (`sweep.commands.map_eval.map_network`), then the system's figures: collectives, TTFT or
+time per output token, tokens/s of the system and per chip, energy per token with the links, memory
+per chip.
+
+Used by `sweep map --tp/--pp/--ep/--system`, `sweep.api.map_step(..., system=...)` and the campaigns'
+``[system]`` table."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any, Callable
+
+from sweep.common.errors import CampaignError, Finding
+
+__all__ = ["load_system", "system_workload", "map_on_system", "share_figures"]
+
+
+def load_system(spec: Any = None, *, chips: int | None = None, tp: int | None = None, pp: int | None = None,
+                ep: int | None = None, replicas: int | None = None, micro_batches: int | None = None,
+                interconnect: str | None = None, source: str = "--system"):
+    """The `costmodel.system.serving.System` of ``spec`` (a TOML file's path with a ``[system]`` table
+    or the table at its top level, a dict, or a System) with the options given over it; None when
+    nothing is given.
+
+    Raises:
+        CampaignError: an unreadable file, an unknown key or a bad value (the key and value named;
+            ``--tp`` for the options).
+    """
+    from costmodel.system.serving import System
+    given = {k: v for k, v in (("chips", chips), ("tp", tp), ("pp", pp), ("ep", ep), ("replicas", replicas),
+                               ("micro_batches", micro_batches), ("interconnect", interconnect)) if v is not None}
+    if spec is None and not given:
+        return None
+    table: dict[str, Any] = {}
+    src = source
+    if isinstance(spec, System):
+        table = spec.to_dict()
+    elif isinstance(spec, dict):
+        table = dict(spec)
+    elif spec is not None:
+        p, src = Path(spec), str(spec)
+        try:
+            data = tomllib.loads(p.read_text())
+        except OSError as e:
+            raise CampaignError(src, [Finding(source, src, f"cannot read: {e.strerror or e}")]) from None
+        except tomllib.TOMLDecodeError as e:
+            raise CampaignError(src, [Finding(source, src, f"not TOML: {e}")]) from None
+        table = data.get("system", data) if isinstance(data.get("system", data), dict) else data
+    if given.keys() & {"tp", "pp", "ep", "replicas"} and "chips" not in given:
+        table.pop("chips", None)  # options re-split the system: its chip count follows them
+    table.update(given)
+    try:
+        return System.from_dict(table, src)
+    except ValueError as e:
+        msg = str(e)
+        key = next((f"--{k.replace('_', '-')}" for k in given if f"system.{k} " in msg or f"interconnect" in msg
+                    and k == "interconnect"), source)
+        raise CampaignError(src, [Finding(key, table.get(key.lstrip("-").replace("-", "_"), src), msg)]) from None
+
+
+def system_workload(workload: dict[str, Any], system) -> dict[str, Any]:
+    """``workload`` (a step's parameters) with the system's split (``tp``, ``pp``, ``ep``: above 1
+    only); the options' own tp/pp/ep must agree with it.
+
+    Raises:
+        CampaignError: a tp, pp or ep in ``workload`` that differs from the system's (``--tp``).
+    """
+    if system is None:
+        return workload
+    out = dict(workload)
+    for k in ("tp", "pp", "ep"):
+        want = getattr(system, k)
+        have = out.get(k)
+        if have not in (None, want) and not (have == 1 and want == 1):
+            raise CampaignError("--system", [Finding(f"--{k}", have, f"the system splits with {k} = {want}")])
+        out[k] = want if want > 1 else None
+    return out
+
+
+def share_figures(res: dict[str, Any], network, arch) -> dict[str, float]:
+    """One chip's share (`map_network`'s result ``res`` of ``network``): ``latency_s`` and ``energy_j``
+    of the whole share, ``head_latency_s`` and ``head_energy_j`` of its LM head and final norm (their
+    rows, and their two launches at the accelerator's fixed cost per launch)."""
+    clock = arch.clock_mhz * 1e6
+    tot = res["total"]
+    head_cyc = head_pj = 0.0
+    for row, (layer, _) in zip(res["layers"], network.unique()):
+        if layer.name == "lm_head":
+            head_cyc += row["latency_cycles"]
+            head_pj += row["energy_pj"]
+    launches = 0
+    for r in (res.get("vector") or {}).get("ops") or []:
+        if r["name"] == "final_norm":
+            head_cyc += r["latency_cycles"] * r["repeat"]
+            head_pj += r["energy_pj"] * r["repeat"]
+            launches += 1
+    if any(l.name == "lm_head" for l, _ in network):
+        launches += 1
+    head_cyc += launches * getattr(arch, "launch_overhead_us", 0.0) * arch.clock_mhz
+    return {"latency_s": tot["latency_cycles"] / clock, "energy_j": tot["energy_pj"] * 1e-12,
+            "head_latency_s": head_cyc / clock, "head_energy_j": head_pj * 1e-12}
+
+
+def map_on_system(network, arch, system, map_share: Callable[[Any], dict[str, Any]]) -> dict[str, Any]:
+    """``network`` (a transformer step, one chip's share when split: `costmodel.system.parallel`) on
+    ``system`` (None: the split the step records, on the default interconnect): its capacity checked at
+    the whole batch, its share for one micro-batch mapped by ``map_share`` (`map_network` of a
+    network), then ``res["system"]`` = `costmodel.system.serving.system_step` and ``res["llm"]``'s
+    memory and figures those of the system (the share's kept under ``res["share_llm"]``).
+
+    Raises:
+        CampaignError: the system splits differently from ``network``, the micro-batches do not
+            divide the batch, or ``network`` is no zoo transformer step.
+        DoesNotFitError: one chip's share does not fit its DRAM at the whole batch.
+    """
+    from costmodel.system.parallel import split_of
+    from costmodel.system.serving import System
+    from costmodel.zoo.transformer import build_transformer, parse_step_name, transformer_config
+    from sweep.commands.map_eval import check_fits
+    from sweep.engine.totals import step_memory, step_precisions
+
+    w = network.workload or {}
+    parsed = parse_step_name(network.name)
+    if not w.get("model") or parsed is None:
+        raise CampaignError("--system", [Finding("--network", network.name, "a system serves a transformer step "
+                                                 "(`sweep list networks`: the zoo's transformers)")])
+    sp = split_of(w)
+    if system is None:
+        system = System(tp=sp.tp, pp=sp.pp, ep=sp.ep)
+    if system.split != sp:
+        raise CampaignError("--system", [Finding("--system", system.label(), f"the step {network.name} is split "
+                                                 f"tp {sp.tp}, pp {sp.pp}, ep {sp.ep}")])
+    m, per_group = system.micro_batches, int(w["batch"]) // sp.ep
+    if per_group % m:
+        raise CampaignError("--system", [Finding("--micro-batches", m, f"does not divide the {per_group} sequences "
+                                                 "of each expert-parallel group" if sp.ep > 1 else
+                                                 f"does not divide the batch {per_group}")])
+    check_fits(network, arch)  # the whole batch's KV cache is on the chip, whatever the micro-batches
+    model, params = parsed
+    micro = network if m == 1 else build_transformer(model, **{**params, "batch": int(w["batch"]) // m})
+    res = map_share(micro)
+    bits = (step_precisions(micro, arch) or {}).get("activations", 16)
+    figs = None
+    if all(res["total"].get(k) is not None for k in ("latency_cycles", "energy_pj")):
+        from costmodel.system.serving import system_step
+        figs = system_step(transformer_config(model), w, system, share_figures(res, micro, arch), bits)
+    res["system"] = {"label": system.label(), **(figs or {"chips": system.chips, "system": system.to_dict()})}
+    res["network"] = network.name
+    if m > 1:
+        res["micro_network"] = micro.name
+    if res.get("llm"):
+        res["share_llm"] = dict(res["llm"])
+        res["llm"].update(step_memory(network, arch))
+        res["llm"]["workload"] = dict(w)
+        if figs is not None:
+            res["llm"].update({k: figs[k] for k in ("latency_s", "energy_j", "tokens", "tokens_per_s",
+                                                    "energy_per_token_j") if k in figs})
+            res["llm"]["ttft_s" if w["phase"] == "prefill" else "time_per_token_s"] = figs["latency_s"]
+    return res
