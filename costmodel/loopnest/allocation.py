@@ -40,7 +40,7 @@ import itertools
 import math
 
 from .reference import _Nest, evaluate, operand_bits
-from .mapping import OPERANDS, Mapping, MappingError, SpatialMapping, TemporalMapping
+from .mapping import OPERANDS, RELEVANT, Mapping, MappingError, SpatialMapping, TemporalMapping
 
 __all__ = ["allocate", "capacity_floor"]
 
@@ -50,11 +50,12 @@ def capacity_floor(layer, arch, spatial: SpatialMapping | None = None) -> str:
 
     The test mapping keeps every temporal loop at each operand's top memory level, so every lower
     level holds only the spatial tile of one of its instances: the smallest W and I tiles any
-    mapping has (moving a loop down only grows a tile), and O at partial precision (its smallest
-    tile unless the reduction loops move below, which grows W and I instead). If this mapping
-    overflows a memory (`reference.evaluate`'s capacity rule) or breaks a structural rule (a
-    fan-out wider than the array dim), the reason is returned with what to change; otherwise
-    "" (a valid mapping exists: a search that found none stopped short).
+    mapping has (moving a loop down only grows a tile), and O at partial precision. A second test
+    mapping moves the reduction loops innermost, below every O level, so O is at its final precision
+    everywhere (its other smallest tile). If neither fits, the first's reason (a memory that
+    overflows, `reference.evaluate`'s capacity rule, or a structural rule broken: a fan-out wider
+    than the array dim) is returned with what to change; otherwise "" (a valid mapping exists: a
+    search that found none stopped short).
 
     Args:
         layer: `Layer`. arch: `Accelerator`. spatial: the unrolling (None = ``arch.spatial``).
@@ -65,6 +66,14 @@ def capacity_floor(layer, arch, spatial: SpatialMapping | None = None) -> str:
     rep = evaluate(layer, arch, Mapping(sp, TemporalMapping(loops), bounds))
     if rep.valid:
         return ""
+    # the other smallest O: the reduction loops innermost and below every O level, so O is held at its
+    # final precision everywhere (W and I still at the top)
+    red = tuple(x for x in loops if x[0] not in RELEVANT["O"])
+    if red:
+        order = red + tuple(x for x in loops if x[0] in RELEVANT["O"])
+        b2 = dict(bounds, O=(len(red),) * (len(arch.levels("O")) - 1) + (len(order),))
+        if evaluate(layer, arch, Mapping(sp, TemporalMapping(order), b2)).valid:
+            return ""
     return (f"no mapping fits {arch.name}: even the smallest tiles (every temporal loop at "
             f"the top memory level, unrolling {sp.to_dict()}) break a rule: {rep.reason}. Give that memory "
             "more bits, unroll less, or lower the precisions")
@@ -115,8 +124,8 @@ def allocate(layer, arch, spatial: SpatialMapping | None, loops, even: bool = Fa
     def fits_above(i: int, ends: dict[str, int]) -> bool:
         """Whether the memories above memory i can hold the least tiles left to them (module docstring)."""
         for up in mems[i + 1:]:
-            if up.size_bits is None:
-                continue
+            if up.size_bits is None or not set(up.operands) & set(ends):
+                continue  # unbounded, or none of memory i's operands: its least tiles were checked below
             need = sum(tile_bits(op, n if tops[op] == up.name else ends.get(op, start[op]), up) for op in up.operands)
             if need > up.size_bits:
                 return False

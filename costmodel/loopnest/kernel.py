@@ -43,7 +43,7 @@ import numpy as np
 
 from .tables import (LV_EVERY, LV_EXT, LV_FINOK, LV_G, LV_MC, LV_MEXT, LV_MG, LV_MWIN, LVF_MA, LVF_MSUP, LV_MEM, LV_NLO, LV_NUP, LV_TOP, LV_UNRED, LV_WIN,
                      LV_WORD, LVF_A, LVF_RBW, LVF_RPJ, LVF_SLO, LVF_SUP, LVF_WBW, LVF_WPJ, M_LI, M_NI, M_NOPS,
-                     M_OP, M_SHARED, M_SIZE, N_CUM, P_BI, P_BO, P_BOF, P_BW, P_DX, P_DY, P_EVEN, P_NL, P_RX, P_RY, P_SX, P_SY, P_TOTAL, R_REM, R_REMO, S_CHOICE, S_DEP, S_HI, S_KEPT, S_LO, S_START, T_F, T_FX,
+                     M_OP, M_SHARED, M_SIZE, N_CUM, P_BI, P_BO, P_BOF, P_BW, P_DX, P_DY, P_EVEN, P_NL, P_RX, P_RY, P_SX, P_SY, P_TOTAL, R_REM, R_REMO, S_CHOICE, S_DEP, S_FILT, S_HI, S_K0, S_LO, S_START, T_F, T_FX,
                      T_FY, T_IBCG, T_O, T_OIRR, T_OX, T_OY, T_REL, T_W, TF_CYC, TF_WORDS, TR_GI, TR_LO, TR_MEM,
                      TR_W, TR_WIN, TR_WQ, F_PORTS, F_PREV, carve, work_sizes)
 
@@ -251,14 +251,24 @@ def _candidates(mi, L, C, lv, mem, par, SM, RG, CT, CC):
     return dep
 
 
-@_inline
+@_jit
 def _fits_above(mi, e1, e2, e3, L, C, lv, mem, par, SM):
-    """`allocation.allocate`'s look-ahead: whether every bounded memory above mi holds the least
-    tiles left to it when mi's operand slots end at e1, e2, e3 (each operand no further loops below
-    its top level, all loops at its top; the others from where they start)."""
+    """`allocation.allocate`'s look-ahead: whether every bounded memory above mi that holds one of
+    mi's operands can hold the least tiles left to it when mi's operand slots end at e1, e2, e3 (each
+    operand no further loops below its top level, all loops at its top; the others from where they
+    start). A memory above holding none of mi's operands is not checked: its least tiles did not
+    change since the decision below mi checked them."""
+    nops = mem[mi, M_NOPS]
     for mu in range(mi + 1, mem.shape[0]):
         size = mem[mu, M_SIZE]
         if size < 0:
+            continue
+        touch = False
+        for j in range(mem[mu, M_NOPS]):
+            for k in range(nops):
+                if mem[mu, M_OP + j] == mem[mi, M_OP + k]:
+                    touch = True
+        if not touch:
             continue
         need = 0
         for j in range(mem[mu, M_NOPS]):
@@ -268,7 +278,7 @@ def _fits_above(mi, e1, e2, e3, L, C, lv, mem, par, SM):
             if lv[op, li, LV_TOP] != 0:
                 e = L
             else:
-                for k in range(mem[mi, M_NOPS]):
+                for k in range(nops):
                     if mem[mi, M_OP + k] == op:
                         e = e1 if k == 0 else (e2 if k == 1 else e3)
             need += _tile_bits(op, li, e, L, C, lv, par)[1]
@@ -278,13 +288,36 @@ def _fits_above(mi, e1, e2, e3, L, C, lv, mem, par, SM):
 
 
 @_inline
-def _choose(mi, L, C, lv, mem, par, SM, CT, CC):
+def _choose(mi, mem, par, SM, CT, CC):
     """The combination of candidates (one per operand slot) of least total cost whose tiles fit mi
-    jointly and leave the memories above room for theirs (`_fits_above`); ties to the last in the
-    order where the first operand varies slowest (ZigZag's ``<=``); even mappings: all operands end
-    at the same loop. Writes SM[S_CHOICE, j]; False if none. (A binary search over the last
-    operand's candidates, whose tile bits mostly grow with the prefix, measured no faster: a memory
-    has few candidates.)"""
+    jointly; ties to the last in the order where the first operand varies slowest (ZigZag's
+    ``<=``); even mappings: all operands end at the same loop. Writes SM[S_CHOICE, j]; False if
+    none. (A binary search over the last operand's candidates, whose tile bits mostly grow with the
+    prefix, measured no faster: a memory has few candidates.)"""
+    size = mem[mi, M_SIZE]
+    nops = mem[mi, M_NOPS]
+    even = par[P_EVEN] != 0
+    found = False
+    bc = 0
+    for e1 in range(SM[S_LO, 0], SM[S_HI, 0]):
+        for e2 in range(SM[S_LO, 1], SM[S_HI, 1]):
+            for e3 in range(SM[S_LO, 2], SM[S_HI, 2]):
+                if size >= 0 and CT[mi, 0, e1] + CT[mi, 1, e2] + CT[mi, 2, e3] > size:
+                    continue
+                if even and ((nops > 1 and e2 != e1) or (nops > 2 and e3 != e1)):
+                    continue
+                c = CC[mi, 0, e1] + CC[mi, 1, e2] + CC[mi, 2, e3]
+                if not found or c <= bc:
+                    found = True
+                    bc = c
+                    SM[S_CHOICE, 0], SM[S_CHOICE, 1], SM[S_CHOICE, 2] = e1, e2, e3
+    return found
+
+
+@_jit
+def _choose_ahead(mi, L, C, lv, mem, par, SM, CT, CC):
+    """`_choose` among the combinations the memories above can complete (`_fits_above`): the
+    look-ahead's path, taken only where ZigZag's choice leaves them no room (not inlined: rare)."""
     size = mem[mi, M_SIZE]
     nops = mem[mi, M_NOPS]
     even = par[P_EVEN] != 0
@@ -306,15 +339,27 @@ def _choose(mi, L, C, lv, mem, par, SM, CT, CC):
 
 
 @_inline
+def _decide(mi, L, C, lv, mem, par, SM, CT, CC):
+    """`allocation.allocate`'s choice at memory mi: ZigZag's least-cost combination when the memories
+    above can complete it (then it is also the least among those they can: the same choice), else
+    the least among those they can (SM[S_FILT, mi] = 1: such a decision is never kept, since which
+    combinations the memories above can complete depends on more than the loops it read). False if
+    none."""
+    SM[S_FILT, mi] = 0
+    if _choose(mi, mem, par, SM, CT, CC):
+        if _fits_above(mi, SM[S_CHOICE, 0], SM[S_CHOICE, 1], SM[S_CHOICE, 2], L, C, lv, mem, par, SM):
+            return True
+    SM[S_FILT, mi] = 1
+    return _choose_ahead(mi, L, C, lv, mem, par, SM, CT, CC)
+
+
+@_inline
 def _kept(mi, mem, lv, SM, RG):
     """Memory mi's last decision still holds: it succeeded, every operand it scanned starts where
     it started then, and the current ordering shares with that one's every loop it read (SM[S_DEP]
     leading loops; RG[mi, 2, j] how many it shares, `_shared`)."""
-    if SM[S_DEP, mi] < 0:
+    if SM[S_DEP, mi] < 0 or SM[S_FILT, mi] != 0:
         return False
-    for op in range(3):  # the look-ahead read every operand's start
-        if SM[S_KEPT + op, mi] != SM[S_START, op]:
-            return False
     for j in range(mem[mi, M_NOPS]):
         op = mem[mi, M_OP + j]
         if lv[op, mem[mi, M_LI + j], LV_TOP] != 0 and (op != 2 or mem[mi, M_SIZE] < 0):
@@ -322,6 +367,29 @@ def _kept(mi, mem, lv, SM, RG):
         if RG[mi, 0, j] != SM[S_START, op] or SM[S_DEP, mi] > RG[mi, 2, j]:
             return False
     return True
+
+
+@_inline
+def _kept_fits(mi, L, C, lv, mem, par, SM, RG, bnd):
+    """Whether memory mi's kept decision (its ends in bnd) still leaves the memories above room for
+    their tiles: certainly when every operand starts where it did and the current ordering shares
+    the loops those starts span (the look-ahead's tiles are the same), else `_fits_above` with the
+    current starts."""
+    n = mem[mi, M_NOPS]
+    shared = L
+    for j in range(n):
+        if RG[mi, 2, j] < shared:
+            shared = RG[mi, 2, j]
+    same = True
+    for op in range(3):
+        if SM[S_K0 + op, mi] != SM[S_START, op] or SM[S_START, op] > shared:
+            same = False
+    if same:
+        return True
+    e1 = bnd[mem[mi, M_OP], mem[mi, M_LI]]
+    e2 = bnd[mem[mi, M_OP + 1], mem[mi, M_LI + 1]] if n > 1 else 0
+    e3 = bnd[mem[mi, M_OP + 2], mem[mi, M_LI + 2]] if n > 2 else 0
+    return _fits_above(mi, e1, e2, e3, L, C, lv, mem, par, SM)
 
 
 @_inline
@@ -333,18 +401,16 @@ def _allocate(L, C, lv, mem, par, SM, RG, CT, CC, bnd):
         SM[S_START, op] = 0
     for mi in range(mem.shape[0]):
         nops = mem[mi, M_NOPS]
-        if _kept(mi, mem, lv, SM, RG):
+        if _kept(mi, mem, lv, SM, RG) and _kept_fits(mi, L, C, lv, mem, par, SM, RG, bnd):
             for j in range(nops):
                 SM[S_START, mem[mi, M_OP + j]] = bnd[mem[mi, M_OP + j], mem[mi, M_LI + j]]
             continue
         SM[S_DEP, mi] = _candidates(mi, L, C, lv, mem, par, SM, RG, CT, CC)
-        if SM[S_DEP, mi] < 0 or not _choose(mi, L, C, lv, mem, par, SM, CT, CC):
+        if SM[S_DEP, mi] < 0 or not _decide(mi, L, C, lv, mem, par, SM, CT, CC):
             SM[S_DEP, mi] = -1
             return False
-        for op in range(3):  # the look-ahead read the tiles of every operand's first loops
-            SM[S_KEPT + op, mi] = SM[S_START, op]
-            if SM[S_START, op] > SM[S_DEP, mi]:
-                SM[S_DEP, mi] = SM[S_START, op]
+        for op in range(3):  # the starts the look-ahead read (`_kept_fits`)
+            SM[S_K0 + op, mi] = SM[S_START, op]
         for j in range(nops):
             op = mem[mi, M_OP + j]
             bnd[op, mem[mi, M_LI + j]] = SM[S_CHOICE, j]

@@ -85,7 +85,8 @@ N_P = 15
 # products, of SM, TR, TF and FL
 R_REM, R_REMO = N_CUM, N_CUM + 1     # C: products of all / of the O-relevant factors of o[e:]
 S_START, S_LO, S_HI, S_CHOICE, S_DEP = range(5)   # SM: per operand / slot / memory
-S_KEPT = 5                           # SM rows 5..7: each operand's start when a memory last decided
+S_FILT = 5                           # SM row 5: 1 where a memory's last decision needed the look-ahead
+S_K0 = 6                             # SM rows 6..8: each operand's start when a memory last decided
 TR_MEM, TR_W, TR_LO, TR_WIN, TR_WQ, TR_GI = range(6)   # TR (per transfer): memory, is a write, lower
 #                 level's memory (-1: the MAC), window if single-buffered, window in force, sorted index
 TF_WORDS, TF_CYC = 0, 1              # TF (per transfer): words, cycles
@@ -213,7 +214,7 @@ def build_tables(layer, arch, fit, types, counts, even: bool) -> KernelTables:
 
 def work_sizes(L, nm, nl):
     """Element counts of the int work arrays in `carve`'s order, and of the float workspace."""
-    return (((N_CUM + 2) * (L + 1), 8 * max(nm, 3), 9 * nm, 3 * nm * (L + 1), 3 * nm * (L + 1), 3 * nl, nm,
+    return (((N_CUM + 2) * (L + 1), 9 * max(nm, 3), 9 * nm, 3 * nm * (L + 1), 3 * nm * (L + 1), 3 * nl, nm,
              72 * nl, 4 * nm + 2, 12 * nl, 3 * nl, L, 2, 9 * nl), 30 * nl + nm)
 
 
@@ -224,7 +225,7 @@ def carve(wi, wf, L, nm, nl, z):
     o = [0]
     for x in z:
         o.append(o[-1] + x)
-    return (wi[o[0]:o[1]].reshape((N_CUM + 2, L + 1)), wi[o[1]:o[2]].reshape((8, max(nm, 3))),
+    return (wi[o[0]:o[1]].reshape((N_CUM + 2, L + 1)), wi[o[1]:o[2]].reshape((9, max(nm, 3))),
             wi[o[2]:o[3]].reshape((nm, 3, 3)), wi[o[3]:o[4]].reshape((nm, 3, L + 1)),
             wi[o[4]:o[5]].reshape((nm, 3, L + 1)), wi[o[5]:o[6]].reshape((3, nl)), wi[o[6]:o[7]],
             wi[o[7]:o[8]].reshape((6, 12 * nl)), wi[o[8]:o[9]].reshape((2, 2 * nm + 1)),

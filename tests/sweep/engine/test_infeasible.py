@@ -51,7 +51,7 @@ def _toml(tmp_path, **sizes):
 # -- the floor: can any mapping fit? --------------------------------------------------------------
 
 @pytest.mark.parametrize("sizes, memory, need", [
-    ({"rf_16B": 8}, "rf_16B", "16 bits > 8"),        # one 16-bit partial sum per PE does not fit 8 bits
+    ({"rf_16B": 7}, "rf_16B", "16 bits > 7"),        # one output per PE fits 7 bits at neither 16 nor 8 bits
     ({"rf_64B_A": 4}, "rf_64B_A", "8 bits > 4"),     # one 8-bit input per PE does not fit 4 bits
     ({"sram_8KB": 100}, "sram_8KB", "> 100"),        # the array's outputs (7 x 4 = 28 x 16 bits) do not fit
 ])
@@ -62,17 +62,20 @@ def test_floor_names_the_memory_that_overflows(sizes, memory, need):
 
 
 def test_floor_by_hand_at_the_limit():
-    """sram_8KB holds the O tile of one array pass: OX 7 x K 4 outputs of the unrolling (FY 3 clips
-    to 1 on a 1x1 layer) at 16 bits = 448 bits. 448 fits, 447 does not."""
-    assert capacity_floor(CONV_B, _eyeriss(sram_8KB=448)) == ""
-    assert "tiles need 448 bits > 447" in capacity_floor(CONV_B, _eyeriss(sram_8KB=447))
+    """sram_8KB holds the O tile of one array pass: OX 7 x K 4 = 28 outputs (FY 3 clips to 1 on a
+    1x1 layer), 448 bits at the partial-sum precision (16 bits) and 224 at the final one (8 bits), the
+    latter when the reduction loops (C) sit below it. 224 fits, 223 does not; the reason names the
+    partial tile of the first test mapping."""
+    assert capacity_floor(CONV_B, _eyeriss(sram_8KB=224)) == ""
+    assert "tiles need 448 bits > 223" in capacity_floor(CONV_B, _eyeriss(sram_8KB=223))
 
 
-@pytest.mark.parametrize("sizes", [{}, {"rf_16B": 8}, {"rf_16B": 16}, {"rf_64B_A": 4}, {"sram_8KB": 447},
-                                   {"sram_8KB": 448}, {"sram_8KB": 1024}, {"rf_64B_W": 7}])
+@pytest.mark.parametrize("sizes", [{}, {"rf_16B": 7}, {"rf_16B": 16}, {"rf_64B_A": 4}, {"sram_8KB": 223},
+                                   {"sram_8KB": 224}, {"sram_8KB": 447}, {"sram_8KB": 448}, {"sram_8KB": 1024},
+                                   {"rf_64B_W": 7}])
 def test_floor_agrees_with_exhaustive_search(sizes):
     """Oracle: loma's exhaustive search over every ordering finds a valid mapping exactly when the
-    floor says one exists, at the limit too (sram_8KB = 448 bits exactly: see
+    floor says one exists, at the limits too (224 bits: O at its final precision; 448: see
     `test_lookahead_allocates_at_the_limit`)."""
     acc = _eyeriss(**sizes)
     r = get_mapper("loma").search(LayerProblem(CONV_B, acc, None, "energy"), {})
@@ -100,6 +103,21 @@ def test_lookahead_allocates_at_the_limit():
         allocate(CONV_B, acc, None, loops, lookahead=False)
 
 
+def test_loma_scan_stops_where_o_shrinks_to_its_final_precision():
+    """rf_16B = 8 bits holds one output at its final precision (8 bits) but not as a 16-bit partial
+    sum: a valid mapping keeps the reduction loops (C) below rf_16B (the floor's second test
+    mapping, valid by the reference). LOMA's candidate scan stops at the first prefix whose tile
+    overflows (the empty one: a partial sum), assuming tiles only grow with the prefix, which O's
+    does not when its precision drops; so it misses the mapping, and the reason says one exists."""
+    acc = _eyeriss(rf_16B=8)
+    assert capacity_floor(CONV_B, acc) == ""
+    loma = get_mapper("loma")
+    p = loma.resolve({})
+    prob = LayerProblem(CONV_B, acc, None, "energy")
+    st, why = result_status(loma, prob, loma.search(prob, p), p)
+    assert st == "infeasible" and "although one exists" in why
+
+
 def test_search_shortfall_says_a_mapping_exists():
     """Where a valid mapping exists but a search found none (a result of +inf), the reason says so
     (not "nothing fits") and names what to do."""
@@ -115,7 +133,7 @@ def test_search_shortfall_says_a_mapping_exists():
 # -- status and reason of a result -----------------------------------------------------------------
 
 def test_status_of_results():
-    acc = _eyeriss(rf_16B=8)
+    acc = _eyeriss(rf_16B=7)
     prob = LayerProblem(CONV_B, acc, None, "energy")
     salsa = get_mapper("salsa")
     p = salsa.resolve({"iterations": 50, "chains": 1})
@@ -161,7 +179,7 @@ def test_deepopt_reasons():
 # -- sweep map ------------------------------------------------------------------------------------
 
 def test_map_infeasible_exits_1_with_reason(tmp_path):
-    arch = _toml(tmp_path, rf_16B=8)
+    arch = _toml(tmp_path, rf_16B=7)
     res = runner.invoke(app, ["map", "--dims", "K=16,C=8,OY=7,OX=7", "--arch", str(arch), "--mapper", "salsa",
                               "--param", "iterations=50"])
     assert res.exit_code == 1, res.output
@@ -228,7 +246,7 @@ def test_design_layer_and_totals_infeasible():
     from sweep.engine.design_tasks import _map_layer
     from sweep.engine.problem import Problem
     p = get_mapper("salsa").resolve({"iterations": 50, "chains": 1})
-    row = _map_layer(Problem("salsa", LayerProblem(CONV_B, _eyeriss(rf_16B=8), None, "energy"), p))
+    row = _map_layer(Problem("salsa", LayerProblem(CONV_B, _eyeriss(rf_16B=7), None, "energy"), p))
     assert row["status"] == "infeasible" and "capacity exceeded at rf_16B" in row["error"]
     assert row["value"] == math.inf
 
