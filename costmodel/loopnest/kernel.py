@@ -288,12 +288,13 @@ def _fits_above(mi, e1, e2, e3, L, C, lv, mem, par, SM):
 
 
 @_inline
-def _choose(mi, mem, par, SM, CT, CC):
+def _choose(mi, L, C, lv, mem, par, SM, CT, CC, ahead):
     """The combination of candidates (one per operand slot) of least total cost whose tiles fit mi
-    jointly; ties to the last in the order where the first operand varies slowest (ZigZag's
-    ``<=``); even mappings: all operands end at the same loop. Writes SM[S_CHOICE, j]; False if
-    none. (A binary search over the last operand's candidates, whose tile bits mostly grow with the
-    prefix, measured no faster: a memory has few candidates.)"""
+    jointly (with ``ahead``, only those the memories above can complete: `_fits_above`); ties to the
+    last in the order where the first operand varies slowest (ZigZag's ``<=``); even mappings: all
+    operands end at the same loop. Writes SM[S_CHOICE, j]; False if none. (A binary search over the
+    last operand's candidates, whose tile bits mostly grow with the prefix, measured no faster: a
+    memory has few candidates.)"""
     size = mem[mi, M_SIZE]
     nops = mem[mi, M_NOPS]
     even = par[P_EVEN] != 0
@@ -307,31 +308,7 @@ def _choose(mi, mem, par, SM, CT, CC):
                 if even and ((nops > 1 and e2 != e1) or (nops > 2 and e3 != e1)):
                     continue
                 c = CC[mi, 0, e1] + CC[mi, 1, e2] + CC[mi, 2, e3]
-                if not found or c <= bc:
-                    found = True
-                    bc = c
-                    SM[S_CHOICE, 0], SM[S_CHOICE, 1], SM[S_CHOICE, 2] = e1, e2, e3
-    return found
-
-
-@_jit
-def _choose_ahead(mi, L, C, lv, mem, par, SM, CT, CC):
-    """`_choose` among the combinations the memories above can complete (`_fits_above`): the
-    look-ahead's path, taken only where ZigZag's choice leaves them no room (not inlined: rare)."""
-    size = mem[mi, M_SIZE]
-    nops = mem[mi, M_NOPS]
-    even = par[P_EVEN] != 0
-    found = False
-    bc = 0
-    for e1 in range(SM[S_LO, 0], SM[S_HI, 0]):
-        for e2 in range(SM[S_LO, 1], SM[S_HI, 1]):
-            for e3 in range(SM[S_LO, 2], SM[S_HI, 2]):
-                if size >= 0 and CT[mi, 0, e1] + CT[mi, 1, e2] + CT[mi, 2, e3] > size:
-                    continue
-                if even and ((nops > 1 and e2 != e1) or (nops > 2 and e3 != e1)):
-                    continue
-                c = CC[mi, 0, e1] + CC[mi, 1, e2] + CC[mi, 2, e3]
-                if (not found or c <= bc) and _fits_above(mi, e1, e2, e3, L, C, lv, mem, par, SM):
+                if (not found or c <= bc) and (not ahead or _fits_above(mi, e1, e2, e3, L, C, lv, mem, par, SM)):
                     found = True
                     bc = c
                     SM[S_CHOICE, 0], SM[S_CHOICE, 1], SM[S_CHOICE, 2] = e1, e2, e3
@@ -346,11 +323,11 @@ def _decide(mi, L, C, lv, mem, par, SM, CT, CC):
     combinations the memories above can complete depends on more than the loops it read). False if
     none."""
     SM[S_FILT, mi] = 0
-    if _choose(mi, mem, par, SM, CT, CC):
+    if _choose(mi, L, C, lv, mem, par, SM, CT, CC, False):
         if _fits_above(mi, SM[S_CHOICE, 0], SM[S_CHOICE, 1], SM[S_CHOICE, 2], L, C, lv, mem, par, SM):
             return True
     SM[S_FILT, mi] = 1
-    return _choose_ahead(mi, L, C, lv, mem, par, SM, CT, CC)
+    return _choose(mi, L, C, lv, mem, par, SM, CT, CC, True)
 
 
 @_inline
