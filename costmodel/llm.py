@@ -271,7 +271,7 @@ def step_launches(network) -> int:
     model = (network.workload or {}).get("model")
     if model is None:
         return 0
-    from costmodel.system.parallel import shard_config, split_of
+    from costmodel.zoo.shard import shard_config, split_of
     from costmodel.zoo.transformer import transformer_config
     blocks = shard_config(transformer_config(model), split_of(network.workload)).layers  # a stage's
     n, attention = 0, set()

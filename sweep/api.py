@@ -281,6 +281,16 @@ class NetworkResult:
         return copy.deepcopy(self._raw.get("vector"))
 
     @property
+    def system(self) -> dict[str, Any] | None:
+        """A step on a system of chips (`map_step` with ``system``, or a split step): ``label``,
+        ``latency_s``, ``ttft_s`` or ``time_per_token_s``, ``round_trip_s``, ``compute_s``,
+        ``collectives_s``, ``bubble``, ``tokens_per_s`` (the system), ``tokens_per_s_per_chip``,
+        ``energy_j`` and ``energy_per_token_j`` (J, the links included where they state pJ/bit),
+        ``collectives`` (one row each), ``chips``, ``system`` (its table);
+        `costmodel.system.serving.system_step`. None for one chip."""
+        return copy.deepcopy(self._raw.get("system"))
+
+    @property
     def fusion_choice(self) -> list[dict[str, Any]] | None:
         """`map_step` with ``fusion="auto"``: one row per way of running the attention (``network``,
         ``fusion``, ``query_tile``, ``kv_tile``, ``status``, ``energy_pj``, ``latency_cycles``,
@@ -290,6 +300,13 @@ class NetworkResult:
     def to_dict(self) -> dict[str, Any]:
         """The JSON object ``sweep map --network N --json`` (no ``--layer``) prints (a copy)."""
         return copy.deepcopy(self._raw)
+
+
+def _network_result(res: dict[str, Any]) -> NetworkResult:
+    """A `NetworkResult` of `sweep.commands.map_eval.map_network`'s dict (copied)."""
+    return NetworkResult(network=res["network"], arch_kind=res["arch_kind"], mapper=res["mapper"],
+                         objective=res["objective"], rows=tuple(res["layers"]), total=dict(res["total"]),
+                         _raw=copy.deepcopy(res))
 
 
 def _params(params: Mapping[str, Any] | None, more: dict[str, Any]) -> dict[str, Any]:
@@ -337,14 +354,13 @@ def map_network(network: Network | str | Path, accelerator: Architecture | str |
     from sweep.commands.map_eval import map_network as _map_network
     res = _map_network(load_network(network), load_accelerator(accelerator), mapper, objective, seed,
                        _params(params, more_params), progress)
-    return NetworkResult(network=res["network"], arch_kind=res["arch_kind"], mapper=res["mapper"],
-                         objective=res["objective"], rows=tuple(res["layers"]), total=dict(res["total"]),
-                         _raw=copy.deepcopy(res))
+    return _network_result(res)
 
 
 def map_step(model: str, accelerator: Architecture | str | Path, mapper: str = "salsa",
              objective: str | None = None, seed: int = 0, *, params: Mapping[str, Any] | None = None,
-             progress: Callable[[int, int, str], None] | None = None, **workload: Any) -> NetworkResult:
+             progress: Callable[[int, int, str], None] | None = None, system: Any = None,
+             **workload: Any) -> NetworkResult:
     """One transformer step mapped: ``model`` a zoo transformer (or a step's name) with the step's
     parameters as keywords (as `load_network`: ``phase``, ``batch``, ``seq``, ``context``, ...,
     ``fusion``); `map_network` of that step, except ``fusion="auto"``: every way of running the
@@ -352,20 +368,34 @@ def map_step(model: str, accelerator: Architecture | str | Path, mapper: str = "
     objective kept (`sweep.commands.fusion_choice`; the table in `NetworkResult.fusion_choice`,
     ``progress`` then counts the variants).
 
+    ``system``: serve the step on several chips: a `costmodel.system.serving.System`, a dict of its
+    ``[system]`` keys (``tp``, ``pp``, ``ep``, ``replicas``, ``micro_batches``, ``interconnect``,
+    ``chips``) or a TOML file; one chip's share is mapped and `NetworkResult.system` has the
+    system's figures (``tp=8`` etc. as step keywords map the share on the default interconnect).
+
     Raises:
         CampaignError: as `load_network` and `map_network`; a tile given with ``fusion="auto"``.
         DoesNotFitError: the step does not fit the accelerator's DRAM.
     """
     from sweep.commands.fusion_choice import AUTO, map_step_auto
+    from sweep.commands.system_step import load_system, system_workload
+    sys_ = load_system(system, source="system")
+    workload = system_workload(dict(workload), sys_)
+    if sys_ is not None or any(workload.get(k) for k in ("tp", "pp", "ep")):
+        if workload.get("fusion") == AUTO:
+            raise CampaignError("map_step", [Finding("fusion", AUTO, "a system maps one way of running the "
+                                                     "attention: give 'fused' or 'unfused'")])
+        from sweep.commands.map_eval import map_network as _map_network
+        res = _map_network(load_network(model, **workload), load_accelerator(accelerator), mapper, objective, seed,
+                           _params(params, {}), progress, system=sys_)
+        return _network_result(res)
     if workload.get("fusion") != AUTO:
         return map_network(load_network(model, **workload), accelerator, mapper, objective, seed, params=params,
                            progress=progress)
     _check_step_keys(workload, "map_step")
     res = map_step_auto(str(model), workload, load_accelerator(accelerator), mapper, objective, seed,
                         _params(params, {}), progress)
-    return NetworkResult(network=res["network"], arch_kind=res["arch_kind"], mapper=res["mapper"],
-                         objective=res["objective"], rows=tuple(res["layers"]), total=dict(res["total"]),
-                         _raw=copy.deepcopy(res))
+    return _network_result(res)
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,8 @@ from mappers import mappers_by_kind
 from sweep.commands import text
 from sweep.commands.llm_step import (ActBitsOpt, AttentionOpt, BatchOpt, ContextOpt, FusionOpt, KvBitsOpt, PhaseOpt,
                                      QueryTileOpt, KvTileOpt, BatchedOpt, SeqOpt, WeightBitsOpt, list_step_options,
-                                     workload_of)
+                                     workload_of, SystemOpt, ChipsOpt, TpOpt, PpOpt, EpOpt, ReplicasOpt,
+                                     MicroBatchesOpt, InterconnectOpt, LaunchUsOpt)
 from sweep.commands.text import param_option, plain_help, seed_option
 from sweep.common import fmt
 from sweep.common.errors import CampaignError, Finding, StoreError, SweepError
@@ -222,20 +223,28 @@ def map_(
     weight_bits: WeightBitsOpt = None, act_bits: ActBitsOpt = None, kv_bits: KvBitsOpt = None,
     attention: AttentionOpt = None, fusion: FusionOpt = None, query_tile: QueryTileOpt = None,
     kv_tile: KvTileOpt = None, batched_attention: BatchedOpt = False,
+    system: SystemOpt = None, chips: ChipsOpt = None, tp: TpOpt = None, pp: PpOpt = None, ep: EpOpt = None,
+    replicas: ReplicasOpt = None, micro_batches: MicroBatchesOpt = None, interconnect: InterconnectOpt = None,
+    launch_us: LaunchUsOpt = None,
 ) -> None:
     """Map one layer on one accelerator and print the best mapping as a loop nest; with --network
     and no --layer, map every unique layer of the network and print a per-layer table and totals
     (a transformer step, --network llama3_8b --phase decode --batch 8 --context 4096, adds its vector
-    operations, DRAM traffic by role, time per token, tokens/s and energy per token).
+    operations, DRAM traffic by role, time per token, tokens/s and energy per token; with --tp / --pp /
+    --ep / --system, on several chips: one chip's share, the collectives and the system's figures).
     On a DeepOpt systolic preset (--mapper deepopt): each layer's LOS branch, energy and cycles, the
     network PM and the fixed-scheduling PMs, as a campaign stores that point."""
     from sweep import api
     from sweep.commands.map_eval import load_arch, parse_param
 
+    from sweep.commands.system_step import load_system, system_workload
     workload = workload_of(phase, batch, seq, context, weight_bits, act_bits, kv_bits, attention, fusion, query_tile,
                            kv_tile, batched_attention)
+    sys_ = load_system(system, chips=chips, tp=tp, pp=pp, ep=ep, replicas=replicas, micro_batches=micro_batches,
+                       interconnect=interconnect, launch_overhead_us=launch_us)
+    workload = system_workload(workload, sys_)
     if network and layer is None and not dims:
-        _map_network(network, arch, mapper, objective, seed, param or [], as_json, point, workload)
+        _map_network(network, arch, mapper, objective, seed, param or [], as_json, point, workload, sys_)
         return
     lay = api.load_layer(network, layer, dims, **workload)
     acc = api.load_accelerator(load_arch(arch, point))
@@ -280,7 +289,8 @@ def _fs_text(fig: dict) -> str:
 
 
 def _map_network(network: str, arch: str, mapper: str, objective: str | None, seed: int,
-                 param: list[str], as_json: bool, point: int | None = None, workload: dict | None = None) -> None:
+                 param: list[str], as_json: bool, point: int | None = None, workload: dict | None = None,
+                 system=None) -> None:
     """`sweep map --network N` without --layer: every unique layer, a Rich progress bar on stderr,
     then the per-layer table and the totals (or one JSON object)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -289,6 +299,9 @@ def _map_network(network: str, arch: str, mapper: str, objective: str | None, se
     from sweep.commands.map_eval import load_arch, map_network, parse_param, resolve_network
 
     auto = (workload or {}).get("fusion") == AUTO  # every way of running the attention, the best kept
+    if auto and (system is not None or any((workload or {}).get(k) for k in ("tp", "pp", "ep"))):
+        raise CampaignError("--fusion", [Finding("--fusion", AUTO, "on a system of chips give --fusion fused or "
+                                                 "unfused (auto chooses for one chip)")])
     net = None if auto else resolve_network(network, workload)
     acc = load_arch(arch, point)
     params = dict(parse_param(p) for p in param)
@@ -301,7 +314,7 @@ def _map_network(network: str, arch: str, mapper: str, objective: str | None, se
             bar.update(task, completed=done, total=total, description=f"mapping {what}: {name}" if name else "done")
 
         res = (map_step_auto(network, workload, acc, mapper, objective, seed, params, progress) if auto
-               else map_network(net, acc, mapper, objective, seed, params, progress))
+               else map_network(net, acc, mapper, objective, seed, params, progress, system=system))
     if as_json:
         _echo_json(res)
         text.exit_if_infeasible(res["layers"], err, dict(res["total"], layer=res["network"]))
@@ -344,9 +357,10 @@ def _print_network(res: dict, arch: str, mapper: str) -> None:
         wide.print(f"{_point_text(res['point'])}: network PM {res['objective']} ({res['network_pm']} over the layers) "
                    f"{fmt.sig(tot['pm_value'])}; {_fs_text(tot)}", highlight=False, markup=False)
     if "vector" in res or "llm" in res:
-        from sweep.commands.llm_step import print_fusion_choice, print_step
+        from sweep.commands.llm_step import print_fusion_choice, print_step, print_system
         print_step(res, wide)
         print_fusion_choice(res, wide)
+        print_system(res, wide)
     if not kind_named(res["arch_kind"]).energy_model:
         wide.print("multi-NPU archs have no energy model: energy and EDP are n/a (NaN); "
                    f"{tot.get('transferred_bytes', 0):,} bytes transferred in total", highlight=False)

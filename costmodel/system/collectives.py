@@ -21,7 +21,8 @@ On a ``switch`` every chip reaches every other at full bandwidth: a logical ring
 On a physical ``ring`` a bidirectional ring algorithm (half the data each way, half the links each
 way) takes the same time as on a switch; an all-to-all does not: a share travels min(d, p - d) hops
 to the chip d away, p^2 / 4 shares-hops per chip for even p, over p x B of link capacity. ``p`` = 1:
-nothing moves, time 0. Energy: every byte sent crosses one link per hop, x 8 x ``pj_per_bit``
+nothing moves, time 0. Every collective among several chips but send_recv also pays the
+interconnect's fixed start-up (`Interconnect.collective_us`, 0 unless stated). Energy: every byte sent crosses one link per hop, x 8 x ``pj_per_bit``
 (None when the interconnect states none).
 
 Errors: ValueError for an unknown collective, a chip count < 1 or negative bytes.
@@ -87,6 +88,8 @@ def collective_cost(collective: str, nbytes: float, chips: int, net: Interconnec
     else:  # send_recv: one chip to the next
         sent = s
         t = a + s / b
+    if collective != "send_recv":
+        t += net.collective_us * 1e-6
     link = sent * hops * (p if collective != "send_recv" else 1)
     e = None if net.pj_per_bit is None else link * 8 * net.pj_per_bit
     return CollectiveCost(collective, p, s, t, sent, link, e)

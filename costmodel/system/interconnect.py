@@ -55,6 +55,8 @@ class Interconnect:
         topology: one of `TOPOLOGIES`.
         pj_per_bit: energy per bit moved over a link, pJ, or None (not counted).
         source: where the figures come from.
+        collective_us: a fixed start-up of every collective among several chips, microseconds (the
+            software that launches it; GenZ's 5 us), besides the hops; default 0.
 
     Raises:
         ValueError: ``interconnect.<key> = <value>: expected ...``.
@@ -67,6 +69,7 @@ class Interconnect:
     topology: str = "switch"
     pj_per_bit: float | None = None
     source: str = ""
+    collective_us: float = 0.0
 
     def __post_init__(self) -> None:
         def bad(key: str, v: Any, what: str) -> ValueError:
@@ -74,7 +77,7 @@ class Interconnect:
 
         if isinstance(self.links, bool) or not isinstance(self.links, int) or self.links < 1:
             raise bad("links", self.links, "a positive integer (links per chip)")
-        for key, positive in (("gbps_per_link", True), ("latency_us", False)):
+        for key, positive in (("gbps_per_link", True), ("latency_us", False), ("collective_us", False)):
             v = getattr(self, key)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0 or (positive and v == 0):
                 raise bad(key, v, "a finite number " + ("> 0 (GB/s per link per direction)" if positive else ">= 0 (us)"))
@@ -92,7 +95,8 @@ class Interconnect:
 
     @classmethod
     def from_dict(cls, d: Any, src: str = "<dict>") -> "Interconnect":
-        """From a TOML table ``{name, links, gbps_per_link, latency_us, topology, pj_per_bit, source}``
+        """From a TOML table ``{name, links, gbps_per_link, latency_us, topology, pj_per_bit, source,
+        collective_us}``
         (``name`` and ``source`` optional), or a bundled name.
 
         Raises:
@@ -103,7 +107,7 @@ class Interconnect:
                 return interconnect(d)
             except ValueError as e:
                 raise ValueError(f"{src}: {e}") from None
-        known = ("name", "links", "gbps_per_link", "latency_us", "topology", "pj_per_bit", "source")
+        known = ("name", "links", "gbps_per_link", "latency_us", "topology", "pj_per_bit", "source", "collective_us")
         if not isinstance(d, dict):
             raise ValueError(f"{src}: interconnect = {d!r}: expected a bundled name {list(INTERCONNECTS)} or a table "
                              f"with the keys {list(known)}")

@@ -57,7 +57,7 @@ from .parallel import Split
 __all__ = ["System", "SYSTEM_KEYS", "system_step"]
 
 #: The keys of a ``[system]`` table or a system TOML.
-SYSTEM_KEYS = ("name", "chips", "tp", "pp", "ep", "replicas", "micro_batches", "interconnect")
+SYSTEM_KEYS = ("name", "chips", "tp", "pp", "ep", "replicas", "micro_batches", "interconnect", "launch_overhead_us")
 
 
 @dataclass(frozen=True)
@@ -70,6 +70,9 @@ class System:
         micro_batches: micro-batches m of a batch through the pipeline (divides the batch / ep).
         interconnect: the chips' links.
         name: a label.
+        launch_overhead_us: the fixed cost per kernel launch the serving software pays on each chip
+            (us), over the accelerator's own ``launch_overhead_us``; None: the accelerator's. 0 models
+            a decode step captured once and replayed (CUDA graphs, vLLM's default for decode).
 
     Raises:
         ValueError: ``system.<key> = <value>: expected ...``.
@@ -82,12 +85,16 @@ class System:
     micro_batches: int = 1
     interconnect: Interconnect = field(default_factory=lambda: INTERCONNECTS["nvlink3"])
     name: str = ""
+    launch_overhead_us: float | None = None
 
     def __post_init__(self) -> None:
         for k in ("tp", "pp", "ep", "replicas", "micro_batches"):
             v = getattr(self, k)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ValueError(f"system.{k} = {v!r}: expected a positive integer")
+        v = self.launch_overhead_us
+        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0):
+            raise ValueError(f"system.launch_overhead_us = {v!r}: expected a number >= 0 (us) or absent")
 
     @property
     def split(self) -> Split:
@@ -111,9 +118,11 @@ class System:
         d: dict[str, Any] = {"tp": self.tp, "pp": self.pp, "ep": self.ep, "replicas": self.replicas,
                              "micro_batches": self.micro_batches,
                              "interconnect": net.name if INTERCONNECTS.get(net.name) == net else
-                             {k: v for k, v in vars(net).items() if v is not None}}
+                             {k: v for k, v in vars(net).items() if v is not None and v != ""}}
         if self.name:
             d["name"] = self.name
+        if self.launch_overhead_us is not None:
+            d["launch_overhead_us"] = self.launch_overhead_us
         return d
 
     @classmethod
@@ -139,7 +148,8 @@ class System:
                 kw["tp"] = chips // rest
         try:
             net = Interconnect.from_dict(d.get("interconnect", "nvlink3"), src)
-            out = cls(**kw, interconnect=net, name=str(d.get("name", "")))
+            out = cls(**kw, interconnect=net, name=str(d.get("name", "")),
+                      launch_overhead_us=d.get("launch_overhead_us"))
         except (TypeError, ValueError) as e:
             msg = str(e)
             raise ValueError(msg if msg.startswith(src) else f"{src}: {msg}") from None

@@ -525,26 +525,10 @@ def build_transformer(name: str, *, phase: str | None = None, batch: int | None 
     """
     cfg = transformer_config(name)
     attention = resolve_attention(cfg, phase, attention)
-    if fusion == "auto":
-        raise ValueError("fusion: 'auto' is a choice made by mapping every variant (`sweep map --fusion auto`, "
-                         f"`sweep.api.map_step`); a step itself is built one of {FUSION}")
-    if fusion is not None and fusion not in FUSION:
-        raise ValueError(f"fusion: must be one of {FUSION} (or 'auto' when mapping), got {fusion!r}")
-    st = dataclasses.replace(resolve_step(cfg, phase, batch, seq, context, attention), fusion=fusion or "unfused")
-    for key, tile in (("query_tile", query_tile), ("kv_tile", kv_tile)):
-        if tile is not None and fusion != "fused":
-            raise ValueError(f"{key}: {tile!r} applies to fused attention (fusion='fused'), "
-                             f"not to fusion={st.fusion!r}")
-    if batched_attention is not None and not isinstance(batched_attention, bool):
-        raise ValueError(f"batched_attention: must be true or false, got {batched_attention!r}")
-    if batched_attention:
-        st = dataclasses.replace(st, batched=True)
-    if query_tile is not None:
-        st = dataclasses.replace(st, query_tile=positive("query_tile", query_tile))
-    if kv_tile is not None:
-        st = dataclasses.replace(st, kv_tile=positive("kv_tile", kv_tile))
+    st = _with_options(resolve_step(cfg, phase, batch, seq, context, attention), fusion, query_tile, kv_tile,
+                       batched_attention)
     bits = resolve_bits(weight_bits, act_bits, kv_bits)
-    from costmodel.system.parallel import resolve_split, shard_config
+    from costmodel.zoo.shard import resolve_split, shard_config
     split, st_full = resolve_split(cfg, st.batch, tp, pp, ep), st
     if split.split:  # one chip's share
         cfg = shard_config(cfg, split)
@@ -568,18 +552,48 @@ def build_transformer(name: str, *, phase: str | None = None, batch: int | None 
         workload["note"] = (f"{st.seq or st.context} tokens is past {name}'s published max_position_embeddings "
                             f"{cfg.max_context}: RoPE defines the shapes there (a long-context variant of the "
                             "same shapes), the model was not trained for it")
-    size += "".join(f"/{tag}{v}" for tag, v in (("w", weight_bits), ("a", act_bits), ("kv", kv_bits)) if v is not None)
-    if attention == "dense" and cfg.kind == "decoder":  # a decoder's prefill is causal unless named dense
-        size += "/dense"
-    if st.fusion == "fused":
-        size += "/fused" + "".join(f"/{tag}{v}" for tag, v in (("qt", st.query_tile), ("kt", st.kv_tile))
-                                   if v != FUSED_TILE)
-    if st.batched:
-        size += "/batched"
+    size += _name_tags(st, (weight_bits, act_bits, kv_bits), attention == "dense" and cfg.kind == "decoder")
     size += split.tags()
     workload.update(split.workload())  # only where split: a one-chip step's workload is what it was
     return Network(f"{name}/{st.phase}/b{st_full.batch}/{size}", tuple(with_bits(l, bits) for l in layers),
                    tuple(reps), cfg.source, tuple(vops), tuple(vreps), workload)
+
+
+def _with_options(st: Step, fusion, query_tile, kv_tile, batched_attention) -> Step:
+    """``st`` with its attention's options (`build_transformer`'s ``fusion``, tiles, ``batched_attention``),
+    checked (ValueError naming the option)."""
+    if fusion == "auto":
+        raise ValueError("fusion: 'auto' is a choice made by mapping every variant (`sweep map --fusion auto`, "
+                         f"`sweep.api.map_step`); a step itself is built one of {FUSION}")
+    if fusion is not None and fusion not in FUSION:
+        raise ValueError(f"fusion: must be one of {FUSION} (or 'auto' when mapping), got {fusion!r}")
+    st = dataclasses.replace(st, fusion=fusion or "unfused")
+    for key, tile in (("query_tile", query_tile), ("kv_tile", kv_tile)):
+        if tile is not None and fusion != "fused":
+            raise ValueError(f"{key}: {tile!r} applies to fused attention (fusion='fused'), "
+                             f"not to fusion={st.fusion!r}")
+    if batched_attention is not None and not isinstance(batched_attention, bool):
+        raise ValueError(f"batched_attention: must be true or false, got {batched_attention!r}")
+    if batched_attention:
+        st = dataclasses.replace(st, batched=True)
+    if query_tile is not None:
+        st = dataclasses.replace(st, query_tile=positive("query_tile", query_tile))
+    if kv_tile is not None:
+        st = dataclasses.replace(st, kv_tile=positive("kv_tile", kv_tile))
+    return st
+
+
+def _name_tags(st: Step, given: tuple, dense_decoder: bool) -> str:
+    """The step name's tags after its size (`build_transformer`'s Returns): the precisions given
+    (``given``: weight_bits, act_bits, kv_bits or None), ``/dense`` for a decoder's dense prefill,
+    ``/fused`` with tiles other than the default, ``/batched``."""
+    tags = "".join(f"/{tag}{v}" for tag, v in zip(("w", "a", "kv"), given) if v is not None)
+    if dense_decoder:  # a decoder's prefill is causal unless named dense
+        tags += "/dense"
+    if st.fusion == "fused":
+        tags += "/fused" + "".join(f"/{tag}{v}" for tag, v in (("qt", st.query_tile), ("kt", st.kv_tile))
+                                   if v != FUSED_TILE)
+    return tags + ("/batched" if st.batched else "")
 
 
 #: The parts of a step's name after ``<model>/<phase>/b<batch>/`` and the parameter each sets.

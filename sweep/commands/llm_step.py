@@ -13,7 +13,8 @@ from rich.table import Table
 
 from sweep.common import fmt
 
-__all__ = ["PhaseOpt", "BatchOpt", "SeqOpt", "ContextOpt", "WeightBitsOpt", "ActBitsOpt", "KvBitsOpt", "AttentionOpt",
+__all__ = ["SystemOpt", "ChipsOpt", "TpOpt", "PpOpt", "EpOpt", "ReplicasOpt", "MicroBatchesOpt", "InterconnectOpt", "LaunchUsOpt",
+           "print_system", "PhaseOpt", "BatchOpt", "SeqOpt", "ContextOpt", "WeightBitsOpt", "ActBitsOpt", "KvBitsOpt", "AttentionOpt",
            "FusionOpt", "QueryTileOpt", "KvTileOpt",
            "list_step_options", "workload_of", "print_step", "print_fusion_choice", "print_vector_ops", "memory_text"]
 
@@ -29,6 +30,16 @@ AttentionOpt = Annotated[Optional[str], typer.Option("--attention", help="Prefil
 QueryTileOpt = Annotated[Optional[int], typer.Option("--query-tile", min=1, help="Fused attention's query tile in positions (default 128): larger tiles read K and V fewer times and need more on-chip memory for the scores.", rich_help_panel=_PANEL)]
 KvTileOpt = Annotated[Optional[int], typer.Option("--kv-tile", min=1, help="Fused attention's K/V tile in keys (default 128): larger tiles rescale the partial output fewer times and need more on-chip memory.", rich_help_panel=_PANEL)]
 BatchedOpt = Annotated[bool, typer.Option("--batched-attention", help="Attention's sequences x KV heads as one batched matmul per block (loop dim G: an accelerator whose [spatial_hint] allows G spreads them over its cores or MXUs) instead of one instance after another.", rich_help_panel=_PANEL)]
+_SYSTEM = "System of chips (a transformer step served by several chips; docs/system.md)"
+SystemOpt = Annotated[Optional[str], typer.Option("--system", metavar="FILE", help="A system TOML ([system]: tp, pp, ep, replicas, micro_batches, interconnect, chips): one chip's share of the step is mapped, the collectives and the pipeline added; prints the collectives, TTFT or time per output token, tokens/s of the system and per chip, energy per token with the links, memory per chip. The options below override its keys.", rich_help_panel=_SYSTEM)]
+ChipsOpt = Annotated[Optional[int], typer.Option("--chips", min=1, help="Chips in all (= tp x pp x ep x replicas; alone: tensor parallel over all of them).", rich_help_panel=_SYSTEM)]
+TpOpt = Annotated[Optional[int], typer.Option("--tp", min=1, help="Tensor parallelism (Megatron-LM): heads, FFN and vocabulary split over tp chips, two all-reduces per block.", rich_help_panel=_SYSTEM)]
+PpOpt = Annotated[Optional[int], typer.Option("--pp", min=1, help="Pipeline parallelism: the blocks in pp stages, activations sent between them.", rich_help_panel=_SYSTEM)]
+EpOpt = Annotated[Optional[int], typer.Option("--ep", min=1, help="Expert parallelism (MoE models): experts over ep groups, attention data parallel, an all-to-all dispatch and combine per block.", rich_help_panel=_SYSTEM)]
+ReplicasOpt = Annotated[Optional[int], typer.Option("--replicas", min=1, help="Copies of the model serving independent batches (data parallel).", rich_help_panel=_SYSTEM)]
+MicroBatchesOpt = Annotated[Optional[int], typer.Option("--micro-batches", min=1, help="Micro-batches through the pipeline stages (divides the batch / ep; default 1).", rich_help_panel=_SYSTEM)]
+LaunchUsOpt = Annotated[Optional[float], typer.Option("--launch-us", min=0.0, help="Fixed cost per kernel launch on each chip (us) over the accelerator's; 0 = the decode step captured once and replayed (CUDA graphs, vLLM's default).", rich_help_panel=_SYSTEM)]
+InterconnectOpt = Annotated[Optional[str], typer.Option("--interconnect", help="The chips' links: nvlink3 (A100, default), nvlink4 (H100), pcie4_x16, or a table in --system.", rich_help_panel=_SYSTEM)]
 FusionOpt = Annotated[Optional[str], typer.Option("--fusion", help="unfused (default: every operation reads and writes its tensors), fused (attention as one group, score -> softmax -> context on chip per query tile, K/V streamed; element-wise ops applied as the accumulators drain), or auto (sweep map only: maps unfused and fused with every query tile 64..1024 and K/V tile 64..512, keeps the best under --objective and prints the table of choices).", rich_help_panel=_PANEL)]
 
 
@@ -128,7 +139,7 @@ def print_step(res: dict, console: Any) -> None:
     console.print(f"{head}; {fmt.sig(llm['tokens_per_s'])} tokens/s; {per_token} per token at "
                   f"{fmt.sig(llm['clock_mhz'])} MHz; precisions: {prec}"
                   + (" (matmuls only)" if llm.get("matmul_only") else ""), highlight=False, markup=False)
-    console.print(memory_text(llm), highlight=False, markup=False)
+    console.print(memory_text(llm, per_chip="system" in res), highlight=False, markup=False)
     console.print(attention_text(w), highlight=False, markup=False)
 
 
@@ -147,20 +158,21 @@ def attention_text(w: dict) -> str:
     blocks = f", diagonal blocks of {CAUSAL_BLOCK}" if w.get("attention") == "causal" else ""
     return f"attention: unfused (scores and probabilities through memory), mask {mask}{blocks}{counts}"
 
-def memory_text(llm: dict) -> str:
+def memory_text(llm: dict, per_chip: bool = False) -> str:
     """The step's DRAM footprint against the capacity and the largest batch that fits (``llm``'s
     ``memory`` and ``max_batch``, `sweep.engine.totals.step_memory`)."""
     from costmodel.capacity import gb
     m = llm.get("memory")
+    head = "memory per chip" if per_chip else "memory"
     if not m:
-        return "memory: n/a"
+        return f"{head}: n/a"
     parts = (f"weights {gb(m['weights_bytes'])}, KV cache {gb(m['kv_cache_bytes'])}, activations "
              f"{gb(m['activations_bytes'])}")
     if m["capacity_bytes"] is None:
-        return f"memory: needs {gb(m['total_bytes'])} ({parts}); capacity not declared (no [dram] kind): not checked"
+        return f"{head}: needs {gb(m['total_bytes'])} ({parts}); capacity not declared (no [dram] kind): not checked"
     w = llm["workload"]
     at = f"context {w['context']:,}" if w.get("phase") == "decode" else f"{w.get('seq'):,} tokens per prompt"
-    return (f"memory: {gb(m['total_bytes'])} of {gb(m['capacity_bytes'])} in {m['memory']} ({parts}); "
+    return (f"{head}: {gb(m['total_bytes'])} of {gb(m['capacity_bytes'])} in {m['memory']} ({parts}); "
             f"largest batch that fits at {at}: {llm.get('max_batch'):,}")
 
 
@@ -184,3 +196,39 @@ def print_fusion_choice(res: dict, console: Any) -> None:
     fmt.print_wide(console, t)
     best = next(r for r in rows if r["chosen"])
     console.print(f"chosen: {best['network']}", highlight=False, markup=False)
+
+
+def print_system(res: dict, console: Any) -> None:
+    """A step on a system of chips (``res["system"]``, `costmodel.system.serving.system_step`): the
+    collectives' table (bytes, count per step, time, share of the step) and the system's figures;
+    nothing for one chip."""
+    sys_ = res.get("system")
+    if not sys_:
+        return
+    if sys_.get("latency_s") is None:
+        console.print(f"system {sys_['label']}: no figures (a layer of the share has no valid mapping)",
+                      highlight=False, markup=False)
+        return
+    lat = sys_["latency_s"]
+    net = sys_["system"]["interconnect"]
+    console.print(f"system: {sys_['label']}; one chip's share mapped ({res.get('micro_network') or res['network']})"
+                  + ("" if isinstance(net, str) else f"; interconnect {net}"), highlight=False, markup=False)
+    rows = sys_.get("collectives") or []
+    if rows:
+        t = Table(title="collectives per step (none overlaps compute: each result is the next operation's input)")
+        for c in ("collective", "among", "bytes each", "per step", "time each", "on the path", "share of the step"):
+            t.add_column(c, justify="left" if c == "collective" else "right")
+        for r in rows:
+            path = r["total_s"]
+            t.add_row(r["name"], f"{r['chips']} chips", fmt.bits(r["bytes"] * 8), f"{r['per_step']:,}",
+                      fmt.seconds(r["time_s"]), fmt.seconds(path), f"{path / lat:.1%}" if lat else "")
+        fmt.print_wide(console, t)
+    what = "time to first token" if res.get("llm", {}).get("phase") == "prefill" else "time per output token"
+    links = ("links not counted: the interconnect states no pJ/bit" if sys_.get("link_energy_j") is None
+             else f"links {fmt.energy(sys_['link_energy_j'] * 1e12)}")
+    console.print(f"{what} {fmt.seconds(lat)}: the chips' work on the path {fmt.seconds(sys_['compute_s'])}, "
+                  f"collectives {fmt.seconds(sys_['collectives_s'])} ({sys_['collectives_s'] / sys_['round_trip_s']:.1%} "
+                  f"of a micro-batch's round trip), pipeline bubble {sys_['bubble']:.1%}; "
+                  f"{fmt.sig(sys_['tokens_per_s'])} tokens/s for the system, {fmt.sig(sys_['tokens_per_s_per_chip'])} "
+                  f"per chip; energy per token {fmt.energy(sys_['energy_per_token_j'] * 1e12)} ({links})",
+                  highlight=False, markup=False)

@@ -64,7 +64,8 @@ def parse_dims(text: str) -> Layer:
 WORKLOAD_OPTIONS = {"phase": "--phase", "batch": "--batch", "seq": "--seq", "context": "--context",
                     "weight_bits": "--weight-bits", "act_bits": "--act-bits", "kv_bits": "--kv-bits",
                     "attention": "--attention", "fusion": "--fusion", "query_tile": "--query-tile",
-                    "kv_tile": "--kv-tile", "batched_attention": "--batched-attention"}
+                    "kv_tile": "--kv-tile", "batched_attention": "--batched-attention", "tp": "--tp", "pp": "--pp",
+                    "ep": "--ep"}
 
 
 def resolve_network(network: str, workload: dict[str, Any] | None = None) -> Network:
@@ -418,8 +419,8 @@ def map_network(network: Network, arch, mapper_name: str, objective: str | None 
         return res
     if system is not None or any((network.workload or {}).get(k) for k in ("tp", "pp", "ep")):
         from sweep.commands.system_step import map_on_system
-        return map_on_system(network, arch, system, lambda share: _map_share(share, arch, mapper_name, objective,
-                                                                            seed, params, progress, cache))
+        return map_on_system(network, arch, system, lambda share, acc: _map_share(share, acc, mapper_name, objective,
+                                                                                 seed, params, progress, cache))
     return _map_share(network, arch, mapper_name, objective, seed, params, progress, cache)
 
 
@@ -427,6 +428,7 @@ def _map_share(network: Network, arch, mapper_name: str, objective: str | None, 
                params: dict[str, Any] | None, progress: Callable[[int, int, str], None] | None,
                cache: dict[Layer, dict[str, Any]] | None) -> dict[str, Any]:
     """`map_network` of a loop-nest ``network`` on one chip (checked: its kind, its capacity)."""
+    from sweep.engine.totals import check_fits
     _, used = _checked(arch, mapper_name, objective)
     check_fits(network, arch)
     net = network.unique()
@@ -467,24 +469,6 @@ def _map_share(network: Network, arch, mapper_name: str, objective: str | None, 
     if network.vector_ops or network.workload:
         _add_step_figures(out, network, arch)
     return out
-
-
-def check_fits(network: Network, arch) -> None:
-    """Raise `DoesNotFitError` (exit 1) when ``network`` is a transformer step whose weights, KV
-    cache and live activations do not fit ``arch``'s DRAM (`costmodel.capacity.step_footprint`);
-    checked before any layer is mapped. Nothing for other networks or a DRAM of no declared
-    capacity."""
-    if not network.workload or not hasattr(arch, "memories"):
-        return
-    from costmodel.capacity import max_batch, step_footprint
-    from sweep.common.errors import DoesNotFitError
-    fp = step_footprint(network, arch)
-    if fp is not None and not fp.fits:
-        mb = max_batch(network, arch)
-        hint = (f"; the largest batch that fits is {mb}" if mb else
-                "; not even batch 1 fits: a larger DRAM (more units, another kind) or fewer bits per weight "
-                "(--weight-bits), or several chips")
-        raise DoesNotFitError(f"{network.name} does not fit {fp.arch}: {fp.reason()}{hint}")
 
 
 def _add_step_figures(res: dict[str, Any], network: Network, arch) -> None:

@@ -19,7 +19,7 @@ __all__ = ["load_system", "system_workload", "map_on_system", "share_figures"]
 
 def load_system(spec: Any = None, *, chips: int | None = None, tp: int | None = None, pp: int | None = None,
                 ep: int | None = None, replicas: int | None = None, micro_batches: int | None = None,
-                interconnect: str | None = None, source: str = "--system"):
+                interconnect: str | None = None, launch_overhead_us: float | None = None, source: str = "--system"):
     """The `costmodel.system.serving.System` of ``spec`` (a TOML file's path with a ``[system]`` table
     or the table at its top level, a dict, or a System) with the options given over it; None when
     nothing is given.
@@ -30,7 +30,8 @@ def load_system(spec: Any = None, *, chips: int | None = None, tp: int | None = 
     """
     from costmodel.system.serving import System
     given = {k: v for k, v in (("chips", chips), ("tp", tp), ("pp", pp), ("ep", ep), ("replicas", replicas),
-                               ("micro_batches", micro_batches), ("interconnect", interconnect)) if v is not None}
+                               ("micro_batches", micro_batches), ("interconnect", interconnect),
+                               ("launch_overhead_us", launch_overhead_us)) if v is not None}
     if spec is None and not given:
         return None
     table: dict[str, Any] = {}
@@ -103,11 +104,11 @@ def share_figures(res: dict[str, Any], network, arch) -> dict[str, float]:
             "head_latency_s": head_cyc / clock, "head_energy_j": head_pj * 1e-12}
 
 
-def map_on_system(network, arch, system, map_share: Callable[[Any], dict[str, Any]]) -> dict[str, Any]:
+def map_on_system(network, arch, system, map_share: Callable[[Any, Any], dict[str, Any]]) -> dict[str, Any]:
     """``network`` (a transformer step, one chip's share when split: `costmodel.system.parallel`) on
     ``system`` (None: the split the step records, on the default interconnect): its capacity checked at
-    the whole batch, its share for one micro-batch mapped by ``map_share`` (`map_network` of a
-    network), then ``res["system"]`` = `costmodel.system.serving.system_step` and ``res["llm"]``'s
+    the whole batch, its share for one micro-batch mapped by ``map_share(network, arch)`` (`map_network`;
+    ``arch`` with the system's fixed cost per launch where it sets one), then ``res["system"]`` = `costmodel.system.serving.system_step` and ``res["llm"]``'s
     memory and figures those of the system (the share's kept under ``res["share_llm"]``).
 
     Raises:
@@ -118,8 +119,7 @@ def map_on_system(network, arch, system, map_share: Callable[[Any], dict[str, An
     from costmodel.system.parallel import split_of
     from costmodel.system.serving import System
     from costmodel.zoo.transformer import build_transformer, parse_step_name, transformer_config
-    from sweep.commands.map_eval import check_fits
-    from sweep.engine.totals import step_memory, step_precisions
+    from sweep.engine.totals import check_fits, step_memory, step_precisions
 
     w = network.workload or {}
     parsed = parse_step_name(network.name)
@@ -137,10 +137,13 @@ def map_on_system(network, arch, system, map_share: Callable[[Any], dict[str, An
         raise CampaignError("--system", [Finding("--micro-batches", m, f"does not divide the {per_group} sequences "
                                                  "of each expert-parallel group" if sp.ep > 1 else
                                                  f"does not divide the batch {per_group}")])
+    if system.launch_overhead_us is not None and hasattr(arch, "launch_overhead_us"):  # the serving software's
+        import dataclasses
+        arch = dataclasses.replace(arch, launch_overhead_us=float(system.launch_overhead_us))
     check_fits(network, arch)  # the whole batch's KV cache is on the chip, whatever the micro-batches
     model, params = parsed
     micro = network if m == 1 else build_transformer(model, **{**params, "batch": int(w["batch"]) // m})
-    res = map_share(micro)
+    res = map_share(micro, arch)
     bits = (step_precisions(micro, arch) or {}).get("activations", 16)
     figs = None
     if all(res["total"].get(k) is not None for k in ("latency_cycles", "energy_pj")):

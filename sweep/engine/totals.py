@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["network_totals", "step_memory", "step_precisions", "step_totals", "total", "vector_part"]
+__all__ = ["check_fits", "network_totals", "step_memory", "step_precisions", "step_totals", "total", "vector_part"]
 
 
 def total(rows: list[dict[str, Any]], key: str):
@@ -130,3 +130,21 @@ def step_precisions(network, arch) -> dict[str, int] | None:
     bits = operand_bits(weight, arch)
     return {"weights": bits["W"], "activations": bits["I"],
             "kv_cache": operand_bits(kv, arch)["W"] if kv is not None else bits["I"]}
+
+
+def check_fits(network, arch) -> None:
+    """Raise `DoesNotFitError` (exit 1) when ``network`` is a transformer step whose weights, KV
+    cache and live activations do not fit ``arch``'s DRAM (`costmodel.capacity.step_footprint`);
+    checked before any layer is mapped. Nothing for other networks or a DRAM of no declared
+    capacity."""
+    if not network.workload or not hasattr(arch, "memories"):
+        return
+    from costmodel.capacity import max_batch, step_footprint
+    from sweep.common.errors import DoesNotFitError
+    fp = step_footprint(network, arch)
+    if fp is not None and not fp.fits:
+        mb = max_batch(network, arch)
+        hint = (f"; the largest batch that fits is {mb}" if mb else
+                "; not even batch 1 fits: a larger DRAM (more units, another kind) or fewer bits per weight "
+                "(--weight-bits), or several chips")
+        raise DoesNotFitError(f"{network.name} does not fit {fp.arch}: {fp.reason()}{hint}")
