@@ -493,7 +493,8 @@ def _add_step_figures(res: dict[str, Any], network: Network, arch) -> None:
         row["dram_bits"] = by_role
         for k, v in by_role.items():
             dram[k] += v * rep
-    vec, llm = step_totals(res["total"], network, arch, dram, [r["latency_cycles"] for r in res["layers"]])
+    vec, llm = step_totals(res["total"], network, arch, dram, [r["latency_cycles"] for r in res["layers"]],
+                           [r["energy_pj"] for r in res["layers"]])
     res["vector"] = vec
     if llm is not None:
         res["llm"] = llm

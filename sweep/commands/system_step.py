@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 from sweep.common.errors import CampaignError, Finding
 
-__all__ = ["load_system", "system_workload", "map_on_system", "share_figures"]
+__all__ = ["load_system", "system_workload", "map_on_system"]
 
 
 def load_system(spec: Any = None, *, chips: int | None = None, tp: int | None = None, pp: int | None = None,
@@ -80,36 +80,12 @@ def system_workload(workload: dict[str, Any], system) -> dict[str, Any]:
     return out
 
 
-def share_figures(res: dict[str, Any], network, arch) -> dict[str, float]:
-    """One chip's share (`map_network`'s result ``res`` of ``network``): ``latency_s`` and ``energy_j``
-    of the whole share, ``head_latency_s`` and ``head_energy_j`` of its LM head and final norm (their
-    rows, and their two launches at the accelerator's fixed cost per launch)."""
-    clock = arch.clock_mhz * 1e6
-    tot = res["total"]
-    head_cyc = head_pj = 0.0
-    for row, (layer, _) in zip(res["layers"], network.unique()):
-        if layer.name == "lm_head":
-            head_cyc += row["latency_cycles"]
-            head_pj += row["energy_pj"]
-    launches = 0
-    for r in (res.get("vector") or {}).get("ops") or []:
-        if r["name"] == "final_norm":
-            head_cyc += r["latency_cycles"] * r["repeat"]
-            head_pj += r["energy_pj"] * r["repeat"]
-            launches += 1
-    if any(l.name == "lm_head" for l, _ in network):
-        launches += 1
-    head_cyc += launches * getattr(arch, "launch_overhead_us", 0.0) * arch.clock_mhz
-    return {"latency_s": tot["latency_cycles"] / clock, "energy_j": tot["energy_pj"] * 1e-12,
-            "head_latency_s": head_cyc / clock, "head_energy_j": head_pj * 1e-12}
-
-
 def map_on_system(network, arch, system, map_share: Callable[[Any, Any], dict[str, Any]]) -> dict[str, Any]:
     """``network`` (a transformer step, one chip's share when split: `costmodel.system.parallel`) on
     ``system`` (None: the split the step records, on the default interconnect): its capacity checked at
     the whole batch, its share for one micro-batch mapped by ``map_share(network, arch)`` (`map_network`;
     ``arch`` with the system's fixed cost per launch where it sets one), then ``res["system"]`` = `costmodel.system.serving.system_step` and ``res["llm"]``'s
-    memory and figures those of the system (the share's kept under ``res["share_llm"]``).
+    memory and figures those of the system (the share's own under ``res["llm"]["share"]`` for a split step).
 
     Raises:
         CampaignError: the system splits differently from ``network``, the micro-batches do not
@@ -148,13 +124,16 @@ def map_on_system(network, arch, system, map_share: Callable[[Any, Any], dict[st
     figs = None
     if all(res["total"].get(k) is not None for k in ("latency_cycles", "energy_pj")):
         from costmodel.system.serving import system_step
-        figs = system_step(transformer_config(model), w, system, share_figures(res, micro, arch), bits)
+        from sweep.engine.totals import head_part
+        share = head_part(micro, arch, res["total"], (res.get("vector") or {}).get("ops") or [],
+                          [r["latency_cycles"] for r in res["layers"]], [r["energy_pj"] for r in res["layers"]])
+        figs = system_step(transformer_config(model), w, system, share, bits)
     res["system"] = {"label": system.label(), **(figs or {"chips": system.chips, "system": system.to_dict()})}
     res["network"] = network.name
     if m > 1:
         res["micro_network"] = micro.name
     if res.get("llm"):
-        res["share_llm"] = dict(res["llm"])
+        res["llm"].pop("system", None)  # the default system's (step_totals): this system's is res["system"]
         res["llm"].update(step_memory(network, arch))
         res["llm"]["workload"] = dict(w)
         if figs is not None:

@@ -5,7 +5,8 @@ A transformer step is a table ``{model = "llama3_8b", phase = "decode", batch = 
 context = [512, 4096]}``: ``model`` a zoo transformer, every other key a parameter of
 `costmodel.zoo.transformer.build_transformer` (``phase``, ``batch``, ``seq``, ``context``,
 ``weight_bits``, ``act_bits``, ``kv_bits``, ``attention``, ``fusion``, ``query_tile``, ``kv_tile``,
-``batched_attention``) given as one
+``batched_attention``, and ``tp``, ``pp``, ``ep``: one chip's share of the step split over chips, whose
+figures are the system's, `costmodel.system`) given as one
 value or a list; the table expands to the
 product of its lists, in the order the keys are written (the last varies fastest), each point a
 network of its own (``llama3_8b/decode/b8/ctx4096``)."""
@@ -23,7 +24,7 @@ __all__ = ["parse_networks", "parse_workload", "mix_networks"]
 
 #: The keys of a transformer-step table besides ``model``.
 STEP_KEYS = ("phase", "batch", "seq", "context", "weight_bits", "act_bits", "kv_bits", "attention", "fusion",
-             "query_tile", "kv_tile", "batched_attention")
+             "query_tile", "kv_tile", "batched_attention", "tp", "pp", "ep")
 
 
 def _transformer_steps(item: dict, key: str, bad: Callable[[str, Any, str], None]) -> list[Network]:

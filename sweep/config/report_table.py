@@ -12,7 +12,8 @@ import them). The keys they read depend on the architecture kind:
 * npu: ``baseline`` (default ``static``), ``mapper`` (the mapper compared with it, default
   ``flexer``) and ``network``;
 * archsearch: ``area_budgets`` (mm^2, the best design under each), ``top_k`` (rows of the top
-  table, default 10) and ``network``.
+  table, default 10), ``network`` and ``slo`` (service-level targets of a search over systems of
+  chips, seconds: ``ttft_s``, ``time_per_token_s``; `sweep.reports.systems`).
 
 None of it is part of the configuration hash: the report table changes no result row.
 """
@@ -24,7 +25,10 @@ from typing import Any
 from costmodel.systolic.points import HW_COLUMNS
 from sweep.config.validation import NOT_FINITE, Bad, is_finite, is_int, is_number
 
-__all__ = ["parse_report"]
+__all__ = ["parse_report", "SLO_KEYS"]
+
+#: The service-level targets ``[report] slo`` may set (seconds; `sweep.reports.systems`).
+SLO_KEYS = ("ttft_s", "time_per_token_s")
 
 
 def parse_report(value: Any, kind: str, known: tuple[str, ...], networks: list[str], mappers: list[str],
@@ -56,6 +60,14 @@ def parse_report(value: Any, kind: str, known: tuple[str, ...], networks: list[s
         elif k == "top_k":
             if not is_int(v, 1, 10_000):
                 bad(key, v, "expected a positive integer")
+        elif k == "slo":
+            if not isinstance(v, dict) or not v:
+                bad(key, v, f"expected a table of targets in seconds with keys {list(SLO_KEYS)}")
+            for sk, sv in (v.items() if isinstance(v, dict) else ()):
+                if sk not in SLO_KEYS:
+                    bad(f"{key}.{sk}", sv, f"unknown target; known: {list(SLO_KEYS)}")
+                elif not is_finite(sv) or sv <= 0:
+                    bad(f"{key}.{sk}", sv, "expected a positive number of seconds")
         elif k == "network":
             if not isinstance(v, str) or (networks and v not in networks):
                 bad(key, v, f"expected the name of one of the campaign's networks {networks}")

@@ -107,7 +107,7 @@ def evaluate_design(template, design_id: str, values: dict, networks: Sequence, 
         arch_row = [{"design_id": design_id, "arch": canonical_json(acc.to_dict())}]
     except Exception as e:  # noqa: BLE001 - an unbuildable design is an error row, the campaign goes on
         err = f"{type(e).__name__}: {e}"
-        extra = dict.fromkeys(STEP_TOTALS + MIX_TOTALS) if any(n.workload for n in networks) else {}
+        extra = dict.fromkeys(step_total_columns(networks)) if any(n.workload for n in networks) else {}
         return ([], [dict(common, network=n.name, status="error", error=err, area_mm2=np.nan,
                           **_nan_totals(), mapper=mapper_name, objective=objective, seed=seed, **extra)
                      for n in networks], [])
@@ -119,7 +119,7 @@ def evaluate_design(template, design_id: str, values: dict, networks: Sequence, 
         if fp is not None and not fp.fits:  # checked before mapping: no rows, an infeasible total
             tot = dict(common, network=net.name, area_mm2=area, mapper=mapper_name, objective=objective, seed=seed,
                        status="infeasible", error=f"does not fit: {fp.reason()}", **_nan_totals())
-            totals.append({**dict.fromkeys(STEP_TOTALS + MIX_TOTALS), **tot, **_step_keys(net)} if steps else tot)
+            totals.append({**dict.fromkeys(step_total_columns(networks)), **tot, **_step_keys(net)} if steps else tot)
             continue
         net_rows = []
         for li, (layer, rep) in enumerate(net.unique()):
@@ -142,10 +142,11 @@ def evaluate_design(template, design_id: str, values: dict, networks: Sequence, 
         else:
             t = network_totals(net_rows)
             if steps:  # a transformer step: its vector operations join the totals, as in `sweep map`
-                step_columns(t, net, acc, area, [r["latency_cycles"] for r in net_rows])
+                step_columns(t, net, acc, area, [r["latency_cycles"] for r in net_rows],
+                             [r["energy_pj"] for r in net_rows])
             tot.update(status="ok", error="", **{k: v for k, v in t.items() if k != "dram_bits"})
         if steps:
-            tot = {**dict.fromkeys(STEP_TOTALS + MIX_TOTALS), **tot, **_step_keys(net)}
+            tot = {**dict.fromkeys(step_total_columns(networks)), **tot, **_step_keys(net)}
         totals.append(tot)
     return rows, totals, arch_row
 
@@ -167,13 +168,26 @@ STEP_TOTALS = ("phase", "batch", "seq", "context", "matmul_energy_pj", "vector_e
                "energy_per_token_j", "tokens_per_s_per_mm2", "max_batch")
 
 
+#: The totals columns of a campaign whose steps are split over chips (`costmodel.system`): the chips
+#: of one copy of the model, the collectives on a micro-batch's path (s) and the system's silicon
+#: (chips x the design's area, mm^2); absent from other campaigns (their totals unchanged).
+SYSTEM_TOTALS = ("chips", "collectives_s", "system_area_mm2")
+
+
+def step_total_columns(networks) -> tuple[str, ...]:
+    """`STEP_TOTALS` and `MIX_TOTALS`, with `SYSTEM_TOTALS` when a step of ``networks`` is split."""
+    split = any((n.workload or {}).get(k) for n in networks for k in ("tp", "pp", "ep"))
+    return STEP_TOTALS + MIX_TOTALS + (SYSTEM_TOTALS if split else ())
+
+
 def _step_keys(net) -> dict:
     """A step's ``phase``, ``batch``, ``seq``, ``context`` (on every totals row of it, finished or
     not); {} for a network that is not a step."""
     return {k: net.workload.get(k) for k in ("phase", "batch", "seq", "context")} if net.workload else {}
 
 
-def step_columns(t: dict, net, acc, area: float, unique_latency: list | None = None) -> None:
+def step_columns(t: dict, net, acc, area: float, unique_latency: list | None = None,
+                 unique_energy: list | None = None) -> None:
     """``t`` (`network_totals` of ``net``'s layers on ``acc``) in place: the step's totals with its
     vector operations and the serving figures (`STEP_TOTALS`); nothing for a network that is not
     a transformer step."""
@@ -181,11 +195,15 @@ def step_columns(t: dict, net, acc, area: float, unique_latency: list | None = N
 
     if not (net.vector_ops or net.workload):
         return
-    _, llm = step_totals(t, net, acc, None, unique_latency)
+    _, llm = step_totals(t, net, acc, None, unique_latency, unique_energy)
     w = net.workload
     t.update({k: w.get(k) for k in ("phase", "batch", "seq", "context")})
     for k in ("ttft_s", "time_per_token_s", "tokens_per_s", "energy_per_token_j"):
         t[k] = (llm or {}).get(k)
+    sys_ = (llm or {}).get("system")
+    if sys_:  # a split step: the system's figures, its silicon chips x the design's
+        t.update(chips=sys_["chips"], collectives_s=sys_["collectives_s"], system_area_mm2=sys_["chips"] * area)
+        area = sys_["chips"] * area
     t["tokens_per_s_per_mm2"] = t["tokens_per_s"] / area if t.get("tokens_per_s") and area else None
     t["max_batch"] = (llm or {}).get("max_batch")  # the largest batch that fits the design's DRAM
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["check_fits", "network_totals", "step_memory", "step_precisions", "step_totals", "total", "vector_part"]
+__all__ = ["check_fits", "head_part", "network_totals", "step_memory", "step_precisions", "step_totals", "total", "vector_part"]
 
 
 def total(rows: list[dict[str, Any]], key: str):
@@ -47,7 +47,7 @@ def vector_part(network, arch) -> dict[str, Any]:
 
 
 def step_totals(tot: dict[str, Any], network, arch, dram: dict[str, float] | None = None,
-                unique_latency: list | None = None):
+                unique_latency: list | None = None, unique_energy: list | None = None):
     """A transformer step's totals from its matmuls' (``tot``: ``energy_pj`` in pJ and
     ``latency_cycles``, x repeats, as `network_totals` gives them), in place: ``matmul_energy_pj``
     / ``matmul_latency_cycles`` keep the matmuls' part, ``vector_energy_pj`` /
@@ -61,6 +61,12 @@ def step_totals(tot: dict[str, Any], network, arch, dram: dict[str, float] | Non
     another. On an accelerator with a fixed cost per kernel launch (``launch_overhead_us``),
     ``launches`` (`costmodel.llm.step_launches`) and ``launch_cycles`` (launches x the cost x the
     clock) are added and the latency includes them (absent, and nothing changes, at 0).
+
+    A step split over chips (``tp``, ``pp``, ``ep`` in its workload: one chip's share) gets the
+    figures of the system it is a share of (`costmodel.system.serving.system_step` on the default
+    `costmodel.system.serving.System` of that split: nvlink3, one micro-batch; ``unique_energy``, pJ
+    of one execution of each unique layer, prices the LM head's part under pipeline stages): the
+    serving figures are the system's and ``llm["system"]`` has its collectives.
 
     Returns:
         (`vector_part`'s dict, the serving figures of `costmodel.llm.step_metrics` with
@@ -98,9 +104,48 @@ def step_totals(tot: dict[str, Any], network, arch, dram: dict[str, float] | Non
             else tot["energy_pj"] * tot["latency_cycles"]
     if not network.workload or not clock:
         return vec, None
-    return vec, {**step_metrics(network.workload, tot["energy_pj"], tot["latency_cycles"], clock),
-                 "clock_mhz": clock, "workload": dict(network.workload), "matmul_only": not vec["costed"],
-                 "precisions": step_precisions(network, arch), **step_memory(network, arch)}
+    llm = {**step_metrics(network.workload, tot["energy_pj"], tot["latency_cycles"], clock),
+           "clock_mhz": clock, "workload": dict(network.workload), "matmul_only": not vec["costed"],
+           "precisions": step_precisions(network, arch), **step_memory(network, arch)}
+    if any(network.workload.get(k) for k in ("tp", "pp", "ep")) and unique_latency is not None \
+            and tot["latency_cycles"] is not None and tot["energy_pj"] is not None:
+        from costmodel.system.serving import System, system_step
+        from costmodel.zoo.shard import split_of
+        from costmodel.zoo.transformer import transformer_config
+        sp = split_of(network.workload)
+        share = head_part(network, arch, tot, vec.get("ops") or [], unique_latency, unique_energy)
+        figs = system_step(transformer_config(network.workload["model"]), network.workload,
+                           System(tp=sp.tp, pp=sp.pp, ep=sp.ep), share, (llm["precisions"] or {}).get("activations", 16))
+        llm["share"] = {k: llm.get(k) for k in ("latency_s", "energy_j", "tokens_per_s", "energy_per_token_j")}
+        llm.update({k: figs[k] for k in ("latency_s", "energy_j", "tokens_per_s", "energy_per_token_j") if k in figs})
+        llm["ttft_s" if network.workload["phase"] == "prefill" else "time_per_token_s"] = figs["latency_s"]
+        llm["system"] = figs
+    return vec, llm
+
+
+def head_part(network, arch, tot: dict[str, Any], vector_rows: list[dict], unique_latency: list,
+              unique_energy: list | None = None) -> dict[str, float]:
+    """One chip's share of a split step as `costmodel.system.serving.system_step` takes it:
+    ``latency_s`` and ``energy_j`` of the whole share (``tot``), ``head_latency_s`` and
+    ``head_energy_j`` of its LM head (its unique layer's cycles and pJ, ``unique_latency`` /
+    ``unique_energy``; energy 0 when not given) and final norm (its vector row), with their two launches
+    at the accelerator's fixed cost per launch."""
+    clock = arch.clock_mhz * 1e6
+    head_cyc = head_pj = 0.0
+    launches = 0
+    for i, (layer, _) in enumerate(network.unique()):
+        if layer.name == "lm_head":
+            head_cyc += unique_latency[i]
+            head_pj += (unique_energy[i] if unique_energy is not None else 0.0)
+            launches += 1
+    for r in vector_rows:
+        if r["name"] == "final_norm":
+            head_cyc += r["latency_cycles"] * r["repeat"]
+            head_pj += r["energy_pj"] * r["repeat"]
+            launches += 1
+    head_cyc += launches * getattr(arch, "launch_overhead_us", 0.0) * arch.clock_mhz
+    return {"latency_s": tot["latency_cycles"] / clock, "energy_j": tot["energy_pj"] * 1e-12,
+            "head_latency_s": head_cyc / clock, "head_energy_j": head_pj * 1e-12}
 
 
 def step_memory(network, arch) -> dict[str, Any]:

@@ -30,7 +30,7 @@ class ArchsearchKind(CampaignKind):
     mapper_kind = "loopnest"
     objectives = LOOPNEST_OBJECTIVES
     default_objectives = ("edp",)
-    report_keys = ("area_budgets", "top_k", "network")
+    report_keys = ("area_budgets", "top_k", "network", "slo")
     report_module = "sweep.reports.archsearch"
     html_module = "sweep.reports.html.archsearch"
     tables = ("archs", "totals", "rows")

@@ -290,6 +290,10 @@ def build(directory: Path, manifest: dict, plots_dir: str | Path | None = None) 
         if llm:
             rep["llm"] = llm
             rep["plots"] = rep.get("plots", []) + llm.get("plots", [])
+        from sweep.reports.systems import system_answers
+        systems = system_answers(designs, rcfg.get("slo"))
+        if systems:
+            rep["systems"] = systems
     return rep
 
 
@@ -522,4 +526,7 @@ def show(rep: dict[str, Any], console) -> None:
     if rep.get("llm"):
         from sweep.reports.llm import print_llm_designs
         print_llm_designs(rep, console)
+    if rep.get("systems"):
+        from sweep.reports.systems import print_systems
+        print_systems(rep["systems"], console)
     print_plots(rep, console)

@@ -120,7 +120,8 @@ def llm_steps(directory: Path, manifest: dict, layers: list[dict[str, Any]],
                 first = sel["seed"].iloc[0]
                 dram = _dram(network, archs[arch], sel[sel["seed"].isna() if pd.isna(first) else sel["seed"] == first])
         lat = None if missing else list(g.drop_duplicates("layer_index").sort_values("layer_index")["latency_cycles"])
-        vec, llm = step_totals(tot, network, archs[arch], dram, lat) if arch in archs else ({"not_costed": ""}, None)
+        en = None if missing else list(g.drop_duplicates("layer_index").sort_values("layer_index")["energy_pj"])
+        vec, llm = step_totals(tot, network, archs[arch], dram, lat, en) if arch in archs else ({"not_costed": ""}, None)
         w = network.workload
         row = {k: w.get(k) for k in STEP_COLUMNS}
         row.update({"network": net, "arch": arch, "objective": obj, "mapper": label, "missing_layers": missing,
