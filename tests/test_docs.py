@@ -124,6 +124,7 @@ def test_the_campaign_key_table_names_every_key_the_parser_takes():
         "`[architectures]` search": set(designspace._ARCH_KEYS),
         "`[search]`": set(designspace._SEARCH_KEYS),
         "`[workload]`": set(networks._WORKLOAD_KEYS),
+        "`[system]`": set(networks.CAMPAIGN_SYSTEM_KEYS),
         "`[run]`": set(_RUN_KEYS),
         "`[report]`": {k for kind in KINDS.values() for k in kind.report_keys},
     }

@@ -69,7 +69,7 @@ Architectures = Union[SystolicPoints, ArchSet]
 
 #: The top-level keys of a campaign file (each kind reads the ones it uses).
 TOP_KEYS = {"name", "description", "output", "networks", "objectives", "seeds", "architectures",
-             "mappers", "run", "systolic", "report", "search", "workload"}
+             "mappers", "run", "systolic", "report", "search", "workload", "system"}
 _MAPPER_KEYS = ("name", "params", "params_file")
 _RUN_KEYS = {"chunk_points": (int, 1, 10**7), "units_per_task": (int, 1, 10**5),
              "designs_per_task": (int, 1, 10**4),
@@ -164,6 +164,7 @@ class Campaign:
     search: Any = None                 # archsearch: the [search] table (`SearchSpec`)
     raw: dict[str, Any] = field(default_factory=dict, repr=False)
     workload: Any = None               # the [workload] serving mix (`costmodel.llm.ServingMix`)
+    system: Any = None                 # the [system] table: the chips' links for split steps (`System`)
 
     @property
     def kind(self) -> str:
@@ -185,6 +186,7 @@ class Campaign:
             "kind": self.kind,
             **self.plan.config_extras(self),
             **({"workload": self.workload.to_dict()} if self.workload is not None else {}),
+            **({"system": self.system.to_dict()} if self.system is not None else {}),
         }
 
     def _mapper_config(self, spec) -> dict[str, Any]:

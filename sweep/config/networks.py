@@ -19,7 +19,11 @@ from typing import Any, Callable
 
 from costmodel.workload import Network
 
-__all__ = ["parse_networks", "parse_workload", "mix_networks"]
+__all__ = ["parse_networks", "parse_workload", "mix_networks", "parse_system", "CAMPAIGN_SYSTEM_KEYS"]
+
+#: The keys of a campaign's ``[system]`` table: how the chips of its split steps are joined (the splits
+#: themselves are the steps' ``tp``, ``pp``, ``ep``).
+CAMPAIGN_SYSTEM_KEYS = ("interconnect", "replicas", "launch_overhead_us")
 
 
 #: The keys of a transformer-step table besides ``model``.
@@ -149,3 +153,34 @@ def mix_networks(mix, bad: Callable[[str, Any, str], None]) -> list[Network]:
     except ValueError as e:  # e.g. a prompt past a learned position table
         bad(f"workload.{str(e).split(':')[0]}", mix.to_dict(), str(e))
         return []
+
+
+def parse_system(value: Any, bad: Callable[[str, Any, str], None]):
+    """The ``[system]`` table of a campaign (`CAMPAIGN_SYSTEM_KEYS`): ``interconnect`` (a bundled name or
+    a table, `costmodel.system.interconnect.Interconnect`), ``replicas`` (copies of the model) and
+    ``launch_overhead_us`` (the serving software's fixed cost per launch); the splits come from the
+    steps (``tp``, ``pp``, ``ep``), micro-batches from `sweep map --micro-batches` only (a campaign maps
+    each step at its batch). A `costmodel.system.serving.System` with those set, or None if absent;
+    problems go to ``bad`` naming ``system.<key>``."""
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        bad("system", value, f"expected a table with keys {list(CAMPAIGN_SYSTEM_KEYS)}")
+        return None
+    for k, v in value.items():
+        if k not in CAMPAIGN_SYSTEM_KEYS:
+            why = ("the splits are the steps' own: give tp / pp / ep on the networks' entries (lists for several)"
+                   if k in ("tp", "pp", "ep", "chips") else
+                   "a campaign maps each step at its batch; micro-batches: `sweep map --micro-batches`"
+                   if k == "micro_batches" else f"no such key; known: {list(CAMPAIGN_SYSTEM_KEYS)}")
+            bad(f"system.{k}", v, why)
+            return None
+    from costmodel.system.serving import System
+    try:
+        return System.from_dict(dict(value), "campaign")
+    except ValueError as e:
+        msg = str(e).split(": ", 1)[-1]
+        key = next((f"system.{k}" for k in value if f".{k} " in msg or msg.startswith(f"interconnect")
+                    and k == "interconnect"), "system")
+        bad(key, value.get(key.split(".")[-1], value), msg)
+        return None

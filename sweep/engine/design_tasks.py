@@ -69,6 +69,7 @@ class DesignTask:
     seed: int
     param_names: tuple[str, ...]
     workload: Any = None               # the campaign's serving mix (`costmodel.llm.ServingMix`), or None
+    system: Any = None                 # the campaign's [system] (`costmodel.system.serving.System`), or None
 
     def run(self) -> dict[str, pa.Table]:
         """The task's ``rows``, ``totals`` and ``archs`` tables (module docstring)."""
@@ -77,7 +78,7 @@ class DesignTask:
         archs: list[dict] = []
         for did, values in self.designs:
             r, t, a = evaluate_design(self.template, did, values, self.networks, self.mapper, self.params,
-                                      self.objective, self.seed)
+                                      self.objective, self.seed, self.system)
             if self.workload is not None:
                 t.append(mix_row(self.workload, t, a))
             rows += r
@@ -89,7 +90,7 @@ class DesignTask:
 
 
 def evaluate_design(template, design_id: str, values: dict, networks: Sequence, mapper_name: str,
-                    params: dict, objective: str, seed: int) -> tuple[list[dict], list[dict], list[dict]]:
+                    params: dict, objective: str, seed: int, system=None) -> tuple[list[dict], list[dict], list[dict]]:
     """Map every unique layer of ``networks`` on one design; returns (layer rows, network totals,
     [the design's arch row]) as lists of dicts (module docstring). A failure (a layer no mapping
     fits, a mapper error) gives rows with status "error" and NaN totals for that network."""
@@ -143,7 +144,7 @@ def evaluate_design(template, design_id: str, values: dict, networks: Sequence, 
             t = network_totals(net_rows)
             if steps:  # a transformer step: its vector operations join the totals, as in `sweep map`
                 step_columns(t, net, acc, area, [r["latency_cycles"] for r in net_rows],
-                             [r["energy_pj"] for r in net_rows])
+                             [r["energy_pj"] for r in net_rows], system)
             tot.update(status="ok", error="", **{k: v for k, v in t.items() if k != "dram_bits"})
         if steps:
             tot = {**dict.fromkeys(step_total_columns(networks)), **tot, **_step_keys(net)}
@@ -187,7 +188,7 @@ def _step_keys(net) -> dict:
 
 
 def step_columns(t: dict, net, acc, area: float, unique_latency: list | None = None,
-                 unique_energy: list | None = None) -> None:
+                 unique_energy: list | None = None, system=None) -> None:
     """``t`` (`network_totals` of ``net``'s layers on ``acc``) in place: the step's totals with its
     vector operations and the serving figures (`STEP_TOTALS`); nothing for a network that is not
     a transformer step."""
@@ -195,7 +196,7 @@ def step_columns(t: dict, net, acc, area: float, unique_latency: list | None = N
 
     if not (net.vector_ops or net.workload):
         return
-    _, llm = step_totals(t, net, acc, None, unique_latency, unique_energy)
+    _, llm = step_totals(t, net, acc, None, unique_latency, unique_energy, system)
     w = net.workload
     t.update({k: w.get(k) for k in ("phase", "batch", "seq", "context")})
     for k in ("ttft_s", "time_per_token_s", "tokens_per_s", "energy_per_token_j"):
@@ -297,6 +298,8 @@ def _task_id(campaign, designs: Sequence[tuple[str, dict]]) -> str:
                          list(n.repeats)] for n in campaign.networks]}
     if campaign.workload is not None:  # a serving mix: its row is part of the task's output
         doc["workload"] = campaign.workload.to_dict()
+    if getattr(campaign, "system", None) is not None:  # how split steps' chips are joined
+        doc["system"] = campaign.system.to_dict()
     if any(n.workload for n in campaign.networks):  # transformer steps: what totals them beyond the layers
         base = campaign.architectures.template.base
         doc["step_model"] = STEP_MODEL_VERSION
@@ -314,7 +317,7 @@ def make_task(campaign, indices: Sequence[int]) -> DesignTask:
     spec = campaign.mappers[0]
     return DesignTask(_task_id(campaign, designs), tuple(designs), space.template, tuple(campaign.networks),
                       spec.name, dict(spec.params), campaign.objectives[0], campaign.seeds[0], space.names,
-                      campaign.workload)
+                      campaign.workload, campaign.system)
 
 
 def selected(campaign) -> np.ndarray:

@@ -47,7 +47,7 @@ def vector_part(network, arch) -> dict[str, Any]:
 
 
 def step_totals(tot: dict[str, Any], network, arch, dram: dict[str, float] | None = None,
-                unique_latency: list | None = None, unique_energy: list | None = None):
+                unique_latency: list | None = None, unique_energy: list | None = None, system=None):
     """A transformer step's totals from its matmuls' (``tot``: ``energy_pj`` in pJ and
     ``latency_cycles``, x repeats, as `network_totals` gives them), in place: ``matmul_energy_pj``
     / ``matmul_latency_cycles`` keep the matmuls' part, ``vector_energy_pj`` /
@@ -63,8 +63,9 @@ def step_totals(tot: dict[str, Any], network, arch, dram: dict[str, float] | Non
     clock) are added and the latency includes them (absent, and nothing changes, at 0).
 
     A step split over chips (``tp``, ``pp``, ``ep`` in its workload: one chip's share) gets the
-    figures of the system it is a share of (`costmodel.system.serving.system_step` on the default
-    `costmodel.system.serving.System` of that split: nvlink3, one micro-batch; ``unique_energy``, pJ
+    figures of the system it is a share of (`costmodel.system.serving.system_step` on that split, joined
+    as ``system`` says: its interconnect, replicas and fixed cost per launch, a campaign's ``[system]``;
+    None: nvlink3, one copy, the accelerator's launch cost; one micro-batch either way; ``unique_energy``, pJ
     of one execution of each unique layer, prices the LM head's part under pipeline stages): the
     serving figures are the system's and ``llm["system"]`` has its collectives.
 
@@ -93,6 +94,10 @@ def step_totals(tot: dict[str, Any], network, arch, dram: dict[str, float] | Non
             dram = {**dram, "activations": dram["activations"] + vt["dram_bits"]}
     tot["dram_bits"] = dram
     clock = getattr(arch, "clock_mhz", None)
+    split = any((network.workload or {}).get(k) for k in ("tp", "pp", "ep"))
+    if split and system is not None and system.launch_overhead_us is not None and hasattr(arch, "launch_overhead_us"):
+        import dataclasses
+        arch = dataclasses.replace(arch, launch_overhead_us=float(system.launch_overhead_us))
     launch_us = getattr(arch, "launch_overhead_us", 0.0)
     if launch_us and clock and tot["latency_cycles"] is not None and network.workload:
         from costmodel.llm import step_launches
@@ -107,15 +112,16 @@ def step_totals(tot: dict[str, Any], network, arch, dram: dict[str, float] | Non
     llm = {**step_metrics(network.workload, tot["energy_pj"], tot["latency_cycles"], clock),
            "clock_mhz": clock, "workload": dict(network.workload), "matmul_only": not vec["costed"],
            "precisions": step_precisions(network, arch), **step_memory(network, arch)}
-    if any(network.workload.get(k) for k in ("tp", "pp", "ep")) and unique_latency is not None \
-            and tot["latency_cycles"] is not None and tot["energy_pj"] is not None:
+    if split and unique_latency is not None and tot["latency_cycles"] is not None and tot["energy_pj"] is not None:
         from costmodel.system.serving import System, system_step
         from costmodel.zoo.shard import split_of
         from costmodel.zoo.transformer import transformer_config
         sp = split_of(network.workload)
         share = head_part(network, arch, tot, vec.get("ops") or [], unique_latency, unique_energy)
+        how = {} if system is None else {"interconnect": system.interconnect, "replicas": system.replicas}
         figs = system_step(transformer_config(network.workload["model"]), network.workload,
-                           System(tp=sp.tp, pp=sp.pp, ep=sp.ep), share, (llm["precisions"] or {}).get("activations", 16))
+                           System(tp=sp.tp, pp=sp.pp, ep=sp.ep, **how), share,
+                           (llm["precisions"] or {}).get("activations", 16))
         llm["share"] = {k: llm.get(k) for k in ("latency_s", "energy_j", "tokens_per_s", "energy_per_token_j")}
         llm.update({k: figs[k] for k in ("latency_s", "energy_j", "tokens_per_s", "energy_per_token_j") if k in figs})
         llm["ttft_s" if network.workload["phase"] == "prefill" else "time_per_token_s"] = figs["latency_s"]

@@ -14,7 +14,7 @@ from typing import Any
 from sweep.config.campaign import (TOP_KEYS, Campaign, mapper_names, network_names, parse_mappers,
                                    parse_name_output, parse_objectives, parse_run, parse_seeds,
                                    parse_systolic)
-from sweep.config.networks import mix_networks, parse_networks, parse_workload
+from sweep.config.networks import mix_networks, parse_networks, parse_system, parse_workload
 from sweep.config.report_table import parse_report
 from sweep.config.validation import Findings, check_table, read_toml
 from sweep.common.errors import CampaignError, Finding, StoreError
@@ -72,6 +72,7 @@ def parse_campaign(data: dict[str, Any], source: str = "<campaign>", base_dir: P
     networks = parse_networks(data.get("networks"), base_dir, bad) \
         if "networks" in data or "workload" not in data else []
     workload = parse_workload(data.get("workload"), bad)
+    system = parse_system(data.get("system"), bad)
     if workload is not None:  # the mix's steps join the networks (once each)
         have = {n.name for n in networks}
         networks += [n for n in mix_networks(workload, bad) if n.name not in have]
@@ -98,7 +99,8 @@ def parse_campaign(data: dict[str, Any], source: str = "<campaign>", base_dir: P
     return Campaign(name=name, source=source, output=Path(out), networks=tuple(networks), plan=kind,
                     objectives=tuple(objectives), seeds=tuple(seeds), architectures=archs,
                     mappers=tuple(mappers), systolic=systolic, run=run, report=report,
-                    description=str(data.get("description", "")), raw=data, search=search, workload=workload)
+                    description=str(data.get("description", "")), raw=data, search=search, workload=workload,
+                    system=system)
 
 
 def campaign_from_manifest(directory: str | Path, output: str | Path) -> Campaign:

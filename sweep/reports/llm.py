@@ -121,7 +121,8 @@ def llm_steps(directory: Path, manifest: dict, layers: list[dict[str, Any]],
                 dram = _dram(network, archs[arch], sel[sel["seed"].isna() if pd.isna(first) else sel["seed"] == first])
         lat = None if missing else list(g.drop_duplicates("layer_index").sort_values("layer_index")["latency_cycles"])
         en = None if missing else list(g.drop_duplicates("layer_index").sort_values("layer_index")["energy_pj"])
-        vec, llm = step_totals(tot, network, archs[arch], dram, lat, en) if arch in archs else ({"not_costed": ""}, None)
+        vec, llm = (step_totals(tot, network, archs[arch], dram, lat, en, getattr(campaign, "system", None))
+                    if arch in archs else ({"not_costed": ""}, None))
         w = network.workload
         row = {k: w.get(k) for k in STEP_COLUMNS}
         row.update({"network": net, "arch": arch, "objective": obj, "mapper": label, "missing_layers": missing,

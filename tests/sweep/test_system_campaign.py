@@ -95,3 +95,36 @@ def test_campaign_totals_are_the_systems_and_sweep_map_reproduces_them(tmp_path)
     assert len(systems["systems"]) == 2 * 4 and systems["cheapest"]["chips"] == 1   # loose targets: 1 chip
     text = CliRunner().invoke(app, ["report", str(run.output)]).output
     assert "gpt2: cheapest system meeting the targets" in " ".join(text.split())
+
+
+def test_a_system_table_joins_the_chips_as_sweep_map_does(tmp_path):
+    """[system] interconnect = pcie4_x16 (31.5 GB/s, one link): the split steps' totals equal `sweep map`
+    of that step on that system, and their collectives take longer than on the default nvlink3."""
+    f = tmp_path / "sys.toml"
+    text = CAMPAIGN.format(out=tmp_path / "pcie", ttft=10.0, tpot=10.0).replace('[[mappers]]', '[system]\ninterconnect = "pcie4_x16"\n\n[[mappers]]')
+    f.write_text(text)
+    run = api.run_campaign(f, executor="local")
+    assert run.ok
+    t = Store(run.output).read("totals")
+    row = t[t["network"] == "gpt2/decode/b2/ctx128/tp4/pp2"].iloc[0]
+    toml = tmp_path / "design.toml"
+    arch = Store(run.output).read("archs")
+    write(toml, json.loads(arch[arch["design_id"] == row["design_id"]]["arch"].iloc[0]))
+    one = api.map_step("gpt2", toml, "loma", "latency", params={"lpf_limit": 4}, phase="decode", batch=2,
+                       context=128, system={"tp": 4, "pp": 2, "interconnect": "pcie4_x16"})
+    assert one.system["time_per_token_s"] == row["time_per_token_s"]
+    nv = api.map_step("gpt2", toml, "loma", "latency", params={"lpf_limit": 4}, phase="decode", batch=2,
+                      context=128, system={"tp": 4, "pp": 2})
+    assert row["collectives_s"] > nv.system["collectives_s"]
+
+
+@pytest.mark.parametrize("table, key", [("tp = 4", "system.tp"), ("micro_batches = 2", "system.micro_batches"),
+                                        ('interconnect = "nvlink9"', "system.interconnect"),
+                                        ("replicas = 0", "system.replicas")])
+def test_bad_system_table_exits_2_naming_the_key(tmp_path, table, key):
+    from typer.testing import CliRunner
+    from sweep.cli import app
+    f = tmp_path / "bad.toml"
+    f.write_text(CAMPAIGN.format(out=tmp_path / "o", ttft=1, tpot=1).replace('[[mappers]]', f'[system]\n{table}\n\n[[mappers]]'))
+    r = CliRunner().invoke(app, ["validate", str(f)])
+    assert r.exit_code == 2 and key in " ".join(r.output.split()), r.output
