@@ -290,8 +290,8 @@ def build(directory: Path, manifest: dict, plots_dir: str | Path | None = None) 
         if llm:
             rep["llm"] = llm
             rep["plots"] = rep.get("plots", []) + llm.get("plots", [])
-        from sweep.reports.systems import system_answers
-        systems = system_answers(designs, rcfg.get("slo"))
+        from sweep.reports.systems import design_costs, system_answers
+        systems = system_answers(designs, rcfg.get("slo"), design_costs(archs) if len(archs) else None)
         if systems:
             rep["systems"] = systems
     return rep
