@@ -17,6 +17,14 @@ all_to_all      switch: (p - 1) a + (p - 1) / p x    (p - 1) / p x S   (S: what 
 send_recv       a + S / B                            S
 ==============  ===================================  ===============================================
 
+On a ``torus2d`` (the p chips as an a x b grid, a the largest divisor of p up to sqrt(p); half of
+each chip's links, B / 2, along each dimension) the collectives run dimension by dimension (the
+two-dimensional algorithms of Thakur et al., Sec. 4, as on a TPU's torus): an all-reduce is a
+reduce-scatter along the rows (a chips), an all-reduce of the S / a shards along the columns (b
+chips), an all-gather along the rows: 2 (a - 1) a + 2 (b - 1) a hops of latency and
+(2 (a - 1) / a + 2 (b - 1) / (a b)) S / (B / 2); a reduce-scatter or an all-gather half of that; an
+all-to-all a ring all-to-all along each dimension in turn. A grid of one row is a ring (all links).
+
 On a ``switch`` every chip reaches every other at full bandwidth: a logical ring gets B per chip.
 On a physical ``ring`` a bidirectional ring algorithm (half the data each way, half the links each
 way) takes the same time as on a switch; an all-to-all does not: a share travels min(d, p - d) hops
@@ -30,6 +38,7 @@ Errors: ValueError for an unknown collective, a chip count < 1 or negative bytes
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from .interconnect import Interconnect
@@ -71,6 +80,8 @@ def collective_cost(collective: str, nbytes: float, chips: int, net: Interconnec
     if p == 1 and collective != "send_recv":
         return CollectiveCost(collective, p, s, 0.0, 0.0, 0.0, None if net.pj_per_bit is None else 0.0)
     hops = 1.0
+    if net.topology == "torus2d" and collective != "send_recv" and _grid(p)[0] > 1:
+        return _torus(collective, s, p, net)
     if collective == "all_reduce":
         sent = 2 * (p - 1) / p * s
         t = 2 * (p - 1) * a + sent / b
@@ -91,5 +102,32 @@ def collective_cost(collective: str, nbytes: float, chips: int, net: Interconnec
     if collective != "send_recv":
         t += net.collective_us * 1e-6
     link = sent * hops * (p if collective != "send_recv" else 1)
+    e = None if net.pj_per_bit is None else link * 8 * net.pj_per_bit
+    return CollectiveCost(collective, p, s, t, sent, link, e)
+
+
+def _grid(p: int) -> tuple[int, int]:
+    """(a, b), a x b = p, a the largest divisor of p up to sqrt(p)."""
+    a = max(d for d in range(1, math.isqrt(p) + 1) if p % d == 0)
+    return a, p // a
+
+
+def _torus(collective: str, s: float, p: int, net: Interconnect) -> CollectiveCost:
+    """``collective`` on a 2D torus, dimension by dimension (module docstring)."""
+    a, b = _grid(p)
+    bd, lat = net.bytes_per_s / 2, net.latency_us * 1e-6
+    if collective == "all_reduce":
+        sent = 2 * (a - 1) / a * s + 2 * (b - 1) / b * s / a
+        t = (2 * (a - 1) + 2 * (b - 1)) * lat + sent / bd
+    elif collective in ("reduce_scatter", "all_gather"):
+        sent = (a - 1) / a * s + (b - 1) / b * s / a
+        t = ((a - 1) + (b - 1)) * lat + sent / bd
+    else:  # all_to_all: a ring all-to-all of the whole S along each dimension
+        hops_a = sum(min(d, a - d) for d in range(1, a))
+        hops_b = sum(min(d, b - d) for d in range(1, b))
+        sent = (a - 1) / a * s + (b - 1) / b * s
+        t = (a // 2 + b // 2) * lat + (s / a) * hops_a / bd + (s / b) * hops_b / bd
+    t += net.collective_us * 1e-6
+    link = sent * p
     e = None if net.pj_per_bit is None else link * 8 * net.pj_per_bit
     return CollectiveCost(collective, p, s, t, sent, link, e)

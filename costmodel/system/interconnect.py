@@ -4,7 +4,9 @@ An `Interconnect` is what one chip has towards the others: ``links`` links of ``
 GB/s (1e9 bytes/s) per direction each, a ``latency_us`` per hop (the time a message's first byte
 takes from one chip's memory to another's: the link, the switch and the software that starts a
 transfer), a ``topology`` (``switch``: every chip reaches every other at its full bandwidth through
-a switch, one hop; ``ring``: each chip talks to its two neighbours, one link group each way) and,
+a switch, one hop; ``ring``: each chip talks to its two neighbours, one link group each way;
+``torus2d``: the chips of a collective form a grid of a x b (a the largest divisor of their count up to
+its square root), wrapped in both dimensions, each chip's links split evenly between the two) and,
 optionally, the energy per bit moved (``pj_per_bit``; None = not counted).
 
 Bundled (`INTERCONNECTS`, `interconnect`):
@@ -40,7 +42,7 @@ from typing import Any
 __all__ = ["TOPOLOGIES", "Interconnect", "INTERCONNECTS", "interconnect"]
 
 #: How the chips are connected (module docstring).
-TOPOLOGIES = ("switch", "ring")
+TOPOLOGIES = ("switch", "ring", "torus2d")
 
 
 @dataclass(frozen=True)

@@ -104,3 +104,21 @@ def test_gpt3_block_all_reduces_on_4_a100s_against_llmcompass():
     assert pre == pytest.approx(6 * 8.92e-6 + 1.5 * 402653184 / 300e9, rel=1e-12)
     assert pre / measured["prefill"] == pytest.approx(0.715, abs=0.005)
     assert dec / measured["decode"] == pytest.approx(2.093, abs=0.005)
+
+
+def test_2d_torus_all_reduce_by_hand():
+    """8 chips on a 2D torus: a grid of 2 x 4; 4 links of 25 GB/s per chip, half (50 GB/s) along each
+    dimension; 1 us per hop. All-reduce of S = 1 MB: reduce-scatter over the 2 rows' chips (1 hop,
+    S / 2 sent), all-reduce of S / 2 over 4 (6 hops, 2 x 3/4 x S / 2 sent), all-gather (1 hop, S / 2):
+    8 hops = 8 us and (0.5 + 0.75 + 0.5) MB / 50 GB/s = 35 us. 9 chips: 3 x 3."""
+    net = Interconnect("t", links=4, gbps_per_link=25.0, latency_us=1.0, topology="torus2d")
+    c = collective_cost("all_reduce", 1e6, 8, net)
+    assert c.time_s == pytest.approx(8e-6 + 1.75e6 / 50e9, rel=1e-12)
+    assert c.sent_bytes == pytest.approx(1.75e6)
+    # 3 x 3: 2 x 2 + 2 x 2 hops; (2 x 2/3 + 2 x 2/3 / 3) x S
+    assert collective_cost("all_reduce", 1e6, 9, net).time_s == pytest.approx(8e-6 + (4 / 3 + 4 / 9) * 1e6 / 50e9)
+    # a prime count is one row: a ring over all the links
+    ring = Interconnect("r", links=4, gbps_per_link=25.0, latency_us=1.0, topology="ring")
+    assert collective_cost("all_reduce", 1e6, 7, net).time_s == collective_cost("all_reduce", 1e6, 7, ring).time_s
+    # the torus moves less per chip than one ring over its 8 chips, at half the bandwidth per dimension
+    assert collective_cost("all_gather", 1e6, 8, net).time_s == pytest.approx(4e-6 + 0.875e6 / 50e9)
