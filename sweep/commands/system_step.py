@@ -48,7 +48,8 @@ def load_system(spec: Any = None, *, chips: int | None = None, tp: int | None = 
             raise CampaignError(src, [Finding(source, src, f"cannot read: {e.strerror or e}")]) from None
         except tomllib.TOMLDecodeError as e:
             raise CampaignError(src, [Finding(source, src, f"not TOML: {e}")]) from None
-        table = data.get("system", data) if isinstance(data.get("system", data), dict) else data
+        sub = data.get("system")
+        table = sub if isinstance(sub, dict) else data
     if given.keys() & {"tp", "pp", "ep", "replicas"} and "chips" not in given:
         table.pop("chips", None)  # options re-split the system: its chip count follows them
     table.update(given)
@@ -74,7 +75,7 @@ def system_workload(workload: dict[str, Any], system) -> dict[str, Any]:
     for k in ("tp", "pp", "ep"):
         want = getattr(system, k)
         have = out.get(k)
-        if have not in (None, want) and not (have == 1 and want == 1):
+        if have is not None and have != want:
             raise CampaignError("--system", [Finding(f"--{k}", have, f"the system splits with {k} = {want}")])
         out[k] = want if want > 1 else None
     return out
