@@ -160,6 +160,9 @@ def step_footprint(network, arch) -> Footprint | None:
                      capacity_bytes=cap, memory=memory, arch=getattr(arch, "name", str(arch)))
 
 
+_FITS: dict = {}
+
+
 def max_batch(network, arch, limit: int = 1 << 20) -> int | None:
     """The largest batch at which ``network``'s step (same model, phase, seq or context and
     precisions) fits ``arch``'s DRAM: 0 if not even batch 1 does, ``limit`` if every batch up to it
@@ -185,9 +188,19 @@ def max_batch(network, arch, limit: int = 1 << 20) -> int | None:
     if ep > 1:
         params["ep"] = ep
 
+    # the footprint depends on the step's parameters, the batch, the precisions and the capacity
+    # only: kept per process for the next designs of a grid (same answer, without the rebuilds)
+    key = (w["model"], tuple(sorted((k, repr(v)) for k, v in params.items())),
+           tuple(sorted(getattr(arch, "precisions", {}).items())), _capacity(arch)[0])
+
     def fits(b: int) -> bool:
-        fp = step_footprint(build_transformer(w["model"], batch=b * ep, **params), arch)
-        return fp is not None and fp.fits
+        hit = _FITS.get((key, b))
+        if hit is None:
+            fp = step_footprint(build_transformer(w["model"], batch=b * ep, **params), arch)
+            hit = _FITS[(key, b)] = fp is not None and fp.fits
+            if len(_FITS) > 65536:
+                _FITS.clear()
+        return hit
 
     if not fits(1):
         return 0

@@ -163,13 +163,13 @@ def _execute(c, resume: bool, executor: ExecutorKind, address: str | None, resum
     err.print(f"campaign [bold]{escape(c.name)}[/]: {len(c.networks)} network(s) x "
               f"{escape(c.plan.describe_archs(c))} x {len(c.mappers)} mapper(s) x {len(c.objectives)} objective(s) "
               f"-> {escape(str(c.output))}")
+    unit = "designs" if getattr(getattr(c, "search", None), "prune", "none") != "none" else "tasks"
     with Progress(TextColumn("[progress.description]{task.description}"), BarColumn(),
-                  MofNCompleteColumn(), TextColumn("tasks"), TimeElapsedColumn(),
+                  MofNCompleteColumn(), TextColumn(unit), TimeElapsedColumn(),
                   TimeRemainingColumn(), console=err, transient=False) as prog:
         bar = prog.add_task("running", total=None)
-
-        def progress(done, total):
-            prog.update(bar, completed=done, total=total)
+        progress = text.ProgressLines(lambda done, total: prog.update(bar, completed=done, total=total),
+                                      err, unit)
         try:
             s = run_campaign(c, resume=resume, executor=executor.value, address=address,
                              progress=progress)
@@ -182,6 +182,7 @@ def _execute(c, resume: bool, executor: ExecutorKind, address: str | None, resum
     err.print(f"done: {s.tasks_run} task(s) run, {s.tasks_skipped} {skipped}, "
               f"{s.tasks_failed} failed, {s.rows_written:,} rows in {s.seconds:.1f} s "
               f"(executor start {s.executor_start_s:.1f} s) -> {s.output}", markup=False)
+    text.print_search_outcome(s.search, err)
     text.print_run_outcome(s, err)
 
 

@@ -249,3 +249,52 @@ def spatial_text(spatial: dict | None) -> str:
 def num(v: Any, spec: str) -> str:
     """``v`` formatted by ``spec``, "n/a" for None (no figure: no energy model, or no schedule fits)."""
     return "n/a" if v is None else format(v, spec)
+
+
+class ProgressLines:
+    """A run's progress callback (done, total): updates the bar (``update``) and, when the console
+    is not a terminal (a file, nohup, CI: the bar is not drawn), prints a line ``progress: done /
+    total <unit>, elapsed, about N left`` every ``every_s`` seconds (and at the end)."""
+
+    def __init__(self, update, console, unit: str = "tasks", every_s: float = 30.0):
+        import time
+        self.update, self.console, self.unit, self.every_s = update, console, unit, every_s
+        self.t0 = self.last = time.monotonic()
+        self.first: int | None = None
+
+    def __call__(self, done: int, total: int) -> None:
+        import time
+        self.update(done, total)
+        if self.first is None:
+            self.first = done
+        now = time.monotonic()
+        if self.console.is_terminal or (now - self.last < self.every_s and done != total):
+            return
+        self.last = now
+        el = now - self.t0
+        rate = (done - self.first) / el if el > 0 else 0.0
+        left = f", about {_dur((total - done) / rate)} left" if rate > 0 and total and done < total else ""
+        self.console.print(f"progress: {done:,} / {total:,} {self.unit}, {_dur(el)} elapsed{left}",
+                           markup=False, highlight=False)
+
+
+def _dur(s: float) -> str:
+    """Seconds as ``42 s``, ``3.5 min`` or ``1.2 h``."""
+    return f"{s:.0f} s" if s < 120 else f"{s / 60:.1f} min" if s < 7200 else f"{s / 3600:.1f} h"
+
+
+def print_search_outcome(search: dict, console) -> None:
+    """What an architecture search that decides as it goes did (`RunSummary.search`): the pruned
+    grid's designs mapped and pruned, or the study's designs and why it stopped early."""
+    if not search:
+        return
+    if "pruned" in search:
+        console.print(f"grid: {search['designs']:,} designs: {search['mapped']:,} mapped, {search['pruned']:,} pruned "
+                      f"by bound in {search['rounds']:,} rounds (bounds of every design in {search['bounds_s']:.1f} s)",
+                      markup=False, highlight=False)
+    elif search.get("stopped"):
+        console.print(f"stopped early: {search['stopped']}", markup=False, highlight=False)
+    else:
+        console.print(f"study: {search['designs']:,} designs of {search['trials']:,} evaluated, "
+                      f"{search['repeats']:,} of {search['asked']:,} suggestions repeats or invalid",
+                      markup=False, highlight=False)

@@ -98,7 +98,9 @@ STEP_OBJECTIVES = {"time_per_token_s": "decode", "ttft_s": "prefill", "energy_pe
                    "request_latency_s": "mix", "energy_per_request_j": "mix"}
 _ARCH_KEYS = {"kind", "template", "grid", "dataflows"}
 _WINDOW_KEYS = {"constraints", "area_budget_mm2", "min_area_fraction"}
-_SEARCH_KEYS = {"sampler", "trials", "seed", "objectives", "batch"}
+_SEARCH_KEYS = {"sampler", "trials", "seed", "objectives", "batch", "prune"}
+#: ``[search] prune`` values: "bound" (`sweep.search.grid`), or absent / "none".
+PRUNE = ("none", "bound")
 #: The most designs ``[search] trials`` asks for.
 MAX_TRIALS = 10 ** 7
 _NAME = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_0-9]\w*)+")
@@ -116,10 +118,14 @@ class SearchSpec:
     seed: int = 0
     objectives: tuple[str, ...] = ("edp",)
     batch: int = 4
+    prune: str = "none"
 
     def describe(self) -> dict[str, Any]:
-        return {"sampler": self.sampler, "trials": self.trials, "seed": self.seed,
-                "objectives": list(self.objectives), "batch": self.batch}
+        d = {"sampler": self.sampler, "trials": self.trials, "seed": self.seed,
+             "objectives": list(self.objectives), "batch": self.batch}
+        if self.prune != "none":  # only where set: the hashes of other searches stay
+            d["prune"] = self.prune
+        return d
 
 
 @dataclass(frozen=True)
@@ -543,7 +549,15 @@ def parse_search(value: Any, n_designs: int | None, bad: Bad) -> SearchSpec:
     if not is_int(batch, 1, 4096):
         bad("search.batch", batch, "expected an integer in [1, 4096]")
         batch = 4
-    return SearchSpec(sampler, trials, seed, tuple(objs), batch)
+    prune = v.get("prune", "none")
+    if prune not in PRUNE:
+        bad("search.prune", prune, f"expected one of {list(PRUNE)}: \"bound\" leaves unmapped the designs whose "
+            "lower bounds are beaten on every figure of the answer (grid only)")
+        prune = "none"
+    elif prune != "none" and sampler != "grid":
+        bad("search.prune", prune, f"pruning by bound enumerates the grid: use sampler \"grid\" (not {sampler!r})")
+        prune = "none"
+    return SearchSpec(sampler, trials, seed, tuple(objs), batch, prune)
 
 
 def check_step_objectives(search: "SearchSpec | None", networks: list, bad: Bad, workload: Any = None) -> None:
@@ -552,6 +566,9 @@ def check_step_objectives(search: "SearchSpec | None", networks: list, bad: Bad,
     ``search.objectives``) otherwise."""
     if search is None:
         return
+    if search.prune != "none" and not any(n.workload for n in networks):
+        bad("search.prune", search.prune, "pruning by bound needs transformer steps among the networks (the figures "
+            "it bounds are their times); a CNN grid maps every design")
     for o in search.objectives:
         if o not in STEP_OBJECTIVES:
             continue

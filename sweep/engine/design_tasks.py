@@ -33,7 +33,8 @@ from __future__ import annotations
 import json
 import time
 import traceback
-from dataclasses import dataclass
+from collections import OrderedDict
+from dataclasses import dataclass, replace
 from typing import Any, Iterator, Sequence
 
 import numpy as np
@@ -46,7 +47,8 @@ from sweep.common.ids import canonical_json, stable_hash
 from sweep.engine.problem import Problem
 from sweep.study import runs_study
 
-__all__ = ["DesignTask", "design_tasks", "count_design_tasks", "evaluate_design", "design_name"]
+__all__ = ["DesignTask", "design_tasks", "count_design_tasks", "evaluate_design", "design_name", "mapped_layer",
+           "mapper_view", "pruned_tables", "make_task"]
 
 
 def design_name(design_id: str) -> str:
@@ -113,6 +115,7 @@ def evaluate_design(template, design_id: str, values: dict, networks: Sequence, 
                           **_nan_totals(), mapper=mapper_name, objective=objective, seed=seed, **extra)
                      for n in networks], [])
     cache: dict[str, dict] = {}
+    view = mapper_view(acc)
     rows, totals = [], []
     steps = any(n.workload for n in networks)  # transformer steps: the STEP_TOTALS columns
     for net in networks:
@@ -126,8 +129,7 @@ def evaluate_design(template, design_id: str, values: dict, networks: Sequence, 
         for li, (layer, rep) in enumerate(net.unique()):
             key = canonical_json(layer.hash_fields())
             if key not in cache:
-                prob = Problem.layer(mapper_name, layer, acc, objective=objective, params=params, seed=seed)
-                cache[key] = _map_layer(prob, with_spatial)
+                cache[key] = mapped_layer(mapper_name, layer, acc, objective, params, seed, with_spatial, view)
             res = cache[key]
             net_rows.append(dict(common, network=net.name, layer_index=li, layer=layer.name, repeat=rep,
                                  mapper=mapper_name, objective=objective, seed=seed, **res))
@@ -248,6 +250,85 @@ MIX_TOTALS = ("request_latency_s", "requests_per_s", "energy_per_request_j")
 def _nan_totals() -> dict:
     return {"energy_pj": np.nan, "latency_cycles": np.nan, "edp": np.nan, "layers": 0, "macs": 0,
             "evaluations": 0, "wall_s": 0.0}
+
+
+def pruned_tables(campaign, task_id: str, designs: Sequence[tuple[str, dict]],
+                  reasons: Sequence[dict[str, str]]) -> dict[str, pa.Table]:
+    """The tables of designs a pruned grid leaves unmapped (`sweep.search.grid`): per design its
+    ``archs`` row, and per step (and the serving mix) a ``totals`` and a ``rows`` row with status
+    ``"pruned"``, NaN figures and ``error`` the bound that beat it (``reasons``: per design,
+    dimension -> message; a step's own dimension, else the first)."""
+    from costmodel.loopnest.physics import design_area_mm2
+
+    space, spec = campaign.architectures, campaign.mappers[0]
+    nets = list(campaign.networks)
+    mix = campaign.workload
+    with_spatial = DATAFLOW in space.names or spec.params.get("spatial") == "search"
+    rows, totals, archs = [], [], []
+    for (did, values), why in zip(designs, reasons):
+        acc = space.template.design(values, name=design_name(did))
+        area = design_area_mm2(acc)
+        archs.append({"design_id": did, "arch": canonical_json(acc.to_dict())})
+        common = {"design_id": did, **values}
+        first = next(iter(why.values()), "pruned")
+        run = {"mapper": spec.name, "objective": campaign.objectives[0], "seed": campaign.seeds[0]}
+        for net in nets:
+            err = why.get(f"step:{net.name}", first)
+            fig = {"status": "pruned", "error": err, "energy_pj": np.nan, "latency_cycles": np.nan, "edp": np.nan,
+                   "value": np.nan, "evaluations": 0, "wall_s": 0.0, "engine": None, "loops": None}
+            rows.append(dict(common, network=net.name, layer_index=-1, layer="", repeat=0, **run, **fig,
+                             **({"spatial": ""} if with_spatial else {})))
+            tot = dict(common, network=net.name, area_mm2=area, **run, status="pruned", error=err, **_nan_totals())
+            totals.append({**dict.fromkeys(step_total_columns(nets)), **tot, **_step_keys(net)})
+        if mix is not None:
+            row = dict(totals[-1], network=mix.name, phase="mix", batch=mix.batch, seq=mix.prompt,
+                       context=mix.prompt + mix.output, error=why.get("phase:mix", first))
+            totals.append(row)
+    names = space.names
+    return {"archs": _table(archs, task_id, names, params=False), "totals": _table(totals, task_id, names),
+            "rows": _table(rows, task_id, names)}
+
+
+#: Layer mappings kept in this process for the next designs (`mapped_layer`): key -> row figures.
+_MAPPINGS: "OrderedDict[str, dict]" = OrderedDict()
+#: How many `_MAPPINGS` entries a process keeps (least recently used dropped): a design of the
+#: bundled LLM search has 31 unique layers; a few thousand entries are a few MB.
+MAPPINGS_KEPT = 4096
+
+
+def mapper_view(acc) -> str:
+    """What a loop-nest mapper sees of accelerator ``acc``: its repr (the array, the memories with
+    their sizes, energies and bandwidths in bits per cycle, the precisions, the MAC and
+    accumulator energies, the clock, the default unrolling) without its name, and its spatial
+    hint. Two designs of one view get the same mapping of every layer from a seeded mapper
+    (`mapped_layer`); what the repr leaves out (the vector unit, the DRAM kind's name and capacity,
+    the cost per launch, the technology) is not read by the mappers, only by a step's totals."""
+    hint = acc.spatial_hint.to_dict() if acc.spatial_hint is not None else None
+    return canonical_json({"arch": repr(replace(acc, name="")), "hint": hint})
+
+
+def mapped_layer(mapper_name: str, layer, acc, objective: str, params: dict, seed: int, with_spatial: bool,
+                 view: str | None = None) -> dict:
+    """The row figures of ``layer`` mapped on ``acc`` (`_map_layer`), reused when this process
+    already mapped the same layer with the same mapper, parameters, objective and seed on a
+    design of the same `mapper_view` (a design differing only in its vector unit, say): the
+    figures are those of mapping it alone (the mappers are deterministic given the seed; checked
+    on every DRAM kind, unit count and clock by tests/sweep/test_design_reuse.py). ``wall_s`` of a
+    reused row is the time this lookup took (s)."""
+    t0 = time.perf_counter()
+    key = stable_hash({"view": view if view is not None else mapper_view(acc), "layer": layer.hash_fields(),
+                       "mapper": mapper_name, "params": params, "objective": objective, "seed": seed,
+                       "spatial": with_spatial}, 32)
+    hit = _MAPPINGS.get(key)
+    if hit is not None:
+        _MAPPINGS.move_to_end(key)
+        return {**hit, "wall_s": time.perf_counter() - t0}
+    prob = Problem.layer(mapper_name, layer, acc, objective=objective, params=params, seed=seed)
+    res = _map_layer(prob, with_spatial)
+    _MAPPINGS[key] = res
+    while len(_MAPPINGS) > MAPPINGS_KEPT:
+        _MAPPINGS.popitem(last=False)
+    return dict(res)
 
 
 def _map_layer(prob: Problem, with_spatial: bool = False) -> dict:

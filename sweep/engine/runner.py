@@ -43,6 +43,9 @@ class RunSummary:
     over workers (see `sweep.engine.executor.TIMERS`), ``compact_s`` merging fragments at the end.
     ``fragments`` counts the batches written; ``compacted``: table -> (fragments before, after)
     if the run ended with more than `COMPACT_ABOVE` ``rows`` fragments and merged them.
+    ``search``: what an architecture search that decides as it goes did (an Optuna study:
+    ``designs``, ``trials``, ``asked``, ``repeats``, ``stopped`` = why it stopped early or "";
+    a grid pruned by bound: ``designs``, ``mapped``, ``pruned``, ``rounds``, ``bounds_s``).
     """
 
     output: str
@@ -58,6 +61,7 @@ class RunSummary:
     timings: dict[str, float] = field(default_factory=dict)
     rows_by_status: dict[str, int] = field(default_factory=dict)
     first_reason: dict[str, str] = field(default_factory=dict)
+    search: dict = field(default_factory=dict)
 
     def count_rows(self, rows: pa.Table) -> None:
         """Count the ``rows`` of one task by status (``rows_by_status``: "ok", "infeasible",
@@ -197,6 +201,10 @@ def _study(campaign: Campaign, store: Store, stamp: dict, summary: RunSummary, r
     except KeyboardInterrupt:
         summary.seconds = time.perf_counter() - t0
         raise Interrupted(summary) from None
+    if len(store.fragments("rows")) > COMPACT_ABOVE:  # a batch per round: many small fragments
+        t1 = time.perf_counter()
+        summary.compacted = store.compact()
+        summary.timings["compact_s"] = time.perf_counter() - t1
     summary.seconds = time.perf_counter() - t0
     return summary
 

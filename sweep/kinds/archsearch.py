@@ -75,11 +75,19 @@ class ArchsearchKind(CampaignKind):
         return count_design_tasks(campaign)
 
     def runs_study(self, campaign: Any) -> bool:
-        return runs_study(campaign.search.sampler, self.name)
+        """An Optuna study, or a grid pruned by bound (`sweep.search.grid`): both decide what to
+        map as they go."""
+        return runs_study(campaign.search.sampler, self.name) or campaign.search.prune != "none"
 
     def run_study(self, campaign: Any, summary: Any, *, resume: bool, executor: str, address: str | None,
                   progress: Any, flush: Any) -> None:
-        """The Optuna search over designs (`sweep.search.driver.run_search`)."""
+        """The Optuna search over designs (`sweep.search.driver.run_search`), or the pruned grid
+        (`sweep.search.grid.run_pruned_grid`)."""
+        if campaign.search.prune != "none":
+            from sweep.search.grid import run_pruned_grid
+            summary.search = run_pruned_grid(campaign, summary, resume=resume, executor=executor, address=address,
+                                             progress=progress, flush=flush)
+            return
         from sweep.search.driver import run_search
         run_search(campaign, summary, resume=resume, executor=executor, address=address,
                    progress=progress, flush=flush)
@@ -94,18 +102,28 @@ class ArchsearchKind(CampaignKind):
 
     def estimate(self, campaign: Any) -> Any:
         """Every design costs what the middle valid design's layers cost (each unique layer's units
-        as the mapper's parameters say, `sweep.kinds.estimate`); an Optuna study maps ``batch``
-        designs at once."""
+        as the mapper's parameters say, `sweep.kinds.estimate`), once per *view*: designs that differ
+        only where the mapper does not look (the vector unit) share their mappings
+        (`sweep.engine.design_tasks.mapped_layer`), so a grid or a random sample costs its distinct
+        views; an Optuna study maps ``batch`` designs at once; a grid pruned by bound costs at most
+        its views (how many it prunes is known only as it runs)."""
         from sweep.kinds.estimate import Estimate
         c = campaign
-        est = Estimate(parallel=c.search.batch if self.runs_study(c) else None)
+        optuna = runs_study(c.search.sampler, self.name)
+        est = Estimate(parallel=c.search.batch if optuna else None)
         design_s, what, why = _design_seconds(c)
-        n = self.count(c)
-        per = 1 if self.runs_study(c) else c.run.designs_per_task
-        designs = c.search.trials if self.runs_study(c) else len(selected(c))
-        for i in range(n):
-            k = min(per, designs - i * per)
+        if optuna:
+            for _ in range(c.search.trials):
+                est.add(design_s, what, why)
+            return est
+        idx = selected(c)
+        views = _views(c, idx)
+        per = c.run.designs_per_task
+        for start in range(0, len(idx), per):
+            k = len(set(views[start:start + per]))
             est.add(None if design_s is None else k * design_s, what, why)
+        est.note = (f"{len(set(views)):,} distinct mapper view(s) of {len(idx):,} design(s)"
+                    + (", at most: pruning by bound maps fewer" if c.search.prune != "none" else ""))
         return est
 
     def describe_valid(self, campaign: Any, path: Path) -> str:
@@ -125,6 +143,15 @@ class ArchsearchKind(CampaignKind):
             f"  search: {s.sampler}" + (f", {s.trials} trial(s), seed {s.seed}" if s.trials else "")
             + f", objectives {words(s.objectives)}",
             f"  {self.estimate(c).line(cpus(c))}"])
+
+
+def _views(campaign: Any, idx) -> list[int]:
+    """The `mapper_view` of each design of ``idx`` as a small integer (equal = shared mappings)."""
+    from sweep.engine.design_tasks import mapper_view
+    sp = campaign.architectures
+    seen: dict[str, int] = {}
+    memo: dict = {}
+    return [seen.setdefault(mapper_view(sp.template.design(sp.point(int(i)), memo=memo)), len(seen)) for i in idx]
 
 
 def _design_seconds(campaign: Any) -> tuple[float | None, str, str]:

@@ -153,6 +153,7 @@ class Estimate:
         parallel: the most tasks that run at once whatever the CPUs (an Optuna study's batch);
             None = one per CPU.
         missing: what has no estimate (a mapper, a kind), with why.
+        note: a clause the estimate line adds (what was counted, e.g. the distinct mapper views).
     """
 
     tasks: int = 0
@@ -160,6 +161,7 @@ class Estimate:
     longest_s: float = 0.0
     parallel: int | None = None
     missing: dict[str, str] = field(default_factory=dict)
+    note: str = ""
 
     def add(self, seconds: float | None, what: str = "", why: str = "no cost model") -> None:
         """Count one task of ``seconds`` on one core (its units' sum; None: ``what`` has no
@@ -185,4 +187,5 @@ class Estimate:
                 by_why.setdefault(why, []).append(what)
             return "run time: " + "; ".join(f"no estimate for {', '.join(w)} ({why})" for why, w in by_why.items())
         return (f"run time: {_duration(self.wall_s(n_cpus))} on {n_cpus} CPU(s) (estimate: {self.tasks:,} task(s), "
-                f"{self.seconds / 60:,.1f} CPU-min; unit costs measured by scripts/bench_estimate.py)")
+                f"{self.seconds / 60:,.1f} CPU-min" + (f"; {self.note}" if self.note else "")
+                + "; unit costs measured by scripts/bench_estimate.py)")

@@ -269,12 +269,16 @@ def llm_designs(totals: pd.DataFrame, rows: pd.DataFrame | None, archs: pd.DataF
         if fig not in df or df[fig].isna().all():
             continue
         d = df[df[fig].notna()]
-        front = d.iloc[pareto_front(d[["area_mm2", fig]].to_numpy(dtype=float))].sort_values("area_mm2")
+        front = d.iloc[pareto_front(d[["area_mm2", fig]].to_numpy(dtype=float))].sort_values(
+            ["area_mm2", fig, "design_id"])
         out["fronts"][phase] = front.to_dict("records")
-        best = d.loc[d[fig].astype(float).idxmin()].to_dict()
+        # ties (designs that differ only where the figure does not look) go to the smaller design,
+        # then the design id: the answer does not depend on the order designs were stored in
+        d = d.assign(_fig=d[fig].astype(float), _eff=d[fig].astype(float) * d["area_mm2"])
+        best = d.sort_values(["_fig", "area_mm2", "design_id"]).iloc[0].drop(["_fig", "_eff"]).to_dict()
         out["best"].append({"for": phase, "label": label, **best})
         # the most area-efficient: least figure x area (most tokens or requests per s per mm^2)
-        eff = d.loc[(d[fig].astype(float) * d["area_mm2"]).idxmin()].to_dict()
+        eff = d.sort_values(["_eff", "area_mm2", "design_id"]).iloc[0].drop(["_fig", "_eff"]).to_dict()
         out["best"].append({"for": f"{phase} per mm^2", "label": f"{label} x area", **eff})
     out["rooflines"], out["breakdowns"] = _design_details(out["best"], rows, archs, networks)
     if plots_dir is not None and out["rooflines"]:

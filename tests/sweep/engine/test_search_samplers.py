@@ -111,3 +111,21 @@ def test_tpe_beats_random_sampling_on_a_fixed_grid():
         rnd = _run(optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=seed)), 40)[10:]
         assert sum(tpe) < 0.5 * sum(rnd), (seed, tpe, rnd)
         assert sum(v <= 2 for v in tpe) >= 8 > 3 >= sum(v <= 2 for v in rnd), (seed, tpe, rnd)
+
+
+def _told(ids):
+    return [SimpleNamespace(number=i, user_attrs={"design_id": d}) for i, d in enumerate(ids)]
+
+
+def test_a_study_that_keeps_repeating_itself_stops_and_says_why():
+    """36 of the last 40 suggestions repeats or invalid points: no room, and the reason names the
+    designs evaluated, the share of repeats and the way to every design; 35 of 40: it goes on."""
+    c = SimpleNamespace(architectures=None, search=SearchSpec("nsga2", 50, 0, ("edp",), 4))
+    fresh = [f"d{i}" for i in range(10)]
+    stuck = fresh + ["d0"] * 30 + [None] * 6 + [f"e{i}" for i in range(4)]      # 36 repeats in the last 40
+    obj = driver._DesignObjective(c, None, None, {}, None, None, _told(stuck))
+    assert obj.room(None, []) == 0
+    assert "14 of 50 designs" in obj.stopped and "36 of its last 40" in obj.stopped and "prune" in obj.stopped
+    going = fresh + ["d0"] * 30 + [None] * 5 + [f"e{i}" for i in range(5)]      # 35 in the last 40
+    obj = driver._DesignObjective(c, None, None, {}, None, None, _told(going))
+    assert obj.room(None, []) == 4 and not obj.stopped

@@ -1,0 +1,115 @@
+"""Lower bounds no mapping can beat: a layer's and a transformer step's least latency (cycles) and
+least energy (pJ) on a loop-nest accelerator, computed without mapping anything.
+
+What an architecture search prunes on (`sweep.search.grid`): a design whose bounds are already
+beaten by designs it has mapped cannot be on a front, so it need not be mapped. A bound is only
+useful if it is a true bound of *this* model, so each term below is a term of the model's own
+latency and energy (`costmodel.loopnest.reference`, module docstring) that no mapping removes:
+
+* **compute**: the model's latency is C + max over memories of the stall, C the product of the
+  temporal loop factors (padding included), so latency >= C >= MACs / PEs (every PE busy);
+* **DRAM**: a memory's stall on a port is at least the sum of the port's transfer times minus the
+  window C they may hide in, so latency >= the DRAM port's transfer time; no mapping moves less
+  than the compulsory traffic (`costmodel.roofline.compulsory_bytes`: every weight and input
+  element the DRAM serves read once, every output written once at its final precision; the
+  operands a fused tile keeps on chip, `Accelerator.for_layer`, are not the DRAM's), so with one
+  port shared by reads and writes (the DRAM of a kind, `costmodel.tech.dram`) latency >=
+  (reads + writes) / bandwidth, with two ports the larger of reads / read bandwidth and writes /
+  write bandwidth;
+* **energy**: MACs x (mac_pj + accumulator_pj) plus the compulsory DRAM bits at the DRAM's energy
+  per bit (read_pj / word_bits for reads, write_pj / word_bits for writes: a whole word is
+  charged for part of one, so the true count is at least this); every other access costs >= 0;
+* **compute, with the unrolling**: C = the product over loop dims of ceil(bound / spatial factor) =
+  MACs / (PEs x utilization) for the unrolling the mapping runs, so with the best utilisation any
+  unrolling the mapper may run reaches (``utilization``, from the spatial candidates: the sweep
+  side, `sweep.search.bounds`), latency >= MACs / (PEs x that utilisation);
+* **a step** (`step_bounds`): the array runs its matmuls one after another and a vector operation
+  either runs alone or beside matmuls, adding what it takes beyond them (`costmodel.llm.step_latency`:
+  an increasing function of each matmul's latency), so that formula on the matmuls' bounds bounds
+  the step, plus the fixed launch cost; its energy = the matmuls' + the vector operations' (exact,
+  `costmodel.vector`), so >= the matmuls' bounds + the vector energy.
+
+Checked against the mapped figures of every layer and step of a sample of the bundled LLM search's
+designs (tests/costmodel/test_bounds.py: bound <= mapped, always) and by hand on one layer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from costmodel.loopnest.reference import operand_bits
+from costmodel.loopnest.window import footprint
+
+__all__ = ["LayerBound", "layer_bound", "step_bounds"]
+
+
+@dataclass(frozen=True)
+class LayerBound:
+    """The least latency (cycles) and energy (pJ) of one execution of a layer on an accelerator,
+    and which term sets the latency (``"compute"`` or ``"dram"``)."""
+
+    latency_cycles: float
+    energy_pj: float
+    bound_by: str
+
+
+def layer_bound(layer, arch, utilization: float = 1.0) -> LayerBound:
+    """The bound of one execution of ``layer`` (`costmodel.workload.Layer`) on ``arch`` (a loop-nest
+    `Accelerator` whose outermost memory is its DRAM), module docstring. ``utilization``: the
+    highest share of the PEs any unrolling the mapper may run keeps busy (MACs / (PEs x temporal
+    iterations), `mappers.spatial.utilization`; 1 = every PE), which raises the compute term to
+    MACs / (PEs x utilization).
+
+    Raises:
+        ValueError: the layer keeps an operand on chip that no memory below the DRAM serves
+            (`Accelerator.for_layer`).
+    """
+    view = arch.for_layer(layer)
+    top = view.memories[-1]
+    bits = operand_bits(layer, view)
+    prec = {"W": bits["W"], "I": bits["I"], "O": bits["O_final"]}
+    dims = layer.dims()
+    served = [op for op in ("W", "I", "O") if top.size_bits is None and view.levels(op)[-1] is top]
+    reads = sum(footprint(op, dims, layer) * prec[op] for op in served if op != "O")
+    writes = footprint("O", dims, layer) * prec["O"] if "O" in served else 0
+    compute = layer.macs / (view.pe_count * utilization) * (1 - 1e-12)  # C is an integer >= this
+    if top.shared_port:
+        dram = (reads + writes) / top.read_bw
+    else:
+        dram = max(reads / top.read_bw, writes / top.write_bw)
+    mac = view.mac_pj + (view.accumulator_pj or 0.0)
+    energy = layer.macs * mac + reads * top.read_pj / top.word_bits + writes * top.write_pj / top.word_bits
+    return LayerBound(max(compute, dram), energy, "compute" if compute >= dram else "dram")
+
+
+def step_bounds(network, arch, utilization=None) -> dict[str, Any]:
+    """Bounds of one transformer step (or any network) on ``arch``: ``latency_cycles`` (cycles),
+    ``latency_s`` (s, at ``arch.clock_mhz``), ``energy_pj`` (pJ), ``dram_bound_layers`` (how many
+    of the unique layers the DRAM term bounds), module docstring. The vector operations are costed
+    exactly (`costmodel.vector`) when ``arch`` has a vector unit, else left out (as the step's totals
+    leave them out); the step's latency is `costmodel.llm.step_latency` of the layers' bounds (the
+    formula of the mapped step, increasing in every layer's latency: a vector operation beside
+    matmuls adds what it takes beyond them). ``utilization(layer)``: the layer's best PE
+    utilisation (`layer_bound`); None = 1."""
+    lat = energy = 0.0
+    by_dram = 0
+    unique = []
+    for layer, rep in network.unique():
+        b = layer_bound(layer, arch, 1.0 if utilization is None else utilization(layer))
+        unique.append(b.latency_cycles)
+        lat += b.latency_cycles * rep
+        energy += b.energy_pj * rep
+        by_dram += b.bound_by == "dram"
+    if network.vector_ops and getattr(arch, "vector", None) is not None:
+        from costmodel.llm import step_latency
+        from costmodel.vector import network_vector_costs
+        rows = network_vector_costs(network, arch)
+        energy += sum(r["energy_pj"] * r["repeat"] for r in rows)
+        lat = step_latency(network, unique, rows)["latency_cycles"]
+    launch_us = getattr(arch, "launch_overhead_us", 0.0)
+    if launch_us and network.workload:
+        from costmodel.llm import step_launches
+        lat += step_launches(network) * launch_us * arch.clock_mhz
+    return {"latency_cycles": lat, "latency_s": lat / (arch.clock_mhz * 1e6), "energy_pj": energy,
+            "dram_bound_layers": by_dram}

@@ -1,0 +1,110 @@
+"""Designs per core-second of an architecture search over LLM steps: each design mapped alone
+(what an Optuna study does, one design per task), the same designs mapped with reuse across
+designs (`sweep.engine.design_tasks.mapped_layer`: designs of one mapper view share every layer
+mapping), and a whole grid pruned by bound (`sweep.search.grid`) from its finished run.
+
+``--sample``: a seeded sample of ``--views`` mapper views of the campaign's grid, with every design
+of each view (so the sample has the grid's designs per view on average), mapped in this process on
+one core: first each design alone (the mapping cache cleared before each), then all in one task.
+Rows are compared (they must be equal but for the wall time) and both rates printed.
+
+``--run DIR --seconds S [--cores K]``: a finished pruned-grid run (``sweep run`` of a campaign with
+``prune = "bound"``, its wall time S on K cores): designs of the grid per core-second, and how many
+were mapped and pruned.
+
+    python scripts/bench_grid.py --sample campaigns/llm_llama3_8b.toml --views 8
+    python scripts/bench_grid.py --run results/llm_llama3_8b --seconds 3600 --cores 2
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import time
+
+os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+
+
+def _rows(tables) -> list[dict]:
+    out = []
+    for r in tables.to_pylist():
+        r = {k: v for k, v in r.items() if k not in ("task_id", "wall_s")}
+        out.append({k: ("nan" if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()})
+    return out
+
+
+def sample(path: str, views: int, seed: int) -> dict:
+    """Map a sample of views alone and together (module docstring); the rates and the check."""
+    import numpy as np
+
+    import sweep.engine.design_tasks as dt
+    from sweep.kinds.archsearch import _views
+    from sweep.kinds.load import load_campaign
+
+    c = load_campaign(path)
+    sp = c.architectures
+    v = np.asarray(_views(c, np.arange(len(sp))))
+    chosen = np.random.default_rng(seed).choice(np.unique(v), size=views, replace=False)
+    idx = [int(i) for i in np.flatnonzero(np.isin(v, chosen))]
+    dt.make_task(c, idx[:1]).run()   # compile the kernels
+    alone_rows, t0 = [], time.process_time()
+    for i in idx:
+        dt._MAPPINGS.clear()
+        alone_rows += _rows(dt.make_task(c, [i]).run()["rows"])
+    alone = time.process_time() - t0
+    dt._MAPPINGS.clear()
+    t0 = time.process_time()
+    together = dt.make_task(c, idx).run()
+    reuse = time.process_time() - t0
+    same = _rows(together["rows"]) == alone_rows
+    return {"campaign": path, "designs": len(idx), "views": views, "grid_designs": len(sp),
+            "grid_views": int(len(np.unique(v))), "alone_cpu_s": alone, "reuse_cpu_s": reuse,
+            "alone_designs_per_core_s": len(idx) / alone, "reuse_designs_per_core_s": len(idx) / reuse,
+            "speedup": alone / reuse, "rows_equal": same}
+
+
+def run_dir(directory: str, seconds: float, cores: int) -> dict:
+    """The grid's designs per core-second from a finished pruned run."""
+    from sweep.engine.store import Store
+    t = Store(directory).read("totals")
+    by = t.groupby("design_id")["status"].agg(lambda s: "pruned" if (s == "pruned").all() else "mapped")
+    n = int(len(by))
+    mapped = int((by == "mapped").sum())
+    return {"directory": directory, "designs": n, "mapped": mapped, "pruned": n - mapped, "seconds": seconds,
+            "cores": cores, "designs_per_core_s": n / (seconds * cores),
+            "mapped_per_core_s": mapped / (seconds * cores)}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sample", metavar="CAMPAIGN")
+    ap.add_argument("--views", type=int, default=8)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--run", metavar="DIR")
+    ap.add_argument("--seconds", type=float)
+    ap.add_argument("--cores", type=int, default=2)
+    ap.add_argument("--json", metavar="FILE")
+    a = ap.parse_args()
+    out = {}
+    if a.sample:
+        s = out["sample"] = sample(a.sample, a.views, a.seed)
+        print(f"| designs (views) | alone: designs / core-s | with reuse | speed-up | rows equal |\n|---|---:|---:|---:|---|\n"
+              f"| {s['designs']} ({s['views']}; grid {s['grid_designs']:,} in {s['grid_views']:,} views) | "
+              f"{s['alone_designs_per_core_s']:.3f} | {s['reuse_designs_per_core_s']:.3f} | {s['speedup']:.2f}x | "
+              f"{s['rows_equal']} |")
+    if a.run:
+        if a.seconds is None:
+            ap.error("--run needs --seconds (the run's wall time)")
+        r = out["run"] = run_dir(a.run, a.seconds, a.cores)
+        print(f"| designs | mapped | pruned | wall s x cores | designs / core-s |\n|---:|---:|---:|---:|---:|\n"
+              f"| {r['designs']:,} | {r['mapped']:,} | {r['pruned']:,} | {r['seconds']:.0f} x {r['cores']} | "
+              f"{r['designs_per_core_s']:.3f} |")
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(out, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
