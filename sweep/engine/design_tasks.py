@@ -354,18 +354,43 @@ def _map_layer(prob: Problem, with_spatial: bool = False) -> dict:
     return out
 
 
+_INTS = ("layer_index", "repeat", "evaluations", "layers", "macs", "seed", "batch", "seq", "context", "max_batch",
+         "chains", "launches")
+_STRS = ("design_id", "network", "layer", "mapper", "objective", "error", "engine", "loops", "spatial", "phase", "arch")
+#: The Arrow type of every column a task writes that can be empty (None) in one task and set in
+#: another, so that every fragment of a dataset has one schema (a reader such as
+#: ``pandas.read_parquet(DIR/totals)`` then reads them together): counts int64, names and JSON
+#: strings, every other figure float64. A column not named here keeps its inferred type (a grid
+#: parameter's values), strings where all are None.
+COLUMN_TYPES: dict[str, pa.DataType] = {**dict.fromkeys(_INTS, pa.int64()), **dict.fromkeys(_STRS, pa.string())}
+
+
+def _column(name: str, values: list) -> pa.Array:
+    t = COLUMN_TYPES.get(name)
+    if t is None:
+        nums = [v for v in values if v is not None]
+        if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in nums):
+            t = pa.float64()
+    if t is not None:
+        return pa.array(values, type=t)
+    a = pa.array(values)
+    return a.cast(pa.string()) if pa.types.is_null(a.type) else a
+
+
+
 def _table(items: list[dict], task_id: str, param_names: Sequence[str], params: bool = True) -> pa.Table:
-    """Rows (dicts) -> an Arrow table with ``task_id`` and ``status`` first; parameter columns last."""
+    """Rows (dicts) -> an Arrow table with ``task_id`` and ``status`` first; parameter columns last;
+    each column of its declared type (`COLUMN_TYPES`; a figure float64)."""
     if not items:
         return pa.table({"task_id": pa.array([], pa.string()), "status": pa.array([], pa.string())})
     keys = [k for k in items[0] if k not in param_names and k != "status"]
-    cols: dict[str, Any] = {"task_id": [task_id] * len(items),
-                            "status": [it.get("status", "ok") for it in items]}
+    cols: dict[str, Any] = {"task_id": pa.array([task_id] * len(items), pa.string()),
+                            "status": pa.array([it.get("status", "ok") for it in items], pa.string())}
     for k in keys:
-        cols[k] = [it.get(k) for it in items]
+        cols[k] = _column(k, [it.get(k) for it in items])
     if params:
         for k in param_names:
-            cols[k] = [it[k] for it in items]
+            cols[k] = pa.array([it[k] for it in items])
     return pa.table(cols)
 
 

@@ -141,6 +141,7 @@ class ArchsearchKind(CampaignKind):
             + (", ".join(f"{k}: {v:,}" for k, v in sp.dropped.items()) or "none"),
             f"  area of the valid designs {sp.area_mm2.min():.2f}..{sp.area_mm2.max():.2f} mm^2",
             f"  search: {s.sampler}" + (f", {s.trials} trial(s), seed {s.seed}" if s.trials else "")
+            + (f", pruned by bound in rounds of {s.batch * c.run.designs_per_task} designs" if s.prune != "none" else "")
             + f", objectives {words(s.objectives)}",
             f"  {self.estimate(c).line(cpus(c))}"])
 

@@ -269,7 +269,11 @@ def build(directory: Path, manifest: dict, plots_dir: str | Path | None = None) 
         status = d["status"].astype(str).value_counts()
         rep["design_rows"] = {k: int(status[k]) for k in sorted(status.index, key=lambda k: (k != "ok", k))}
         rep["designs_evaluated"] = int(d["design_id"].nunique())
-        rep["design_failures"] = _design_failures(d)
+        rep["design_failures"] = _design_failures(d[d["status"].astype(str) != "pruned"])
+        pruned = d.groupby("design_id")["status"].agg(lambda x: bool((x.astype(str) == "pruned").all()))
+        if pruned.any():  # a grid pruned by bound (sweep.search.grid): what the tables cover
+            rep["designs_pruned"] = int(pruned.sum())
+            rep["designs_mapped"] = int((~pruned).sum())
     order = [n.get("name") for n in cfg.get("networks", []) if isinstance(n, dict)]
     nets = [n for n in order if n in set(df.get("network", []))]
     nets += [n for n in dict.fromkeys(df.get("network", [])) if n not in nets]
@@ -503,6 +507,12 @@ def show(rep: dict[str, Any], console) -> None:
                   f"sampler {s.get('sampler')}, objective(s) {fmt.words(s.get('objectives') or [])}; "
                   f"{rep.get('designs_evaluated', 0)} design(s) evaluated, (design, network) rows: "
                   f"{fmt.counts(rep.get('design_rows', {}))}", soft_wrap=True, highlight=False, markup=False)
+    if rep.get("designs_pruned"):
+        console.print(f"  {rep['designs_mapped']:,} design(s) mapped, {rep['designs_pruned']:,} pruned by bound: each "
+                      "beaten on every phase's figure and every step's time, against area, by a mapped design "
+                      "(its rows say by which); the answer per phase (fronts, the best, the best per mm^2) is the "
+                      "whole grid's, the per-network tables (EDP, energy) and the parameter effects are over the "
+                      "mapped designs", soft_wrap=True, highlight=False, markup=False)
     for f in rep.get("design_failures") or []:
         console.print(f"  {f['status']}: {f['network']}: {f['designs']} design(s), e.g. {f['design_id']}: {f['error']}",
                       soft_wrap=True, highlight=False, markup=False)

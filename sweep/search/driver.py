@@ -56,8 +56,8 @@ MAX_ASKED = 10
 #: ``search.batch`` if more) asked points were designs already evaluated or invalid points: the
 #: sampler has converged on what it knows and asking more only repeats it (NSGA-II on the bundled
 #: LLM search asked 1,385 repeats for 179 designs before this rule).
-REPEAT_SHARE = 0.9
-REPEAT_WINDOW = 40
+REPEAT_SHARE = 0.95
+REPEAT_WINDOW = 80
 
 
 def design_value(totals: list[dict], objective: str) -> float:

@@ -24,7 +24,8 @@ TINY_NET = (REPO / "tests" / "data" / "tiny_net.csv").as_posix()
 BUNDLED = {"area16mm2": "systolic", "salsa_eyeriss": "loopnest", "cosa_simba": "loopnest",
            "flexer_multinpu": "npu", "archsearch_eyeriss": "archsearch", "archsearch_eyeriss_nsga2": "archsearch",
            "dataflow_eyeriss": "archsearch", "tune_salsa_eyeriss": "tune", "tune_salsa_default": "tune",
-           "llm_serving": "loopnest", "llm_llama3_8b": "archsearch", "llm_llama3_70b": "archsearch"}
+           "llm_serving": "loopnest", "llm_llama3_8b": "archsearch", "llm_llama3_8b_nsga2": "archsearch",
+           "llm_llama3_70b": "archsearch"}
 
 
 def test_every_bundled_campaign_is_of_the_kind_its_file_says():

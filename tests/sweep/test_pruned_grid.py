@@ -121,3 +121,16 @@ def test_interrupted_and_resumed_equals_undisturbed(runs, tmp_path, monkeypatch)
     a, b = _key(Store(pruned.output).read("totals")), _key(Store(c.output).read("totals"))
     cols = ["status", "error", "energy_pj", "latency_cycles"]
     pd.testing.assert_frame_equal(a[cols], b[cols], check_dtype=False)
+
+
+def test_each_dataset_reads_with_plain_pandas(runs):
+    """Pruned designs' rows (figures None) and mapped ones' share one schema per dataset: pandas
+    and pyarrow read a table's fragments together (issue: "Unsupported cast from double to null")."""
+    import pyarrow.dataset as ds
+    _, pruned, _ = runs
+    for t in ("totals", "rows", "archs"):
+        df = pd.read_parquet(pruned.output / t)
+        assert len(df) == len(Store(pruned.output).read(t)) > 0
+        assert ds.dataset(pruned.output / t).to_table().num_rows == len(df)
+    tot = pd.read_parquet(pruned.output / "totals")
+    assert tot["ttft_s"].dtype == float and tot["batch"].dtype.kind in "if"

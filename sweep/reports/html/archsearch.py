@@ -196,6 +196,10 @@ def build(directory: Path, manifest: dict, out_file: str | Path, rep: dict[str, 
     page.text(f"{rep.get('designs_evaluated', 0)} design(s) evaluated, parameters {', '.join(params)}; "
               "hover a design for its figures and the command reproducing them, click it for its energy per "
               "layer and memory level (the stored mappings re-costed by the reference model).", "note")
+    if rep.get("designs_pruned"):
+        page.text(f"{rep['designs_mapped']:,} design(s) mapped, {rep['designs_pruned']:,} pruned by bound (beaten on every "
+                  "figure of the answer by a mapped design: the answer per phase is the whole grid's; the plots "
+                  "below show the mapped designs).", "note")
     for p in problems:
         page.text(f"no command: {p}", "note")
     page.data["networks"] = {}

@@ -118,14 +118,14 @@ def _told(ids):
 
 
 def test_a_study_that_keeps_repeating_itself_stops_and_says_why():
-    """36 of the last 40 suggestions repeats or invalid points: no room, and the reason names the
-    designs evaluated, the share of repeats and the way to every design; 35 of 40: it goes on."""
+    """76 of the last 80 suggestions repeats or invalid points: no room, and the reason names the
+    designs evaluated, the share of repeats and the way to every design; 75 of 80: it goes on."""
     c = SimpleNamespace(architectures=None, search=SearchSpec("nsga2", 50, 0, ("edp",), 4))
     fresh = [f"d{i}" for i in range(10)]
-    stuck = fresh + ["d0"] * 30 + [None] * 6 + [f"e{i}" for i in range(4)]      # 36 repeats in the last 40
+    stuck = fresh + ["d0"] * 70 + [None] * 6 + [f"e{i}" for i in range(4)]      # 76 repeats in the last 80
     obj = driver._DesignObjective(c, None, None, {}, None, None, _told(stuck))
     assert obj.room(None, []) == 0
-    assert "14 of 50 designs" in obj.stopped and "36 of its last 40" in obj.stopped and "prune" in obj.stopped
-    going = fresh + ["d0"] * 30 + [None] * 5 + [f"e{i}" for i in range(5)]      # 35 in the last 40
+    assert "14 of 50 designs" in obj.stopped and "76 of its last 80" in obj.stopped and "prune" in obj.stopped
+    going = fresh + ["d0"] * 70 + [None] * 5 + [f"e{i}" for i in range(5)]      # 75 in the last 80
     obj = driver._DesignObjective(c, None, None, {}, None, None, _told(going))
     assert obj.room(None, []) == 4 and not obj.stopped
