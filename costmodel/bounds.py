@@ -83,7 +83,7 @@ def layer_bound(layer, arch, utilization: float = 1.0) -> LayerBound:
     return LayerBound(max(compute, dram), energy, "compute" if compute >= dram else "dram")
 
 
-def step_bounds(network, arch, utilization=None) -> dict[str, Any]:
+def step_bounds(network, arch, utilization=None, memo: dict | None = None, unique=None) -> dict[str, Any]:
     """Bounds of one transformer step (or any network) on ``arch``: ``latency_cycles`` (cycles),
     ``latency_s`` (s, at ``arch.clock_mhz``), ``energy_pj`` (pJ), ``dram_bound_layers`` (how many
     of the unique layers the DRAM term bounds), module docstring. The vector operations are costed
@@ -91,13 +91,23 @@ def step_bounds(network, arch, utilization=None) -> dict[str, Any]:
     leave them out); the step's latency is `costmodel.llm.step_latency` of the layers' bounds (the
     formula of the mapped step, increasing in every layer's latency: a vector operation beside
     matmuls adds what it takes beyond them). ``utilization(layer)``: the layer's best PE
-    utilisation (`layer_bound`); None = 1."""
+    utilisation (`layer_bound`); None = 1. ``memo``: a dict the caller keeps across designs of one
+    template, holding each layer's bound per (layer, what of ``arch`` it reads: PEs, DRAM level,
+    precisions, MAC energies, utilisation); ``unique``: ``network.unique()`` if the caller has it."""
     lat = energy = 0.0
     by_dram = 0
-    unique = []
-    for layer, rep in network.unique():
-        b = layer_bound(layer, arch, 1.0 if utilization is None else utilization(layer))
-        unique.append(b.latency_cycles)
+    cycles = []                       # one execution of each unique layer, in order
+    for layer, rep in (network.unique() if unique is None else unique):
+        u = 1.0 if utilization is None else utilization(layer)
+        if memo is None:
+            b = layer_bound(layer, arch, u)
+        else:
+            key = (layer, arch.pe_count, arch.memories[-1], tuple(sorted(arch.precisions.items())), arch.mac_pj,
+                   arch.accumulator_pj, u)
+            b = memo.get(key)
+            if b is None:
+                b = memo[key] = layer_bound(layer, arch, u)
+        cycles.append(b.latency_cycles)
         lat += b.latency_cycles * rep
         energy += b.energy_pj * rep
         by_dram += b.bound_by == "dram"
@@ -106,7 +116,7 @@ def step_bounds(network, arch, utilization=None) -> dict[str, Any]:
         from costmodel.vector import network_vector_costs
         rows = network_vector_costs(network, arch)
         energy += sum(r["energy_pj"] * r["repeat"] for r in rows)
-        lat = step_latency(network, unique, rows)["latency_cycles"]
+        lat = step_latency(network, cycles, rows)["latency_cycles"]
     launch_us = getattr(arch, "launch_overhead_us", 0.0)
     if launch_us and network.workload:
         from costmodel.llm import step_launches

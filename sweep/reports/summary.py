@@ -57,7 +57,7 @@ def summary(directory: Path, manifest: dict, rows: pd.DataFrame,
         "row_code_versions": sorted(rows["code_version"].dropna().unique().tolist()) if "code_version" in rows else [],
         "row_config_hashes": sorted(rows["config_hash"].dropna().unique().tolist()) if "config_hash" in rows else [],
     }
-    errors = rows[rows["status"] != "ok"]
+    errors = rows[~rows["status"].isin(["ok", "pruned"])]   # pruned: a design left unmapped by bound, not a failure
     if not errors.empty:
         cols = [c for c in ("task_id", "error") if c in errors]
         rep["errors"] = errors[cols].drop_duplicates().head(20).to_dict("records")
@@ -77,7 +77,7 @@ def _first_line(error: Any) -> str:
 
 
 def failures(rows: pd.DataFrame, problems: pd.DataFrame | None = None) -> dict[str, Any]:
-    """What did not finish among ``rows`` (status not "ok": "error", the code failed;
+    """What did not finish among ``rows`` (status not "ok" nor "pruned": "error", the code failed;
     "infeasible", nothing valid found; "skipped", the mapper declined the search): ``rows`` and
     ``tasks`` counted, and ``groups``, one per (status, mapper, network, layer) in the order first
     met (network and layer None where a row does not say, e.g. a task that failed as a whole): its
@@ -85,7 +85,7 @@ def failures(rows: pd.DataFrame, problems: pd.DataFrame | None = None) -> dict[s
     ``errors`` keep the tracebacks); where its rows give several reasons, ``more_reasons`` (the next
     two, with their rows) and ``other_reasons`` (how many more). At most 20 groups;
     ``more_groups`` counts the rest."""
-    err = rows[rows["status"].astype(str) != "ok"].copy()
+    err = rows[~rows["status"].astype(str).isin(["ok", "pruned"])].copy()
     if problems is not None and not problems.empty and "problem_id" in err and "problem_id" in problems:
         names = problems.drop_duplicates("problem_id").set_index("problem_id")
         for c in ("network", "layer"):
@@ -129,7 +129,7 @@ def print_failures(rep: dict[str, Any], console) -> None:
     f = rep.get("failures")
     if not f:
         return
-    status = rep.get("rows", {})
+    status = {k: n for k, n in rep.get("rows", {}).items() if k != "pruned"}
     ok = status.get("ok", 0)
     kinds = ", ".join(f"{n:,} {k}" for k, n in status.items() if k != "ok")
     verb = "failed" if set(status) <= {"ok", "error"} else "did not finish"

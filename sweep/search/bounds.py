@@ -108,15 +108,23 @@ def design_bounds(campaign, progress=None) -> DesignBounds:
     views = np.zeros(n, dtype=np.int64)
     seen: dict[str, int] = {}
     memo: dict = {}
+    layers: dict = {}                        # each layer's bound per what of the design it reads
+    fits: dict = {}                          # each step's footprint against a capacity
+    unique = {net.name: list(net.unique()) for net in nets}
     for i in range(n):
         values = space.point(i)
         acc = space.template.design(values, name=design_name(space.design_id(values)), memo=memo)
         views[i] = seen.setdefault(mapper_view(acc), len(seen))
+        u = best_u(acc)
         step_s = {}
+        cap = (tuple(sorted(acc.precisions.items())), acc.dram, acc.dram_gib_per_unit)
         for net in nets:
-            fp = step_footprint(net, acc) if net.workload else None
-            if fp is None or fp.fits:
-                step_s[net.name] = step_bounds(net, acc, lambda layer: best_u(layer, acc))["latency_s"]
+            ok = fits.get((net.name, cap))
+            if ok is None:
+                fp = step_footprint(net, acc) if net.workload else None
+                ok = fits[(net.name, cap)] = fp is None or fp.fits
+            if ok:
+                step_s[net.name] = step_bounds(net, acc, u, layers, unique[net.name])["latency_s"]
         lower[i] = figures_of(step_s, nets, mix, acc.clock_mhz)
         if progress is not None and (i + 1) % 1000 == 0:
             progress(i + 1, n)
@@ -124,7 +132,7 @@ def design_bounds(campaign, progress=None) -> DesignBounds:
 
 
 def _utilization(campaign):
-    """``u(layer, acc)``: the highest PE utilisation of any unrolling the campaign's mapper may run
+    """``of(acc)(layer)``: the highest PE utilisation of any unrolling the campaign's mapper may run
     for ``layer`` on ``acc`` (`costmodel.bounds.layer_bound`): with ``spatial = "search"`` the best of
     the layer's spatial candidates (`mappers.spatial.spatial_candidates` ranked by utilisation: the
     mapper runs some of them, none better than the first), kept per (layer, the array, the hint and
@@ -137,23 +145,28 @@ def _utilization(campaign):
     spec = campaign.mappers[0]
     cache: dict = {}
 
-    def u(layer, acc) -> float:
+    def of(acc):
+        """``u(layer)`` on ``acc``: what the candidates depend on keyed once per design."""
         if acc.spatial_hint is None:
-            return 1.0
-        key = (canonical_json(layer.hash_fields()), repr(acc.array), repr(acc.memories[:-1]),
-               canonical_json(acc.spatial_hint.to_dict()))
-        hit = cache.get(key)
-        if hit is None:
-            inst = Problem.layer(spec.name, layer, acc, objective=campaign.objectives[0], params=spec.params).instance
-            hit = 1.0
-            if spatial_mode(inst, spec.params) == "search":
-                try:
-                    hit = max(c.utilization for c in spatial_candidates(inst.layer, inst.arch, keep=1))
-                except NoSpatialCandidate:
-                    hit = 1.0
-            cache[key] = hit
-        return hit
-    return u
+            return lambda layer: 1.0
+        arch_key = (repr(acc.array), repr(acc.memories[:-1]), canonical_json(acc.spatial_hint.to_dict()))
+
+        def u(layer) -> float:
+            key = (layer, arch_key)
+            hit = cache.get(key)
+            if hit is None:
+                inst = Problem.layer(spec.name, layer, acc, objective=campaign.objectives[0],
+                                     params=spec.params).instance
+                hit = 1.0
+                if spatial_mode(inst, spec.params) == "search":
+                    try:
+                        hit = max(c.utilization for c in spatial_candidates(inst.layer, inst.arch, keep=1))
+                    except NoSpatialCandidate:
+                        hit = 1.0
+                cache[key] = hit
+            return hit
+        return u
+    return of
 
 
 def dominated(lower: np.ndarray, area: np.ndarray, mapped_fig: np.ndarray, mapped_area: np.ndarray) -> np.ndarray:

@@ -56,10 +56,10 @@ def test_bounds_are_below_every_mapped_layer_and_step(monkeypatch):
                 continue
             mine = [r for r in rows if r["design_id"] == did and r["network"] == net.name]
             for (layer, _), r in zip(net.unique(), mine):
-                lb = layer_bound(layer, acc, u(layer, acc))
+                lb = layer_bound(layer, acc, u(acc)(layer))
                 assert lb.latency_cycles <= r["latency_cycles"], (did, layer.name)
                 assert lb.energy_pj <= r["energy_pj"] * (1 + 1e-12), (did, layer.name)
-            sb = step_bounds(net, acc, lambda l: u(l, acc))
+            sb = step_bounds(net, acc, u(acc))
             assert sb["latency_cycles"] <= t["latency_cycles"] and sb["energy_pj"] <= t["energy_pj"] * (1 + 1e-12)
             assert sb["latency_cycles"] >= 0.5 * t["latency_cycles"]   # and not trivially loose
             checked += 1
