@@ -178,7 +178,8 @@ def _execute(c, resume: bool, executor: ExecutorKind, address: str | None, resum
             err.print(f"interrupted: {i.summary.tasks_run} task(s) stored in {c.output}; "
                       f"complete it with: {resume_hint}", markup=False, highlight=False)
             raise typer.Exit(130)
-    skipped = "suggested design(s) told their stored figures" if c.plan.runs_study(c) else "already stored"
+    skipped = ("suggested design(s) told their stored figures" if c.plan.runs_study(c) and unit == "tasks"
+               else "already stored")
     err.print(f"done: {s.tasks_run} task(s) run, {s.tasks_skipped} {skipped}, "
               f"{s.tasks_failed} failed, {s.rows_written:,} rows in {s.seconds:.1f} s "
               f"(executor start {s.executor_start_s:.1f} s) -> {s.output}", markup=False)

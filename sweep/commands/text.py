@@ -220,7 +220,7 @@ def print_run_outcome(s: Any, console: Any) -> None:
     not "ok" by status with the first reason of each (infeasible: nothing valid found; skipped:
     declined by the mapper; error: the code failed); exit 1 if a task failed or if nothing run
     was feasible, else return."""
-    others = {k: v for k, v in s.rows_by_status.items() if k != "ok" and v}
+    others = {k: v for k, v in s.rows_by_status.items() if k not in ("ok", "pruned") and v}  # pruned: said above
     for st, n in sorted(others.items()):
         why = s.first_reason.get(st) or "(no reason given)"
         console.print(f"{n:,} row(s) {st}; the first: {why}", style="yellow", soft_wrap=True, markup=False,
@@ -290,8 +290,8 @@ def print_search_outcome(search: dict, console) -> None:
         return
     if "pruned" in search:
         console.print(f"grid: {search['designs']:,} designs: {search['mapped']:,} mapped, {search['pruned']:,} pruned "
-                      f"by bound in {search['rounds']:,} rounds (bounds of every design in {search['bounds_s']:.1f} s)",
-                      markup=False, highlight=False)
+                      f"by bound in {search['rounds']:,} rounds (the bounds of every design {search['bounds_s']:.1f} s, "
+                      f"the rounds' own work {search.get('driver_s', 0.0):.1f} s)", markup=False, highlight=False)
     elif search.get("stopped"):
         console.print(f"stopped early: {search['stopped']}", markup=False, highlight=False)
     else:

@@ -22,6 +22,7 @@ an undisturbed run does.
 from __future__ import annotations
 
 import math
+import time
 from pathlib import Path
 from typing import Callable
 
@@ -108,12 +109,14 @@ def run_pruned_grid(campaign, summary, *, resume: bool, executor: str, address: 
     progress). ``summary.tasks_run`` / ``tasks_skipped`` count tasks mapped / already stored.
 
     Returns:
-        {"designs", "mapped", "pruned", "rounds", "bounds_s"} of the whole grid.
+        {"designs", "mapped", "pruned", "rounds", "bounds_s", "driver_s"} of the whole grid: ``bounds_s``
+        the bounds of every design, ``driver_s`` the rounds' own work (the pruning tests, the pruned
+        designs' rows, the tasks' making, the mapped figures), seconds; the executor's timers
+        (submit, wait, get, compute) go to ``summary.timings``.
 
     Raises:
         KeyboardInterrupt: Ctrl-C / SIGTERM; finished rounds' designs stay stored (``--resume``).
     """
-    import time
     space, nets, mix = campaign.architectures, list(campaign.networks), campaign.workload
     t0 = time.perf_counter()
     b = design_bounds(campaign, (lambda d, n: say(f"bounds: {d:,} of {n:,} designs")) if say else None)
@@ -124,12 +127,14 @@ def run_pruned_grid(campaign, summary, *, resume: bool, executor: str, address: 
     fig = np.full_like(b.lower, np.nan)
     is_mapped = np.zeros(len(space), dtype=bool)
     n_pruned = n_mapped = rounds = 0
+    driver_s = 0.0
     size = round_size(campaign)
     with Executor(executor, address, campaign.run.num_cpus, campaign.run.max_in_flight,
                   campaign.run.max_retries) as ex:
         summary.executor_start_s = 0.0
         for start in range(0, len(order), size):
             rounds += 1
+            t1 = time.perf_counter()
             idx = order[start:start + size]
             m = np.flatnonzero(is_mapped)
             beaten = dominated(b.lower[idx], b.area[idx], fig[m], b.area[m])
@@ -143,7 +148,9 @@ def run_pruned_grid(campaign, summary, *, resume: bool, executor: str, address: 
                 n_pruned += len(prune)
             todo = [i for i in keep if ids[i] not in stored]
             summary.tasks_skipped += len(_tasks(campaign, [i for i in keep if ids[i] in stored], b.views))
-            for task, tables, error in ex.imap(execute, [make_task(campaign, t) for t in _tasks(campaign, todo, b.views)]):
+            tasks = [make_task(campaign, t) for t in _tasks(campaign, todo, b.views)]
+            driver_s += time.perf_counter() - t1
+            for task, tables, error in ex.imap(execute, tasks):
                 if error is not None:
                     tables = {"rows": error_table(task, f"{type(error).__name__}: {error}")}
                 batch.append((task.task_id, tables))
@@ -151,13 +158,17 @@ def run_pruned_grid(campaign, summary, *, resume: bool, executor: str, address: 
                     stored.setdefault(rec["design_id"], []).append(rec)
                 summary.tasks_run += 1
             flush(batch)
+            t1 = time.perf_counter()
             for i in keep:
                 fig[i] = mapped_figures(stored.get(ids[i], []), b.dims, nets, mix)
                 is_mapped[i] = True
+            driver_s += time.perf_counter() - t1
             n_mapped += len(keep)
             if progress:
                 progress(n_mapped + n_pruned, len(space))
-    return {"designs": len(space), "mapped": n_mapped, "pruned": n_pruned, "rounds": rounds, "bounds_s": bounds_s}
+        summary.timings.update(ex.timers)
+    return {"designs": len(space), "mapped": n_mapped, "pruned": n_pruned, "rounds": rounds, "bounds_s": bounds_s,
+            "driver_s": driver_s}
 
 
 def _pruned(campaign, new: list[int], b, idx, m, fig, ids) -> tuple[str, dict[str, pa.Table]]:
