@@ -14,6 +14,10 @@ were mapped and pruned.
 
     python scripts/bench_grid.py --sample campaigns/llm_llama3_8b.toml --views 8
     python scripts/bench_grid.py --run results/llm_llama3_8b --seconds 3600 --cores 2
+    python scripts/bench_grid.py --run results/llm_llama3_8b --seconds 3600 --project campaigns/llm_llama3_8b.toml
+
+``--project CAMPAIGN`` (with ``--run``): the run replayed on paper with larger rounds and more
+cores (`project`): what a cluster of 8 or 64 nodes would take, from this run's measured terms.
 """
 
 from __future__ import annotations
@@ -77,6 +81,52 @@ def run_dir(directory: str, seconds: float, cores: int) -> dict:
             "mapped_per_core_s": mapped / (seconds * cores)}
 
 
+def project(path: str, directory: str, workers: list[int], round_designs: list[int]) -> dict:
+    """What the pruned grid of ``path`` (its finished run in ``directory``) would take on more
+    workers: for each round size, the rounds replayed on the stored figures (a design the run
+    pruned but a larger round would map has no figure: it is counted mapped and prunes nothing, so
+    the mapped count is an upper bound), then, per worker count W, the time on paper:
+    bounds + sum over rounds of ceil(tasks / W) x the mean task time + rounds x the driver's time per
+    round, every term measured on this run (the task time from the stored rows' compute seconds)."""
+    import numpy as np
+
+    from sweep.engine.store import Store
+    from sweep.kinds.load import load_campaign
+    from sweep.search.bounds import design_bounds, dominated, priority_order
+    from sweep.search.grid import mapped_figures
+
+    c = load_campaign(path)
+    sp = c.architectures
+    t0 = time.perf_counter()
+    b = design_bounds(c)
+    bounds_s = time.perf_counter() - t0
+    tot = Store(directory).read("totals")
+    by = {d: g.to_dict("records") for d, g in tot.groupby("design_id")}
+    ids = [sp.design_id(sp.point(i)) for i in range(len(sp))]
+    fig = np.array([mapped_figures(by.get(d, []), b.dims, list(c.networks), c.workload)
+                    if any(r["status"] != "pruned" for r in by.get(d, [])) else [np.nan] * len(b.dims) for d in ids])
+    rows = Store(directory).read("rows")
+    task_s = rows[rows["status"] != "pruned"].groupby("task_id")["wall_s"].sum()
+    per_task_s = float(task_s.mean())
+    per = c.run.designs_per_task
+    order = priority_order(b)
+    out = {"bounds_s": bounds_s, "task_s": per_task_s, "tasks_stored": int(len(task_s)), "sizes": {}}
+    for size in round_designs:
+        mapped = np.zeros(len(ids), dtype=bool)
+        tasks = []
+        for start in range(0, len(order), size):
+            idx = order[start:start + size]
+            m = np.flatnonzero(mapped)
+            beat = dominated(b.lower[idx], b.area[idx], fig[m], b.area[m])
+            keep = [int(i) for i, x in zip(idx, beat) if not x]
+            mapped[keep] = True
+            tasks.append(-(-len(keep) // per))
+        est = {w: bounds_s + sum(-(-t // w) for t in tasks) * per_task_s for w in workers}
+        out["sizes"][size] = {"mapped_at_most": int(mapped.sum()), "rounds": len(tasks), "hours": {
+            w: s / 3600 for w, s in est.items()}}
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sample", metavar="CAMPAIGN")
@@ -85,6 +135,9 @@ def main() -> None:
     ap.add_argument("--run", metavar="DIR")
     ap.add_argument("--seconds", type=float)
     ap.add_argument("--cores", type=int, default=2)
+    ap.add_argument("--project", metavar="CAMPAIGN", help="with --run: the time on more workers, on paper")
+    ap.add_argument("--workers", default="2,16,128,512", help="worker counts (cores) to project to")
+    ap.add_argument("--round-designs", default="24,96,384,1536", help="designs per round to replay")
     ap.add_argument("--json", metavar="FILE")
     a = ap.parse_args()
     out = {}
@@ -101,6 +154,17 @@ def main() -> None:
         print(f"| designs | mapped | pruned | wall s x cores | designs / core-s |\n|---:|---:|---:|---:|---:|\n"
               f"| {r['designs']:,} | {r['mapped']:,} | {r['pruned']:,} | {r['seconds']:.0f} x {r['cores']} | "
               f"{r['designs_per_core_s']:.3f} |")
+    if a.project:
+        if not a.run:
+            ap.error("--project needs --run DIR (the finished pruned run)")
+        ws = [int(x) for x in a.workers.split(",")]
+        p = out["project"] = project(a.project, a.run, ws, [int(x) for x in a.round_designs.split(",")])
+        print(f"bounds {p['bounds_s']:.1f} s (one core), mean task {p['task_s']:.2f} s over {p['tasks_stored']:,} tasks")
+        print("| designs per round | rounds | mapped (at most) | " + " | ".join(f"{w} cores, h" for w in ws) + " |")
+        print("|---:|---:|---:|" + "---:|" * len(ws))
+        for size, r in p["sizes"].items():
+            print(f"| {size:,} | {r['rounds']:,} | {r['mapped_at_most']:,} | "
+                  + " | ".join(f"{r['hours'][w]:.2f}" for w in ws) + " |")
     if a.json:
         with open(a.json, "w") as f:
             json.dump(out, f, indent=1)

@@ -24,3 +24,12 @@ def ray_session():
                  _temp_dir=os.path.join(tempfile.gettempdir(), "ray_dse_sweep_tests"))
     yield ray
     ray.shutdown()
+
+
+@pytest.fixture(autouse=True)
+def _fresh_layer_mappings():
+    """Each test starts without the layer mappings an earlier test kept in this process
+    (`sweep.engine.design_tasks.mapped_layer`): a test that patches a mapper must see it run."""
+    from sweep.engine import design_tasks
+    design_tasks._MAPPINGS.clear()
+    yield

@@ -20,8 +20,10 @@ Tables of a task (every row carries ``task_id`` and ``status``):
   ``latency_cycles``, ``edp`` (= energy x latency of the network), ``layers``, ``macs``,
   ``evaluations``, ``wall_s``, ``seed``, ``mapper``, ``objective``, ``error`` and the parameters;
   a transformer step whose weights, KV cache and live activations exceed the design's DRAM
-  (`costmodel.capacity`) is checked before mapping: no rows, a totals row with status
-  ``infeasible``, ``error`` "does not fit: needs ..." and NaN figures (never an answer);
+  (`costmodel.capacity`) is checked before mapping: a totals row with status ``infeasible``,
+  ``error`` "does not fit: needs ..." and NaN figures (never an answer), and one ``rows`` row
+  saying the same (`step_row`: ``layer_index`` -1; it also marks the task stored when no layer of
+  its designs fits);
 * ``archs``: one per design: ``design_id`` and ``arch``, the design's accelerator as canonical JSON
   of `Accelerator.to_dict` (what `sweep report` writes to ``DIR/designs/*.toml``).
 
@@ -120,10 +122,13 @@ def evaluate_design(template, design_id: str, values: dict, networks: Sequence, 
     steps = any(n.workload for n in networks)  # transformer steps: the STEP_TOTALS columns
     for net in networks:
         fp = step_footprint(net, acc) if net.workload else None
-        if fp is not None and not fp.fits:  # checked before mapping: no rows, an infeasible total
+        if fp is not None and not fp.fits:  # checked before mapping: an infeasible total and one row saying why
+            err = f"does not fit: {fp.reason()}"
             tot = dict(common, network=net.name, area_mm2=area, mapper=mapper_name, objective=objective, seed=seed,
-                       status="infeasible", error=f"does not fit: {fp.reason()}", **_nan_totals())
+                       status="infeasible", error=err, **_nan_totals())
             totals.append({**dict.fromkeys(step_total_columns(networks)), **tot, **_step_keys(net)} if steps else tot)
+            rows.append(step_row(common, net.name, {"mapper": mapper_name, "objective": objective, "seed": seed},
+                                 "infeasible", err, with_spatial))
             continue
         net_rows = []
         for li, (layer, rep) in enumerate(net.unique()):
@@ -252,6 +257,16 @@ def _nan_totals() -> dict:
             "evaluations": 0, "wall_s": 0.0}
 
 
+def step_row(common: dict, network: str, run: dict, status: str, error: str, with_spatial: bool) -> dict:
+    """The one ``rows`` row of a step no layer of which was mapped on a design (``layer_index`` -1,
+    ``layer`` "", NaN figures): it does not fit the design's DRAM (``"infeasible"``) or the design was
+    pruned by bound (``"pruned"``); ``error`` says why. It also marks the design's task as stored."""
+    fig = {"status": status, "error": error, "energy_pj": np.nan, "latency_cycles": np.nan, "edp": np.nan,
+           "value": np.nan, "evaluations": 0, "wall_s": 0.0, "engine": None, "loops": None}
+    return dict(common, network=network, layer_index=-1, layer="", repeat=0, **run, **fig,
+                **({"spatial": ""} if with_spatial else {}))
+
+
 def pruned_tables(campaign, task_id: str, designs: Sequence[tuple[str, dict]],
                   reasons: Sequence[dict[str, str]]) -> dict[str, pa.Table]:
     """The tables of designs a pruned grid leaves unmapped (`sweep.search.grid`): per design its
@@ -274,10 +289,7 @@ def pruned_tables(campaign, task_id: str, designs: Sequence[tuple[str, dict]],
         run = {"mapper": spec.name, "objective": campaign.objectives[0], "seed": campaign.seeds[0]}
         for net in nets:
             err = why.get(f"step:{net.name}", first)
-            fig = {"status": "pruned", "error": err, "energy_pj": np.nan, "latency_cycles": np.nan, "edp": np.nan,
-                   "value": np.nan, "evaluations": 0, "wall_s": 0.0, "engine": None, "loops": None}
-            rows.append(dict(common, network=net.name, layer_index=-1, layer="", repeat=0, **run, **fig,
-                             **({"spatial": ""} if with_spatial else {})))
+            rows.append(step_row(common, net.name, run, "pruned", err, with_spatial))
             tot = dict(common, network=net.name, area_mm2=area, **run, status="pruned", error=err, **_nan_totals())
             totals.append({**dict.fromkeys(step_total_columns(nets)), **tot, **_step_keys(net)})
         if mix is not None:
