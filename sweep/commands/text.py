@@ -296,5 +296,6 @@ def print_search_outcome(search: dict, console) -> None:
         console.print(f"stopped early: {search['stopped']}", markup=False, highlight=False)
     else:
         console.print(f"study: {search['designs']:,} designs of {search['trials']:,} evaluated, "
-                      f"{search['repeats']:,} of {search['asked']:,} suggestions repeats or invalid",
+                      f"{search['repeats']:,} of {search['asked']:,} suggestions repeats or invalid"
+                      + (f"; the sampler kept repeating itself ({search['why_explored']})" if search.get("explored") else ""),
                       markup=False, highlight=False)

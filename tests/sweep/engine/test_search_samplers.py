@@ -117,15 +117,29 @@ def _told(ids):
     return [SimpleNamespace(number=i, user_attrs={"design_id": d}) for i, d in enumerate(ids)]
 
 
-def test_a_study_that_keeps_repeating_itself_stops_and_says_why():
-    """76 of the last 80 suggestions repeats or invalid points: no room, and the reason names the
-    designs evaluated, the share of repeats and the way to every design; 75 of 80: it goes on."""
-    c = SimpleNamespace(architectures=None, search=SearchSpec("nsga2", 50, 0, ("edp",), 4))
-    fresh = [f"d{i}" for i in range(10)]
-    stuck = fresh + ["d0"] * 70 + [None] * 6 + [f"e{i}" for i in range(4)]      # 76 repeats in the last 80
-    obj = driver._DesignObjective(c, None, None, {}, None, None, _told(stuck))
-    assert obj.room(None, []) == 0
-    assert "14 of 50 designs" in obj.stopped and "76 of its last 80" in obj.stopped and "prune" in obj.stopped
-    going = fresh + ["d0"] * 70 + [None] * 5 + [f"e{i}" for i in range(5)]      # 75 in the last 80
+def test_a_study_that_keeps_repeating_itself_draws_unvisited_designs(tmp_path):
+    """76 of the last 80 suggestions repeats or invalid points: the next ``batch`` trials are
+    unvisited designs, enqueued in the study (asked next, the sampler learns from them), the same
+    ones for the same history (a resumed study draws what an undisturbed one does); 75 of 80:
+    nothing enqueued."""
+    space = _campaign(tmp_path, "nsga2", batch=2).architectures
+    c = SimpleNamespace(architectures=space, search=SearchSpec("nsga2", 50, 0, ("edp",), 2))
+    ids = [space.design_id(space.point(i)) for i in range(len(space))]
+    seen = ids[:2]
+    stuck = seen + [seen[0]] * 74 + [None] * 2 + [seen[1]] * 2          # 78 of the last 80
+    picks = []
+    for _ in range(2):
+        study = optuna.create_study()
+        obj = driver._DesignObjective(c, None, None, {}, None, None, _told(stuck))
+        assert obj.room(study, []) == 2                                  # batch 2
+        waiting = study.get_trials(states=(optuna.trial.TrialState.WAITING,))
+        assert len(waiting) == 2 and obj.explored == 2 and "78 of its last 80" in obj.why
+        got = [space.index_of(driver.suggest(study.ask(), space)) for _ in range(2)]
+        assert all(i is not None and ids[i] not in seen for i in got) and len(set(got)) == 2
+        picks.append(got)
+    assert picks[0] == picks[1]
+    going = seen + [seen[0]] * 74 + [f"e{i}" for i in range(5)]          # 75 of the last 80
+    study = optuna.create_study()
     obj = driver._DesignObjective(c, None, None, {}, None, None, _told(going))
-    assert obj.room(None, []) == 4 and not obj.stopped
+    obj.room(study, [])
+    assert not study.get_trials(states=(optuna.trial.TrialState.WAITING,)) and obj.explored == 0
