@@ -99,14 +99,12 @@ def step_bounds(network, arch, utilization=None, memo: dict | None = None, uniqu
     cycles = []                       # one execution of each unique layer, in order
     for layer, rep in (network.unique() if unique is None else unique):
         u = 1.0 if utilization is None else utilization(layer)
-        if memo is None:
-            b = layer_bound(layer, arch, u)
-        else:
-            key = (layer, arch.pe_count, arch.memories[-1], tuple(sorted(arch.precisions.items())), arch.mac_pj,
-                   arch.accumulator_pj, u)
-            b = memo.get(key)
-            if b is None:
-                b = memo[key] = layer_bound(layer, arch, u)
+        key = (layer, arch.pe_count, arch.memories[-1], tuple(sorted(arch.precisions.items())), arch.mac_pj,
+               arch.accumulator_pj, u)
+        hit = None if memo is None else memo.get(key)
+        b = hit if hit is not None else layer_bound(layer, arch, u)
+        if memo is not None and hit is None:
+            memo[key] = b
         cycles.append(b.latency_cycles)
         lat += b.latency_cycles * rep
         energy += b.energy_pj * rep
