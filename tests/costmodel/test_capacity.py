@@ -104,14 +104,17 @@ def test_api_map_network_reports_memory_and_max_batch(llm_ws):
 
 def test_archsearch_design_too_small_is_infeasible_without_mapping(llm_ws):
     """Llama-3.2-1B at 16-bit weights (2.47 GB) on one LPDDR5 channel (2 GiB): the design's step is
-    infeasible with the reason, and no layer row is written (nothing was mapped)."""
+    infeasible with the reason, and no layer is mapped: its one row (layer_index -1, no figures, no
+    evaluations) says the same."""
     from costmodel.loopnest.template import ArchTemplate
     from sweep.engine.design_tasks import evaluate_design
     net = build_transformer("llama3_2_1b", phase="decode", batch=1, context=64, weight_bits=16)
     rows, totals, arch = evaluate_design(ArchTemplate(llm_ws), "d0", {"dram": "lpddr5", "dram_units": 1}, [net],
                                          "loma", {"lpf_limit": 4}, "latency", 0)
-    assert rows == [] and len(arch) == 1
+    (r,) = rows
+    assert r["layer_index"] == -1 and r["status"] == "infeasible" and r["evaluations"] == 0 and len(arch) == 1
     (t,) = totals
+    assert r["error"] == t["error"]
     assert t["status"] == "infeasible" and t["error"].startswith("does not fit: needs 2.4")
     assert "2.15 GB (2 GiB) in 1 LPDDR5 x16 channel" in t["error"]
 
