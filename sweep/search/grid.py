@@ -174,15 +174,25 @@ def _pruned(campaign, new: list[int], b, idx, m, fig, ids) -> tuple[str, dict[st
     the mapped design that beats it on the step (`pruned_tables`)."""
     space = campaign.architectures
     why: dict[int, dict[str, str]] = {}
+    m = np.asarray(m, dtype=np.int64)
+    area_m = b.area[m]
+    # per dimension, the mapped designs by (figure, area, index): the first that beats a design is
+    # the least figure that does, the smaller design on a tie
+    by_dim = []
+    for j in range(len(b.dims)):
+        f = fig[m, j]
+        o = np.lexsort((m, area_m, f))
+        o = o[np.isfinite(f[o])]
+        by_dim.append((m[o], f[o], area_m[o]))
     for i in new:
         reasons = {}
         for j, d in enumerate(b.dims):
             lo = b.lower[i, j]
             if not math.isfinite(lo):
                 continue
-            ok = [k for k in m if math.isfinite(fig[k, j]) and ((b.area[k] < b.area[i] and fig[k, j] <= lo)
-                                                                or (b.area[k] <= b.area[i] and fig[k, j] < lo))]
-            k = min(ok, key=lambda k: (fig[k, j], b.area[k]))
+            ks, fs, az = by_dim[j]
+            ok = ((az < b.area[i]) & (fs <= lo)) | ((az <= b.area[i]) & (fs < lo))
+            k = int(ks[int(np.argmax(ok))])
             reasons[d] = (f"pruned: on {d} its lower bound {lo:.6g} s is not below design {ids[k]}'s "
                           f"{fig[k, j]:.6g} s at {b.area[k]:.2f} <= {b.area[i]:.2f} mm^2")
         why[i] = reasons
