@@ -157,8 +157,7 @@ class _DesignObjective:
         """The sampler keeps suggesting what it has seen: the next ``k`` trials are unvisited valid
         designs drawn uniformly (seeded by the search's seed and the trials told so far, so a resumed
         study draws the same), enqueued so the sampler learns from them (module docstring)."""
-        from optuna.trial import TrialState
-        waiting = len(study.get_trials(deepcopy=False, states=(TrialState.WAITING,)))
+        waiting = len(study.get_trials(deepcopy=False, states=(st.TrialState.WAITING,)))
         if waiting >= k:   # enqueued before an interruption: asked first, as they would have been
             return
         if self._ids is None:
