@@ -36,12 +36,14 @@ designs (tests/costmodel/test_bounds.py: bound <= mapped, always) and by hand on
 from __future__ import annotations
 
 from dataclasses import dataclass
+import math
 from typing import Any
 
 from costmodel.loopnest.reference import operand_bits
 from costmodel.loopnest.window import footprint
+from costmodel.traffic import dram_floor
 
-__all__ = ["LayerBound", "layer_bound", "step_bounds"]
+__all__ = ["LayerBound", "layer_bound", "port_floor", "step_bounds"]
 
 
 @dataclass(frozen=True)
@@ -68,19 +70,59 @@ def layer_bound(layer, arch, utilization: float = 1.0) -> LayerBound:
     view = arch.for_layer(layer)
     top = view.memories[-1]
     bits = operand_bits(layer, view)
-    prec = {"W": bits["W"], "I": bits["I"], "O": bits["O_final"]}
+    prec = {"W": bits["W"], "I": bits["I"], "O": min(bits["O"], bits["O_final"])}
     dims = layer.dims()
     served = [op for op in ("W", "I", "O") if top.size_bits is None and view.levels(op)[-1] is top]
     reads = sum(footprint(op, dims, layer) * prec[op] for op in served if op != "O")
     writes = footprint("O", dims, layer) * prec["O"] if "O" in served else 0
     compute = layer.macs / (view.pe_count * utilization) * (1 - 1e-12)  # C is an integer >= this
-    if top.shared_port:
-        dram = (reads + writes) / top.read_bw
-    else:
-        dram = max(reads / top.read_bw, writes / top.write_bw)
+    port, where = port_floor(layer, view, prec)
+    refetch = dram_floor(layer, view, prec, bits)
+    if refetch is not None and refetch * (1 - 1e-12) > port:
+        port, where = refetch * (1 - 1e-12), top
     mac = view.mac_pj + (view.accumulator_pj or 0.0)
     energy = layer.macs * mac + reads * top.read_pj / top.word_bits + writes * top.write_pj / top.word_bits
-    return LayerBound(max(compute, dram), energy, "compute" if compute >= dram else "dram")
+    if compute >= port:
+        return LayerBound(max(compute, port), energy, "compute")
+    return LayerBound(port, energy, "dram" if where is top and top.size_bits is None else where.name)
+
+
+def port_floor(layer, view, prec: dict[str, int]) -> tuple[float, Any]:
+    """The least time (cycles) any mapping of ``layer`` spends on the busiest memory port of
+    ``view`` (the accelerator as the layer sees it, `Accelerator.for_layer`), and that memory.
+
+    Each element of an operand crosses every level of its hierarchy (``view.levels(op)``): a W or I
+    element is written into each level below its top (a fill) and read out of each level towards
+    the MAC; an output is written into each level it passes (from the MAC or the level below) and
+    read out of each level below its top. So a level moves at least the operand's footprint (at
+    ``prec[op]`` bits: the least precision it may have there) per direction it serves, and its port
+    takes at least those bits / bandwidth / instances cycles (an instance per index of the array
+    dims it is private to, at most their sizes); transfers on one port add (one shared port, else
+    a read and a write port), and the model's latency is at least C plus the stall of that port,
+    which is at least the port's total time minus C (`costmodel.loopnest.reference`, module
+    docstring, "Latency")."""
+    dims = layer.dims()
+    worst, where = 0.0, view.memories[-1]
+    for m in view.memories:
+        inst = math.prod(view.array[a] for a in m.private_to)
+        time = {None: 0.0} if m.shared_port else {False: 0.0, True: 0.0}
+        for op in ("W", "I", "O"):
+            lv = view.levels(op)
+            at = next((i for i, x in enumerate(lv) if x is m), None)
+            if at is None:
+                continue
+            moved = footprint(op, dims, layer) * prec[op] / inst
+            top = at == len(lv) - 1
+            # (is a write, happens): W / I read towards the MAC, filled unless at the top; O
+            # written from below, read up unless at the top
+            for is_w in ((False,) if top else (False, True)) if op != "O" else ((True,) if top else (True, False)):
+                pt = m.port(op)
+                time[None if m.shared_port else is_w] += moved / (pt.write_bw if is_w else pt.read_bw)
+        t = max(time.values())
+        if t > worst:
+            worst, where = t, m
+    return worst * (1 - 1e-12), where
+
 
 
 def step_bounds(network, arch, utilization=None, memo: dict | None = None, unique=None) -> dict[str, Any]:
@@ -99,7 +141,7 @@ def step_bounds(network, arch, utilization=None, memo: dict | None = None, uniqu
     cycles = []                       # one execution of each unique layer, in order
     for layer, rep in (network.unique() if unique is None else unique):
         u = 1.0 if utilization is None else utilization(layer)
-        key = (layer, arch.pe_count, arch.memories[-1], tuple(sorted(arch.precisions.items())), arch.mac_pj,
+        key = (layer, tuple(arch.array.items()), arch.memories, tuple(sorted(arch.precisions.items())), arch.mac_pj,
                arch.accumulator_pj, u)
         hit = None if memo is None else memo.get(key)
         b = hit if hit is not None else layer_bound(layer, arch, u)
@@ -121,3 +163,4 @@ def step_bounds(network, arch, utilization=None, memo: dict | None = None, uniqu
         lat += step_launches(network) * launch_us * arch.clock_mhz
     return {"latency_cycles": lat, "latency_s": lat / (arch.clock_mhz * 1e6), "energy_pj": energy,
             "dram_bound_layers": by_dram}
+

@@ -214,6 +214,13 @@ class Mapper(ABC, Generic[ProblemT]):
     def run(self, problem: ProblemT, unit: "WorkUnit", params: Mapping[str, Any]) -> "SearchResult":
         """Run one work unit in-process with resolved ``params``; deterministic."""
 
+    def unit_floor(self, problem: ProblemT, unit: "WorkUnit", params: Mapping[str, Any]) -> float | None:
+        """A value (in the objective's unit) that no result of ``unit`` can beat, known without
+        running it, or None (the default: unknown). A caller that runs the units in order may skip
+        a unit whose floor exceeds the best value found so far: the best (and its ties) cannot
+        change (`sweep.engine.problem.Problem.solve`)."""
+        return None
+
     def reduce(self, results: Sequence["SearchResult"]) -> "SearchResult":
         """Best unit result (first of equal values); evaluations and wall time summed."""
         return best_of(results, bool(self.latency_ties))

@@ -231,6 +231,20 @@ class LoopOrderMapper(LayerMapper):
                                               "spatial_count": len(cands)}))
         return out
 
+    def unit_floor(self, problem: LayerProblem, unit: WorkUnit, params: Mapping[str, Any]) -> float | None:
+        """With the latency objective and a searched unrolling: the layer's latency bound (cycles)
+        under the unit's unrolling (`costmodel.bounds.layer_bound` at that unrolling's utilisation:
+        compute, every memory port, the DRAM re-reads the capacities force); else None."""
+        text = unit.spec.get("spatial")
+        if text is None or problem.objective != "latency":
+            return None
+        from costmodel.bounds import layer_bound
+        from costmodel.workload import LOOP_DIMS
+        from mappers.spatial import utilization
+        sp = spatial_object(text).fit(problem.layer)
+        u = utilization(problem.layer, problem.arch.pe_count, {d: sp.factor(d) for d in LOOP_DIMS})
+        return layer_bound(problem.layer, problem.arch, u).latency_cycles
+
     def run(self, problem: LayerProblem, unit: WorkUnit, params: Mapping[str, Any]) -> SearchResult:
         """`run_order` on the unit's spatial unrolling; ``extra`` gains ``spatial`` and
         ``spatial_candidates``."""

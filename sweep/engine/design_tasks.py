@@ -74,6 +74,7 @@ class DesignTask:
     param_names: tuple[str, ...]
     workload: Any = None               # the campaign's serving mix (`costmodel.llm.ServingMix`), or None
     system: Any = None                 # the campaign's [system] (`costmodel.system.serving.System`), or None
+    skip_by_floor: bool = False        # a grid pruned by bound: units that cannot win are not run (`Problem.solve`)
 
     def run(self) -> dict[str, pa.Table]:
         """The task's ``rows``, ``totals`` and ``archs`` tables (module docstring)."""
@@ -82,7 +83,7 @@ class DesignTask:
         archs: list[dict] = []
         for did, values in self.designs:
             r, t, a = evaluate_design(self.template, did, values, self.networks, self.mapper, self.params,
-                                      self.objective, self.seed, self.system)
+                                      self.objective, self.seed, self.system, self.skip_by_floor)
             if self.workload is not None:
                 t.append(mix_row(self.workload, t, a))
             rows += r
@@ -94,10 +95,12 @@ class DesignTask:
 
 
 def evaluate_design(template, design_id: str, values: dict, networks: Sequence, mapper_name: str,
-                    params: dict, objective: str, seed: int, system=None) -> tuple[list[dict], list[dict], list[dict]]:
+                    params: dict, objective: str, seed: int, system=None,
+                    skip_by_floor: bool = False) -> tuple[list[dict], list[dict], list[dict]]:
     """Map every unique layer of ``networks`` on one design; returns (layer rows, network totals,
     [the design's arch row]) as lists of dicts (module docstring). A failure (a layer no mapping
-    fits, a mapper error) gives rows with status "error" and NaN totals for that network."""
+    fits, a mapper error) gives rows with status "error" and NaN totals for that network.
+    ``skip_by_floor``: `mapped_layer`'s."""
     from costmodel.capacity import step_footprint
     from costmodel.loopnest.physics import design_area_mm2
     from sweep.engine.totals import network_totals
@@ -134,7 +137,8 @@ def evaluate_design(template, design_id: str, values: dict, networks: Sequence, 
         for li, (layer, rep) in enumerate(net.unique()):
             key = canonical_json(layer.hash_fields())
             if key not in cache:
-                cache[key] = mapped_layer(mapper_name, layer, acc, objective, params, seed, with_spatial, view)
+                cache[key] = mapped_layer(mapper_name, layer, acc, objective, params, seed, with_spatial, view,
+                                          skip_by_floor)
             res = cache[key]
             net_rows.append(dict(common, network=net.name, layer_index=li, layer=layer.name, repeat=rep,
                                  mapper=mapper_name, objective=objective, seed=seed, **res))
@@ -320,35 +324,36 @@ def mapper_view(acc) -> str:
 
 
 def mapped_layer(mapper_name: str, layer, acc, objective: str, params: dict, seed: int, with_spatial: bool,
-                 view: str | None = None) -> dict:
+                 view: str | None = None, skip_by_floor: bool = False) -> dict:
     """The row figures of ``layer`` mapped on ``acc`` (`_map_layer`), reused when this process
     already mapped the same layer with the same mapper, parameters, objective and seed on a
     design of the same `mapper_view` (a design differing only in its vector unit, say): the
     figures are those of mapping it alone (the mappers are deterministic given the seed; checked
     on every DRAM kind, unit count and clock by tests/sweep/test_design_reuse.py). ``wall_s`` of a
-    reused row is the time this lookup took (s)."""
+    reused row is the time this lookup took (s). ``skip_by_floor``: units whose floor cannot beat
+    the best found are not run (`Problem.solve`; same figures, fewer ``evaluations``)."""
     t0 = time.perf_counter()
     key = stable_hash({"view": view if view is not None else mapper_view(acc), "layer": layer.hash_fields(),
                        "mapper": mapper_name, "params": params, "objective": objective, "seed": seed,
-                       "spatial": with_spatial}, 32)
+                       "spatial": with_spatial, "skip": skip_by_floor}, 32)
     hit = _MAPPINGS.get(key)
     if hit is not None:
         _MAPPINGS.move_to_end(key)
         return {**hit, "wall_s": time.perf_counter() - t0}
     prob = Problem.layer(mapper_name, layer, acc, objective=objective, params=params, seed=seed)
-    res = _map_layer(prob, with_spatial)
+    res = _map_layer(prob, with_spatial, skip_by_floor)
     _MAPPINGS[key] = res
     while len(_MAPPINGS) > MAPPINGS_KEPT:
         _MAPPINGS.popitem(last=False)
     return dict(res)
 
 
-def _map_layer(prob: Problem, with_spatial: bool = False) -> dict:
+def _map_layer(prob: Problem, with_spatial: bool = False, skip_by_floor: bool = False) -> dict:
     """The layer problem solved in-process (`Problem.solve`, as ``sweep map``): the row's figures,
     with ``with_spatial`` also ``spatial`` (module docstring; "" on an error)."""
     t0 = time.perf_counter()
     try:
-        sol = prob.solve()
+        sol = prob.solve(skip_by_floor=skip_by_floor)
     except Exception as e:  # noqa: BLE001 - a failing layer is an error row
         out = {"status": "error", "error": f"{type(e).__name__}: {e}\n{traceback.format_exc()[-1500:]}",
                "energy_pj": np.nan, "latency_cycles": np.nan, "edp": np.nan, "value": np.nan,
@@ -416,6 +421,8 @@ def _task_id(campaign, designs: Sequence[tuple[str, dict]]) -> str:
                          list(n.repeats)] for n in campaign.networks]}
     if campaign.workload is not None:  # a serving mix: its row is part of the task's output
         doc["workload"] = campaign.workload.to_dict()
+    if _skips(campaign):  # the evaluations column counts the units run
+        doc["skip_by_floor"] = True
     if getattr(campaign, "system", None) is not None:  # how split steps' chips are joined
         doc["system"] = campaign.system.to_dict()
     if any(n.workload for n in campaign.networks):  # transformer steps: what totals them beyond the layers
@@ -435,7 +442,14 @@ def make_task(campaign, indices: Sequence[int]) -> DesignTask:
     spec = campaign.mappers[0]
     return DesignTask(_task_id(campaign, designs), tuple(designs), space.template, tuple(campaign.networks),
                       spec.name, dict(spec.params), campaign.objectives[0], campaign.seeds[0], space.names,
-                      campaign.workload, campaign.system)
+                      campaign.workload, campaign.system, _skips(campaign))
+
+
+def _skips(campaign) -> bool:
+    """A grid pruned by bound also skips, within a layer, the spatial candidates whose bound
+    cannot beat the best found (`Problem.solve`): the pruning is there to save time, and it
+    changes no figure."""
+    return getattr(getattr(campaign, "search", None), "prune", "none") == "bound"
 
 
 def selected(campaign) -> np.ndarray:

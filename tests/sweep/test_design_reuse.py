@@ -37,7 +37,7 @@ def test_reused_rows_equal_each_design_mapped_alone(campaign, monkeypatch):
 
     solved = []
     real = dt._map_layer
-    monkeypatch.setattr(dt, "_map_layer", lambda prob, ws=False: solved.append(1) or real(prob, ws))
+    monkeypatch.setattr(dt, "_map_layer", lambda prob, ws=False, skip=False: solved.append(1) or real(prob, ws, skip))
     dt._MAPPINGS.clear()
     together = dt.make_task(campaign, list(range(n))).run()
     n_together = len(solved)
