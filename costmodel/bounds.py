@@ -16,6 +16,15 @@ latency and energy (`costmodel.loopnest.reference`, module docstring) that no ma
   port shared by reads and writes (the DRAM of a kind, `costmodel.tech.dram`) latency >=
   (reads + writes) / bandwidth, with two ports the larger of reads / read bandwidth and writes /
   write bandwidth;
+* **every memory port** (`port_floor`): each element of an operand crosses every level of its
+  hierarchy, so each level's port moves at least the operand's footprint per direction it serves
+  (filled from above and read towards the MAC; outputs written from below and read up), and the
+  latency is at least that port's transfer time (the stall argument above, on any memory): a
+  16 MiB buffer at one word per cycle bounds a tile that reads and writes it, whatever the DRAM;
+* **the DRAM's re-reads** (`costmodel.traffic.dram_floor`, matmul-shaped layers): an operand
+  whose reuse the on-chip capacities cannot hold crosses the DRAM more than once; the least such
+  traffic over every loop order the capacities allow (a relaxation of the model's own fetch
+  counts, derived there) replaces the compulsory traffic when larger;
 * **energy**: MACs x (mac_pj + accumulator_pj) plus the compulsory DRAM bits at the DRAM's energy
   per bit (read_pj / word_bits for reads, write_pj / word_bits for writes: a whole word is
   charged for part of one, so the true count is at least this); every other access costs >= 0;
@@ -30,7 +39,9 @@ latency and energy (`costmodel.loopnest.reference`, module docstring) that no ma
   `costmodel.vector`), so >= the matmuls' bounds + the vector energy.
 
 Checked against the mapped figures of every layer and step of a sample of the bundled LLM search's
-designs (tests/costmodel/test_bounds.py: bound <= mapped, always) and by hand on one layer.
+designs (tests/costmodel/test_bounds.py: bound <= mapped, always), against an exhaustive search of
+a small matmul, by hand on two layers, and on every mapped design of the bundled grid (0 of 2,172
+designs x 11 figures above their mapped values; docs/archsearch.md).
 """
 
 from __future__ import annotations

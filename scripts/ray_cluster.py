@@ -10,7 +10,7 @@ of them -- and of their sessions, where the raylet puts its worker processes in 
 of their own -- has exited; never ``ray stop``, which would stop every Ray on the machine, other
 users' included.
 
-    python scripts/ray_cluster.py [--campaign campaigns/X.toml] [--workers 2] [--keep DIR]
+    python scripts/ray_cluster.py [--campaign campaigns/X.toml] [--workers 2] [--keep DIR] [--cluster-only]
 
 Without ``--campaign`` it runs a small synthetic loop-nest campaign (scripts/synthetic_campaign.py).
 The nodes run with Ray's defaults (`ray_defaults_env`: token authentication on when a token
@@ -306,6 +306,8 @@ def main() -> None:
     ap.add_argument("--campaign", type=Path)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--keep", type=Path, help="output directories here (default: a temp dir)")
+    ap.add_argument("--cluster-only", action="store_true",
+                    help="only the cluster run (a campaign too large to run twice; rows not compared)")
     a = ap.parse_args()
     work = a.keep or Path(tempfile.mkdtemp(prefix="ray_cluster_"))
     campaign = a.campaign
@@ -320,6 +322,8 @@ def main() -> None:
         t0 = time.time()
         subprocess.run(sweep + ["--address", cl.address, "--out", str(work / "cluster")], env=env, check=True)
         print(f"cluster run {time.time() - t0:.1f} s", flush=True)
+    if a.cluster_only:
+        return
     t0 = time.time()
     subprocess.run(sweep + ["--executor", "local", "--out", str(work / "local")], env=env, check=True)
     print(f"local run {time.time() - t0:.1f} s")
