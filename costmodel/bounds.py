@@ -116,7 +116,7 @@ def port_floor(layer, view, prec: dict[str, int]) -> tuple[float, Any]:
     worst, where = 0.0, view.memories[-1]
     for m in view.memories:
         inst = math.prod(view.array[a] for a in m.private_to)
-        time = {None: 0.0} if m.shared_port else {False: 0.0, True: 0.0}
+        time: dict[bool | None, float] = {None: 0.0} if m.shared_port else {False: 0.0, True: 0.0}
         for op in ("W", "I", "O"):
             lv = view.levels(op)
             at = next((i for i, x in enumerate(lv) if x is m), None)

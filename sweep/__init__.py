@@ -12,11 +12,18 @@ def main() -> None:
     line on stderr, exit 130, no traceback (nothing has run yet, so nothing is to resume); likewise a
     Ctrl-C that escapes the commands' own handling."""
     import sys
-    try:
-        from sweep.cli import main as cli_main
-    except KeyboardInterrupt:
+
+    from sweep.engine.signals import interrupts_deferred
+    # recorded while importing, acted on after: a KeyboardInterrupt raised inside a compiled
+    # module's import can be swallowed there ("Exception ignored in ..."), and the run would go on
+    with interrupts_deferred() as got:
+        try:
+            from sweep.cli import main as cli_main
+        except KeyboardInterrupt:
+            got.append(2)
+    if got:
         sys.stderr.write("interrupted while starting: nothing was run\n")
-        raise SystemExit(130) from None
+        raise SystemExit(130)
     try:
         cli_main()
     except KeyboardInterrupt:  # one that lands outside a command's own handling (Typer building the

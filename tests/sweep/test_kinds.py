@@ -25,6 +25,7 @@ BUNDLED = {"area16mm2": "systolic", "salsa_eyeriss": "loopnest", "cosa_simba": "
            "flexer_multinpu": "npu", "archsearch_eyeriss": "archsearch", "archsearch_eyeriss_nsga2": "archsearch",
            "dataflow_eyeriss": "archsearch", "tune_salsa_eyeriss": "tune", "tune_salsa_default": "tune",
            "llm_serving": "loopnest", "llm_llama3_8b": "archsearch", "llm_llama3_8b_nsga2": "archsearch",
+           "llm_llama3_8b_50k": "archsearch",
            "llm_llama3_70b": "archsearch"}
 
 
