@@ -387,6 +387,12 @@ def accelerator_from_dict(d: dict[str, Any], src: str = "<dict>") -> Accelerator
     if not isinstance(array, dict) or not array:
         raise _bad(src, "array", array, "a table of array dims, e.g. {D1 = 14, D2 = 12}")
     arr = {str(a): _num(src, f"array.{a}", v, integer=True) for a, v in array.items()}
+    from .physics import check_array_dim, check_clock
+    for a, v in arr.items():
+        try:
+            check_array_dim(a, v)
+        except ValueError as e:
+            raise ValueError(f"{src}: array.{a} = {v!r}: {e}") from None
     mac_pj = _num(src, "mac_pj", d.get("mac_pj"), positive=False)
     prec = d.get("precision", {})
     if not isinstance(prec, dict):
@@ -442,6 +448,10 @@ def accelerator_from_dict(d: dict[str, Any], src: str = "<dict>") -> Accelerator
                                 per_op))
     desc = d.get("description", "")
     clock = _num(src, "clock_mhz", d.get("clock_mhz", 200.0))
+    try:
+        check_clock(clock)
+    except ValueError as e:
+        raise ValueError(f"{src}: clock_mhz = {clock!r}: {e}") from None
     acc_pj = None
     if "accumulator" in d:
         acc = d["accumulator"]

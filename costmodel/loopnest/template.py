@@ -44,7 +44,8 @@ from typing import Any, Mapping, cast
 from .arch import Accelerator, MemoryLevel, multicast_table
 from .hint import SpatialHint
 from .mapping import SpatialMapping
-from .physics import PhysicsRangeError, TooSmallForWord, check_size, design_area_mm2, scale_memory
+from .physics import (PhysicsRangeError, TooSmallForWord, check_array_dim, check_clock, check_size, design_area_mm2,
+                      scale_memory)
 
 __all__ = ["ArchTemplate", "BadDataflow", "CATEGORICAL", "CLOCK", "DATAFLOW", "DRAM_KIND", "DRAM_UNITS", "Dataflow",
            "InvalidDesign", "LANES", "UnknownParameter"]
@@ -305,8 +306,13 @@ class ArchTemplate:
             if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value) \
                     or value <= 0:
                 raise ValueError(f"{name} = {value!r}: expected a positive number of MHz")
+            check_clock(value)
             return value  # type: ignore[return-value]
-        if kind == "array" or kind == "vector" or attr == "word_bits":
+        if kind == "array":
+            v = _pos_int(name, value)
+            check_array_dim(name, v)
+            return v
+        if kind == "vector" or attr == "word_bits":
             return _pos_int(name, value)
         bits = _kib_to_bits(name, value) if attr == "size_kib" else _pos_int(name, value)
         check_size(self.base.memories[key], bits, getattr(self.base, "tech", None))

@@ -14,12 +14,18 @@ from costmodel.zoo.attention import ATTENTION, FUSED_TILE
 #: `costmodel.zoo.transformer.TransformerConfig` (not imported: that module imports this one).
 TransformerConfig = Any
 
-__all__ = ["PHASES", "WEIGHT_BITS", "Step", "Bits", "positive", "resolve_step", "resolve_attention", "resolve_bits",
+__all__ = ["PHASES", "WEIGHT_BITS", "ACT_BITS", "KV_BITS", "Step", "Bits", "positive", "resolve_step", "resolve_attention", "resolve_bits",
            "with_bits"]
 
 PHASES = ("prefill", "decode")
 #: The weight precisions `costmodel.zoo.transformer.build_transformer` takes (bits).
 WEIGHT_BITS = (16, 8, 4)
+#: The activation formats inference runs in (bits): FP32, FP16 / BF16, INT8 / FP8, and 4-bit
+#: (W4A4, QuaRot: Ashkboos et al., NeurIPS 2024). Other widths are not formats a datapath carries.
+ACT_BITS = (32, 16, 8, 4)
+#: The KV-cache formats served (bits): FP32, FP16 / BF16, FP8 / INT8 (vLLM's fp8 cache), 4 and 2
+#: bits (KIVI, Liu et al., ICML 2024).
+KV_BITS = (32, 16, 8, 4, 2)
 
 
 
@@ -109,10 +115,11 @@ class Bits:
 def resolve_bits(weight_bits, act_bits, kv_bits) -> Bits:
     if weight_bits is not None and (isinstance(weight_bits, bool) or weight_bits not in WEIGHT_BITS):
         raise ValueError(f"weight_bits: must be one of {WEIGHT_BITS}, got {weight_bits!r}")
-    if act_bits is not None:
-        positive("act_bits", act_bits)
-    if kv_bits is not None:
-        positive("kv_bits", kv_bits)
+    for name, v, allowed in (("act_bits", act_bits, ACT_BITS), ("kv_bits", kv_bits, KV_BITS)):
+        if v is not None:
+            positive(name, v)
+            if v not in allowed:
+                raise ValueError(f"{name}: must be one of {allowed} (the formats inference runs in), got {v!r}")
     return Bits(weight_bits, act_bits, kv_bits if kv_bits is not None else act_bits)
 
 

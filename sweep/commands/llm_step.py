@@ -24,7 +24,7 @@ BatchOpt = Annotated[Optional[int], typer.Option("--batch", min=1, help="Sequenc
 SeqOpt = Annotated[Optional[int], typer.Option("--seq", min=1, help="Prompt tokens per sequence (prefill).", rich_help_panel=_PANEL)]
 ContextOpt = Annotated[Optional[int], typer.Option("--context", min=1, help="Tokens in the KV cache that the new token attends to, itself included (decode).", rich_help_panel=_PANEL)]
 WeightBitsOpt = Annotated[Optional[int], typer.Option("--weight-bits", help="Weight precision (16, 8 or 4), over the accelerator's precision table (W).", rich_help_panel=_PANEL)]
-ActBitsOpt = Annotated[Optional[int], typer.Option("--act-bits", min=1, help="Activation precision, over the accelerator's precision table (I and O_final).", rich_help_panel=_PANEL)]
+ActBitsOpt = Annotated[Optional[int], typer.Option("--act-bits", min=1, help="Activation precision: 32, 16, 8 or 4, over the accelerator's precision table (I and O_final).", rich_help_panel=_PANEL)]
 KvBitsOpt = Annotated[Optional[int], typer.Option("--kv-bits", min=1, help="KV cache precision (default: the activations').", rich_help_panel=_PANEL)]
 AttentionOpt = Annotated[Optional[str], typer.Option("--attention", help="Prefill mask: causal (decoders' default: query i attends keys 0..i, the blocks above the diagonal skipped) or dense (every query every key; encoders and ViT always).", rich_help_panel=_PANEL)]
 QueryTileOpt = Annotated[Optional[int], typer.Option("--query-tile", min=1, help="Fused attention's query tile in positions (default 128): larger tiles read K and V fewer times and need more on-chip memory for the scores.", rich_help_panel=_PANEL)]

@@ -96,6 +96,8 @@ def resolve_network(network: str, workload: dict[str, Any] | None = None) -> Net
             key = next((k for k in given if str(e).startswith(k) or f"{k} " in str(e) or f"{k}=" in str(e)
                         or f"'{k}'" in str(e)), next(iter(given), "--network"))
             raise _bad("--network", WORKLOAD_OPTIONS.get(key, key), given.get(key, network), str(e)) from None
+    if given and not Path(network).is_file():
+        raise _bad("--network", "--network", network, _unknown_network(network))
     if given:
         k = next(iter(given))
         raise _bad("--network", WORKLOAD_OPTIONS[k], given[k],
@@ -109,8 +111,14 @@ def resolve_network(network: str, workload: dict[str, Any] | None = None) -> Net
             return load_network_file(p)
         except (OSError, ValueError) as e:
             raise _bad(network, "--network", network, str(e)) from None
-    raise _bad("--network", "--network", network,
-               f"unknown network; known: {list_networks()}, or a .csv / .onnx file")
+    raise _bad("--network", "--network", network, _unknown_network(network))
+
+
+def _unknown_network(network: str) -> str:
+    """What an unknown ``--network`` gets: the closest names first, then every known one."""
+    from costmodel.zoo import list_networks
+    from sweep.config.networks import unknown_network
+    return unknown_network(network, list_networks()) + ", or a .csv / .onnx file"
 
 
 def resolve_layer(network: str | None, layer: str | None, dims: str | None,

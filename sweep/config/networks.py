@@ -64,6 +64,14 @@ def _transformer_steps(item: dict, key: str, bad: Callable[[str, Any, str], None
     return out
 
 
+def unknown_network(name: str, known: list[str]) -> str:
+    """The message for a network name not in ``known``: the closest names (difflib), then all."""
+    import difflib
+    close = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
+    hint = f" (closest: {', '.join(close)})" if close else ""
+    return f"unknown network{hint}; known: {known}"
+
+
 def parse_networks(value: Any, base_dir: Path, bad: Callable[[str, Any, str], None]) -> list[Network]:
     """Resolve ``networks = ["resnet50", {file = "my_net.csv"}, {file = "model.onnx"}]`` (relative
     paths against ``base_dir``); report problems through ``bad`` (a bad ONNX file: the file and node)."""
@@ -80,7 +88,7 @@ def parse_networks(value: Any, base_dir: Path, bad: Callable[[str, Any, str], No
         key = f"networks[{i}]"
         if isinstance(item, str):
             if item not in known:
-                bad(key, item, f"unknown network; known: {known}")
+                bad(key, item, unknown_network(item, known))
                 continue
             nets.append(load_network(item))
         elif isinstance(item, dict) and "model" in item:
@@ -88,7 +96,8 @@ def parse_networks(value: Any, base_dir: Path, bad: Callable[[str, Any, str], No
         elif isinstance(item, dict):
             extra = set(item) - {"file"}
             if extra or "file" not in item or not isinstance(item["file"], str):
-                bad(key, item, "expected {file = \"path.csv\"} or {file = \"model.onnx\"}")
+                bad(key, item, "expected a transformer step {model = \"llama3_8b\", phase = \"decode\", ...} "
+                    "or a table {file = \"path.csv\"} / {file = \"model.onnx\"}")
                 continue
             path = (base_dir / item["file"]) if not Path(item["file"]).is_absolute() else Path(item["file"])
             try:
