@@ -35,6 +35,7 @@ The value of a design for an objective (`sweep.config.designspace.SEARCH_OBJECTI
 from __future__ import annotations
 
 import math
+import time
 from pathlib import Path
 from typing import Callable
 
@@ -223,9 +224,10 @@ def run_search(campaign, summary, *, resume: bool, executor: str, address: str |
     known = _stored_totals(Store(out))
     with st.StudyDriver(out, campaign.name, len(s.objectives), s.sampler, s.seed, sampler_options(s)) as drv:
         told = [t for t in st.trials_of(drv.study, "COMPLETE", "FAIL") if "design_id" in t.user_attrs]
+        t_ex = time.perf_counter()
         with Executor(executor, address, campaign.run.num_cpus, campaign.run.max_in_flight,
                       campaign.run.max_retries, beat=drv.beat) as ex:
-            summary.executor_start_s = 0.0
+            summary.executor_start_s = time.perf_counter() - t_ex   # starting (or joining) Ray
             obj = _DesignObjective(campaign, summary, ex, known, flush, progress, told)
             drv.run(obj)
             summary.search = {"designs": len(obj.designs), "trials": s.trials, "asked": obj.asked,

@@ -127,9 +127,10 @@ def run_pruned_grid(campaign, summary, *, resume: bool, executor: str, address: 
     n_pruned = n_mapped = rounds = 0
     driver_s = 0.0
     size = round_size(campaign)
+    t_ex = time.perf_counter()
     with Executor(executor, address, campaign.run.num_cpus, campaign.run.max_in_flight,
                   campaign.run.max_retries) as ex:
-        summary.executor_start_s = 0.0
+        summary.executor_start_s = time.perf_counter() - t_ex   # starting (or joining) Ray
         for start in range(0, len(order), size):
             rounds += 1
             t1 = time.perf_counter()

@@ -138,3 +138,23 @@ def test_each_dataset_reads_with_plain_pandas(runs):
         assert ds.dataset(pruned.output / t).to_table().num_rows == len(df)
     tot = pd.read_parquet(pruned.output / "totals")
     assert tot["ttft_s"].dtype == float and tot["batch"].dtype.kind in "if"
+
+
+def test_the_executor_start_is_measured_not_zero(tmp_path, monkeypatch):
+    # issue 43: "executor start 0.0 s" on a pruned grid that started Ray; the time to enter the
+    # executor (start or join Ray) is now measured as for every other run
+    import time
+
+    from sweep.engine.executor import Executor
+    real = Executor.__enter__
+
+    def slow_enter(self):
+        time.sleep(0.3)
+        return real(self)
+    monkeypatch.setattr(Executor, "__enter__", slow_enter)
+    data = campaign(array={"D1": [32], "D2": [32]}, dram=["hbm3"], dram_units=[1], clock_mhz=[1400],
+                    vector={"lanes": [128]})
+    data["output"] = str(tmp_path / "out")
+    data["search"] = {"sampler": "grid", "objectives": ["time_per_token_s"], "prune": "bound"}
+    s = run_campaign(parse_campaign(data), executor="local")
+    assert s.executor_start_s >= 0.3
