@@ -136,6 +136,7 @@ class ArchsearchKind(CampaignKind):
         return "\n".join([
             f"{path}: valid architecture search. {len(c.networks)} network(s), mapper {c.mappers[0].name}, "
             f"objective {c.objectives[0]}, {self.count(c):,} task(s) -> {c.output}",
+            _network_line(c),
             f"  template {sp.template_ref}, parameters {words(sp.names)}",
             f"  {sp.total:,} grid point(s), {len(sp):,} valid design(s); dropped: "
             + (", ".join(f"{k}: {v:,}" for k, v in sp.dropped.items()) or "none"),
@@ -144,6 +145,18 @@ class ArchsearchKind(CampaignKind):
             + (f", pruned by bound in rounds of {s.batch * c.run.designs_per_task} designs" if s.prune != "none" else "")
             + f", objectives {words(s.objectives)}",
             f"  {self.estimate(c).line(cpus(c))}"])
+
+
+def _network_line(campaign: Any) -> str:
+    """Every network the campaign runs by name, the serving mix's own steps apart (they join the
+    networks written in the file: issue 43's "8 networks" for 4 written)."""
+    from sweep.config.networks import mix_networks
+    names = [n.name for n in campaign.networks]
+    mix = {n.name for n in mix_networks(campaign.workload, lambda *a: None)} if campaign.workload else set()
+    written = [n for n in names if n not in mix]
+    added = [n for n in names if n in mix]
+    line = f"  networks ({len(names)}): " + ", ".join(written)
+    return line + (f"; the serving mix's steps: {', '.join(added)}" if added else "")
 
 
 def _views(campaign: Any, idx) -> list[int]:

@@ -31,3 +31,14 @@ def test_a_network_table_without_model_names_model(tmp_path):
     r = CliRunner().invoke(app, ["validate", str(camp)])
     assert r.exit_code == 2
     assert 'networks[0]' in r.output and '{model = "llama3_8b", phase = "decode", ...}' in r.output
+
+
+def test_validate_lists_every_network_and_says_which_the_serving_mix_adds():
+    from paths import REPO
+    r = CliRunner().invoke(app, ["validate", str(REPO / "campaigns" / "llm_llama3_8b.toml")])
+    assert r.exit_code == 0, r.output
+    line = next(x for x in r.output.splitlines() if x.strip().startswith("networks ("))
+    written, mix = line.split("; the serving mix's steps: ")
+    assert written.strip().startswith("networks (8): llama3_8b/prefill/b1/seq2048/fused")
+    assert len(written.split(", ")) == 4 and len(mix.split(", ")) == 4
+    assert "llama3_8b/prefill/b16/seq2048/fused" in mix and "llama3_8b/decode/b16/ctx2304/fused" in mix
