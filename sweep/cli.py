@@ -424,7 +424,7 @@ class ListWhat(str, Enum):
 @app.command("list")
 @_guard
 def list_(what: Annotated[ListWhat, typer.Argument(help="networks | archs | mappers")],
-          name: Annotated[Optional[str], typer.Argument(help="With `networks`: one zoo network's layers (shapes, MACs); with `mappers`: one mapper's parameters.", show_default=False)] = None,
+          name: Annotated[Optional[str], typer.Argument(help="With `networks`: one zoo network's layers (shapes, MACs); with `archs`: one loop-nest accelerator (a preset or a .toml: clock, peak, memories, DRAM, area); with `mappers`: one mapper's parameters.", show_default=False)] = None,
           as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
           file: Annotated[Optional[str], typer.Option("--file", metavar="FILE", help="With `networks`: the layers of one network file (.csv or .onnx) and, for ONNX, the nodes ignored.")] = None,
           phase: PhaseOpt = None, batch: BatchOpt = None, seq: SeqOpt = None, context: ContextOpt = None,
@@ -439,10 +439,16 @@ def list_(what: Annotated[ListWhat, typer.Argument(help="networks | archs | mapp
     given = list_step_options(what.value, name, workload_of(phase, batch, seq, context, weight_bits, act_bits, kv_bits, attention, fusion,
                                                                   query_tile, kv_tile, batched_attention))
 
-    if (file is not None or name is not None) and what.value == "archs":
-        key, value = ("--file", file) if file is not None else ("NAME", name)
-        raise CampaignError("sweep list", [Finding(key, value, "`sweep list archs` takes no NAME or --file; "
-                                                   "the presets' details: `sweep list archs --json`")])
+    if file is not None and what.value == "archs":
+        raise CampaignError("sweep list", [Finding("--file", file, "`sweep list archs` takes a preset NAME or a "
+                                                   ".toml path as NAME, not --file")])
+    if name is not None and what.value == "archs":
+        try:
+            one = cat.arch_detail(name)
+        except (OSError, ValueError) as e:
+            raise CampaignError("sweep list archs", [Finding("NAME", name, str(e))]) from None
+        _echo_json(one) if as_json else text.print_arch(one, out)
+        return
     if file is not None and name is not None:
         raise CampaignError("sweep list", [Finding("--file", file, f"give a zoo NAME ({name}) or --file, not both")])
     if file is not None and what.value != "networks":

@@ -170,3 +170,46 @@ def catalog(what: str) -> list[dict]:
                          "doc": (m.__doc__ or "").strip().splitlines()[0], "params": mapper_params(name)})
         return rows
     raise ValueError(f"unknown list {what!r}; expected networks, archs or mappers")
+
+
+def arch_detail(name: str) -> dict:
+    """One loop-nest accelerator (a preset's name or a TOML file): its clock (MHz), PEs and peak
+    MACs/s, each memory (operands, size in bits, port width, read / write bandwidth in bits per
+    cycle and GB/s at the clock, instances), its DRAM (kind, units, GB/s, capacity in bytes), the
+    vector unit's lanes and the area (mm^2, `costmodel.loopnest.physics.design_area_mm2`).
+
+    Raises:
+        ValueError: ``name`` is no loop-nest preset nor file (naming the known ones), or a systolic
+            or NPU preset (those have no memory hierarchy of this form: `sweep list archs --json`).
+    """
+    import math
+
+    from costmodel.loopnest.arch import list_accelerators, load_accelerator
+    from costmodel.loopnest.physics import design_area_mm2
+    from costmodel.tech.dram import dram_capacity_bytes
+    if name not in list_accelerators() and not name.endswith(".toml"):
+        others = [r["name"] for r in catalog("archs") if r["kind"] != "loopnest"]
+        if name in others:
+            raise ValueError(f"{name} is not a loop-nest accelerator; its figures: `sweep list archs --json`")
+        raise ValueError(f"unknown accelerator; loop-nest presets: {list_accelerators()}, or a .toml file")
+    acc = load_accelerator(name)
+    hz = acc.clock_mhz * 1e6
+
+    def gbs(bits_per_cycle: float) -> float:
+        return bits_per_cycle * hz / 8 / 1e9
+    mems = []
+    for m in acc.memories:
+        inst = math.prod(acc.array[a] for a in m.private_to)
+        mems.append({"name": m.name, "operands": list(m.operands), "size_bits": m.size_bits, "word_bits": m.word_bits,
+                     "read_bits_per_cycle": m.read_bw, "write_bits_per_cycle": m.write_bw,
+                     "read_gbs": gbs(m.read_bw) * inst, "write_gbs": gbs(m.write_bw) * inst,
+                     "shared_port": m.shared_port, "instances": inst})
+    doc = {"name": acc.name, "clock_mhz": acc.clock_mhz, "array": dict(acc.array), "pes": acc.pe_count,
+           "peak_macs_per_s": acc.pe_count * hz, "memories": mems, "area_mm2": design_area_mm2(acc),
+           "vector_lanes": acc.vector.lanes if acc.vector is not None else None, "dram": None}
+    if acc.dram is not None:
+        kind, units = acc.dram
+        top = acc.memories[-1]
+        doc["dram"] = {"kind": kind, "units": units, "gbs": gbs(top.read_bw),
+                       "capacity_bytes": dram_capacity_bytes(kind, units, acc.dram_gib_per_unit)}
+    return doc

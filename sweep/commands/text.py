@@ -299,3 +299,29 @@ def print_search_outcome(search: dict, console) -> None:
                       f"{search['repeats']:,} of {search['asked']:,} suggestions repeats or invalid"
                       + (f"; the sampler kept repeating itself ({search['why_explored']})" if search.get("explored") else ""),
                       markup=False, highlight=False)
+
+
+def print_arch(doc: dict, console: Any) -> None:
+    """`sweep list archs NAME`: one accelerator (`catalog.arch_detail`): clock, PEs, peak, area,
+    the DRAM and the vector unit on a line each, then one row per memory."""
+    from rich.table import Table
+
+    from sweep.common import fmt
+    arr = " x ".join(f"{d}={n}" for d, n in doc["array"].items())
+    console.print(f"{doc['name']}: {arr} = {doc['pes']:,} PEs at {doc['clock_mhz']:g} MHz, peak "
+                  f"{doc['peak_macs_per_s'] / 1e12:.3g} TMAC/s; area {fmt.area(doc['area_mm2'])}",
+                  markup=False, highlight=False)
+    d = doc["dram"]
+    if d is not None:
+        console.print(f"DRAM: {d['units']} x {d['kind']}, {d['gbs']:.1f} GB/s, {fmt.bits(d['capacity_bytes'] * 8)}",
+                      markup=False, highlight=False)
+    console.print(f"vector unit: {doc['vector_lanes']:,} lanes" if doc["vector_lanes"] else "vector unit: none",
+                  markup=False, highlight=False)
+    t = Table(title="memories, innermost first (bandwidth of all instances at the clock)")
+    for c in ("memory", "operands", "size", "instances", "word bits", "read GB/s", "write GB/s", "port"):
+        t.add_column(c, justify="left" if c in ("memory", "operands", "port") else "right")
+    for m in doc["memories"]:
+        size = "unbounded" if m["size_bits"] is None else fmt.bits(m["size_bits"])
+        t.add_row(m["name"], " ".join(m["operands"]), size, f"{m['instances']:,}", f"{m['word_bits']:,}",
+                  f"{m['read_gbs']:,.1f}", f"{m['write_gbs']:,.1f}", "shared" if m["shared_port"] else "read + write")
+    console.print(t)

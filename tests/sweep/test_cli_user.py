@@ -167,7 +167,8 @@ def test_list_networks_name_gives_the_layers():
 @pytest.mark.parametrize("args, fragment", [
     (["list", "networks", "resnet19"], "NAME = 'resnet19': no zoo network of that name"),
     (["list", "mappers", "salsaa"], "NAME = 'salsaa': unknown mapper"),
-    (["list", "archs", "eyeriss_like"], "NAME = 'eyeriss_like': `sweep list archs` takes no NAME"),
+    (["list", "archs", "eyeriss_lik"], "NAME = 'eyeriss_lik': unknown accelerator; loop-nest presets"),
+    (["list", "archs", "arch1"], "NAME = 'arch1': arch1 is not a loop-nest accelerator"),
     (["list", "networks", "resnet18", "--file", "x.csv"], "--file = 'x.csv': give a zoo NAME"),
 ])
 def test_list_bad_name(tmp_path, args, fragment):

@@ -42,3 +42,19 @@ def test_validate_lists_every_network_and_says_which_the_serving_mix_adds():
     assert written.strip().startswith("networks (8): llama3_8b/prefill/b1/seq2048/fused")
     assert len(written.split(", ")) == 4 and len(mix.split(", ")) == 4
     assert "llama3_8b/prefill/b16/seq2048/fused" in mix and "llama3_8b/decode/b16/ctx2304/fused" in mix
+
+
+def test_list_archs_name_shows_one_accelerator_by_hand():
+    # llm_ws (costmodel/presets/llm_ws.toml): 128 x 128 PEs at 1 GHz; 16 MiB unified buffer with a
+    # 1,024-bit shared port; one HBM2E stack: 409.6 GB/s (3.2 Gb/s x 1,024 pins), 16 GiB
+    import json
+    r = CliRunner().invoke(app, ["list", "archs", "llm_ws", "--json"])
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.output)
+    assert (d["pes"], d["clock_mhz"], d["peak_macs_per_s"]) == (16384, 1000.0, 16384 * 1e9)
+    ub = next(m for m in d["memories"] if m["name"] == "unified_buffer")
+    assert ub["size_bits"] == 16 * 2**20 * 8 and ub["read_gbs"] == 1024 * 1e9 / 8 / 1e9 and ub["shared_port"]
+    assert d["dram"]["kind"] == "hbm2e" and abs(d["dram"]["gbs"] - 409.6) < 1e-9
+    assert d["dram"]["capacity_bytes"] == 16 * 2**30 and d["vector_lanes"] == 128
+    text = CliRunner().invoke(app, ["list", "archs", "llm_ws"]).output
+    assert "16,384 PEs at 1000 MHz, peak 16.4 TMAC/s" in text and "1 x hbm2e, 409.6 GB/s" in text
