@@ -337,8 +337,12 @@ def _print_network(res: dict, arch: str, mapper: str) -> None:
         ("energy", "latency", "EDP pJ*cycles", "evaluations", "wall s") + (("spatial unrolling",) if searched else ())
     for c in cols:
         t.add_column(c, justify="left" if c in ("layer", "LOS branch", "spatial unrolling") else "right")
+    if any(r.get("merged") for r in res["layers"]):
+        t.caption = "a layer's repeats count every layer of its shape, mapped once: (+ names) lists the others"
+        t.caption_justify = "left"
     for r in res["layers"]:
-        t.add_row(r["layer"], f"{r['repeat']:,}", *((r["branch"],) if branches else ()),
+        name = r["layer"] + (f" (+ {', '.join(r['merged'])})" if r.get("merged") else "")
+        t.add_row(name, f"{r['repeat']:,}", *((r["branch"],) if branches else ()),
                   fmt.energy(r["energy_pj"]), fmt.cycles(r["latency_cycles"]),
                   fmt.edp(r["edp"], unit=False), f"{r['evaluations']:,}", text.num(r["wall_s"], ".3f"),
                   *((text.spatial_text(r.get("spatial")),) if searched else ()))

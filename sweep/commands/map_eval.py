@@ -440,6 +440,11 @@ def _map_share(network: Network, arch, mapper_name: str, objective: str | None, 
     _, used = _checked(arch, mapper_name, objective)
     check_fits(network, arch)
     net = network.unique()
+    same: dict[tuple, list[str]] = {}   # the names of each shape, first one first (`Network.unique`)
+    for lay, _ in network:
+        names = same.setdefault(lay.shape_key(), [])
+        if lay.name not in names:
+            names.append(lay.name)
     rows: list[dict[str, Any]] = []
     n = len(net)
     for i, (layer, rep) in enumerate(net):
@@ -454,7 +459,7 @@ def _map_share(network: Network, arch, mapper_name: str, objective: str | None, 
         row = {"layer": layer.name, "repeat": rep, "status": res["status"], "energy_pj": res["energy_pj"],
                "latency_cycles": res["latency_cycles"], "edp": res["edp"], "value": res["value"],
                "evaluations": res["evaluations"], "wall_s": res["wall_s"], "engine": res["engine"],
-               "macs": layer.macs}
+               "macs": layer.macs, "merged": same[layer.shape_key()][1:]}
         for k in ("reason", "transferred_bytes", "spatial", "spatial_candidates", "mapping", "utilization",
                   "busy_pes"):
             if k in res:

@@ -122,19 +122,22 @@ def _cell(v: Any) -> str:
 
 
 def print_rows(title: str, rows: list[dict], console: Any, caption: str | None = None) -> None:
-    """One Rich table of dict rows (the keys of the first row are the columns): numbers right
-    aligned, prose columns (`_PROSE`) wrapped, every other column whole."""
+    """One Rich table of dict rows (the columns: every key of any row, in order of appearance; a
+    row without one shows "-"): numbers right aligned, prose columns (`_PROSE`) wrapped, every
+    other column whole."""
     from rich.table import Table
 
     from rich.markup import escape
     t = Table(title=escape(title), caption=None if caption is None else escape(caption), title_justify="left",
               caption_justify="left")
-    for k in rows[0]:
-        numeric = isinstance(rows[0][k], (int, float)) and not isinstance(rows[0][k], bool)
+    keys = list(dict.fromkeys(k for r in rows for k in r))
+    for k in keys:
+        v = next((r[k] for r in rows if r.get(k) is not None), None)
+        numeric = isinstance(v, (int, float)) and not isinstance(v, bool)
         t.add_column(k, justify="right" if numeric else "left", no_wrap=k not in _PROSE,
                      max_width=_PROSE.get(k), overflow="fold")
     for r in rows:
-        t.add_row(*[_cell(v) for v in r.values()])
+        t.add_row(*[_cell(r.get(k)) for k in keys])
     print_wide(console, t)
 
 
@@ -146,15 +149,21 @@ def print_catalog(what: str, rows: list[dict], console: Any) -> None:
                  "parameters": ", ".join(p["name"] for p in r["params"])} for r in rows]
         print_rows("mappers (the parameters of one: `sweep list mappers NAME`)", rows, console)
         return
-    print_rows(what, [{k: v for k, v in r.items() if k not in ("grid_parameters", "spatial", "spatial_hint")}
-                      for r in rows], console)
+    # the networks' sources (citations, a paragraph each) only in --json: the table fits a terminal
+    drop = ("grid_parameters", "spatial", "spatial_hint") + (("source",) if what == "networks" else ())
+    short = {"executed_layers": "executed", "total_macs": "MACs", "published_macs": "published MACs",
+             "step": "default step", "published_params": "parameters"} if what == "networks" else {}
+    print_rows(what, [{short.get(k, k): v for k, v in r.items() if k not in drop} for r in rows], console)
     if what == "archs":
         console.print("loop-nest presets are templates of architecture search: `sweep list archs --json` gives "
                       "each one's grid_parameters (array.<dim>, memory.<name>.size_bits | size_kib | word_bits), "
                       "its fixed spatial unrolling and its spatial_hint (the unrollings searched with "
                       "--param spatial=search)", soft_wrap=True, highlight=False)
     elif what == "networks":
-        console.print("the layers of one: `sweep list networks NAME` (a file: `sweep list networks --file F`)",
+        console.print("the layers of one: `sweep list networks NAME` (a file: `sweep list networks --file F`); "
+                      "each one's source (paper, config): `sweep list networks --json`; executed: layers run "
+                      "counting repeats; default step: a transformer's (others with --phase, --batch, --seq, "
+                      "--context); parameters: the published count",
                       soft_wrap=True, highlight=False)
 
 

@@ -58,3 +58,18 @@ def test_list_archs_name_shows_one_accelerator_by_hand():
     assert d["dram"]["capacity_bytes"] == 16 * 2**30 and d["vector_lanes"] == 128
     text = CliRunner().invoke(app, ["list", "archs", "llm_ws"]).output
     assert "16,384 PEs at 1000 MHz, peak 16.4 TMAC/s" in text and "1 x hbm2e, 409.6 GB/s" in text
+
+
+def test_a_layer_row_names_the_layers_of_its_shape_it_stands_for():
+    # Llama-3-8B's q_proj and o_proj are both 4,096 x 4,096: mapped once, repeats 2 x 32 at decode
+    import json
+    r = CliRunner().invoke(app, ["map", "--network", "llama3_8b", "--phase", "decode", "--arch", "llm_ws",
+                                 "--mapper", "loma", "--param", "lpf_limit=4"])
+    assert r.exit_code == 0, r.output
+    assert "q_proj (+ o_proj)" in r.output and "k_proj (+ v_proj)" in r.output
+    assert "ffn_gate (+ ffn_up)" in r.output and "(+ names) lists the others" in r.output
+    js = json.loads(CliRunner().invoke(app, ["map", "--network", "llama3_8b", "--phase", "decode", "--arch",
+                                             "llm_ws", "--mapper", "loma", "--param", "lpf_limit=4", "--json"]).output)
+    rows = {x["layer"]: x for x in js["layers"]}
+    assert rows["q_proj"]["merged"] == ["o_proj"] and rows["q_proj"]["repeat"] == 64
+    assert rows["ffn_down"]["merged"] == [] and rows["ffn_down"]["repeat"] == 32
