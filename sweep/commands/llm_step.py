@@ -136,8 +136,8 @@ def print_step(res: dict, console: Any) -> None:
             f"decode at batch {w['batch']}, context {w['context']}: time per output token "
             f"{fmt.seconds(llm['time_per_token_s'])}")
     per_token = fmt.energy(None if llm["energy_per_token_j"] is None else llm["energy_per_token_j"] * 1e12)
-    console.print(f"{head}; {fmt.sig(llm['tokens_per_s'])} tokens/s; {per_token} per token at "
-                  f"{fmt.sig(llm['clock_mhz'])} MHz; precisions: {prec}"
+    console.print(f"{head} at {fmt.sig(llm['clock_mhz'])} MHz; {fmt.sig(llm['tokens_per_s'])} tokens/s; "
+                  f"{per_token} per token; precisions: {prec}"
                   + (" (matmuls only)" if llm.get("matmul_only") else ""), highlight=False, markup=False)
     console.print(memory_text(llm, per_chip="system" in res), highlight=False, markup=False)
     console.print(attention_text(w), highlight=False, markup=False)

@@ -68,6 +68,7 @@ def assemble(directory: Path, manifest: dict, rows: pd.DataFrame, problems: pd.D
     cfg = manifest.get("report") or {}
     rep = summary(directory, manifest, rows, problems)
     rep.update(layer_report(rows, problems, cfg.get("baseline", "random")))
+    rep["baseline_asked"] = "baseline" in cfg
     from sweep.reports.llm import llm_steps
     llm = llm_steps(Path(directory), manifest, rep.get("layers") or [], _problems(rows, problems))
     if llm["steps"] or llm["note"]:  # a campaign of transformer steps
@@ -364,7 +365,9 @@ def _print_unreported(rep: dict[str, Any], console) -> None:
         console.print("left out of the tables, no finished row (errors, infeasible or skipped: the reasons above): "
                       + ", ".join(f"{n} problem(s) of {m}" for m, n in missing.items()),
                       style="yellow", soft_wrap=True, highlight=False, markup=False)
-    if rep.get("layers") and rep.get("mappers") and not rep.get("baseline"):
+    # a ratio needs two mappers: said when the campaign names a baseline or runs several mappers
+    asked = rep.get("baseline_asked") or len(rep.get("mappers") or []) > 1
+    if rep.get("layers") and rep.get("mappers") and not rep.get("baseline") and asked:
         console.print("no ratios to a baseline: the baseline mapper has no finished row or is not in the "
                       "campaign (`[report] baseline`)", style="yellow", soft_wrap=True, highlight=False, markup=False)
 

@@ -167,7 +167,8 @@ def build(directory: Path, manifest: dict, out_file: str | Path, rep: dict[str, 
         StoreError: unreadable, or no result row stored yet.
         OSError: ``out_file`` cannot be written.
     """
-    page = Page(f"{rep.get('campaign')}: loop-nest mappers compared")
+    what = "LLM steps mapped" if (rep.get("llm") or {}).get("steps") else "loop-nest mappers compared"
+    page = Page(f"{rep.get('campaign')}: {what}")
     page.summary(rep)
     add_comparison(page, rep, read(Path(directory))[0])
     from sweep.reports.loopnest import low_utilization_lines
