@@ -116,3 +116,24 @@ def test_the_readme_snippets_are_lines_of_the_examples():
     assert len(snippets) >= 2
     missing = [line for s in snippets for line in s.splitlines() if line.strip() and line.strip() not in lines]
     assert not missing, f"README 'In Python' lines not in examples/: {missing}"
+
+
+def test_llm_steps_prints_what_sweep_map_finds_and_a_search_that_accounts_for_every_design(tmp_path):
+    out = _example("llm_steps.py", tmp_path, "llm")
+    m = re.search(r"decode, batch 1, 2,048 tokens of context: (\S+) ms per token, (\S+) mJ per token", out)
+    assert m, out
+    cli = _sweep_json(["map", "--network", "llama3_8b", "--phase", "decode", "--batch", "1", "--context", "2048",
+                       "--fusion", "fused", "--arch", "llm_ws", "--mapper", "loma", "--param", "lpf_limit=4"],
+                      tmp_path)
+    assert float(m[1]) == pytest.approx(cli["llm"]["time_per_token_s"] * 1e3, rel=1e-5)
+    assert float(m[2]) == pytest.approx(cli["llm"]["energy_per_token_j"] * 1e3, rel=1e-5)
+    run_dir = _results_dir(out)
+    head = re.search(r"(\d+) designs: (\d+) mapped, (\d+) pruned by bound, (\d+) on which", out)
+    assert head and int(head[1]) == 24 == int(head[2]) + int(head[3]) + int(head[4]) and int(head[3]) > 0, out
+    # the fastest design per token, mapped alone from its design file, gives the figure printed
+    _sweep_json(["report", str(run_dir)], tmp_path)                      # writes the design files
+    best = re.search(r"fastest by time_per_token_s: ([0-9a-f]{16}) .* (\S+) ms, ", out)
+    single = _sweep_json(["map", "--network", "llama3_8b", "--phase", "decode", "--batch", "1", "--context", "2048",
+                          "--fusion", "fused", "--arch", str(run_dir / "designs" / f"{best[1]}.toml"),
+                          "--mapper", "loma", "--param", "lpf_limit=4"], tmp_path)
+    assert float(best[2]) == pytest.approx(single["llm"]["time_per_token_s"] * 1e3, rel=1e-5)
