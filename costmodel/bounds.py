@@ -135,7 +135,6 @@ def port_floor(layer, view, prec: dict[str, int]) -> tuple[float, Any]:
     return worst * (1 - 1e-12), where
 
 
-
 def step_bounds(network, arch, utilization=None, memo: dict | None = None, unique=None) -> dict[str, Any]:
     """Bounds of one transformer step (or any network) on ``arch``: ``latency_cycles`` (cycles),
     ``latency_s`` (s, at ``arch.clock_mhz``), ``energy_pj`` (pJ), ``dram_bound_layers`` (how many
