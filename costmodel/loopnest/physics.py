@@ -74,8 +74,7 @@ from costmodel.tech.deepopt65 import A_PE_UM2, A_SRAM_UM2_PER_BYTE, sram_energy_
 
 from .arch import Accelerator, MemoryLevel
 
-__all__ = ["PhysicsRangeError", "TooSmallForWord", "CLOCK_MHZ_RANGE", "ARRAY_DIM_MAX", "check_clock",
-           "check_array_dim", "SRAM_MIN_KIB", "SRAM_TABLE_MAX_KIB", "SRAM_MAX_KIB",
+__all__ = ["PhysicsRangeError", "TooSmallForWord", "SRAM_MIN_KIB", "SRAM_TABLE_MAX_KIB", "SRAM_MAX_KIB",
            "REGFILE_MAX_BITS",
            "memory_class", "sram_pj_per_bit", "check_size", "energy_ratio", "scale_memory",
            "memory_instances", "memory_area_mm2", "design_area_mm2", "cacti_access_pj", "TECHS", "PE_AREA_SCALE"]
@@ -88,30 +87,6 @@ SRAM_MAX_KIB: int = 1024
 #: Register files are smaller than this many bits (4 KiB); the SRAM model starts here.
 REGFILE_MAX_BITS: int = SRAM_MIN_KIB * 8192
 _SRAM_MAX_BITS: int = SRAM_MAX_KIB * 8192
-
-
-#: Clocks a digital accelerator is built at, MHz: 10 (microcontroller-class) to 3,000; the fastest
-#: shipped accelerators run 0.7-2 GHz (TPU v4 1,050 MHz, Jouppi et al., ISCA 2023; A100 1,410 MHz and
-#: H100 SXM5 1,980 MHz boost, NVIDIA's datasheets).
-CLOCK_MHZ_RANGE: tuple[float, float] = (10.0, 3000.0)
-#: PEs along one array dim, at most: the largest built systolic arrays are 256 per side (TPU v1-v4);
-#: 4,096 x 4,096 would be 16.8 M MACs on one die.
-ARRAY_DIM_MAX: int = 4096
-
-
-def check_clock(mhz: float) -> None:
-    """Raises `PhysicsRangeError` if ``mhz`` is outside `CLOCK_MHZ_RANGE` (with the reason)."""
-    lo, hi = CLOCK_MHZ_RANGE
-    if not lo <= mhz <= hi:
-        raise PhysicsRangeError(f"clock {mhz:g} MHz is outside {lo:g}..{hi:g} MHz, the clocks digital "
-                                "accelerators are built at (TPU v4 1,050 MHz, H100 1,980 MHz)")
-
-
-def check_array_dim(name: str, size: int) -> None:
-    """Raises `PhysicsRangeError` if array dim ``name`` has more than `ARRAY_DIM_MAX` PEs."""
-    if size > ARRAY_DIM_MAX:
-        raise PhysicsRangeError(f"array dim {name} of {size} PEs is above {ARRAY_DIM_MAX}, beyond any "
-                                "buildable array (the largest built are 256 per side, TPU v1-v4)")
 
 
 class PhysicsRangeError(ValueError):

@@ -41,11 +41,10 @@ import numbers
 from dataclasses import dataclass, field, replace
 from typing import Any, Mapping, cast
 
-from .arch import Accelerator, MemoryLevel, multicast_table
+from .arch import Accelerator, MemoryLevel, check_array_dim, check_clock, multicast_table
 from .hint import SpatialHint
 from .mapping import SpatialMapping
-from .physics import (PhysicsRangeError, TooSmallForWord, check_array_dim, check_clock, check_size, design_area_mm2,
-                      scale_memory)
+from .physics import PhysicsRangeError, TooSmallForWord, check_size, design_area_mm2, scale_memory
 
 __all__ = ["ArchTemplate", "BadDataflow", "CATEGORICAL", "CLOCK", "DATAFLOW", "DRAM_KIND", "DRAM_UNITS", "Dataflow",
            "InvalidDesign", "LANES", "UnknownParameter"]
@@ -306,11 +305,17 @@ class ArchTemplate:
             if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value) \
                     or value <= 0:
                 raise ValueError(f"{name} = {value!r}: expected a positive number of MHz")
-            check_clock(value)
+            try:
+                check_clock(float(value))
+            except ValueError as e:
+                raise PhysicsRangeError(str(e)) from None
             return value  # type: ignore[return-value]
         if kind == "array":
             v = _pos_int(name, value)
-            check_array_dim(name, v)
+            try:
+                check_array_dim(name, v)
+            except ValueError as e:
+                raise PhysicsRangeError(str(e)) from None
             return v
         if kind == "vector" or attr == "word_bits":
             return _pos_int(name, value)

@@ -188,7 +188,7 @@ def arch_detail(name: str) -> dict:
     from costmodel.loopnest.physics import design_area_mm2
     from costmodel.tech.dram import dram_capacity_bytes
     if name not in list_accelerators() and not name.endswith(".toml"):
-        others = [r["name"] for r in catalog("archs") if r["kind"] != "loopnest"]
+        others = {r["name"] for r in catalog("archs")} - set(list_accelerators())   # systolic points, NPUs
         if name in others:
             raise ValueError(f"{name} is not a loop-nest accelerator; its figures: `sweep list archs --json`")
         raise ValueError(f"unknown accelerator; loop-nest presets: {list_accelerators()}, or a .toml file")
