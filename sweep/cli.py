@@ -175,8 +175,10 @@ def _execute(c, resume: bool, executor: ExecutorKind, address: str | None, resum
                              progress=progress)
         except Interrupted as i:
             prog.stop()
-            err.print(f"interrupted: {i.summary.tasks_run} task(s) stored in {c.output}; "
-                      f"complete it with: {resume_hint}", markup=False, highlight=False)
+            done, before = i.summary.tasks_run, i.summary.tasks_skipped
+            stored = f"{done} task(s) stored by this run" + (f", {done + before} in all" if before else "")
+            err.print(f"interrupted: {stored} in {c.output}; complete it with: {resume_hint}",
+                      markup=False, highlight=False)
             raise typer.Exit(130)
     skipped = ("suggested design(s) told their stored figures" if c.plan.runs_study(c) and unit == "tasks"
                else "already stored")

@@ -73,3 +73,19 @@ def test_a_layer_row_names_the_layers_of_its_shape_it_stands_for():
     rows = {x["layer"]: x for x in js["layers"]}
     assert rows["q_proj"]["merged"] == ["o_proj"] and rows["q_proj"]["repeat"] == 64
     assert rows["ffn_down"]["merged"] == [] and rows["ffn_down"]["repeat"] == 32
+
+
+def test_an_interrupted_resume_counts_the_tasks_stored_before_it_too(tmp_path, monkeypatch):
+    # issue 43, item 7: "interrupted: 28 task(s) stored" when the bar said 75 (47 stored by an
+    # earlier run, resumed)
+    import sweep.engine.runner as runner
+    from paths import REPO
+
+    def stop(*a, **k):
+        raise runner.Interrupted(runner.RunSummary(output=str(tmp_path), tasks_total=100, tasks_skipped=47,
+                                                   tasks_run=28))
+    monkeypatch.setattr(runner, "run_campaign", stop)
+    r = CliRunner().invoke(app, ["run", str(REPO / "campaigns" / "salsa_eyeriss.toml"), "--out", str(tmp_path / "o"),
+                                 "--resume"])
+    assert r.exit_code == 130
+    assert "interrupted: 28 task(s) stored by this run, 75 in all in" in r.output
