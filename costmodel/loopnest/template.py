@@ -41,7 +41,9 @@ import numbers
 from dataclasses import dataclass, field, replace
 from typing import Any, Mapping, cast
 
-from .arch import Accelerator, MemoryLevel, check_array_dim, check_clock, multicast_table
+from costmodel.tech.limits import check_array_dim, check_clock
+
+from .arch import Accelerator, MemoryLevel, multicast_table
 from .hint import SpatialHint
 from .mapping import SpatialMapping
 from .physics import PhysicsRangeError, TooSmallForWord, check_size, design_area_mm2, scale_memory
