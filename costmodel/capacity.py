@@ -1,13 +1,15 @@
 """Memory that can run out: what a transformer step must hold in DRAM, against what the
 accelerator's DRAM stores.
 
-A step (`costmodel.zoo.transformer.build_transformer`) needs, at once (bytes):
+A step (`costmodel.transformer.build_transformer`) needs, at once (bytes):
 
-* **weights**: every parameter of the model (`costmodel.zoo.transformer.param_count`, the
+* **weights**: every parameter of the model (`costmodel.transformer.param_count`, the
   embedding table and all experts of an MoE included: a step may route to any of them) at the
   weights' precision (the step's ``weight_bits``, else the accelerator's ``[precision] W``, else 8);
 * **KV cache**: K and V of every block for every cached token of every sequence: batch x tokens x
-  layers x 2 x kv_heads x head_dim x the cache's precision (`costmodel.loopnest.reference.operand_bits`
+  layers x 2 x kv_heads x head_dim (MLA: the latent and the shared RoPE key, kv_lora_rank +
+  rope_dim; `costmodel.transformer.TransformerConfig.cache_width`; a sliding window holds its last
+  tokens only) x the cache's precision (`costmodel.loopnest.reference.operand_bits`
   of the score matmul's W: the step's ``kv_bits``, else its ``act_bits``, else the accelerator's
   ``[precision] I``). Tokens: the context at decode (the new token included), the prompt at
   prefill (the cache the prefill writes);
@@ -126,13 +128,13 @@ def step_footprint(network, arch) -> Footprint | None:
         KeyError: ``workload["model"]`` names no zoo transformer.
     """
     from costmodel.loopnest.reference import operand_bits
-    from costmodel.zoo.transformer import transformer_config
+    from costmodel.transformer import config_of
 
     w = network.workload or {}
     if not w.get("model"):
         return None
     from costmodel.system.parallel import chip_batch, shard_config, share_params, split_of
-    full, split = transformer_config(w["model"]), split_of(w)
+    full, split = config_of(w), split_of(w)
     cfg = shard_config(full, split)  # one chip's share of a split step (costmodel.system.parallel)
     layers = [l for l, _ in network]
     weight = next((l for l in layers if l.w_role == "weight"), layers[0])
@@ -144,7 +146,7 @@ def step_footprint(network, arch) -> Footprint | None:
     cached = (w.get("context") if w.get("phase") == "decode" else w.get("seq")) or 0
     kv_cache = 0
     if cfg.kind == "decoder":
-        kv_cache = chip_batch(w) * int(cached) * cfg.layers * 2 * cfg.kv_dim * kv_bits // 8
+        kv_cache = chip_batch(w) * cfg.cached(int(cached)) * cfg.layers * cfg.cache_width * kv_bits // 8
     residual = int(w["tokens"]) // split.ep * cfg.hidden * act_bits
     best, largest = -1, ""
     for l in layers:
@@ -172,31 +174,26 @@ def max_batch(network, arch, limit: int = 1 << 20) -> int | None:
     largest live operation's size non-decreasing), so the answer is found by bisection on
     `step_footprint` of rebuilt steps (about 20 builds).
     """
-    from costmodel.zoo.transformer import build_transformer
+    from costmodel.transformer import build_transformer, config_of
+    from costmodel.transformer.build import step_params
 
     w = network.workload or {}
     if not w.get("model") or _capacity(arch)[0] is None:
         return None
-    params = {k: w.get(k) for k in ("phase", "seq", "context", "weight_bits", "act_bits", "kv_bits")}
-    for k in ("attention", "query_tile", "kv_tile", "batched_attention", "tp", "pp"):
-        if w.get(k) is not None:
-            params[k] = w[k]
-    if w.get("fusion") == "fused":
-        params["fusion"] = "fused"
-
+    params = step_params(w)
+    params.pop("batch")
     ep = int(w.get("ep") or 1)  # expert parallelism: batches in multiples of ep
-    if ep > 1:
-        params["ep"] = ep
+    model = config_of(w)
 
-    # the footprint depends on the step's parameters, the batch, the precisions and the capacity
-    # only: kept per process for the next designs of a grid (same answer, without the rebuilds)
-    key = (w["model"], tuple(sorted((k, repr(v)) for k, v in params.items())),
+    # the footprint depends on the model, the step's parameters, the batch, the precisions and the
+    # capacity only: kept per process for the next designs of a grid (same answer, without the rebuilds)
+    key = (w["model"], repr(w.get("config")), tuple(sorted((k, repr(v)) for k, v in params.items())),
            tuple(sorted(getattr(arch, "precisions", {}).items())), _capacity(arch)[0])
 
     def fits(b: int) -> bool:
         hit = _FITS.get((key, b))
         if hit is None:
-            fp = step_footprint(build_transformer(w["model"], batch=b * ep, **params), arch)
+            fp = step_footprint(build_transformer(model, batch=b * ep, **params), arch)
             hit = _FITS[(key, b)] = fp is not None and fp.fits
             if len(_FITS) > 65536:
                 _FITS.clear()

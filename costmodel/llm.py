@@ -2,10 +2,10 @@
 activations) and the serving metrics (time to first token, time per output token, tokens/s,
 energy per token).
 
-A transformer step (`costmodel.zoo.transformer`) is one prefill of ``batch`` prompts of ``seq``
+A transformer step (`costmodel.transformer`) is one prefill of ``batch`` prompts of ``seq``
 tokens, or one decode step of ``batch`` sequences (one new token each, attending to ``context``
 cached tokens). Its layers run one after another; its vector operations run after them, except
-those that overlap layers (fused ones, `costmodel.zoo.attention`), which run beside them
+those that overlap layers (fused ones, `costmodel.transformer.attention`), which run beside them
 (`step_latency`); so:
 
 * latency (s) = latency (cycles) / (clock_mhz x 10^6), the accelerator's clock;
@@ -115,10 +115,10 @@ class ServingMix:
     output: int
     batch: int = 1
     points: int = 3
-    fusion: str = "unfused"   # `costmodel.zoo.attention.FUSION`: how its steps are built
+    fusion: str = "unfused"   # `costmodel.transformer.attention.FUSION`: how its steps are built
 
     def __post_init__(self) -> None:
-        from costmodel.zoo.attention import FUSION
+        from costmodel.transformer.attention import FUSION
         if self.fusion not in FUSION:
             raise ValueError(f"workload.fusion = {self.fusion!r}: expected one of {list(FUSION)}")
         for k in ("prompt", "output", "batch", "points"):
@@ -134,7 +134,7 @@ class ServingMix:
         return f"{self.model}/mix/b{self.batch}/p{self.prompt}/o{self.output}" + ("/fused" if self.fusion == "fused" else "")
 
     def step_names(self) -> list[str]:
-        """The names of its steps (`costmodel.zoo.transformer.build_transformer`): the prefill,
+        """The names of its steps (`costmodel.transformer.build_transformer`): the prefill,
         then a decode step per context of `contexts`."""
         tag = "/fused" if self.fusion == "fused" else ""
         return ([f"{self.model}/prefill/b{self.batch}/seq{self.prompt}{tag}"]
@@ -271,9 +271,9 @@ def step_launches(network) -> int:
     model = (network.workload or {}).get("model")
     if model is None:
         return 0
-    from costmodel.zoo.shard import shard_config, split_of
-    from costmodel.zoo.transformer import transformer_config
-    blocks = shard_config(transformer_config(model), split_of(network.workload)).layers  # a stage's
+    from costmodel.transformer.shard import shard_config, split_of
+    from costmodel.transformer import config_of
+    blocks = shard_config(config_of(network.workload), split_of(network.workload)).layers  # a stage's
     n, attention = 0, set()
     for layer, rep in network:
         if layer.w_role == "kv_cache":
@@ -292,7 +292,7 @@ def step_latency(network, unique_latency: list[float], vector_rows: list[dict[st
 
     The array runs the matmuls one after another; the vector unit runs the vector operations. An
     operation that ``overlaps`` layers (`costmodel.workload.VectorOp.overlaps`: a fused op beside
-    its producer, the online softmax beside the attention tiles; `costmodel.zoo.attention`) runs
+    its producer, the online softmax beside the attention tiles; `costmodel.transformer.attention`) runs
     while they run: the array's and the vector unit's work on the same tiles pipeline (one unit on
     tile j while the other is on tile j + 1; the TPU's separate matrix and vector units, Jouppi et
     al., ISCA 2017, Sec. 2; FlashAttention-3 overlaps the softmax with the GEMMs the same way, Shah

@@ -38,7 +38,7 @@ rsqrt, tanh; one special takes ``special_cycles`` lane-cycles). What each op cos
 
 ``dram_bits``: the bits moved at the outermost level (read + write), 0 when the op's tensors live on
 chip. These rules are a first-order model: fusion only as ``in_flight`` says (an op fused into its
-producer's drain, `costmodel.zoo.attention`), no cost for the per-row scalar arithmetic beyond the
+producer's drain, `costmodel.transformer.attention`), no cost for the per-row scalar arithmetic beyond the
 one special (a sum divided by d).
 
 Errors: ValueError for an accelerator without a vector unit (`vector_cost`), and for bad

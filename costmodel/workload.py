@@ -242,7 +242,7 @@ class Network:
     ``vector_ops[i]`` runs ``vector_repeats[i]`` times (the element-wise work of a transformer
     step; empty for the CNN zoo, which counts convolutions and FC layers only). ``workload`` holds
     the parameters a transformer step was built with (``model``, ``phase``, ``batch``, ``seq``,
-    ``context``, ``tokens`` produced, precisions; `costmodel.zoo.transformer`), empty otherwise.
+    ``context``, ``tokens`` produced, precisions; `costmodel.transformer`), empty otherwise.
     """
 
     name: str

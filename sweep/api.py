@@ -116,7 +116,7 @@ def load_network(spec: Network | str | Path, **workload: Any) -> Network:
     ``.onnx`` model (Conv, Gemm, MatMul nodes become layers), or a `Network` (returned as is).
     ``len(net)`` layers, each with a repeat count (``for layer, repeat in net``).
 
-    A zoo transformer takes its step's parameters as keywords (`costmodel.zoo.transformer`):
+    A zoo transformer takes its step's parameters as keywords (`costmodel.transformer`):
     ``load_network("llama3_8b", phase="decode", batch=8, context=4096)``, also ``seq`` (prefill),
     ``weight_bits``, ``act_bits``, ``kv_bits``; the model's defaults where not given. The step's
     vector operations are ``net.vector_ops``, its parameters ``net.workload``.

@@ -131,7 +131,7 @@ class _Block:
 
 def bert_block(seq: int = 128, hidden: int = 768, heads: int = 12, ffn: int = 3072) -> onnx.ModelProto:
     """One BERT-base encoder block (post-LN, biases, GELU as erf, batch 1) as Hugging Face's BERT
-    exports it, nodes named after the zoo's layers and vector ops (`costmodel.zoo.transformer`):
+    exports it, nodes named after the zoo's layers and vector ops (`costmodel.transformer`):
     q_proj, k_proj, v_proj (+ ``*_bias`` Adds), heads split, score = Q K^T, score_scale (Div by
     sqrt(head_dim)), mask_add (+ the additive padding mask, a graph input), softmax, context = P V,
     heads merged, o_proj, attn_residual, attn_norm, ffn_up, act (GELU), ffn_down, ffn_residual,

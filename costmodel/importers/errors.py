@@ -5,7 +5,7 @@ the cost model, below `sweep`: the CLI maps them to its own errors and exit code
 
 from __future__ import annotations
 
-__all__ = ["InputFormatError", "ZooCsvError", "OnnxError", "ZigzagError"]
+__all__ = ["InputFormatError", "ZooCsvError", "OnnxError", "ZigzagError", "HfConfigError", "KeyedInputError"]
 
 
 class InputFormatError(ValueError):
@@ -22,13 +22,21 @@ class OnnxError(InputFormatError):
     layer; the message names the file and the node."""
 
 
-class ZigzagError(InputFormatError):
-    """A ZigZag hardware / mapping YAML (`costmodel.importers.zigzag`) we cannot read or model.
-
-    Attributes: ``source`` (the file, or a command-line option), ``key`` (the YAML key path, e.g.
-    ``memories.rf_16B.size``), ``value`` (what it holds) and ``message`` (what is wrong); the text
-    is ``"{source}: {key} = {value!r}: {message}"``."""
+class KeyedInputError(InputFormatError):
+    """An outside file whose problem sits at a key: ``source`` (the file, or a command-line option),
+    ``key`` (the key path), ``value`` (what it holds; None when missing) and ``message`` (what is
+    wrong); the text is ``"{source}: {key} = {value!r}: {message}"``."""
 
     def __init__(self, source: str, key: str, value: object, message: str):
         self.source, self.key, self.value, self.message = source, key, value, message
         super().__init__(f"{source}: {key} = {value!r}: {message}")
+
+
+class ZigzagError(KeyedInputError):
+    """A ZigZag hardware / mapping YAML (`costmodel.importers.zigzag`) we cannot read or model; the
+    key is a YAML key path (``memories.rf_16B.size``)."""
+
+
+class HfConfigError(KeyedInputError):
+    """A Hugging Face ``config.json`` (`costmodel.transformer.hf`) we cannot read or model; the key
+    is a config field (``num_attention_heads``)."""

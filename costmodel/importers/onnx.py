@@ -33,7 +33,7 @@ An *activation* is any other tensor. Rules (loop names as in `costmodel.workload
    of the batch elements that share one second-operand matrix by broadcasting), ``C`` = the
    contracted size, ``K`` = columns. The product of the second operand's batch axes (batch x
    heads) is the layer's repeat (`Network.repeats`), not ``G``: these are independent matmuls
-   run one after another, as `costmodel.zoo.transformer` counts ``score`` and ``context``.
+   run one after another, as `costmodel.transformer` counts ``score`` and ``context``.
 5. **KV projections**: a weight layer (rule 2 or 3) whose output reaches the second operand of a
    rule-4 MatMul through nothing but Reshape, Transpose, Squeeze, Unsqueeze, Flatten, Cast,
    Identity, Expand or Tile, an Add / Sub / Mul / Div with a constant (a bias, a scale), or a
@@ -66,7 +66,7 @@ batch axis (axis 0 of an activation) counts as 1; any other unknown size of a la
 Precisions are the `Layer` defaults (8-bit operands, 32-bit partial sums) whatever the element
 type, as in the CSV zoo.
 
-Against `costmodel.zoo.transformer`'s step of the same shapes: a multi-head attention block
+Against `costmodel.transformer`'s step of the same shapes: a multi-head attention block
 imports with the zoo's layers and roles (tested on BERT-base). A grouped-query (GQA) export
 expands K and V to every query head before the MatMuls, so ``score`` / ``context`` import with
 ``B = q_len`` repeated batch x heads times where the zoo has ``B = group x q_len`` repeated batch

@@ -342,7 +342,7 @@ class CostReport:
 def operand_bits(layer, arch) -> dict[str, int]:
     """Precisions in bits: W, I, O (partial sums), O_final; the accelerator's ``[precision]``
     where given, except for the operands the layer fixes (``layer.fixed_bits``: a transformer
-    workload's ``weight_bits`` / ``act_bits`` / ``kv_bits``, `costmodel.zoo.transformer`). A W
+    workload's ``weight_bits`` / ``act_bits`` / ``kv_bits``, `costmodel.transformer`). A W
     operand that is the KV cache (``layer.w_role == "kv_cache"``) is an activation: unless fixed,
     it takes the accelerator's I precision (else the layer's ``i_bits``), not its weight precision."""
     p, fixed = arch.precisions, layer.fixed_bits

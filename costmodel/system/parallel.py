@@ -1,10 +1,10 @@
-"""One chip's share of a split transformer step (`costmodel.zoo.shard`: tensor, pipeline and expert
+"""One chip's share of a split transformer step (`costmodel.transformer.shard`: tensor, pipeline and expert
 parallelism, the shapes each chip computes; re-exported here) and the parameters that chip holds
 (`share_params`), the figure `costmodel.capacity` checks against its DRAM."""
 
 from __future__ import annotations
 
-from costmodel.zoo.shard import (Split, check_split, chip_batch, kv_replicas, resolve_split, shard_config,
+from costmodel.transformer.shard import (Split, check_split, chip_batch, kv_replicas, resolve_split, shard_config,
                                  split_of)
 
 __all__ = ["Split", "split_of", "check_split", "resolve_split", "shard_config", "share_params", "kv_replicas",
@@ -12,12 +12,12 @@ __all__ = ["Split", "split_of", "check_split", "resolve_split", "shard_config", 
 
 
 def share_params(cfg, split: Split) -> int:
-    """Parameters (elements) one chip of ``split`` holds: `costmodel.zoo.transformer.param_count` of
+    """Parameters (elements) one chip of ``split`` holds: `costmodel.transformer.param_count` of
     the share (`shard_config`) with the experts / ep, and, with pipeline stages, the last stage's
     outer weights only: its final norm and LM head (a tied LM head is the embedding table, held
     there too), not the first stage's embedding and position tables (the last stage is the heavier
     of the two by the final norm)."""
-    from costmodel.zoo.transformer import param_count
+    from costmodel.transformer import param_count
     parts = param_count(shard_config(cfg, split))
     total = parts["total"]
     if split.ep > 1:

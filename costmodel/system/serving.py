@@ -184,7 +184,7 @@ def _collectives(cfg, workload: dict[str, Any], system: System, act_bytes: float
             add("all-gather of the logits", "all_gather", sp.tp, batch * cfg.vocab * act_bytes, 1, "head", sp.ep)
     if sp.ep > 1:
         add("all-to-all dispatch and combine of routed tokens", "all_to_all", sp.ep,
-            tokens * cfg.top_k * cfg.hidden * act_bytes, 2 * cfg.layers, "stage", sp.tp)
+            tokens * cfg.top_k * cfg.hidden * act_bytes, 2 * cfg.moe_blocks, "stage", sp.tp)
     if sp.pp > 1:
         add("send/receive of the activations between stages", "send_recv", 2, h_bytes, sp.pp - 1, "hop", sp.tp * sp.ep)
     return rows
@@ -195,7 +195,7 @@ def system_step(cfg, workload: dict[str, Any], system: System, share: dict[str, 
     """The figures of a step on ``system`` (module docstring) from one chip's share.
 
     Args:
-        cfg: the whole model's `costmodel.zoo.transformer.TransformerConfig`.
+        cfg: the whole model's `costmodel.transformer.TransformerConfig`.
         workload: the share's ``Network.workload`` (the system's ``batch`` and ``tokens``).
         system: the `System` (its split equal to the share's).
         share: the share's figures for one micro-batch: ``latency_s``, ``energy_j`` (the whole

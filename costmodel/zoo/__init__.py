@@ -6,10 +6,11 @@ models (``*.onnx``), read by `costmodel.importers.onnx`. This package is the dat
 a zoo file's ``# name:`` must equal its stem and it must carry the metadata of
 `costmodel.importers.zoo_csv.REQUIRED_META` (``description``, ``source``, ``published_macs`` ...).
 
-Transformer models are data too (``transformers.toml``: published configs), built into the
-operations of one prefill or decode step by `costmodel.zoo.transformer.build_transformer`; their
-names are in `list_networks` and `load_network` takes the step's parameters (``phase``, ``batch``,
-``seq``, ``context``, ``weight_bits``, ``act_bits``, ``kv_bits``).
+Transformer models are data too (`costmodel.transformer`: each bundled model's Hugging Face
+config.json), built into the operations of one prefill or decode step by
+`costmodel.transformer.build_transformer`; their names are in `list_networks` and `load_network`
+takes the step's parameters (``phase``, ``batch``, ``seq``, ``context``, ``weight_bits``, ...). A
+user's config.json is a network file (`load_network_file`, with the same parameters).
 
 Public API: `list_networks`, `load_network`, `load_network_file`, `network_info`,
 `network_file_info`, `is_transformer`.
@@ -32,9 +33,11 @@ from costmodel.importers.zoo_csv import (
     read_network_csv,
 )
 from costmodel.workload import Network
-from costmodel.zoo.transformer import (
+from costmodel.transformer import (
     WORKLOAD_PARAMS,
     build_transformer,
+    file_info,
+    is_config_file,
     list_transformers,
     transformer_info,
 )
@@ -71,7 +74,7 @@ def list_networks() -> list[str]:
 
 
 def is_transformer(name: str) -> bool:
-    """Whether ``name`` is a transformer model of the zoo (`costmodel.zoo.transformer`)."""
+    """Whether ``name`` is a transformer model of the zoo (`costmodel.transformer`)."""
     return name in list_transformers()
 
 
@@ -100,11 +103,7 @@ def load_network(name: str, **workload_params) -> Network:
             or a bad value; the message starts with the parameter's name (``phase: ...``).
     """
     if is_transformer(name):
-        unknown = [k for k in workload_params if k not in WORKLOAD_PARAMS]
-        if unknown:
-            raise ValueError(f"{unknown[0]}: the network {name} has no such parameter; "
-                             f"it takes {', '.join(WORKLOAD_PARAMS)}")
-        return build_transformer(name, **workload_params)
+        return _build_step(name, name, workload_params)
     net = _load_zoo(name).network
     if workload_params:
         raise ValueError(f"{next(iter(workload_params))}: the network {name} has no such parameter "
@@ -112,10 +111,20 @@ def load_network(name: str, **workload_params) -> Network:
     return net
 
 
+def _build_step(model, label: str, workload_params: dict) -> Network:
+    """`build_transformer` of ``model`` (a bundled name or a config.json path) with the parameters
+    checked by name (ValueError naming the first unknown one)."""
+    unknown = [k for k in workload_params if k not in WORKLOAD_PARAMS]
+    if unknown:
+        raise ValueError(f"{unknown[0]}: the network {label} has no such parameter; "
+                         f"it takes {', '.join(WORKLOAD_PARAMS)}")
+    return build_transformer(model, **workload_params)
+
+
 def network_info(name: str) -> dict:
     """Metadata of a zoo network: the file's ``# key: value`` entries, with ``published_macs``
     as an int, ``tolerance`` as a float (default `DEFAULT_TOLERANCE`) and ``path``; for a
-    transformer model, `costmodel.zoo.transformer.transformer_info` (``description``, ``source``,
+    transformer model, `costmodel.transformer.transformer_info` (``description``, ``source``,
     ``published_params``, ``published_params_source``, ``kind``, ``defaults``, ...; no
     ``published_macs``).
 
@@ -131,16 +140,24 @@ def _is_onnx(path: str | os.PathLike) -> bool:
     return Path(path).suffix.lower() == ".onnx"
 
 
-def load_network_file(path: str | os.PathLike) -> Network:
+def load_network_file(path: str | os.PathLike, **workload_params) -> Network:
     """Load a network from a user file: a CSV file in the zoo format (metadata lines optional;
-    the network's name defaults to the file's stem) or an ONNX model (``*.onnx``, read by
-    `costmodel.importers.onnx`: one layer per Conv / Gemm / MatMul node, named after it).
+    the network's name defaults to the file's stem), an ONNX model (``*.onnx``, read by
+    `costmodel.importers.onnx`: one layer per Conv / Gemm / MatMul node, named after it), or a
+    Hugging Face ``config.json`` (``*.json``, `costmodel.transformer.hf`): one step of that model,
+    built with ``workload_params`` as `load_network` does for a bundled transformer.
 
     Raises:
         ValueError: (`costmodel.importers.errors.InputFormatError`) for an unreadable file or a bad
             header or row; the message names the file, line number and, for a bad cell, the column
-            and value (for ONNX: the file and node).
+            and value (for ONNX: the file and node; for config.json: the file, field and value); a
+            workload parameter for a file that is no config.json, or a bad one (named first).
     """
+    if is_config_file(path):
+        return _build_step(path, str(path), workload_params)
+    if workload_params:
+        raise ValueError(f"{next(iter(workload_params))}: the network file {path} has no such parameter "
+                         "(workload parameters apply to transformer models: a zoo name or a config.json)")
     if _is_onnx(path):
         from costmodel.importers.onnx import load_onnx
         return load_onnx(path)
@@ -151,6 +168,8 @@ def network_file_info(path: str | os.PathLike) -> dict:
     """The metadata of a user network file, like `network_info` (for ONNX: name, source, path,
     ``ignored``, the ``(node, op type)`` of the nodes not costed, ``reasons`` why (one each), and
     ``vector_nodes``, the ``(vector op, op types)`` of the nodes costed as vector operations)."""
+    if is_config_file(path):
+        return file_info(path)
     if _is_onnx(path):
         from costmodel.importers.onnx import read_onnx
         r = read_onnx(path)

@@ -78,7 +78,7 @@ def zoo_network(name: str, workload: dict | None = None) -> dict:
     doc = _layers_doc(net, info.get("path", ""), info.get("source", ""), ["zoo"] * len(net), [])
     doc["published_macs"] = int(info["published_macs"]) if info.get("published_macs") else None
     if net.workload:
-        from costmodel.zoo.transformer import param_count, transformer_config
+        from costmodel.transformer import param_count, transformer_config
         doc["workload"] = dict(net.workload)
         doc["vector_ops"] = [{**v.to_dict(), "repeat": r} for v, r in zip(net.vector_ops, net.vector_repeats)]
         doc["total_vector_elements"] = sum(v.elements * r for v, r in zip(net.vector_ops, net.vector_repeats))

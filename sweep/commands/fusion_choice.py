@@ -1,11 +1,11 @@
 """``fusion = "auto"``: how a transformer step's attention runs, chosen by mapping.
 
 A step's attention can run unfused (scores and probabilities through memory) or fused with a query
-tile and a K/V tile (`costmodel.zoo.attention`). Which is cheaper depends on the hardware and the
+tile and a K/V tile (`costmodel.transformer.attention`). Which is cheaper depends on the hardware and the
 objective: a larger query tile reads K and V fewer times but needs the tile's scores on chip, a
 larger K/V tile rescales the partial output fewer times; on a chip whose on-chip memory cannot hold
 a tile the fused tile layers have no valid mapping and that variant drops out. `map_step_auto`
-builds every variant of `costmodel.zoo.attention.fusion_variants`, maps each with the same mapper,
+builds every variant of `costmodel.transformer.attention.fusion_variants`, maps each with the same mapper,
 objective and seed (a layer the variants share, every projection and FFN matmul, mapped once), and
 keeps the one whose step figure under the objective is least: energy (pJ), the step's latency
 (cycles, after the vector unit's overlap, `sweep.engine.totals.step_totals`) or EDP; ties on the
@@ -52,7 +52,7 @@ def map_step_auto(network: str, workload: dict[str, Any], arch, mapper_name: str
             not a transformer step, and everything `map_network` raises (on the first variant).
         DoesNotFitError: the step does not fit the DRAM (every variant holds the same weights and KV cache).
     """
-    from costmodel.zoo.attention import fusion_variants
+    from costmodel.transformer.attention import fusion_variants
     from sweep.commands.map_eval import WORKLOAD_OPTIONS, map_network, resolve_network
 
     for k in ("query_tile", "kv_tile"):

@@ -145,8 +145,8 @@ def print_step(res: dict, console: Any) -> None:
 
 def attention_text(w: dict) -> str:
     """How the step's attention runs (``workload``: ``attention``, ``fusion``; the tiles of
-    `costmodel.zoo.attention`)."""
-    from costmodel.zoo.attention import CAUSAL_BLOCK, FUSED_TILE
+    `costmodel.transformer.attention`)."""
+    from costmodel.transformer.attention import CAUSAL_BLOCK, FUSED_TILE
     mask = w.get("attention") or "the whole cache (decode)"
     pairs = w.get("attention_pairs") or {}
     counts = (f"; query-key pairs {pairs['computed']:,} computed, {pairs['exact']:,} under the mask"

@@ -59,7 +59,7 @@ def parse_dims(text: str) -> Layer:
     return Layer(name="dims", **vals)
 
 
-#: The transformer workload parameters (`costmodel.zoo.transformer.build_transformer`) and the CLI
+#: The transformer workload parameters (`costmodel.transformer.build_transformer`) and the CLI
 #: options that set them.
 WORKLOAD_OPTIONS = {"phase": "--phase", "batch": "--batch", "seq": "--seq", "context": "--context",
                     "weight_bits": "--weight-bits", "act_bits": "--act-bits", "kv_bits": "--kv-bits",
@@ -79,7 +79,7 @@ def resolve_network(network: str, workload: dict[str, Any] | None = None) -> Net
             and its value when the network has no such parameter or the value is invalid.
     """
     from costmodel.zoo import list_networks, load_network, load_network_file
-    from costmodel.zoo.transformer import parse_step_name
+    from costmodel.transformer import parse_step_name
     given = {k: v for k, v in (workload or {}).items() if v is not None}
     step = parse_step_name(network) if not Path(network).exists() else None
     if step is not None:  # a step's name, as campaigns and reports write it: llama3_8b/decode/b8/ctx4096

@@ -105,7 +105,7 @@ def our_case(peer: str, arch, rec: dict[str, Any], mapper: str = "salsa", cache:
     from costmodel.system.serving import System
     from sweep.commands.map_eval import map_network
     from sweep.common.errors import DoesNotFitError
-    from costmodel.zoo.transformer import build_transformer
+    from costmodel.transformer import build_transformer
 
     model, phase, b, n = _MODELS[rec["model"]], rec["phase"], int(rec["batch"]), int(rec["seq_or_context"])
     split = {k: int(rec[k]) for k in ("tp", "pp", "ep") if int(rec[k]) > 1}

@@ -95,12 +95,12 @@ def map_on_system(network, arch, system, map_share: Callable[[Any, Any], dict[st
     """
     from costmodel.system.parallel import split_of
     from costmodel.system.serving import System
-    from costmodel.zoo.transformer import build_transformer, parse_step_name, transformer_config
+    from costmodel.transformer import build_transformer, config_of
+    from costmodel.transformer.build import step_params
     from sweep.engine.totals import check_fits, step_memory, step_precisions
 
     w = network.workload or {}
-    parsed = parse_step_name(network.name)
-    if not w.get("model") or parsed is None:
+    if not w.get("model"):
         raise CampaignError("--system", [Finding("--network", network.name, "a system serves a transformer step "
                                                  "(`sweep list networks`: the zoo's transformers)")])
     sp = split_of(w)
@@ -118,8 +118,8 @@ def map_on_system(network, arch, system, map_share: Callable[[Any, Any], dict[st
         import dataclasses
         arch = dataclasses.replace(arch, launch_overhead_us=float(system.launch_overhead_us))
     check_fits(network, arch)  # the whole batch's KV cache is on the chip, whatever the micro-batches
-    model, params = parsed
-    micro = network if m == 1 else build_transformer(model, **{**params, "batch": int(w["batch"]) // m})
+    model = config_of(w)
+    micro = network if m == 1 else build_transformer(model, **{**step_params(w), "batch": int(w["batch"]) // m})
     res = map_share(micro, arch)
     bits = (step_precisions(micro, arch) or {}).get("activations", 16)
     figs = None
@@ -128,7 +128,7 @@ def map_on_system(network, arch, system, map_share: Callable[[Any, Any], dict[st
         from sweep.engine.totals import head_part
         share = head_part(micro, arch, res["total"], (res.get("vector") or {}).get("ops") or [],
                           [r["latency_cycles"] for r in res["layers"]], [r["energy_pj"] for r in res["layers"]])
-        figs = system_step(transformer_config(model), w, system, share, bits)
+        figs = system_step(model, w, system, share, bits)
     res["system"] = {"label": system.label(), **(figs or {"chips": system.chips, "system": system.to_dict()})}
     res["network"] = network.name
     if m > 1:

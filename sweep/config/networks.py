@@ -3,7 +3,7 @@ models read by `costmodel.importers.onnx`) and transformer steps -> `Network` ob
 
 A transformer step is a table ``{model = "llama3_8b", phase = "decode", batch = [1, 8, 32],
 context = [512, 4096]}``: ``model`` a zoo transformer, every other key a parameter of
-`costmodel.zoo.transformer.build_transformer` (``phase``, ``batch``, ``seq``, ``context``,
+`costmodel.transformer.build_transformer` (``phase``, ``batch``, ``seq``, ``context``,
 ``weight_bits``, ``act_bits``, ``kv_bits``, ``attention``, ``fusion``, ``query_tile``, ``kv_tile``,
 ``batched_attention``, and ``tp``, ``pp``, ``ep``: one chip's share of the step split over chips, whose
 figures are the system's, `costmodel.system`) given as one
@@ -37,7 +37,7 @@ def _transformer_steps(item: dict, key: str, bad: Callable[[str, Any, str], None
 
     model = item["model"]
     if not isinstance(model, str) or not is_transformer(model):
-        from costmodel.zoo.transformer import list_transformers
+        from costmodel.transformer import list_transformers
         bad(f"{key}.model", model, f"expected a zoo transformer: {list_transformers()}")
         return []
     axes: list[tuple[str, list]] = []
@@ -125,7 +125,7 @@ def parse_workload(value: Any, bad: Callable[[str, Any, str], None]):
     if value is None:
         return None
     from costmodel.llm import ServingMix
-    from costmodel.zoo.transformer import list_transformers, transformer_config
+    from costmodel.transformer import list_transformers, transformer_config
     if not isinstance(value, dict):
         bad("workload", value, "expected a table {model = \"llama3_8b\", prompt = 2048, output = 256, batch = 16}")
         return None

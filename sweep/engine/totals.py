@@ -114,12 +114,12 @@ def step_totals(tot: dict[str, Any], network, arch, dram: dict[str, float] | Non
            "precisions": step_precisions(network, arch), **step_memory(network, arch)}
     if split and unique_latency is not None and tot["latency_cycles"] is not None and tot["energy_pj"] is not None:
         from costmodel.system.serving import System, system_step
-        from costmodel.zoo.shard import split_of
-        from costmodel.zoo.transformer import transformer_config
+        from costmodel.transformer.shard import split_of
+        from costmodel.transformer import config_of
         sp = split_of(network.workload)
         share = head_part(network, arch, tot, vec.get("ops") or [], unique_latency, unique_energy)
         how = {} if system is None else {"interconnect": system.interconnect, "replicas": system.replicas}
-        figs = system_step(transformer_config(network.workload["model"]), network.workload,
+        figs = system_step(config_of(network.workload), network.workload,
                            System(tp=sp.tp, pp=sp.pp, ep=sp.ep, **how), share,
                            (llm["precisions"] or {}).get("activations", 16))
         llm["share"] = {k: llm.get(k) for k in ("latency_s", "energy_j", "tokens_per_s", "energy_per_token_j")}

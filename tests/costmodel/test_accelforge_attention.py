@@ -22,7 +22,7 @@ from costmodel.loopnest.mapping import Mapping
 from costmodel.loopnest.reference import evaluate
 from costmodel.vector import vector_cost
 from costmodel.workload import VectorOp
-from costmodel.zoo.attention import attention_layers
+from costmodel.transformer.attention import attention_layers
 from paths import REPO
 
 DATA = REPO / "tests" / "data" / "accelforge_attention"

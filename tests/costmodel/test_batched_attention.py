@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from costmodel.zoo.transformer import build_transformer, parse_step_name
+from costmodel.transformer import build_transformer, parse_step_name
 from sweep import api
 
 

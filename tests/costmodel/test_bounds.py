@@ -8,7 +8,7 @@ import pytest
 
 from costmodel.bounds import layer_bound, step_bounds
 from costmodel.loopnest.arch import load_accelerator
-from costmodel.zoo.transformer import build_transformer
+from costmodel.transformer import build_transformer
 
 
 def test_decode_q_proj_on_llm_ws_by_hand():

@@ -9,7 +9,7 @@ import pytest
 
 from costmodel.capacity import max_batch, step_footprint
 from costmodel.loopnest.arch import load_accelerator
-from costmodel.zoo.transformer import build_transformer
+from costmodel.transformer import build_transformer
 
 GIB = 2**30
 

@@ -9,7 +9,7 @@ from costmodel.capacity import _capacity
 from costmodel.llm import step_launches
 from costmodel.loopnest.arch import accelerator_from_dict, load_accelerator
 from costmodel.tech.dram import dram_bits_per_cycle, dram_capacity_bytes
-from costmodel.zoo.transformer import build_transformer
+from costmodel.transformer import build_transformer
 
 
 def test_a100_peak_and_memories_match_the_whitepaper():

@@ -1,4 +1,4 @@
-"""Fused attention and element-wise fusion (`costmodel.zoo.attention`), and the vector unit
+"""Fused attention and element-wise fusion (`costmodel.transformer.attention`), and the vector unit
 working beside the array (`costmodel.llm.step_latency`), against counts made by hand.
 
 The hand case of the issue: one head (GQA group 1), head dim 128, 8 query positions in 4 query
@@ -12,8 +12,8 @@ import pytest
 from costmodel.llm import dram_traffic, step_latency
 from costmodel.loopnest.arch import load_accelerator
 from costmodel.workload import Layer, Network, VectorOp
-from costmodel.zoo.attention import attention_layers, fused_attention_ops, fused_tiles
-from costmodel.zoo.transformer import build_transformer
+from costmodel.transformer.attention import attention_layers, fused_attention_ops, fused_tiles
+from costmodel.transformer import build_transformer
 
 
 @pytest.fixture(scope="module")
@@ -135,14 +135,14 @@ def test_query_tile_by_hand():
     tiles of 128 keys up to each query tile's last position: 4 + 8 + 12 + 16 = 40 pairs of 512 x
     128, against 16 x 17 / 2 = 136 pairs of 128 x 128 at the default tile; K and V are read once per
     pair, so 40 x 128 = 5,120 keys per head instead of 136 x 128 = 17,408."""
-    from costmodel.zoo.attention import computed_pairs
+    from costmodel.transformer.attention import computed_pairs
     t512 = fused_tiles(2048, 2048, True, 512, 128)
     assert sum(t512.values()) == 40 and all(r == 512 and c == 128 for r, c, _, _ in t512)
     assert sum(fused_tiles(2048, 2048, True).values()) == 136
     assert computed_pairs(2048, 2048, True, "fused", 512) == 40 * 512 * 128
     net = build_transformer("llama3_8b", phase="prefill", seq=2048, fusion="fused", query_tile=512)
     assert net.name == "llama3_8b/prefill/b1/seq2048/fused/qt512" and net.workload["query_tile"] == 512
-    from costmodel.zoo.transformer import parse_step_name
+    from costmodel.transformer import parse_step_name
     assert parse_step_name(net.name)[1]["query_tile"] == 512
     keys = sum(l.K * r for l, r in net if l.name.startswith("score_tile")) // (8 * 32)   # per KV head and block
     assert keys == 5120
@@ -154,8 +154,8 @@ def test_kv_tile_by_hand():
     """--kv-tile 512 on a decode step at context 4,096: 8 K/V tiles of 512 keys (one query
     position), so 7 rescales of the partial output per (sequence, KV head, block) instead of 31 at
     the default 128; 32 heads x 32 blocks x 4,096 pairs computed either way."""
-    from costmodel.zoo.attention import computed_pairs
-    from costmodel.zoo.transformer import parse_step_name
+    from costmodel.transformer.attention import computed_pairs
+    from costmodel.transformer import parse_step_name
     assert fused_tiles(1, 4096, False, 128, 512) == {(1, 512, True, False): 1, (1, 512, False, False): 6,
                                                       (1, 512, False, True): 1}
     assert computed_pairs(1, 4096, False, "fused", 128, 512) == 4096

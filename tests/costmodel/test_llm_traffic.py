@@ -20,7 +20,7 @@ from costmodel.loopnest.allocation import allocate
 from costmodel.loopnest.arch import load_accelerator
 from costmodel.loopnest.mapping import Mapping
 from costmodel.loopnest.reference import evaluate, operand_bits
-from costmodel.zoo.transformer import build_transformer
+from costmodel.transformer import build_transformer
 from paths import REPO
 from sweep.commands.map_eval import map_layer
 

@@ -8,7 +8,7 @@ import pytest
 from costmodel.capacity import step_footprint
 from costmodel.loopnest.arch import load_accelerator
 from costmodel.system.parallel import Split, kv_replicas, share_params
-from costmodel.zoo.transformer import build_transformer, param_count, parse_step_name, transformer_config
+from costmodel.transformer import build_transformer, param_count, parse_step_name, transformer_config
 
 A100 = load_accelerator("a100")  # 16-bit weights, activations and cache
 

@@ -9,7 +9,7 @@ import pytest
 
 from costmodel.system.interconnect import Interconnect
 from costmodel.system.serving import System, system_step
-from costmodel.zoo.transformer import transformer_config
+from costmodel.transformer import transformer_config
 
 NET = Interconnect("test", links=1, gbps_per_link=100.0, latency_us=1.0, topology="switch", pj_per_bit=2.0)
 CFG = transformer_config("llama3_70b")          # hidden 8192, 80 blocks, vocabulary 128256

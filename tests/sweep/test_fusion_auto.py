@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from costmodel.loopnest.arch import accelerator_from_dict, load_accelerator
-from costmodel.zoo.attention import KV_TILES, QUERY_TILES, fusion_variants
+from costmodel.transformer.attention import KV_TILES, QUERY_TILES, fusion_variants
 from sweep import api
 from sweep.cli import app
 from sweep.commands.fusion_choice import map_step_auto

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from costmodel.zoo.step import resolve_bits
+from costmodel.transformer.step import resolve_bits
 from sweep.cli import app
 
 REPO = Path(__file__).resolve().parents[2]

@@ -13,7 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from costmodel.importers.toml_out import write
-from costmodel.zoo.transformer import build_transformer, parse_step_name
+from costmodel.transformer import build_transformer, parse_step_name
 from sweep import api
 from sweep.cli import app
 from sweep.engine.store import Store

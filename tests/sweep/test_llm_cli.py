@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from costmodel.zoo.transformer import build_transformer
+from costmodel.transformer import build_transformer
 from paths import REPO
 from sweep import api
 from sweep.cli import app

@@ -1,6 +1,6 @@
 """Transformer blocks exported to ONNX (costmodel.importers.onnx, issue 28 part 4): a BERT-base
 encoder block imports with the layers, roles and vector operations of the zoo's BERT-base step
-of the same shapes (`costmodel.zoo.transformer`), one block's worth; a tiny LLaMA-style block gives
+of the same shapes (`costmodel.transformer`), one block's worth; a tiny LLaMA-style block gives
 rmsnorm, silu and the gate mul; the fused GELU / SiLU patterns and the nodes left out, with why;
 and `sweep list networks --file` on the BERT block."""
 
@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 
 from costmodel.importers.onnx import read_onnx
 from costmodel.workload import Network
-from costmodel.zoo.transformer import build_transformer, transformer_config
+from costmodel.transformer import build_transformer, transformer_config
 from sweep.cli import app
 
 from onnx_util import bert_block, llama_block, model, save, weight

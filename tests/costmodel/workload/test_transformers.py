@@ -13,7 +13,7 @@ import pytest
 
 from costmodel.workload import Network
 from costmodel.zoo import is_transformer, list_networks, load_network, network_info
-from costmodel.zoo.transformer import (
+from costmodel.transformer import (
     build_transformer,
     experts_touched,
     list_transformers,
@@ -436,7 +436,7 @@ def test_causal_blocks_cover_the_triangle_exactly_once():
     """Every (query, key) pair with key <= query is in exactly one block, and pairs above the
     diagonal only inside the diagonal blocks (<= 128 wide): a brute-force cover of n = 300 and
     n = 1,000 (blocks placed as the recursion places them)."""
-    from costmodel.zoo.attention import causal_blocks
+    from costmodel.transformer.attention import causal_blocks
 
     def place(n, q0=0, k0=0, out=None):
         out = [] if out is None else out

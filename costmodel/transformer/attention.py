@@ -1,4 +1,4 @@
-"""Attention in a transformer step, and what fusion keeps on chip (`costmodel.zoo.transformer`
+"""Attention in a transformer step, and what fusion keeps on chip (`costmodel.transformer`
 builds a step from these).
 
 **The mask** (`ATTENTION`). A decoder's prefill is causal: query i attends keys 0..i. A kernel that
@@ -155,17 +155,21 @@ def _mm(name: str, C: int, K: int, B: int, **kw) -> Layer:
 
 def attention_layers(group: int, head_dim: int, q_len: int, attended: int, causal: bool, fusion: str,
                      per_head: int, tile: int = FUSED_TILE, key_tile: int | None = None,
-                     instances: int = 1) -> tuple[list[Layer], list[int]]:
+                     instances: int = 1, v_dim: int | None = None) -> tuple[list[Layer], list[int]]:
     """The score and context matmuls of a step's attention and their repeats (``per_head``
     executions of each, ``instances`` instances in each: batch x kv_heads x layers in all; module
     docstring): unfused dense, ``score`` and ``context``; unfused causal, ``score_<r>x<c>`` /
     ``context_<r>x<c>`` per rectangle of `causal_blocks`; fused, the tiles of `fused_tiles`
     (``tile``) with their on-chip operands. ``instances`` > 1: each layer is a batched matmul of
     that many independent instances, the loop dim G (every operand depends on it: K and V are
-    per KV head, the group's query heads stay rows of B, sharing them)."""
+    per KV head, the group's query heads stay rows of B, sharing them). ``head_dim`` is the width
+    of a query / key head (score's C), ``v_dim`` that of a value head (context's K; None: head_dim;
+    they differ in MLA, `costmodel.transformer.mla`)."""
+    vd = head_dim if v_dim is None else v_dim
     if instances > 1:
         from dataclasses import replace
-        layers, reps = attention_layers(group, head_dim, q_len, attended, causal, fusion, per_head, tile, key_tile)
+        layers, reps = attention_layers(group, head_dim, q_len, attended, causal, fusion, per_head, tile, key_tile,
+                                        v_dim=v_dim)
         return [replace(l, G=instances) for l in layers], reps
     if fusion == "fused":
         layers, reps = [], []
@@ -173,7 +177,7 @@ def attention_layers(group: int, head_dim: int, q_len: int, attended: int, causa
             tag = f"_{r}x{c}"
             layers += [_mm(f"score_tile{tag}{'_first' if first else ''}", head_dim, c, group * r,
                            onchip=("O",) if first else ("I", "O")),
-                       _mm(f"context_tile{tag}{'_last' if last else ''}", c, head_dim, group * r,
+                       _mm(f"context_tile{tag}{'_last' if last else ''}", c, vd, group * r,
                            onchip=("I",) if last else ("I", "O"))]
             reps += [per_head * n, per_head * n]
         merged: dict[Layer, int] = {}  # the same tile named twice (first and last of a one-tile row) once
@@ -183,16 +187,17 @@ def attention_layers(group: int, head_dim: int, q_len: int, attended: int, causa
     if causal:
         layers, reps = [], []
         for r, c, n in causal_blocks(q_len):
-            layers += [_mm(f"score_{r}x{c}", head_dim, c, group * r), _mm(f"context_{r}x{c}", c, head_dim, group * r)]
+            layers += [_mm(f"score_{r}x{c}", head_dim, c, group * r), _mm(f"context_{r}x{c}", c, vd, group * r)]
             reps += [per_head * n, per_head * n]
         return layers, reps
     rows = group * q_len
-    return [_mm("score", head_dim, attended, rows), _mm("context", attended, head_dim, rows)], [per_head, per_head]
+    return [_mm("score", head_dim, attended, rows), _mm("context", attended, vd, rows)], [per_head, per_head]
 
 
 def fused_attention_ops(group: int, head_dim: int, q_len: int, attended: int, causal: bool, per_head: int,
                         bits: int | None, tile_layers: tuple[str, ...],
                         tile: int = FUSED_TILE, key_tile: int | None = None) -> tuple[list[VectorOp], list[int]]:
+    # head_dim: the width of the partial output (a value head's: v_head_dim in MLA)
     """The vector work of fused attention per tile shape (module docstring): ``online_softmax`` on
     each score tile, ``attn_rescale`` of the partial output after every K/V tile but a query
     tile's first, ``attn_normalize`` once per query tile; repeats x ``per_head``; each overlaps the

@@ -1,4 +1,4 @@
-"""A transformer step's parameters, resolved and checked (`costmodel.zoo.transformer.build_transformer`
+"""A transformer step's parameters, resolved and checked (`costmodel.transformer.build_transformer`
 builds the step from them): the phase, batch, tokens, the attention mask, and the precisions the
 step fixes on its layers' operands. Errors are ValueError whose message starts with the parameter's
 name (``phase: ...``)."""
@@ -9,16 +9,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from costmodel.workload import Layer
-from costmodel.zoo.attention import ATTENTION, FUSED_TILE
+from costmodel.transformer.attention import ATTENTION, FUSED_TILE
 
-#: `costmodel.zoo.transformer.TransformerConfig` (not imported: that module imports this one).
+#: `costmodel.transformer.TransformerConfig` (not imported: that module imports this one).
 TransformerConfig = Any
 
 __all__ = ["PHASES", "WEIGHT_BITS", "ACT_BITS", "KV_BITS", "Step", "Bits", "positive", "resolve_step", "resolve_attention", "resolve_bits",
            "with_bits"]
 
 PHASES = ("prefill", "decode")
-#: The weight precisions `costmodel.zoo.transformer.build_transformer` takes (bits).
+#: The weight precisions `costmodel.transformer.build_transformer` takes (bits).
 WEIGHT_BITS = (16, 8, 4)
 #: The activation formats inference runs in (bits): FP32, FP16 / BF16, INT8 / FP8, and 4-bit
 #: (W4A4, QuaRot: Ashkboos et al., NeurIPS 2024). Other widths are not formats a datapath carries.
@@ -33,7 +33,7 @@ KV_BITS = (32, 16, 8, 4, 2)
 class Step:
     """A resolved step: phase, batch (sequences), seq (prompt tokens; None at decode), context
     (cached tokens; None at prefill), tokens T, q_len (query positions per sequence), attended
-    (keys each query attends), causal (a causal prefill), fusion (`costmodel.zoo.attention.FUSION`),
+    (keys each query attends), causal (a causal prefill), fusion (`costmodel.transformer.attention.FUSION`),
     query_tile and kv_tile (fused attention's query tile, positions, and K/V tile, keys), batched
     (attention's sequences x KV heads as one batched matmul per block, loop dim G)."""
 
@@ -45,7 +45,7 @@ class Step:
     q_len: int
     attended: int
     causal: bool = False  # a causal prefill: score / context as the blocks of `causal_blocks`
-    fusion: str = "unfused"  # `costmodel.zoo.attention.FUSION`
+    fusion: str = "unfused"  # `costmodel.transformer.attention.FUSION`
     query_tile: int = FUSED_TILE  # fused attention's query tile (positions)
     kv_tile: int = FUSED_TILE  # fused attention's K/V tile (keys)
     batched: bool = False  # attention's instances as the loop dim G of one batched matmul
@@ -75,7 +75,7 @@ def resolve_step(cfg: TransformerConfig, phase, batch, seq, context, attention=N
         if c > cfg.max_context and cfg.max_positions:  # a learned position table ends there
             raise ValueError(f"context: {c} exceeds {name}'s max_context {cfg.max_context} "
                              f"(its learned position embeddings have {cfg.max_positions} rows)")
-        return Step(phase, b, None, c, tokens=b, q_len=1, attended=c)
+        return Step(phase, b, None, c, tokens=b, q_len=1, attended=cfg.cached(c))  # a window: its last tokens
     if context is not None:
         raise ValueError(f"context: a prefill step of {name} takes seq (tokens per sequence), "
                          f"not context; got context={context!r}")
@@ -85,6 +85,9 @@ def resolve_step(cfg: TransformerConfig, phase, batch, seq, context, attention=N
     if s > cfg.max_context and cfg.max_positions:
         raise ValueError(f"seq: {s} exceeds {name}'s max_context {cfg.max_context} "
                          f"(its learned position embeddings have {cfg.max_positions} rows)")
+    if cfg.sliding_window and s > cfg.sliding_window:
+        raise ValueError(f"seq: {s} exceeds {name}'s sliding_window {cfg.sliding_window}: a prefill longer than "
+                         "the window attends a band, which is not modelled (seq <= the window is exact)")
     return Step(phase, b, s, None, tokens=b * s, q_len=s, attended=s, causal=attention == "causal")
 
 

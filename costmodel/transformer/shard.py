@@ -25,7 +25,7 @@ A split is ``tp`` x ``pp`` x ``ep`` chips (`Split`):
   copy of the attention weights and its sequences' KV cache); every MoE block sends each routed token
   to the group holding its expert and back (all-to-all dispatch and combine,
   `costmodel.system.serving`). A group's experts receive batch x tokens x top_k / ep token-expert
-  pairs on average (routing uniform, as `costmodel.zoo.transformer` assumes) over
+  pairs on average (routing uniform, as `costmodel.transformer` assumes) over
   experts_touched(all tokens) / ep distinct experts.
 
 Errors: ValueError whose message starts with the parameter (``tp: 3 does not divide llama3_70b's 64
@@ -84,7 +84,7 @@ def split_of(workload: dict[str, Any] | None) -> Split:
 
 def check_split(cfg, split: Split, batch: int) -> None:
     """Raise ValueError (naming ``tp``, ``pp`` or ``ep``) unless ``cfg`` (a
-    `costmodel.zoo.transformer.TransformerConfig`) splits evenly: tp divides the query heads and the
+    `costmodel.transformer.TransformerConfig`) splits evenly: tp divides the query heads and the
     FFN width, and divides or is a multiple of the K/V heads; pp divides the blocks; ep divides the
     experts of an MoE and the ``batch`` (its attention is data parallel)."""
     if split.tp > 1:
@@ -93,8 +93,13 @@ def check_split(cfg, split: Split, batch: int) -> None:
         if cfg.kv_heads % split.tp and split.tp % cfg.kv_heads:
             raise ValueError(f"tp: {split.tp} neither divides nor is a multiple of {cfg.name}'s {cfg.kv_heads} "
                              "K/V heads (each chip holds whole K/V heads, replicated when tp exceeds them)")
-        if cfg.ffn % split.tp:
-            raise ValueError(f"tp: {split.tp} does not divide {cfg.name}'s FFN width {cfg.ffn}")
+        if cfg.attention == "mla":
+            raise ValueError(f"tp: {split.tp}: {cfg.name}'s latent attention split over chips is not modelled "
+                             "(pp and ep are)")
+        for what, width in (("FFN width", cfg.ffn), ("dense FFN width", cfg.dense_ffn),
+                            ("shared expert width", cfg.shared_ffn)):
+            if width % split.tp:
+                raise ValueError(f"tp: {split.tp} does not divide {cfg.name}'s {what} {width}")
     if split.pp > 1 and cfg.layers % split.pp:
         raise ValueError(f"pp: {split.pp} does not divide {cfg.name}'s {cfg.layers} blocks (stages of equal blocks)")
     if split.ep > 1:
@@ -130,7 +135,8 @@ def kv_replicas(cfg, tp: int) -> int:
 def shard_config(cfg, split: Split):
     """The shapes one chip of ``split`` computes per stage, as a config of the same model: query heads
     / tp, K/V heads / tp (at least 1: replicated), FFN width / tp (each expert's, for an MoE),
-    vocabulary ceil(vocab / tp), blocks / pp; hidden size, head_dim, the experts and top_k unchanged
+    vocabulary ceil(vocab / tp), blocks / pp (the last stage's: its dense blocks, renumbered); hidden
+    size, head_dim, the experts and top_k unchanged
     (expert parallelism is applied by the builder, which knows the tokens). ``cfg`` itself when
     ``split`` is one chip.
 
@@ -141,8 +147,12 @@ def shard_config(cfg, split: Split):
         return cfg
     check_split(cfg, split, split.ep)
     tp = split.tp
+    blocks = cfg.layers // split.pp
+    first = cfg.layers - blocks  # the last stage's first block
     return dataclasses.replace(cfg, heads=cfg.heads // tp, kv_heads=max(1, cfg.kv_heads // tp), ffn=cfg.ffn // tp,
-                               vocab=math.ceil(cfg.vocab / tp), layers=cfg.layers // split.pp)
+                               dense_ffn=cfg.dense_ffn // tp, shared_ffn=cfg.shared_ffn // tp,
+                               vocab=math.ceil(cfg.vocab / tp), layers=blocks,
+                               dense_blocks=tuple(i - first for i in cfg.dense_blocks if i >= first))
 
 
 def chip_batch(workload: dict[str, Any]) -> int:

@@ -1,0 +1,348 @@
+"""A Hugging Face ``config.json`` -> `TransformerConfig`: the reader of every transformer we build,
+the bundled models (``models/``) and a user's file alike. Standard library only (json); no weights.
+
+``architectures[0]`` picks the layout; each layout reads the fields its Hugging Face config class
+defines, each with the class's default when the file leaves it out (`FIELDS`; sizes without a
+meaningful default are required). A field or value we cannot model raises `HfConfigError` naming
+the file, the field and the value (``architectures[0] = 'MambaForCausalLM': not a transformer we
+can build``), never a guess.
+
+Layouts (``ARCHITECTURES``):
+
+* Llama-like decoders (RoPE, pre-RMSNorm, SwiGLU MLP): ``LlamaForCausalLM`` (Llama 2 / 3 / 3.1 /
+  3.2; ``rope_scaling`` changes the RoPE frequencies, not a shape), ``MistralForCausalLM``
+  (``sliding_window``: every block attends the last W tokens, its cache a rolling buffer of W),
+  ``MixtralForCausalLM`` (MoE: ``num_local_experts``, ``num_experts_per_tok``), ``Qwen2ForCausalLM``
+  (biases on q/k/v, hard-wired in Qwen2Attention), ``Qwen3ForCausalLM`` (``q_norm`` / ``k_norm``),
+  ``Qwen2MoeForCausalLM`` (a shared expert of ``shared_expert_intermediate_size`` behind a sigmoid
+  gate; ``decoder_sparse_step``, ``mlp_only_layers`` say which blocks are dense),
+  ``Qwen3MoeForCausalLM`` (no shared expert), ``DeepseekV2ForCausalLM`` / ``DeepseekV3ForCausalLM``
+  (multi-head latent attention; ``n_shared_experts`` x ``moe_intermediate_size`` shared, the first
+  ``first_k_dense_replace`` blocks dense, ``moe_layer_freq``; V3's sigmoid router with its
+  ``e_score_correction_bias``; the multi-token-prediction module, ``num_nextn_predict_layers``, is
+  a training objective left out of the served model, as DeepSeek's inference code does).
+* ``GPT2LMHeadModel``, ``BertModel`` (and the Bert task classes: their heads are not built),
+  ``ViTModel`` (with its pooler) and ``ViTForImageClassification`` (classifier, no pooler).
+
+Not modelled (exit 2 naming the field): Gemma 2 / 3 (sliding-window and global blocks alternate, a
+pre- and post-norm pair per sub-layer, logit soft-capping: two attention kinds per model), Qwen2's
+``use_sliding_window``, activations other than the layout's, learned positions other than
+absolute.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, Callable
+
+from costmodel.importers.errors import HfConfigError
+from costmodel.transformer.config import TransformerConfig
+
+__all__ = ["read_hf_config", "config_from_hf", "ARCHITECTURES", "FIELDS", "model_name", "DEFAULT_SEQ",
+           "DEFAULT_CONTEXT"]
+
+#: The default step of a model read from a file: a prefill of min(2,048, max context) tokens
+#: (encoders 512) and a decode step at min(4,096, max context) cached tokens, batch 1.
+DEFAULT_SEQ, DEFAULT_CONTEXT = 2048, 4096
+_REQUIRED = object()
+
+
+class _Reader:
+    """Reads fields of one config.json, recording which were read and which took a default."""
+
+    def __init__(self, data: dict[str, Any], source: str):
+        self.data, self.source = data, source
+        self.read: dict[str, Any] = {}
+        self.defaulted: list[str] = []
+
+    def bad(self, key: str, why: str) -> HfConfigError:
+        return HfConfigError(self.source, key, self.data.get(key), why)
+
+    def __call__(self, key: str, default: Any = _REQUIRED, kind: type = int) -> Any:
+        v = self.data.get(key)
+        if v is None:  # absent, or null (the classes treat null as "use the default" for these fields)
+            if default is _REQUIRED:
+                raise HfConfigError(self.source, key, None, "required: missing from the config")
+            self.defaulted.append(key)
+            self.read[key] = default
+            return default
+        if kind is int and (isinstance(v, bool) or not isinstance(v, int)):
+            raise self.bad(key, "must be an integer")
+        if kind is int and v < 0:
+            raise self.bad(key, "must not be negative")
+        if kind is bool and not isinstance(v, bool):
+            raise self.bad(key, "must be true or false")
+        if kind is str and not isinstance(v, str):
+            raise self.bad(key, "must be a string")
+        if kind in (list, dict) and not isinstance(v, kind):
+            raise self.bad(key, f"must be a JSON {'list' if kind is list else 'object'}")
+        self.read[key] = v
+        return v
+
+    def positive(self, key: str, default: Any = _REQUIRED) -> int:
+        v = self(key, default)
+        if v < 1:
+            raise self.bad(key, "must be a positive integer")
+        return v
+
+
+def _attention_sizes(r: _Reader) -> dict[str, Any]:
+    """hidden, layers, heads, kv_heads, head_dim of a decoder (Llama-like field names)."""
+    hidden, heads = r.positive("hidden_size"), r.positive("num_attention_heads")
+    kv = r.positive("num_key_value_heads", heads)
+    if heads % kv:
+        raise r.bad("num_key_value_heads", f"must divide num_attention_heads {heads}")
+    if r.data.get("head_dim") is None and hidden % heads:
+        raise r.bad("num_attention_heads", f"must divide hidden_size {hidden} (no head_dim given)")
+    head_dim = r.positive("head_dim", hidden // heads)
+    return {"hidden": hidden, "layers": r.positive("num_hidden_layers"), "heads": heads, "kv_heads": kv,
+            "head_dim": head_dim}
+
+
+def _swiglu(r: _Reader) -> None:
+    act = r("hidden_act", "silu", str)
+    if act != "silu":
+        raise r.bad("hidden_act", "this layout's MLP is gated by SiLU (SwiGLU); another gate is not modelled")
+
+
+def _llama_like(r: _Reader, arch: str) -> dict[str, Any]:
+    """Llama, Mistral, Mixtral, Qwen2 / 3 and their MoE variants (module docstring)."""
+    out = _attention_sizes(r)
+    _swiglu(r)
+    max_ctx = {"LlamaForCausalLM": 2048, "MistralForCausalLM": 131072, "MixtralForCausalLM": 131072,
+               "DeepseekV2ForCausalLM": 2048, "DeepseekV3ForCausalLM": 4096}.get(arch, 32768)
+    out.update(kind="decoder", vocab=r.positive("vocab_size"), max_positions=0,
+               max_context=r.positive("max_position_embeddings", max_ctx), norm="rmsnorm", ffn_kind="swiglu",
+               tied_embeddings=r("tie_word_embeddings", False, bool))
+    attention_bias, mlp_bias = r("attention_bias", False, bool), r("mlp_bias", False, bool)
+    if arch in ("Qwen2ForCausalLM", "Qwen2MoeForCausalLM"):
+        out["qkv_bias"], attention_bias = True, False  # Qwen2Attention: bias=True on q/k/v, none on o
+        if r("use_sliding_window", False, bool):
+            raise r.bad("use_sliding_window", "sliding-window blocks beside full-attention ones "
+                        "(max_window_layers) are not modelled")
+    if attention_bias != mlp_bias:
+        raise r.bad("attention_bias", f"with mlp_bias = {mlp_bias}: biases on the attention only or the MLP "
+                    "only are not modelled (both or neither)")
+    out["bias"] = attention_bias
+    out["qk_norm"] = arch in ("Qwen3ForCausalLM", "Qwen3MoeForCausalLM")
+    window = {"MistralForCausalLM": 4096}.get(arch)
+    if arch in ("MistralForCausalLM", "MixtralForCausalLM"):
+        out["sliding_window"] = r("sliding_window", window) or 0
+    if arch in ("DeepseekV2ForCausalLM", "DeepseekV3ForCausalLM"):
+        out.update(_deepseek(r, arch, out))
+    else:
+        out.update(_llama_ffn(r, arch, out["layers"]))
+    r("rope_scaling", {}, dict)  # the RoPE frequencies only (read, so listed): no shape changes
+    return out
+
+
+def _llama_ffn(r: _Reader, arch: str, layers: int) -> dict[str, Any]:
+    """The FFN of Llama-like layouts: dense, Mixtral's experts, Qwen's MoE blocks."""
+    if arch == "MixtralForCausalLM":
+        return {"ffn": r.positive("intermediate_size"), "experts": r.positive("num_local_experts", 8),
+                "top_k": r.positive("num_experts_per_tok", 2)}
+    if arch not in ("Qwen2MoeForCausalLM", "Qwen3MoeForCausalLM"):
+        return {"ffn": r.positive("intermediate_size"), "experts": 0, "top_k": 0}
+    qwen2 = arch == "Qwen2MoeForCausalLM"
+    experts = r.positive("num_experts", 60 if qwen2 else 128)
+    step = r.positive("decoder_sparse_step", 1)
+    only = r("mlp_only_layers", [], list)
+    dense = tuple(i for i in range(layers) if i in only or (i + 1) % step)
+    out = {"ffn": r.positive("moe_intermediate_size", 1408 if qwen2 else 768), "experts": experts,
+           "top_k": r.positive("num_experts_per_tok", 4 if qwen2 else 8), "dense_blocks": dense,
+           "dense_ffn": r.positive("intermediate_size", 5632 if qwen2 else 6144) if dense else 0}
+    if qwen2:
+        shared: int = r("shared_expert_intermediate_size", 5632)
+        out.update(shared_ffn=shared, shared_gate=shared > 0)
+    return out
+
+
+def _deepseek(r: _Reader, arch: str, sizes: dict[str, Any]) -> dict[str, Any]:
+    """DeepSeek-V2 / V3: multi-head latent attention and the DeepSeekMoE blocks."""
+    v3 = arch == "DeepseekV3ForCausalLM"
+    nope, rope = r.positive("qk_nope_head_dim", 128), r.positive("qk_rope_head_dim", 64)
+    if sizes["kv_heads"] != sizes["heads"]:
+        raise r.bad("num_key_value_heads", f"MLA gives every one of the {sizes['heads']} heads its own K and V "
+                    "from the latent: it must equal num_attention_heads")
+    layers, experts = sizes["layers"], r("n_routed_experts", 256 if v3 else 0)
+    out: dict[str, Any] = {"attention": "mla", "head_dim": nope + rope, "rope_dim": rope,
+                           "q_lora_rank": r("q_lora_rank", 1536) or 0, "kv_lora_rank": r.positive("kv_lora_rank", 512),
+                           "v_head_dim": r.positive("v_head_dim", 128)}
+    if not experts:
+        out.update(ffn=r.positive("intermediate_size"), experts=0, top_k=0)
+        return out
+    first, freq = r("first_k_dense_replace", 3 if v3 else 0), r.positive("moe_layer_freq", 1)
+    dense = tuple(i for i in range(layers) if i < first or i % freq)
+    scoring = r("scoring_func", "sigmoid" if v3 else "softmax", str)
+    if scoring not in ("softmax", "sigmoid"):
+        raise r.bad("scoring_func", "must be softmax or sigmoid")
+    method = r("topk_method", "noaux_tc" if v3 else "greedy", str)
+    groups = (r("n_group", 8 if v3 else 1), r("topk_group", 4 if v3 else 1))
+    mtp = r("num_nextn_predict_layers", 1 if v3 else 0)
+    out.update(ffn=r.positive("moe_intermediate_size", 2048), experts=experts,
+               top_k=r.positive("num_experts_per_tok", 8), shared_ffn=r("n_shared_experts", 1) * r.positive(
+                   "moe_intermediate_size", 2048), dense_blocks=dense,
+               dense_ffn=r.positive("intermediate_size", 18432) if dense else 0, router=scoring,
+               router_bias=method == "noaux_tc",
+               routing_groups=groups if method in ("noaux_tc", "group_limited_greedy") and groups[0] > 1 else (0, 0))
+    if mtp:
+        out["not_modelled"] = (f"the multi-token-prediction module (num_nextn_predict_layers = {mtp}): a training "
+                               "objective, not part of the served model",)
+    return out
+
+
+def _gpt2(r: _Reader, arch: str) -> dict[str, Any]:
+    hidden, heads = r.positive("n_embd", 768), r.positive("n_head", 12)
+    if hidden % heads:
+        raise r.bad("n_head", f"must divide n_embd {hidden}")
+    act = r("activation_function", "gelu_new", str)
+    if not act.startswith("gelu"):
+        raise r.bad("activation_function", "GPT-2's MLP is modelled with a GELU")
+    positions = r.positive("n_positions", 1024)
+    return {"kind": "decoder", "hidden": hidden, "layers": r.positive("n_layer", 12), "heads": heads,
+            "kv_heads": heads, "head_dim": hidden // heads, "ffn": r.positive("n_inner", 4 * hidden),
+            "ffn_kind": "gelu", "vocab": r.positive("vocab_size", 50257), "max_positions": positions,
+            "max_context": positions, "tied_embeddings": r("tie_word_embeddings", True, bool), "bias": True,
+            "norm": "layernorm", "experts": 0, "top_k": 0}
+
+
+def _encoder_sizes(r: _Reader, act_key: str) -> dict[str, Any]:
+    hidden, heads = r.positive("hidden_size", 768), r.positive("num_attention_heads", 12)
+    if hidden % heads:
+        raise r.bad("num_attention_heads", f"must divide hidden_size {hidden}")
+    act = r(act_key, "gelu", str)
+    if not act.startswith("gelu"):
+        raise r.bad(act_key, "the encoder's MLP is modelled with a GELU")
+    return {"hidden": hidden, "layers": r.positive("num_hidden_layers", 12), "heads": heads, "kv_heads": heads,
+            "head_dim": hidden // heads, "ffn": r.positive("intermediate_size", 3072), "ffn_kind": "gelu",
+            "norm": "layernorm", "bias": True, "tied_embeddings": False, "experts": 0, "top_k": 0}
+
+
+def _bert(r: _Reader, arch: str) -> dict[str, Any]:
+    if r("position_embedding_type", "absolute", str) != "absolute":
+        raise r.bad("position_embedding_type", "only absolute (learned) positions are modelled")
+    positions = r.positive("max_position_embeddings", 512)
+    out = _encoder_sizes(r, "hidden_act")
+    out.update(kind="encoder", vocab=r.positive("vocab_size", 30522), max_positions=positions,
+               max_context=positions, type_vocab=r("type_vocab_size", 2), pooler=True)
+    if arch != "BertModel":
+        out["not_modelled"] = (f"{arch}'s task head: the BertModel encoder and pooler are built",)
+    return out
+
+
+def _vit(r: _Reader, arch: str) -> dict[str, Any]:
+    image, patch = r.positive("image_size", 224), r.positive("patch_size", 16)
+    if image % patch:
+        raise r.bad("image_size", f"must be a multiple of patch_size {patch}")
+    if not r("qkv_bias", True, bool):
+        raise r.bad("qkv_bias", "ViT without q/k/v biases is not modelled")
+    tokens = (image // patch) ** 2 + 1
+    out = _encoder_sizes(r, "hidden_act")
+    classes = 0
+    if arch == "ViTForImageClassification":
+        labels = r.data.get("id2label")
+        classes = len(labels) if isinstance(labels, dict) and labels else r.positive("num_labels", 2)
+    out.update(kind="vit", vocab=0, max_positions=tokens, max_context=tokens, patch=patch, image=image,
+               channels=r.positive("num_channels", 3), classes=classes, pooler=arch == "ViTModel", seq=tokens)
+    return out
+
+
+_LLAMA_LIKE = ("LlamaForCausalLM", "MistralForCausalLM", "MixtralForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM",
+               "Qwen2MoeForCausalLM", "Qwen3MoeForCausalLM", "DeepseekV2ForCausalLM", "DeepseekV3ForCausalLM")
+_BERT = ("BertModel", "BertForMaskedLM", "BertForPreTraining", "BertForSequenceClassification")
+#: architectures[0] -> the layout that reads it.
+ARCHITECTURES: dict[str, Callable[[_Reader, str], dict[str, Any]]] = {
+    **{a: _llama_like for a in _LLAMA_LIKE}, "GPT2LMHeadModel": _gpt2, **{a: _bert for a in _BERT},
+    "ViTModel": _vit, "ViTForImageClassification": _vit}
+#: Why a known non-fitting architecture is refused (module docstring).
+_REFUSED = {"Gemma2ForCausalLM": "its blocks alternate sliding-window and global attention with a norm pair per "
+            "sub-layer and soft-capped logits: not a layout we build yet",
+            "Gemma3ForCausalLM": "its blocks mix sliding-window and global attention: not a layout we build yet"}
+#: The config.json fields each layout reads, with the Hugging Face class's default where absent
+#: (documentation; `sweep list networks --file` shows which a file left to the default).
+FIELDS = {
+    "Llama-like": "hidden_size, num_hidden_layers, num_attention_heads, intermediate_size, vocab_size (required); "
+                  "num_key_value_heads (= num_attention_heads), head_dim (= hidden_size / num_attention_heads), "
+                  "hidden_act (silu), max_position_embeddings (Llama 2,048; Mistral / Mixtral 131,072; Qwen "
+                  "32,768; DeepSeek-V2 2,048, V3 4,096), tie_word_embeddings (false), attention_bias / mlp_bias "
+                  "(false), rope_scaling (none), sliding_window (Mistral 4,096, Mixtral none), use_sliding_window "
+                  "(Qwen2: false)",
+    "Mixtral": "num_local_experts (8), num_experts_per_tok (2)",
+    "Qwen MoE": "num_experts (Qwen2-MoE 60, Qwen3-MoE 128), num_experts_per_tok (4, 8), moe_intermediate_size "
+                "(1,408, 768), shared_expert_intermediate_size (Qwen2-MoE 5,632), decoder_sparse_step (1), "
+                "mlp_only_layers ([])",
+    "DeepSeek": "q_lora_rank (1,536; null: a full-rank q_proj), kv_lora_rank (512), qk_nope_head_dim (128), "
+                "qk_rope_head_dim (64), v_head_dim (128), n_routed_experts (V3 256), n_shared_experts (1), "
+                "moe_intermediate_size (2,048), num_experts_per_tok (8), first_k_dense_replace (V3 3), "
+                "moe_layer_freq (1), scoring_func (V3 sigmoid), topk_method (V3 noaux_tc), n_group (8), "
+                "topk_group (4), num_nextn_predict_layers (V3 1)",
+    "GPT2LMHeadModel": "n_embd (768), n_layer (12), n_head (12), n_inner (4 x n_embd), vocab_size (50,257), "
+                       "n_positions (1,024), activation_function (gelu_new), tie_word_embeddings (true)",
+    "Bert": "hidden_size (768), num_hidden_layers (12), num_attention_heads (12), intermediate_size (3,072), "
+            "vocab_size (30,522), max_position_embeddings (512), type_vocab_size (2), hidden_act (gelu), "
+            "position_embedding_type (absolute)",
+    "ViT": "hidden_size (768), num_hidden_layers (12), num_attention_heads (12), intermediate_size (3,072), "
+           "image_size (224), patch_size (16), num_channels (3), qkv_bias (true), hidden_act (gelu); "
+           "ViTForImageClassification: len(id2label), else num_labels (2)",
+}
+
+
+def model_name(path: str | os.PathLike) -> str:
+    """The name of the model in ``path``: its file's stem, or its folder's name for a file named
+    ``config.json`` (``models/DeepSeek-V3/config.json`` -> ``DeepSeek-V3``)."""
+    p = Path(path)
+    return p.parent.resolve().name if p.stem == "config" else p.stem
+
+
+def config_from_hf(data: Any, name: str, source: str) -> tuple[TransformerConfig, dict[str, Any]]:
+    """The `TransformerConfig` of the parsed config.json ``data`` (model ``name``; ``source`` the
+    file, for messages and the config's ``source``) and what was read: ``{"read": {field: value},
+    "defaulted": [fields left to the class's default]}``.
+
+    Raises:
+        HfConfigError: not a JSON object, no or an unknown ``architectures[0]``, a missing required
+            field, a negative or mistyped size, heads that do not divide the hidden size, a field
+            value we cannot model; the message names ``source``, the field and its value.
+    """
+    if not isinstance(data, dict):
+        raise HfConfigError(source, "(file)", type(data).__name__, "a config.json holds a JSON object")
+    archs = data.get("architectures")
+    if not isinstance(archs, list) or not archs or not isinstance(archs[0], str):
+        raise HfConfigError(source, "architectures", archs, "required: a list naming the model class, e.g. "
+                            "[\"LlamaForCausalLM\"]")
+    arch = archs[0]
+    if arch in _REFUSED:
+        raise HfConfigError(source, "architectures[0]", arch, _REFUSED[arch])
+    if arch not in ARCHITECTURES:
+        raise HfConfigError(source, "architectures[0]", arch, "not a transformer we can build; known: "
+                            + ", ".join(sorted(ARCHITECTURES)))
+    r = _Reader(data, source)
+    fields = ARCHITECTURES[arch](r, arch)
+    max_ctx = fields["max_context"]
+    seq = fields.pop("seq", min(DEFAULT_SEQ if fields["kind"] == "decoder" else 512, max_ctx))
+    context = min(DEFAULT_CONTEXT, max_ctx) if fields["kind"] == "decoder" else 0
+    try:
+        cfg = TransformerConfig(name=name, description=f"{arch} read from {source}", source=source,
+                                published_params=0, published_params_source="", seq=seq, batch=1, context=context,
+                                architecture=arch, **fields)
+    except ValueError as e:  # a combination the fields allow one by one but no model has
+        raise HfConfigError(source, "architectures[0]", arch, str(e)) from None
+    return cfg, {"read": r.read, "defaulted": r.defaulted}
+
+
+def read_hf_config(path: str | os.PathLike, name: str | None = None) -> tuple[TransformerConfig, dict[str, Any]]:
+    """`config_from_hf` of the file ``path`` (model name ``name``, default `model_name`).
+
+    Raises:
+        HfConfigError: the file cannot be read or is not JSON (key ``(file)``), or as `config_from_hf`.
+    """
+    source = str(path)
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as e:
+        raise HfConfigError(source, "(file)", None, f"cannot read: {e.strerror or e}") from None
+    except ValueError as e:
+        raise HfConfigError(source, "(file)", None, f"not JSON: {e}") from None
+    return config_from_hf(data, name or model_name(path), source)
