@@ -56,7 +56,7 @@ from costmodel.loopnest.mapping import Mapping
 from costmodel.loopnest.reference import evaluate
 from costmodel.vector import vector_cost
 from costmodel.workload import VectorOp
-from costmodel.zoo.attention import attention_layers, fused_attention_ops
+from costmodel.transformer.attention import attention_layers, fused_attention_ops
 
 REPO = Path(__file__).resolve().parents[2]
 DATA = REPO / "tests" / "data" / "accelforge_attention"
@@ -246,7 +246,7 @@ def af_pj_per_bit(af: dict, component: str, action: str) -> float:
 def timing() -> list[str]:
     """Lines: our mapping wall time (s) of the fused attention compared (the first mapping of the
     process, then warm) and of every variant `fusion = "auto"` chooses among, plus query tile 2,048."""
-    from costmodel.zoo.attention import fusion_variants
+    from costmodel.transformer.attention import fusion_variants
     acc = accelerator()
     t0 = time.perf_counter()
     cold = ours("fused", acc)
