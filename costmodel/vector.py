@@ -87,6 +87,9 @@ OP_PRIMITIVES: dict[str, Primitives] = {
     # SiLU x * sigmoid(x) = x * 1 / (1 + exp(-x)): exp (special; the negation is a sign flip),
     # 1 + ... (add), reciprocal (special), * x (mul).
     "silu": Primitives(add=1, mul=1, special=2),
+    # sigmoid 1 / (1 + exp(-x)): exp (special), 1 + ... (add), reciprocal (special): SiLU without
+    # its multiply by x (DeepSeek-V3's router scores, Qwen2-MoE's shared-expert gate).
+    "sigmoid": Primitives(add=1, mul=0, special=2),
     # RoPE, per output element of a rotated pair: x1 cos - x2 sin (2 mul, 1 subtract); the cos / sin
     # tables are precomputed.
     "rope": Primitives(add=1, mul=2, special=0),

@@ -201,7 +201,7 @@ def validate(campaign: Annotated[Path, typer.Argument(help="Campaign TOML file."
 
 _LAYER_PANEL = "Layer (zoo / file / ONNX layer, a whole network, or explicit dimensions)"
 #: The options naming one layer, shared by `map` and `eval`.
-NetworkOpt = Annotated[Optional[str], typer.Option("--network", help="Zoo network, e.g. resnet34 (see `sweep list networks`), or a network file: .csv (zoo format) or .onnx (Conv, Gemm, MatMul nodes; `sweep list networks --file F`). `sweep map` without --layer maps every unique layer.", rich_help_panel=_LAYER_PANEL)]
+NetworkOpt = Annotated[Optional[str], typer.Option("--network", help="Zoo network, e.g. resnet34 (see `sweep list networks`), or a network file: .csv (zoo format), .onnx (Conv, Gemm, MatMul nodes) or a transformer's Hugging Face config.json (with --phase, --batch, ...; `sweep list networks --file F`). `sweep map` without --layer maps every unique layer.", rich_help_panel=_LAYER_PANEL)]
 LayerOpt = Annotated[Optional[str], typer.Option("--layer", help="Layer name or 0-based index of the network's layers (its CSV rows or ONNX Conv/Gemm/MatMul nodes, as `sweep list networks --file`); omit it in `sweep map` to map the whole network.", rich_help_panel=_LAYER_PANEL)]
 DimsOpt = Annotated[Optional[str], typer.Option("--dims", help="Explicit layer, e.g. K=64,C=64,OY=56,OX=56,FY=3,FX=3 (unlisted dims 1; B, G, SY, SX, DY, DX, the paddings PY, PX and the unpadded input in_rows, in_cols allowed).", rich_help_panel=_LAYER_PANEL)]
 _MAPPER_HELP = "Mapper, by the kind of architecture it maps: " + "; ".join(
@@ -432,7 +432,7 @@ class ListWhat(str, Enum):
 def list_(what: Annotated[ListWhat, typer.Argument(help="networks | archs | mappers")],
           name: Annotated[Optional[str], typer.Argument(help="With `networks`: one zoo network's layers (shapes, MACs); with `archs`: one loop-nest accelerator (a preset or a .toml: clock, peak, memories, DRAM, area); with `mappers`: one mapper's parameters.", show_default=False)] = None,
           as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
-          file: Annotated[Optional[str], typer.Option("--file", metavar="FILE", help="With `networks`: the layers of one network file (.csv or .onnx) and, for ONNX, the nodes ignored.")] = None,
+          file: Annotated[Optional[str], typer.Option("--file", metavar="FILE", help="With `networks`: the layers of one network file (.csv or .onnx) and, for ONNX, the nodes ignored; a Hugging Face config.json: one step of that model (with --phase, --batch, ...), its parameters and the config fields read.")] = None,
           phase: PhaseOpt = None, batch: BatchOpt = None, seq: SeqOpt = None, context: ContextOpt = None,
           weight_bits: WeightBitsOpt = None, act_bits: ActBitsOpt = None, kv_bits: KvBitsOpt = None,
           attention: AttentionOpt = None, fusion: FusionOpt = None, query_tile: QueryTileOpt = None,
@@ -443,7 +443,7 @@ def list_(what: Annotated[ListWhat, typer.Argument(help="networks | archs | mapp
     from sweep.commands import catalog as cat
 
     given = list_step_options(what.value, name, workload_of(phase, batch, seq, context, weight_bits, act_bits, kv_bits, attention, fusion,
-                                                                  query_tile, kv_tile, batched_attention))
+                                                                  query_tile, kv_tile, batched_attention), file)
 
     if file is not None and what.value == "archs":
         raise CampaignError("sweep list", [Finding("--file", file, "`sweep list archs` takes a preset NAME or a "
@@ -466,7 +466,7 @@ def list_(what: Annotated[ListWhat, typer.Argument(help="networks | archs | mapp
             raise CampaignError("sweep list mappers", [Finding("NAME", name, f"unknown mapper; known: {', '.join(MAPPER_NAMES)}")])
         doc: object = rows[0]
     elif what.value == "networks" and (name is not None or file is not None):
-        doc = cat.network_file(file) if file is not None else cat.zoo_network(str(name), given)
+        doc = cat.network_file(file, given) if file is not None else cat.zoo_network(str(name), given)
     else:
         doc = cat.catalog(what.value)
     if as_json:

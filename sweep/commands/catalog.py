@@ -16,18 +16,21 @@ def _layers_doc(net, path: str, source: str, ops: list[str], ignored: list[dict]
             "ignored": ignored, "total_macs": net.macs, "unique_layers": len(net.unique())}
 
 
-def network_file(path: str) -> dict:
+def network_file(path: str, workload: dict | None = None) -> dict:
     """The layers of a network file (``*.csv`` zoo format or ``*.onnx``) for `sweep list networks
     --file`: ``{"network", "path", "source", "layers": [...], "ignored": [...], "total_macs",
     "unique_layers"}``. Each layer row has ``name``, ``op`` (the ONNX op type; ``csv`` for CSV
     files), the loop dims, strides, dilations, paddings, ``kind``, ``repeat`` and ``macs``; each
     ignored row the ONNX ``node``, ``op`` and ``reason`` (none for CSV); an ONNX file's vector
     operations (`costmodel.importers.onnx_vector`) under ``vector_ops`` with the ``nodes`` they
-    came from.
+    came from. A Hugging Face config.json is one step of that model (``workload``: its parameters,
+    as `zoo_network`), with the transformer's fields (`_transformer_doc`) plus ``architecture``,
+    ``read`` (the config fields read and their values) and ``defaulted`` (those left to the
+    Hugging Face class's default).
 
     Raises:
         CampaignError: the file cannot be read or is invalid; the message names the file (and,
-            for ONNX, the node).
+            for ONNX, the node; for config.json, the field).
     """
     from pathlib import Path
 
@@ -36,6 +39,15 @@ def network_file(path: str) -> dict:
 
     if not Path(path).is_file():
         raise CampaignError(path, [Finding("--file", path, "no such file")])
+    from costmodel.transformer import is_config_file
+    if is_config_file(path):
+        from sweep.commands.map_eval import resolve_network
+        net = resolve_network(path, workload)
+        info = network_file_info(path)
+        doc = _layers_doc(net, path, info.get("source", ""), ["config"] * len(net), [])
+        doc.update(_transformer_doc(net, info), architecture=info["architecture"], read=info["read"],
+                   defaulted=info["defaulted"])
+        return doc
     try:
         net = load_network_file(path)
         info = network_file_info(path)
@@ -78,14 +90,23 @@ def zoo_network(name: str, workload: dict | None = None) -> dict:
     doc = _layers_doc(net, info.get("path", ""), info.get("source", ""), ["zoo"] * len(net), [])
     doc["published_macs"] = int(info["published_macs"]) if info.get("published_macs") else None
     if net.workload:
-        from costmodel.transformer import param_count, transformer_config
-        doc["workload"] = dict(net.workload)
-        doc["vector_ops"] = [{**v.to_dict(), "repeat": r} for v, r in zip(net.vector_ops, net.vector_repeats)]
-        doc["total_vector_elements"] = sum(v.elements * r for v, r in zip(net.vector_ops, net.vector_repeats))
-        doc["not_costed"] = list(net.workload.get("not_costed") or [])
-        doc["params"] = param_count(transformer_config(name))["total"]
-        doc["published_params"] = info.get("published_params")
+        doc.update(_transformer_doc(net, info))
     return doc
+
+
+def _transformer_doc(net, info: dict) -> dict:
+    """A transformer step's part of `zoo_network` / `network_file`: ``workload``, ``vector_ops``,
+    ``total_vector_elements``, ``not_costed``, ``params`` (from the shapes), ``activated_params``
+    (per token: top_k of the routed experts), ``published_params`` (None where not known),
+    ``kv_cache_values_per_token`` (per block: 2 x kv_heads x head_dim, or MLA's latent + RoPE key)."""
+    from costmodel.transformer import activated_params, config_of, param_count
+    cfg = config_of(net.workload)
+    return {"workload": dict(net.workload),
+            "vector_ops": [{**v.to_dict(), "repeat": r} for v, r in zip(net.vector_ops, net.vector_repeats)],
+            "total_vector_elements": sum(v.elements * r for v, r in zip(net.vector_ops, net.vector_repeats)),
+            "not_costed": list(net.workload.get("not_costed") or []), "params": param_count(cfg)["total"],
+            "activated_params": activated_params(cfg), "published_params": info.get("published_params") or None,
+            "kv_cache_values_per_token": cfg.cache_width if cfg.kind == "decoder" else None}
 
 
 def mapper_params(name: str) -> list[dict]:

@@ -55,18 +55,21 @@ def workload_of(phase: str | None, batch: int | None, seq: int | None, context: 
             "batched_attention": True if batched_attention else None}
 
 
-def list_step_options(what: str, name: str | None, workload: dict[str, Any]) -> dict[str, Any]:
+def list_step_options(what: str, name: str | None, workload: dict[str, Any], file: str | None = None) -> dict[str, Any]:
     """The step options given to `sweep list` (None values dropped).
 
     Raises:
-        CampaignError: a step option anywhere but `sweep list networks NAME` (the option named).
+        CampaignError: a step option anywhere but `sweep list networks NAME` or `sweep list
+            networks --file config.json` (the option named).
     """
     from sweep.common.errors import CampaignError, Finding
     given = {k: v for k, v in workload.items() if v is not None}
-    if given and (what != "networks" or name is None):
+    config = file is not None and file.lower().endswith(".json")
+    if given and (what != "networks" or (name is None and not config)):
         k = next(iter(given))
         raise CampaignError("sweep list", [Finding(f"--{k.replace('_', '-')}", given[k],
-                                                   "the step options go with `sweep list networks NAME` (a transformer)")])
+                                                   "the step options go with `sweep list networks NAME` (a transformer) "
+                                                   "or `sweep list networks --file config.json`")])
     return given
 
 

@@ -96,6 +96,9 @@ def resolve_network(network: str, workload: dict[str, Any] | None = None) -> Net
             key = next((k for k in given if str(e).startswith(k) or f"{k} " in str(e) or f"{k}=" in str(e)
                         or f"'{k}'" in str(e)), next(iter(given), "--network"))
             raise _bad("--network", WORKLOAD_OPTIONS.get(key, key), given.get(key, network), str(e)) from None
+    from costmodel.transformer import is_config_file
+    if is_config_file(network):  # a Hugging Face config.json: a step of that model
+        return _config_step(network, given)
     if given and not Path(network).is_file():
         raise _bad("--network", "--network", network, _unknown_network(network))
     if given:
@@ -114,11 +117,26 @@ def resolve_network(network: str, workload: dict[str, Any] | None = None) -> Net
     raise _bad("--network", "--network", network, _unknown_network(network))
 
 
+def _config_step(path: str, given: dict[str, Any]) -> Network:
+    """The step ``given`` of the model in the config.json ``path`` (`resolve_network`)."""
+    from costmodel.importers.errors import InputFormatError
+    from costmodel.zoo import load_network_file
+    if not Path(path).is_file():
+        raise _bad(path, "--network", path, "no such file")
+    try:
+        return load_network_file(path, **given)
+    except InputFormatError as e:  # the file itself: its field and value named
+        raise _bad(path, "--network", path, str(e)) from None
+    except ValueError as e:  # a step parameter: the option named
+        key = next((k for k in given if str(e).startswith(k)), next(iter(given), "--network"))
+        raise _bad("--network", WORKLOAD_OPTIONS.get(key, key), given.get(key, path), str(e)) from None
+
+
 def _unknown_network(network: str) -> str:
     """What an unknown ``--network`` gets: the closest names first, then every known one."""
     from costmodel.zoo import list_networks
     from sweep.config.networks import unknown_network
-    return unknown_network(network, list_networks()) + ", or a .csv / .onnx file"
+    return unknown_network(network, list_networks()) + ", or a .csv / .onnx / config.json file"
 
 
 def resolve_layer(network: str | None, layer: str | None, dims: str | None,

@@ -195,6 +195,17 @@ def print_network(doc: dict, console: Any) -> None:
     if doc["ignored"]:
         print_rows(f"{len(doc['ignored'])} node(s) not costed (data movement, or no layer or vector operation "
                    "of theirs)", doc["ignored"], console)
+    if doc.get("params"):  # a transformer: its parameters and cache, and a config.json's fields
+        pub = doc.get("published_params")
+        line = (f"parameters: {doc['params']:,} ({doc['params'] / 1e9:.2f} B)"
+                + (f", published {pub:,}" if pub else "") + f"; activated per token {doc['activated_params']:,}")
+        if doc.get("kv_cache_values_per_token"):
+            line += f"; KV cache {doc['kv_cache_values_per_token']:,} values per token and block"
+        console.print(line, highlight=False, markup=False, soft_wrap=True)
+    if doc.get("architecture"):
+        left = ", ".join(doc.get("defaulted") or []) or "none"
+        console.print(f"{doc['architecture']}: {len(doc.get('read') or {})} config field(s) read; left to the "
+                      f"class's default: {left}", highlight=False, markup=False, soft_wrap=True)
 
 
 def print_low_utilization(console: Any, rows: list, acc: Any, res: dict) -> None:

@@ -2,7 +2,8 @@
 models read by `costmodel.importers.onnx`) and transformer steps -> `Network` objects.
 
 A transformer step is a table ``{model = "llama3_8b", phase = "decode", batch = [1, 8, 32],
-context = [512, 4096]}``: ``model`` a zoo transformer, every other key a parameter of
+context = [512, 4096]}``: ``model`` a zoo transformer (or ``config = "models/x.json"``, a Hugging
+Face config.json, relative to the campaign file; `costmodel.transformer.hf`), every other key a parameter of
 `costmodel.transformer.build_transformer` (``phase``, ``batch``, ``seq``, ``context``,
 ``weight_bits``, ``act_bits``, ``kv_bits``, ``attention``, ``fusion``, ``query_tile``, ``kv_tile``,
 ``batched_attention``, and ``tp``, ``pp``, ``ep``: one chip's share of the step split over chips, whose
@@ -17,6 +18,7 @@ import itertools
 from pathlib import Path
 from typing import Any, Callable
 
+from costmodel.importers.errors import InputFormatError
 from costmodel.workload import Network
 
 __all__ = ["parse_networks", "parse_workload", "mix_networks", "parse_system", "CAMPAIGN_SYSTEM_KEYS"]
@@ -31,18 +33,38 @@ STEP_KEYS = ("phase", "batch", "seq", "context", "weight_bits", "act_bits", "kv_
              "query_tile", "kv_tile", "batched_attention", "tp", "pp", "ep")
 
 
-def _transformer_steps(item: dict, key: str, bad: Callable[[str, Any, str], None]) -> list[Network]:
-    """The networks of one ``{model = ..., <param> = value or [values]}`` table (module docstring)."""
-    from costmodel.zoo import is_transformer, load_network
+def _transformer_steps(item: dict, key: str, bad: Callable[[str, Any, str], None],
+                       base_dir: Path = Path(".")) -> list[Network]:
+    """The networks of one ``{model = ..., <param> = value or [values]}`` or ``{config =
+    "path/config.json", ...}`` table (module docstring)."""
+    from costmodel.zoo import is_transformer, load_network, load_network_file
 
-    model = item["model"]
-    if not isinstance(model, str) or not is_transformer(model):
-        from costmodel.transformer import list_transformers
-        bad(f"{key}.model", model, f"expected a zoo transformer: {list_transformers()}")
+    if "model" in item and "config" in item:
+        bad(f"{key}.config", item["config"], "give a zoo model (model = ...) or a config.json (config = ...), not both")
         return []
+    model = item.get("model", item.get("config"))
+    if "config" in item:
+        path = Path(model) if isinstance(model, str) else None
+        if path is None or path.suffix.lower() != ".json":
+            bad(f"{key}.config", model, "expected the path of a Hugging Face config.json (*.json)")
+            return []
+        path = path if path.is_absolute() else base_dir / path
+        if not path.is_file():
+            bad(f"{key}.config", model, f"no such file: {path}")
+            return []
+
+        def build(**params: Any) -> Network:
+            return load_network_file(path, **params)
+    elif not isinstance(model, str) or not is_transformer(model):
+        from costmodel.transformer import list_transformers
+        bad(f"{key}.model", model, f"expected a zoo transformer: {list_transformers()}, or config = \"config.json\"")
+        return []
+    else:
+        def build(**params: Any) -> Network:
+            return load_network(model, **params)
     axes: list[tuple[str, list]] = []
     for k, v in item.items():
-        if k == "model":
+        if k in ("model", "config"):
             continue
         if k not in STEP_KEYS:
             bad(f"{key}.{k}", v, f"no such parameter of a transformer step; known: {list(STEP_KEYS)}")
@@ -56,7 +78,10 @@ def _transformer_steps(item: dict, key: str, bad: Callable[[str, Any, str], None
     for combo in itertools.product(*(vals for _, vals in axes)):
         params = dict(zip((k for k, _ in axes), combo))
         try:
-            out.append(load_network(model, **params))
+            out.append(build(**params))
+        except InputFormatError as e:  # the config.json itself (its field named)
+            bad(f"{key}.config", model, str(e))
+            return out
         except ValueError as e:
             k = next((k for k in params if str(e).startswith(k) or f"{k} " in str(e) or f"'{k}'" in str(e)), "model")
             bad(f"{key}.{k}", params.get(k, model), str(e))
@@ -91,12 +116,13 @@ def parse_networks(value: Any, base_dir: Path, bad: Callable[[str, Any, str], No
                 bad(key, item, unknown_network(item, known))
                 continue
             nets.append(load_network(item))
-        elif isinstance(item, dict) and "model" in item:
-            nets.extend(_transformer_steps(item, key, bad))
+        elif isinstance(item, dict) and ("model" in item or "config" in item):
+            nets.extend(_transformer_steps(item, key, bad, base_dir))
         elif isinstance(item, dict):
             extra = set(item) - {"file"}
             if extra or "file" not in item or not isinstance(item["file"], str):
                 bad(key, item, "expected a transformer step {model = \"llama3_8b\", phase = \"decode\", ...} "
+                    "(or {config = \"config.json\", phase = ...}: a Hugging Face config) "
                     "or a table {file = \"path.csv\"} / {file = \"model.onnx\"}")
                 continue
             path = (base_dir / item["file"]) if not Path(item["file"]).is_absolute() else Path(item["file"])

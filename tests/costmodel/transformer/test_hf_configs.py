@@ -1,0 +1,183 @@
+"""Transformers read from their Hugging Face config.json (issue 41): parameter counts equal the
+checkpoints' published counts exactly (tests/data/hf/SOURCES.md cites each config and count),
+activated parameters as the model cards state them, each field read with the Hugging Face class's
+default, and bad files refused naming the file and the field."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from costmodel.importers.errors import HfConfigError
+from costmodel.transformer import (activated_params, build_transformer, list_transformers, param_count,
+                                   read_hf_config, transformer_config)
+from paths import REPO
+
+HF = REPO / "tests" / "data" / "hf"
+
+#: file -> the published count (tests/data/hf/SOURCES.md): the Hub's safetensors total or
+#: num_parameters() as keras-hub's conversion scripts assert it.
+PUBLISHED = {
+    "mistral_7b_v0_1": 7_241_732_096,
+    "qwen2_5_7b": 7_615_616_512,
+    "qwen1_5_moe_a2_7b": 14_315_784_192,
+    "qwen3_30b_a3b": 30_532_122_624,
+    "llama3_1_8b": 8_030_261_248,
+}
+
+
+@pytest.mark.parametrize("name", sorted(PUBLISHED))
+def test_parameter_count_equals_the_published_count(name):
+    cfg, _ = read_hf_config(HF / f"{name}.json")
+    assert param_count(cfg)["total"] == PUBLISHED[name]
+
+
+def test_every_bundled_model_equals_its_published_count():
+    """The seven bundled configs (costmodel/transformer/models/*.json) through the same reader."""
+    for name in list_transformers():
+        cfg = transformer_config(name)
+        assert param_count(cfg)["total"] == cfg.published_params, name
+
+
+def test_qwen2_5_7b_by_hand():
+    """Qwen2.5-7B: hidden 3584, 28 blocks, 28 heads, 4 K/V heads (head_dim 128), FFN 18944, vocab
+    152064, untied; q/k/v carry biases (Qwen2Attention), o_proj and the MLP none. Per block: q and o
+    3584^2 = 12,845,056 each, k and v 3584 x 512 = 1,835,008 each, biases 3584 + 512 + 512, MLP
+    3 x 3584 x 18944 = 203,685,888, norms 2 x 3584: 233,057,792; x 28 = 6,525,618,176; embedding and
+    LM head 2 x 152064 x 3584 = 1,089,994,752; final norm 3584: 7,615,616,512."""
+    cfg, _ = read_hf_config(HF / "qwen2_5_7b.json")
+    block = 2 * 3584 ** 2 + 2 * 3584 * 512 + (3584 + 2 * 512) + 3 * 3584 * 18944 + 2 * 3584
+    assert block == 233_057_792
+    assert 28 * block + 2 * 152064 * 3584 + 3584 == param_count(cfg)["total"] == 7_615_616_512
+    assert cfg.qkv_bias and not cfg.bias
+    net = build_transformer(cfg, phase="decode", batch=2, context=100)
+    assert next(v for v in net.vector_ops if v.name == "bias_add").elements == 2 * (3584 + 2 * 512)
+
+
+def test_moe_models_shared_experts_and_activated_parameters():
+    """Qwen1.5-MoE-A2.7B: 24 blocks, 60 experts of width 1408, top 4, one shared expert of 5632
+    behind a sigmoid gate (hidden -> 1). Per block: attention 4 x 2048^2 + q/k/v biases 3 x 2048,
+    experts 60 x 3 x 2048 x 1408, shared 3 x 2048 x 5632 + 2048, router 2048 x 60, norms 2 x 2048.
+    Activated (the card's "2.7B activated"): everything but 56 of the 60 experts per block.
+    Qwen3-30B-A3B: 48 blocks, 128 experts of 768, top 8, no shared expert, q/k norms (head_dim
+    128 each); the card's 3.3B activated."""
+    q15, _ = read_hf_config(HF / "qwen1_5_moe_a2_7b.json")
+    expert = 3 * 2048 * 1408
+    block = 4 * 2048 ** 2 + 3 * 2048 + 60 * expert + 3 * 2048 * 5632 + 2048 + 2048 * 60 + 2 * 2048
+    total = 24 * block + 2 * 151936 * 2048 + 2048
+    assert param_count(q15)["total"] == total == 14_315_784_192
+    assert activated_params(q15) == total - 24 * 56 * expert == 2_689_173_504   # 2.7 B
+    assert q15.shared_ffn == 5632 and q15.shared_gate and not q15.dense_blocks
+    q3, _ = read_hf_config(HF / "qwen3_30b_a3b.json")
+    assert q3.qk_norm and q3.head_dim == 128 and q3.shared_ffn == 0
+    expert3 = 3 * 2048 * 768
+    assert activated_params(q3) == param_count(q3)["total"] - 48 * 120 * expert3 == 3_353_032_704  # card: 3.3B
+
+
+def test_deepseek_v3_main_model_and_checkpoint_by_hand():
+    """DeepSeek-V3 (tests/data/hf/deepseek_v3.json): the main model counted by hand from the config,
+    then the checkpoint's published total rebuilt from it exactly.
+
+    Per block, MLA: q_a 7168 x 1536, q_b 1536 x 128 x 192, kv_a 7168 x 576, kv_b 512 x 128 x 256,
+    o 128 x 128 x 7168, q_a / kv_a norms 1536 + 512; two norms 2 x 7168. The first 3 blocks' FFN is
+    dense (3 x 7168 x 18432); the other 58 are MoE: 256 routed + 1 shared expert of 3 x 7168 x 2048,
+    router 7168 x 256 and its correction bias 256. Embedding and LM head 129280 x 7168 each, final
+    norm 7168: 671,026,419,200 (the README's "671B"). The Hub's 684,531,386,000 adds the MTP module
+    (one more MoE block, enorm / hnorm / head norm 3 x 7168, eh_proj 2 x 7168 x 7168, and its stored
+    copy of the embedding and head) and one FP32 scale per 128 x 128 block of every FP8 linear weight
+    (README_WEIGHTS.md's weight_block_size [128, 128]) of the 62 blocks."""
+    cfg, _ = read_hf_config(HF / "deepseek_v3.json")
+    h, heads, expert = 7168, 128, 3 * 7168 * 2048
+    attention = h * 1536 + 1536 * heads * 192 + h * 576 + 512 * heads * 256 + heads * 128 * h + 1536 + 512
+    moe = 257 * expert + h * 256 + 256
+    main = 61 * (attention + 2 * h) + 3 * 3 * h * 18432 + 58 * moe + 2 * 129280 * h + h
+    assert param_count(cfg)["total"] == main == 671_026_419_200
+
+    def blocks(out: int, inp: int) -> int:
+        return -(-out // 128) * -(-inp // 128)
+    mla_scales = blocks(1536, h) + blocks(heads * 192, 1536) + blocks(576, h) + blocks(heads * 256, 512) + blocks(h, heads * 128)
+    moe_scales = mla_scales + 257 * (2 * blocks(2048, h) + blocks(h, 2048))
+    dense_scales = mla_scales + 2 * blocks(18432, h) + blocks(h, 18432)
+    mtp = attention + 2 * h + moe + 3 * h + 2 * h * h + 2 * 129280 * h
+    assert main + mtp + 3 * dense_scales + 59 * moe_scales == 684_531_386_000
+    assert round(activated_params(cfg) / 1e9) == 38  # 37,552,297,472: the paper's "37B activated"
+    assert activated_params(cfg) == main - 58 * 248 * expert
+    assert cfg.cache_width == 512 + 64 == 576
+
+
+def test_fields_read_and_defaults_named():
+    """A Llama config without num_key_value_heads, head_dim, tie_word_embeddings: the class's
+    defaults (MHA, hidden / heads, untied), each named as defaulted."""
+    cfg, read = read_hf_config(HF / "mistral_7b_v0_1.json")
+    assert cfg.sliding_window == 4096 and cfg.kv_heads == 8 and cfg.head_dim == 128
+    assert "head_dim" in read["defaulted"] and "num_key_value_heads" not in read["defaulted"]
+    assert read["read"]["hidden_size"] == 4096
+
+
+def _write(tmp_path, data: dict, name: str = "config.json"):
+    p = tmp_path / name
+    p.write_text(json.dumps(data))
+    return p
+
+
+def _llama(**changes) -> dict:
+    base = json.loads((REPO / "costmodel" / "transformer" / "models" / "llama3_8b.json").read_text())
+    base.update(changes)
+    return {k: v for k, v in base.items() if v != "<drop>"}
+
+
+@pytest.mark.parametrize("changes, key, words", [
+    ({"hidden_size": "<drop>"}, "hidden_size", "required"),
+    ({"num_hidden_layers": -2}, "num_hidden_layers", "negative"),
+    ({"num_attention_heads": 24}, "num_attention_heads", "divide hidden_size 4096"),
+    ({"num_key_value_heads": 5}, "num_key_value_heads", "must divide num_attention_heads"),
+    ({"architectures": ["MambaForCausalLM"]}, "architectures[0]", "not a transformer we can build"),
+    ({"architectures": "<drop>"}, "architectures", "required"),
+    ({"hidden_act": "gelu"}, "hidden_act", "SiLU"),
+    ({"intermediate_size": 1.5}, "intermediate_size", "integer"),
+])
+def test_bad_configs_name_the_file_and_the_field(tmp_path, changes, key, words):
+    p = _write(tmp_path, _llama(**changes))
+    with pytest.raises(HfConfigError) as e:
+        read_hf_config(p)
+    assert e.value.key == key and e.value.source == str(p)
+    assert str(e.value).startswith(f"{p}: {key} = ") and words in str(e.value)
+
+
+def test_a_file_that_is_not_json_or_not_an_object(tmp_path):
+    p = tmp_path / "x.json"
+    p.write_text("{not json")
+    with pytest.raises(HfConfigError, match="not JSON"):
+        read_hf_config(p)
+    p.write_text("[1, 2]")
+    with pytest.raises(HfConfigError, match="JSON object"):
+        read_hf_config(p)
+
+
+def test_sliding_window_limits_the_attended_context_and_the_cache():
+    """Mistral-7B-v0.1 (sliding_window 4096): a decode step at context 8192 attends the last 4096
+    tokens (score: K = 4096) and its cache holds 4096 tokens; a prefill past the window is refused
+    naming seq."""
+    cfg, _ = read_hf_config(HF / "mistral_7b_v0_1.json")
+    net = build_transformer(cfg, phase="decode", context=8192)
+    score = next(l for l, _ in net if l.name == "score")
+    assert score.K == 4096 and cfg.cached(8192) == 4096 and cfg.cached(1000) == 1000
+    with pytest.raises(ValueError, match="^seq: 8192 exceeds"):
+        build_transformer(cfg, phase="prefill", seq=8192)
+
+
+def test_a_model_from_a_file_records_its_shapes_not_its_path(tmp_path):
+    """Two copies of one config at different paths give the same step (name, layers, workload),
+    and the workload alone rebuilds it (`config_of`): a worker on another machine needs no file."""
+    from costmodel.transformer import config_of
+    a = _write(tmp_path, _llama(num_hidden_layers=2), "tiny.json")
+    (tmp_path / "other").mkdir()
+    b = _write(tmp_path / "other", _llama(num_hidden_layers=2), "tiny.json")
+    na, nb = build_transformer(a, phase="decode", context=64), build_transformer(b, phase="decode", context=64)
+    from sweep.config.campaign import network_json
+    assert network_json(na) == network_json(nb) and na.workload["config"]["layers"] == 2
+    again = build_transformer(config_of(na.workload), phase="decode", context=64)
+    assert network_json(again) == network_json(na)
+    # a bundled model's step records its name only (its task ids are what they were)
+    assert "config" not in build_transformer("llama3_8b").workload
