@@ -28,7 +28,9 @@ __all__ = ["parse_networks", "parse_workload", "mix_networks", "parse_system", "
 CAMPAIGN_SYSTEM_KEYS = ("interconnect", "replicas", "launch_overhead_us")
 
 
-#: The keys of a transformer-step table besides ``model``.
+#: The keys that name a transformer-step table's model: a zoo model or a Hugging Face config.json.
+MODEL_KEYS = ("model", "config")
+#: The keys of a transformer-step table besides ``model`` / ``config``.
 STEP_KEYS = ("phase", "batch", "seq", "context", "weight_bits", "act_bits", "kv_bits", "attention", "fusion",
              "query_tile", "kv_tile", "batched_attention", "tp", "pp", "ep")
 
@@ -64,7 +66,7 @@ def _transformer_steps(item: dict, key: str, bad: Callable[[str, Any, str], None
             return load_network(model, **params)
     axes: list[tuple[str, list]] = []
     for k, v in item.items():
-        if k in ("model", "config"):
+        if k in MODEL_KEYS:
             continue
         if k not in STEP_KEYS:
             bad(f"{key}.{k}", v, f"no such parameter of a transformer step; known: {list(STEP_KEYS)}")
