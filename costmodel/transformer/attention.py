@@ -227,17 +227,39 @@ def fused_attention_ops(group: int, head_dim: int, q_len: int, attended: int, ca
 
 
 #: Element-wise ops applied as their producer's accumulators drain (module docstring): op name ->
-#: the layers whose output they take in flight.
-_PRODUCERS = {"rope_q": ("q_proj",), "rope_k": ("k_proj",), "gate_mul": ("ffn_up",),
-              "attn_residual": ("o_proj",), "ffn_residual": ("ffn_down",)}
+#: the layers whose output they may take in flight (those of the step's model that exist: GQA or
+#: MLA projections, a dense FFN or the experts).
+_PRODUCERS = {"rope_q": ("q_proj", "q_b_proj"), "rope_k": ("k_proj", "kv_a_proj"),
+              "attn_residual": ("o_proj",),
+              "ffn_residual": ("ffn_down",), "dense_act": ("ffn_gate",), "dense_gate_mul": ("ffn_up",),
+              "shared_act": ("shared_gate",), "shared_gate_mul": ("shared_up",), "qkv_bias_add": ("q_proj", "k_proj", "v_proj")}
+#: Producers named whether or not the step has them (the overlaps of the first models' fused steps,
+#: so their task ids stay; a name the step lacks overlaps nothing).
+_FIXED = {"bias_add": ("q_proj", "k_proj", "v_proj", "o_proj", "ffn_gate", "ffn_up", "ffn_down")}
+#: An MoE block's FFN output is the experts' weighted sum (vector ops, no matmul drain): its residual
+#: add takes that sum in flight on the vector unit, overlapping no matmul.
+_CHAINED = ("ffn_residual",)
 
 
-def fuse_elementwise(ops: list[VectorOp], swiglu: bool) -> list[VectorOp]:
+def fuse_elementwise(ops: list[VectorOp], swiglu: bool, layers: set[str] | None = None) -> list[VectorOp]:
     """``ops`` with the element-wise operations of a block fused into their producers (module
     docstring): ``in_flight`` 1 (that input not read, no write of their own) and ``overlaps`` the
-    producer; norms, softmaxes and the MoE ops unchanged."""
+    producers among ``layers`` (the step's layer names; None: every candidate); an op none of
+    whose producers is in the step stays a pass of its own, but an MoE block's residual add, which
+    takes the experts' sum in flight (``overlaps`` nothing). Norms, softmaxes and the MoE ops
+    unchanged."""
     from dataclasses import replace
-    act = ("ffn_gate",) if swiglu else ("ffn_up",)
-    producers = {**_PRODUCERS, "act": act,
-                 "bias_add": ("q_proj", "k_proj", "v_proj", "o_proj", "ffn_gate", "ffn_up", "ffn_down")}
-    return [replace(op, in_flight=1, overlaps=producers[op.name]) if op.name in producers else op for op in ops]
+    moe = layers is not None and "expert_up" in layers  # an MoE block's activation: the experts'
+    pre, hi = ("expert", ("", "_hi")) if moe else ("ffn", ("",))
+    first = "gate" if swiglu else "up"
+    producers = {**_PRODUCERS, "act": tuple(f"{pre}_{first}{h}" for h in hi),
+                 "gate_mul": tuple(f"{pre}_up{h}" for h in hi)}
+    out = []
+    for op in ops:
+        names = _FIXED.get(op.name) or tuple(n for n in producers.get(op.name, ()) if layers is None or n in layers)
+        if names:
+            op = replace(op, in_flight=1, overlaps=names)
+        elif op.name in _CHAINED:
+            op = replace(op, in_flight=1, overlaps=())
+        out.append(op)
+    return out

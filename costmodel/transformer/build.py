@@ -178,7 +178,7 @@ def build_transformer(model: str | TransformerConfig, *, phase: str | None = Non
     layers, reps, n_e = _block_layers(cfg, st, split.ep)
     pre, post = _outer_layers(cfg, st)
     layers, reps = pre + layers + post, [1] * len(pre) + reps + [1] * len(post)
-    vops, vreps = vector_ops(cfg, st, act_bits)
+    vops, vreps = vector_ops(cfg, st, act_bits, {l.name for l in layers})
     workload = _workload(whole, cfg, st, st_full, (weight_bits, act_bits, kv_bits), attention, n_e)
     size = f"seq{st.seq}" if st.phase == "prefill" else f"ctx{st.context}"
     size += _name_tags(st, (weight_bits, act_bits, kv_bits), attention == "dense" and cfg.kind == "decoder")

@@ -4,7 +4,8 @@ operation costs (`not_costed`); `costmodel.transformer.build` assembles the step
 Per block (x blocks): ``attn_norm``, ``ffn_norm`` (BERT's post-LN norms carry the same names),
 ``q_a_norm`` / ``kv_a_norm`` (MLA's latent norms), ``rope_q``, ``rope_k`` (RoPE models; MLA rotates
 its rope_dim parts only), ``q_norm`` / ``k_norm`` (Qwen3), ``softmax``, ``attn_residual``,
-``ffn_residual``, ``act`` (gelu / silu), ``gate_mul`` (SwiGLU), ``bias_add`` (biased models);
+``ffn_residual``, ``act`` (gelu / silu), ``gate_mul`` (SwiGLU), ``bias_add`` (biased models; Qwen2's
+q/k/v biases: ``qkv_bias_add``);
 MoE blocks: ``router_softmax`` (or ``router_sigmoid``, DeepSeek-V3), ``expert_combine``,
 ``expert_sum``, and for a shared expert ``shared_act``, ``shared_gate_mul``, ``shared_add`` (plus
 Qwen2-MoE's ``shared_gate_sigmoid`` and ``shared_scale``); an MoE model's dense blocks: ``dense_act``,
@@ -96,7 +97,7 @@ def _bias_ops(cfg: TransformerConfig, st: Step, bits: int | None) -> list[Vector
         return [op("bias_add", "add", T * sum(l.K for l in attention_weights(cfg))
                    + moe_tokens * sum(l.K for l in ffn_weights(cfg, "ffn")))]
     if cfg.qkv_bias:
-        return [op("bias_add", "add", T * (cfg.q_dim + 2 * cfg.kv_dim))]
+        return [op("qkv_bias_add", "add", T * (cfg.q_dim + 2 * cfg.kv_dim))]
     return []
 
 
@@ -124,9 +125,12 @@ def _fused_attention(cfg: TransformerConfig, st: Step, bits: int | None) -> tupl
                                bits, tiles, st.query_tile, st.kv_tile)
 
 
-def vector_ops(cfg: TransformerConfig, st: Step, bits: int | None) -> tuple[list[VectorOp], list[int]]:
+def vector_ops(cfg: TransformerConfig, st: Step, bits: int | None,
+               layers: set[str] | None = None) -> tuple[list[VectorOp], list[int]]:
     """The vector ops of the step and their repeats (block ops x blocks, others once; module
-    docstring), ``bits`` the activations' precision (None: the accelerator's)."""
+    docstring), ``bits`` the activations' precision (None: the accelerator's), ``layers`` the
+    names of the step's matmuls (a fused step's element-wise ops overlap those that produce their
+    input, `costmodel.transformer.attention.fuse_elementwise`)."""
     T, h, B = st.tokens, cfg.hidden, st.batch
     op = _op(bits)
     block, reps = _block_ops(cfg, st, bits)
@@ -134,7 +138,7 @@ def vector_ops(cfg: TransformerConfig, st: Step, bits: int | None) -> tuple[list
     fused_reps: list[int] = []
     if st.fusion == "fused":  # the online softmax per tile, beside the tile matmuls
         fused_att, fused_reps = _fused_attention(cfg, st, bits)
-        block = fuse_elementwise(block, cfg.ffn_kind == "swiglu")
+        block = fuse_elementwise(block, cfg.ffn_kind == "swiglu", layers)
     pre, post = [], []
     if cfg.kind == "vit":
         pre.append(op("patch_embed_bias", "add", B * (cfg.image // cfg.patch) ** 2 * h))

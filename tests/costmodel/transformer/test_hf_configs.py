@@ -52,7 +52,7 @@ def test_qwen2_5_7b_by_hand():
     assert 28 * block + 2 * 152064 * 3584 + 3584 == param_count(cfg)["total"] == 7_615_616_512
     assert cfg.qkv_bias and not cfg.bias
     net = build_transformer(cfg, phase="decode", batch=2, context=100)
-    assert next(v for v in net.vector_ops if v.name == "bias_add").elements == 2 * (3584 + 2 * 512)
+    assert next(v for v in net.vector_ops if v.name == "qkv_bias_add").elements == 2 * (3584 + 2 * 512)
 
 
 def test_moe_models_shared_experts_and_activated_parameters():
