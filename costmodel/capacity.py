@@ -146,7 +146,7 @@ def step_footprint(network, arch) -> Footprint | None:
     cached = (w.get("context") if w.get("phase") == "decode" else w.get("seq")) or 0
     kv_cache = 0
     if cfg.kind == "decoder":
-        kv_cache = chip_batch(w) * cfg.cached(int(cached)) * cfg.layers * cfg.cache_width * kv_bits // 8
+        kv_cache = chip_batch(w) * cfg.cache_entries(int(cached)) * cfg.cache_width * kv_bits // 8
     residual = int(w["tokens"]) // split.ep * cfg.hidden * act_bits
     best, largest = -1, ""
     for l in layers:

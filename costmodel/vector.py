@@ -90,6 +90,9 @@ OP_PRIMITIVES: dict[str, Primitives] = {
     # sigmoid 1 / (1 + exp(-x)): exp (special), 1 + ... (add), reciprocal (special): SiLU without
     # its multiply by x (DeepSeek-V3's router scores, Qwen2-MoE's shared-expert gate).
     "sigmoid": Primitives(add=1, mul=0, special=2),
+    # soft-capping c * tanh(x / c) (Gemma 2's attention scores and final logits): x / c (mul by
+    # the reciprocal), tanh (special), x c (mul).
+    "softcap": Primitives(add=0, mul=2, special=1),
     # RoPE, per output element of a rotated pair: x1 cos - x2 sin (2 mul, 1 subtract); the cos / sin
     # tables are precomputed.
     "rope": Primitives(add=1, mul=2, special=0),

@@ -55,7 +55,7 @@ INPUT_FIELDS = ("in_rows", "in_cols")
 
 #: The element-wise / row-wise operations between the matmuls (`VectorOp.op`); what each costs per
 #: element is `costmodel.vector.OP_PRIMITIVES`.
-VECTOR_OPS = ("softmax", "layernorm", "rmsnorm", "gelu", "silu", "mul", "add", "rope", "online_softmax", "sigmoid")
+VECTOR_OPS = ("softmax", "layernorm", "rmsnorm", "gelu", "silu", "mul", "add", "rope", "online_softmax", "sigmoid", "softcap")
 
 
 @dataclass(frozen=True)

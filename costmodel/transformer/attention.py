@@ -241,7 +241,7 @@ _FIXED = {"bias_add": ("q_proj", "k_proj", "v_proj", "o_proj", "ffn_gate", "ffn_
 _CHAINED = ("ffn_residual",)
 
 
-def fuse_elementwise(ops: list[VectorOp], swiglu: bool, layers: set[str] | None = None) -> list[VectorOp]:
+def fuse_elementwise(ops: list[VectorOp], gated: bool, layers: set[str] | None = None) -> list[VectorOp]:
     """``ops`` with the element-wise operations of a block fused into their producers (module
     docstring): ``in_flight`` 1 (that input not read, no write of their own) and ``overlaps`` the
     producers among ``layers`` (the step's layer names; None: every candidate); an op none of
@@ -251,7 +251,7 @@ def fuse_elementwise(ops: list[VectorOp], swiglu: bool, layers: set[str] | None 
     from dataclasses import replace
     moe = layers is not None and "expert_up" in layers  # an MoE block's activation: the experts'
     pre, hi = ("expert", ("", "_hi")) if moe else ("ffn", ("",))
-    first = "gate" if swiglu else "up"
+    first = "gate" if gated else "up"
     producers = {**_PRODUCERS, "act": tuple(f"{pre}_{first}{h}" for h in hi),
                  "gate_mul": tuple(f"{pre}_up{h}" for h in hi)}
     out = []

@@ -55,7 +55,7 @@ from costmodel.transformer.attention import (ATTENTION, CAUSAL_BLOCK, FUSED_TILE
 from costmodel.transformer.catalog import is_bundled, list_transformers, resolve_model
 from costmodel.transformer.config import TransformerConfig
 from costmodel.transformer.ffn import ffn_layers
-from costmodel.transformer.mla import attention_dims, mla_form, mla_layers
+from costmodel.transformer.mla import attention_dims, attention_groups, mla_form, mla_layers
 from costmodel.transformer.ops import not_costed, pairs, vector_ops
 from costmodel.transformer.params import attention_weights, head_weights
 from costmodel.transformer.step import (PHASES, WEIGHT_BITS, Step, positive, resolve_attention, resolve_bits,
@@ -80,10 +80,14 @@ def _block_layers(cfg: TransformerConfig, st: Step, ep: int = 1) -> tuple[list[L
         q, k, v, o = (l.with_(B=T) for l in attention_weights(cfg))
         d = attention_dims(cfg, st.phase)
         instances = st.batch * d.kv_heads if st.batched else 1   # side by side in one batched matmul
-        per_head = st.batch * d.kv_heads * L // instances          # one after another
-        att, att_reps = attention_layers(d.group, d.qk_dim, st.q_len, st.attended, st.causal, st.fusion, per_head,
-                                         st.query_tile, st.kv_tile, instances)
-        layers, reps = [q, k, v, *att, o], [L, L, L, *att_reps, L]
+        layers, reps = [q, k, v], [L, L, L]
+        for g in attention_groups(cfg, st):
+            per_head = st.batch * d.kv_heads * g.blocks // instances          # one after another
+            att, att_reps = attention_layers(d.group, d.qk_dim, st.q_len, g.attended, st.causal, st.fusion, per_head,
+                                             st.query_tile, st.kv_tile, instances)
+            layers += [l.with_(name=l.name + g.suffix) for l in att] if g.suffix else att
+            reps += att_reps
+        layers, reps = layers + [o], reps + [L]
     ffn, ffn_reps, n_e = ffn_layers(cfg, st.tokens, ep)
     return layers + ffn, reps + ffn_reps, n_e
 
@@ -100,9 +104,12 @@ def _attention_pairs(cfg: TransformerConfig, st: Step) -> dict[str, int]:
     the mask keeps: batch x heads x layers x q_len x attended, or x n (n + 1) / 2 for a causal
     prefill of n tokens) and ``computed`` (with the diagonal blocks in full, `causal_blocks`);
     the attention MACs are head_dim x pairs for each of score and context."""
-    per = st.batch * cfg.heads * cfg.layers
-    exact = st.q_len * (st.q_len + 1) // 2 if st.causal else st.q_len * st.attended
-    return {"exact": per * exact, "computed": per * pairs(st)}
+    out = {"exact": 0, "computed": 0}
+    for g in attention_groups(cfg, st):
+        per, sg = st.batch * cfg.heads * g.blocks, dataclasses.replace(st, attended=g.attended)
+        out["exact"] += per * (st.q_len * (st.q_len + 1) // 2 if st.causal else st.q_len * g.attended)
+        out["computed"] += per * pairs(sg)
+    return out
 
 
 def build_transformer(model: str | TransformerConfig, *, phase: str | None = None, batch: int | None = None,

@@ -25,8 +25,9 @@ from typing import Any
 __all__ = ["TransformerConfig", "MODEL_KINDS", "FFN_KINDS", "ATTENTION_KINDS", "SHAPE_EXCLUDED"]
 
 MODEL_KINDS = ("encoder", "decoder", "vit")
-#: gelu: up, act, down; swiglu: gate, up, silu(gate) * up, down.
-FFN_KINDS = ("gelu", "swiglu")
+#: gelu: up, act, down; swiglu: gate, up, silu(gate) * up, down; geglu: gate, up, gelu(gate) * up,
+#: down (Gemma).
+FFN_KINDS = ("gelu", "swiglu", "geglu")
 #: gqa: query heads sharing K/V heads (MHA when kv_heads = heads); mla: multi-head latent attention.
 ATTENTION_KINDS = ("gqa", "mla")
 #: Where biases are: none; q/k/v only (Qwen2: Qwen2Attention's q/k/v projections carry biases, o_proj
@@ -83,7 +84,11 @@ class TransformerConfig:
     architecture: str = ""
     qkv_bias: bool = False        # biases on q/k/v only (Qwen2); ``bias`` is every projection's
     qk_norm: bool = False         # RMSNorm of each head's q and k (Qwen3: q_norm, k_norm, head_dim gains)
-    sliding_window: int = 0       # every block attends the last sliding_window tokens (0: all)
+    sliding_window: int = 0       # the windowed blocks attend the last sliding_window tokens (0: none)
+    window_blocks: tuple[int, ...] = ()  # the blocks with the window (empty: every block, as Mistral)
+    post_norms: bool = False      # a norm after attention and after the FFN too (Gemma 2: 4 per block)
+    softcap: bool = False         # tanh soft-capping of the attention scores and the final logits (Gemma 2)
+    embed_scale: bool = False     # the embeddings times sqrt(hidden) (Gemma)
     attention: str = "gqa"
     q_lora_rank: int = 0          # MLA
     kv_lora_rank: int = 0         # MLA
@@ -105,6 +110,7 @@ class TransformerConfig:
         object.__setattr__(self, "dense_blocks", tuple(self.dense_blocks))
         object.__setattr__(self, "routing_groups", tuple(self.routing_groups))
         object.__setattr__(self, "not_modelled", tuple(self.not_modelled))
+        object.__setattr__(self, "window_blocks", tuple(self.window_blocks))
         for f in fields(self):
             v = getattr(self, f.name)
             if f.type == "int":
@@ -152,8 +158,12 @@ class TransformerConfig:
         for k in ("seq", "context"):
             if getattr(self, k) > self.max_context:
                 raise self._bad(k, f"{getattr(self, k)} exceeds max_context {self.max_context}")
-        if self.sliding_window and not decoder:
-            raise self._bad("sliding_window", f"{self.sliding_window}: for decoders only")
+        if self.sliding_window and (not decoder or self.attention == "mla"):
+            raise self._bad("sliding_window", f"{self.sliding_window}: for decoders with GQA attention only")
+        bad = [i for i in self.window_blocks if not 0 <= i < self.layers]
+        if self.window_blocks and (bad or not self.sliding_window or list(self.window_blocks) != sorted(set(self.window_blocks))):
+            raise self._bad("window_blocks", f"{list(self.window_blocks)}: distinct ascending block indices in "
+                            f"0..{self.layers - 1}, with a sliding_window")
 
     def _check_moe(self) -> None:
         if (self.experts == 0) != (self.top_k == 0) or self.top_k > self.experts or self.experts == 1:
@@ -218,10 +228,33 @@ class TransformerConfig:
         head_dim), or MLA's latent and shared RoPE key (kv_lora_rank + rope_dim: 576 for DeepSeek-V3)."""
         return self.kv_lora_rank + self.rope_dim if self.attention == "mla" else 2 * self.kv_dim
 
+    @property
+    def gated(self) -> bool:
+        """Whether the FFN is gated (SwiGLU, GeGLU: gate, up, down)."""
+        return self.ffn_kind != "gelu"
+
+    @property
+    def act(self) -> str:
+        """The FFN's activation, a `costmodel.vector` op: silu (SwiGLU) or gelu."""
+        return "silu" if self.ffn_kind == "swiglu" else "gelu"
+
+    @property
+    def windowed(self) -> int:
+        """Blocks with the sliding window: every block (Mistral), those of ``window_blocks`` (Gemma 2:
+        every other), or none."""
+        if not self.sliding_window:
+            return 0
+        return len(self.window_blocks) if self.window_blocks else self.layers
+
     def cached(self, tokens: int) -> int:
-        """Tokens a block's KV cache holds (and a decode query attends) for ``tokens`` in the
-        sequence: all, or the last ``sliding_window`` (a rolling buffer)."""
+        """Tokens a windowed block's KV cache holds (and its decode query attends) for ``tokens`` in
+        the sequence: the last ``sliding_window`` (a rolling buffer); all without a window."""
         return min(tokens, self.sliding_window) if self.sliding_window else tokens
+
+    def cache_entries(self, tokens: int) -> int:
+        """Token-block entries of the KV cache for ``tokens`` in the sequence: ``tokens`` per block,
+        the windowed blocks' `cached` (KV cache values per sequence = this x `cache_width`)."""
+        return (self.layers - self.windowed) * tokens + self.windowed * self.cached(tokens)
 
     def shape(self) -> dict[str, Any]:
         """The fields that shape a step (all but `SHAPE_EXCLUDED`), JSON-able: what a step of a model

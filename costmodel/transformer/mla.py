@@ -36,7 +36,7 @@ from costmodel.transformer.params import attention_weights, mm
 from costmodel.transformer.step import Step
 from costmodel.workload import Layer
 
-__all__ = ["AttentionDims", "attention_dims", "mla_form", "mla_layers"]
+__all__ = ["AttentionDims", "AttentionGroup", "attention_dims", "attention_groups", "mla_form", "mla_layers"]
 
 
 class AttentionDims(NamedTuple):
@@ -48,6 +48,28 @@ class AttentionDims(NamedTuple):
     qk_dim: int
     v_dim: int
     kv_heads: int
+
+
+class AttentionGroup(NamedTuple):
+    """Blocks whose attention attends the same keys: their layers' name ``suffix`` ("" or
+    ``_local``), ``blocks`` (how many), ``attended`` (keys per query)."""
+
+    suffix: str
+    blocks: int
+    attended: int
+
+
+def attention_groups(cfg: TransformerConfig, st: Step) -> list[AttentionGroup]:
+    """The step's blocks by the keys they attend: one group of every block, unless a sliding window
+    binds (a decode step past it) on some blocks only (Gemma 2: every other block attends the last
+    ``sliding_window`` tokens, ``_local``, the rest the whole cache). Every block windowed
+    (Mistral): one group attending the window. A prefill is never past a window (`resolve_step`)."""
+    window = cfg.cached(st.attended)
+    if not cfg.windowed or window == st.attended:
+        return [AttentionGroup("", cfg.layers, st.attended)]
+    if cfg.windowed == cfg.layers:
+        return [AttentionGroup("", cfg.layers, window)]
+    return [AttentionGroup("", cfg.layers - cfg.windowed, st.attended), AttentionGroup("_local", cfg.windowed, window)]
 
 
 def mla_form(cfg: TransformerConfig, phase: str) -> str | None:

@@ -16,10 +16,12 @@ Qwen2-MoE's ``shared_gate_sigmoid`` and ``shared_scale``); an MoE model's dense 
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from costmodel.transformer.attention import (CAUSAL_BLOCK, attention_layers, causal_blocks, computed_pairs,
                                              fuse_elementwise, fused_attention_ops)
 from costmodel.transformer.config import TransformerConfig
-from costmodel.transformer.mla import attention_dims
+from costmodel.transformer.mla import attention_dims, attention_groups
 from costmodel.transformer.params import attention_weights, ffn_weights
 from costmodel.transformer.step import Step
 from costmodel.workload import VectorOp
@@ -38,8 +40,9 @@ def _op(bits: int | None):
     return op
 
 
-def _attention_ops(cfg: TransformerConfig, st: Step, bits: int | None) -> list[VectorOp]:
-    """A block's ops up to the FFN: norms, RoPE, softmax (unfused), the attention residual, ffn_norm."""
+def _attention_ops(cfg: TransformerConfig, st: Step, bits: int | None) -> tuple[list[VectorOp], list[int]]:
+    """A block's ops up to the FFN and their repeats: norms, RoPE, the scores' soft-cap and softmax
+    (unfused; per attention group, `attention_groups`), the attention residual, ffn_norm."""
     T, h, op = st.tokens, cfg.hidden, _op(bits)
     block = [op("attn_norm", cfg.norm, T * h, rows=T)]
     if cfg.attention == "mla":
@@ -52,9 +55,18 @@ def _attention_ops(cfg: TransformerConfig, st: Step, bits: int | None) -> list[V
     if cfg.qk_norm:
         block += [op("q_norm", "rmsnorm", T * cfg.q_dim, rows=T * cfg.heads),
                   op("k_norm", "rmsnorm", T * cfg.kv_dim, rows=T * cfg.kv_heads)]
-    if st.fusion != "fused":
-        block.append(op("softmax", "softmax", st.batch * cfg.heads * pairs(st), rows=st.batch * cfg.heads * st.q_len))
-    return block + [op("attn_residual", "add", T * h, inputs=2), op("ffn_norm", cfg.norm, T * h, rows=T)]
+    reps = [cfg.layers] * len(block)
+    rows = st.batch * cfg.heads * st.q_len
+    for g in attention_groups(cfg, st) if st.fusion != "fused" else ():
+        n = st.batch * cfg.heads * pairs(replace(st, attended=g.attended))
+        if cfg.softcap:
+            block.append(op(f"attn_softcap{g.suffix}", "softcap", n, rows=rows))
+            reps.append(g.blocks)
+        block.append(op(f"softmax{g.suffix}", "softmax", n, rows=rows))
+        reps.append(g.blocks)
+    tail = [op("attn_post_norm", cfg.norm, T * h, rows=T)] if cfg.post_norms else []
+    tail += [op("attn_residual", "add", T * h, inputs=2), op("ffn_norm", cfg.norm, T * h, rows=T)]
+    return block + tail, reps + [cfg.layers] * len(tail)
 
 
 def _moe_ops(cfg: TransformerConfig, st: Step, bits: int | None) -> list[VectorOp]:
@@ -64,14 +76,14 @@ def _moe_ops(cfg: TransformerConfig, st: Step, bits: int | None) -> list[VectorO
     pairs_ = T * cfg.top_k
     out = [op(f"router_{cfg.router}", cfg.router, T * cfg.experts, rows=T) if cfg.router == "sigmoid"
            else op("router_softmax", "softmax", T * cfg.experts, rows=T)]
-    out.append(op("act", "silu" if cfg.ffn_kind == "swiglu" else "gelu", pairs_ * cfg.ffn))
-    if cfg.ffn_kind == "swiglu":
+    out.append(op("act", cfg.act, pairs_ * cfg.ffn))
+    if cfg.gated:
         out.append(op("gate_mul", "mul", pairs_ * cfg.ffn, inputs=2))
     out.append(op("expert_combine", "mul", pairs_ * h, inputs=2))
     if cfg.top_k > 1:
         out.append(op("expert_sum", "add", T * (cfg.top_k - 1) * h, inputs=2))
     if cfg.shared_ffn:
-        out += [op("shared_act", "silu", T * cfg.shared_ffn), op("shared_gate_mul", "mul", T * cfg.shared_ffn, inputs=2)]
+        out += [op("shared_act", cfg.act, T * cfg.shared_ffn), op("shared_gate_mul", "mul", T * cfg.shared_ffn, inputs=2)]
         if cfg.shared_gate:
             out += [op("shared_gate_sigmoid", "sigmoid", T, rows=T), op("shared_scale", "mul", T * h, inputs=2)]
         out.append(op("shared_add", "add", T * h, inputs=2))
@@ -83,8 +95,8 @@ def _dense_ops(cfg: TransformerConfig, st: Step, bits: int | None, prefix: str =
     the dense blocks of an MoE model."""
     T, op = st.tokens, _op(bits)
     width = cfg.dense_ffn if prefix else cfg.ffn
-    out = [op(f"{prefix}act", "silu" if cfg.ffn_kind == "swiglu" else "gelu", T * width)]
-    if cfg.ffn_kind == "swiglu":
+    out = [op(f"{prefix}act", cfg.act, T * width)]
+    if cfg.gated:
         out.append(op(f"{prefix}gate_mul", "mul", T * width, inputs=2))
     return out
 
@@ -105,24 +117,37 @@ def _block_ops(cfg: TransformerConfig, st: Step, bits: int | None) -> tuple[list
     """Every block's ops and their repeats: one list x blocks for a model whose blocks are alike;
     for an MoE model with dense blocks, the attention ops x blocks, the dense FFN's x dense blocks,
     the MoE FFN's x MoE blocks, the FFN residual and biases x blocks."""
-    L = cfg.layers
-    att, tail = _attention_ops(cfg, st, bits), [_op(bits)("ffn_residual", "add", st.tokens * cfg.hidden, inputs=2)]
-    tail += _bias_ops(cfg, st, bits)
+    L, op = cfg.layers, _op(bits)
+    (att, att_reps), tail = _attention_ops(cfg, st, bits), []
+    if cfg.post_norms:
+        tail.append(op("ffn_post_norm", cfg.norm, st.tokens * cfg.hidden, rows=st.tokens))
+    tail += [op("ffn_residual", "add", st.tokens * cfg.hidden, inputs=2)] + _bias_ops(cfg, st, bits)
     if not cfg.experts:
-        block = att + _dense_ops(cfg, st, bits) + tail
-        return block, [L] * len(block)
+        ffn = _dense_ops(cfg, st, bits)
+        return att + ffn + tail, att_reps + [L] * len(ffn + tail)
     moe, dense = _moe_ops(cfg, st, bits), _dense_ops(cfg, st, bits, "dense_") if cfg.dense_blocks else []
     return (att + dense + moe + tail,
-            [L] * len(att) + [len(cfg.dense_blocks)] * len(dense) + [cfg.moe_blocks] * len(moe) + [L] * len(tail))
+            att_reps + [len(cfg.dense_blocks)] * len(dense) + [cfg.moe_blocks] * len(moe) + [L] * len(tail))
 
 
 def _fused_attention(cfg: TransformerConfig, st: Step, bits: int | None) -> tuple[list[VectorOp], list[int]]:
     """Fused attention's online softmax, rescale and normalisation per tile (`fused_attention_ops`)."""
     d = attention_dims(cfg, st.phase)
-    tiles = tuple(l.name for l in attention_layers(d.group, d.qk_dim, st.q_len, st.attended, st.causal, "fused", 1,
-                                                   st.query_tile, st.kv_tile, v_dim=d.v_dim)[0])
-    return fused_attention_ops(d.group, d.v_dim, st.q_len, st.attended, st.causal, st.batch * d.kv_heads * cfg.layers,
-                               bits, tiles, st.query_tile, st.kv_tile)
+    ops: list[VectorOp] = []
+    reps: list[int] = []
+    for g in attention_groups(cfg, st):
+        tiles = tuple(l.name + g.suffix for l in attention_layers(d.group, d.qk_dim, st.q_len, g.attended, st.causal,
+                                                                  "fused", 1, st.query_tile, st.kv_tile, v_dim=d.v_dim)[0])
+        got, got_reps = fused_attention_ops(d.group, d.v_dim, st.q_len, g.attended, st.causal,
+                                            st.batch * d.kv_heads * g.blocks, bits, tiles, st.query_tile, st.kv_tile)
+        for o, r in zip(got, got_reps):
+            if cfg.softcap and o.op == "online_softmax":  # the cap before each tile's softmax, on chip as it
+                ops.append(replace(o, name=o.name.replace("online_softmax", "attn_softcap") + g.suffix, op="softcap",
+                                   rows=o.rows))
+                reps.append(r)
+            ops.append(replace(o, name=o.name + g.suffix) if g.suffix else o)
+            reps.append(r)
+    return ops, reps
 
 
 def vector_ops(cfg: TransformerConfig, st: Step, bits: int | None,
@@ -138,8 +163,10 @@ def vector_ops(cfg: TransformerConfig, st: Step, bits: int | None,
     fused_reps: list[int] = []
     if st.fusion == "fused":  # the online softmax per tile, beside the tile matmuls
         fused_att, fused_reps = _fused_attention(cfg, st, bits)
-        block = fuse_elementwise(block, cfg.ffn_kind == "swiglu", layers)
+        block = fuse_elementwise(block, cfg.gated, layers)
     pre, post = [], []
+    if cfg.embed_scale:
+        pre.append(op("embed_scale", "mul", T * h))
     if cfg.kind == "vit":
         pre.append(op("patch_embed_bias", "add", B * (cfg.image // cfg.patch) ** 2 * h))
     if cfg.max_positions:
@@ -150,6 +177,8 @@ def vector_ops(cfg: TransformerConfig, st: Step, bits: int | None,
         pre.append(op("embed_norm", cfg.norm, T * h, rows=T))
     if cfg.kind in ("decoder", "vit"):
         post.append(op("final_norm", cfg.norm, T * h, rows=T))
+    if cfg.softcap and cfg.kind == "decoder":
+        post.append(op("logit_softcap", "softcap", B * cfg.vocab, rows=B))
     post += [op(f"{n}_bias", "add", B * k) for n, k in (("classifier", cfg.classes), ("pooler", h))
              if k and (n == "classifier" or cfg.pooler)]
     return pre + block + fused_att + post, [1] * len(pre) + reps + fused_reps + [1] * len(post)
@@ -188,7 +217,4 @@ def not_costed(cfg: TransformerConfig, st: Step) -> list[str]:
         g, k = cfg.routing_groups
         out.append(f"group-limited routing: the best {k} of {g} expert groups per token, then the top-{cfg.top_k} "
                    "experts in them (selection only; the experts touched are counted as for uniform routing)")
-    if cfg.sliding_window and st.phase == "decode":
-        out.append(f"the sliding window: each query attends the last {cfg.sliding_window} tokens (a rolling "
-                   "cache of as many)")
     return out + list(cfg.not_modelled)

@@ -45,7 +45,7 @@ def ffn_weights(cfg: TransformerConfig, prefix: str, width: int | None = None) -
     """One FFN (a dense one, one expert or the shared expert) at B = 1: [gate,] up (hidden ->
     ``width``, default ``cfg.ffn``), down (``width`` -> hidden), named ``<prefix>_gate`` ..."""
     h, f = cfg.hidden, cfg.ffn if width is None else width
-    ins = ["gate", "up"] if cfg.ffn_kind == "swiglu" else ["up"]
+    ins = ["gate", "up"] if cfg.gated else ["up"]
     return [mm(f"{prefix}_{n}", h, f) for n in ins] + [mm(f"{prefix}_down", f, h)]
 
 
@@ -72,11 +72,11 @@ def _weights(layers: list[Layer]) -> int:
 
 
 def _norms(cfg: TransformerConfig) -> int:
-    """Norm parameters: two norms per block, BERT's embedding norm, the final norm of decoders and
-    ViT (hidden gains, plus biases for LayerNorm); Qwen3's q_norm / k_norm (head_dim each per
+    """Norm parameters: two norms per block (four with ``post_norms``, Gemma 2), BERT's embedding norm,
+    the final norm of decoders and ViT (hidden gains, plus biases for LayerNorm); Qwen3's q_norm / k_norm (head_dim each per
     block); MLA's q_a_layernorm and kv_a_layernorm (q_lora_rank, kv_lora_rank per block)."""
     L, h = cfg.layers, cfg.hidden
-    n = 2 * L + (1 if cfg.kind == "encoder" else 0) + (1 if cfg.kind in ("decoder", "vit") else 0)
+    n = (4 if cfg.post_norms else 2) * L + (1 if cfg.kind == "encoder" else 0) + (1 if cfg.kind in ("decoder", "vit") else 0)
     out = n * h * (2 if cfg.norm == "layernorm" else 1)
     if cfg.qk_norm:
         out += L * 2 * cfg.head_dim

@@ -149,10 +149,13 @@ def shard_config(cfg, split: Split):
     tp = split.tp
     blocks = cfg.layers // split.pp
     first = cfg.layers - blocks  # the last stage's first block
+    windows = tuple(i - first for i in cfg.window_blocks if i >= first)
+    window = cfg.sliding_window if windows or not cfg.window_blocks else 0  # the stage may have none
     return dataclasses.replace(cfg, heads=cfg.heads // tp, kv_heads=max(1, cfg.kv_heads // tp), ffn=cfg.ffn // tp,
                                dense_ffn=cfg.dense_ffn // tp, shared_ffn=cfg.shared_ffn // tp,
                                vocab=math.ceil(cfg.vocab / tp), layers=blocks,
-                               dense_blocks=tuple(i - first for i in cfg.dense_blocks if i >= first))
+                               dense_blocks=tuple(i - first for i in cfg.dense_blocks if i >= first),
+                               window_blocks=windows, sliding_window=window)
 
 
 def chip_batch(workload: dict[str, Any]) -> int:

@@ -75,7 +75,7 @@ def resolve_step(cfg: TransformerConfig, phase, batch, seq, context, attention=N
         if c > cfg.max_context and cfg.max_positions:  # a learned position table ends there
             raise ValueError(f"context: {c} exceeds {name}'s max_context {cfg.max_context} "
                              f"(its learned position embeddings have {cfg.max_positions} rows)")
-        return Step(phase, b, None, c, tokens=b, q_len=1, attended=cfg.cached(c))  # a window: its last tokens
+        return Step(phase, b, None, c, tokens=b, q_len=1, attended=c)  # windowed blocks: mla.attention_groups
     if context is not None:
         raise ValueError(f"context: a prefill step of {name} takes seq (tokens per sequence), "
                          f"not context; got context={context!r}")

@@ -24,6 +24,8 @@ PUBLISHED = {
     "qwen1_5_moe_a2_7b": 14_315_784_192,
     "qwen3_30b_a3b": 30_532_122_624,
     "llama3_1_8b": 8_030_261_248,
+    "gemma_2_2b": 2_614_341_888,
+    "gemma_2_9b": 9_241_705_984,
 }
 
 
@@ -181,3 +183,52 @@ def test_a_model_from_a_file_records_its_shapes_not_its_path(tmp_path):
     assert network_json(again) == network_json(na)
     # a bundled model's step records its name only (its task ids are what they were)
     assert "config" not in build_transformer("llama3_8b").workload
+
+
+def test_gemma_2_by_hand():
+    """Gemma 2 2B (tests/data/hf/gemma_2_2b.json): hidden 2304, 26 blocks, 8 heads and 4 K/V heads of
+    256, GeGLU 9216, vocab 256000 tied; four RMSNorms per block (before and after attention and
+    the MLP). Per block: q and o 2304 x 2048, k and v 2304 x 1024, MLP 3 x 2304 x 9216, norms 4 x
+    2304 = 77,865,984; x 26 + embedding 256000 x 2304 + final norm = 2,614,341,888 (published).
+
+    Every other block (the even ones, Gemma2DecoderLayer's is_sliding) attends the last 4096 tokens:
+    a decode step at context 8192 has 13 blocks of score K = 8192 and 13 of score_local K = 4096,
+    and its cache holds 13 x 8192 + 13 x 4096 token-blocks of 2 x 4 x 256 values: at 16 bits,
+    159,744 x 2,048 x 2 B = 654,311,424 B per sequence (a model without windows: 26 x 8192). Up to
+    the window nothing differs; a prefill past it is refused naming seq. The scores and the final
+    logits are soft-capped (a softcap vector op before each softmax, one on the 256000 logits)."""
+    from costmodel.capacity import step_footprint
+    from costmodel.loopnest.arch import load_accelerator
+    cfg, _ = read_hf_config(HF / "gemma_2_2b.json")
+    block = 2 * 2304 * 2048 + 2 * 2304 * 1024 + 3 * 2304 * 9216 + 4 * 2304
+    assert block == 77_865_984 and 26 * block + 256000 * 2304 + 2304 == param_count(cfg)["total"]
+    assert cfg.window_blocks == tuple(range(0, 26, 2)) and cfg.sliding_window == 4096
+    net = build_transformer(cfg, phase="decode", context=8192, kv_bits=16)
+    att = {l.name: (l.K if l.name.startswith("score") else l.C, r) for l, r in net if l.name.startswith(("score", "context"))}
+    assert att == {"score": (8192, 13 * 4), "context": (8192, 13 * 4), "score_local": (4096, 13 * 4),
+                   "context_local": (4096, 13 * 4)}
+    fp = step_footprint(net, load_accelerator("llm_ws"))
+    assert fp.kv_cache_bytes == (13 * 8192 + 13 * 4096) * 2 * 4 * 256 * 2 == 654_311_424
+    short = build_transformer(cfg, phase="decode", context=4096)
+    assert not any(l.name.endswith("_local") for l, _ in short)
+    ops = {v.name: (v.op, v.elements, r) for v, r in zip(net.vector_ops, net.vector_repeats)}
+    assert ops["attn_softcap"] == ("softcap", 8 * 8192, 13) and ops["attn_softcap_local"] == ("softcap", 8 * 4096, 13)
+    assert ops["logit_softcap"] == ("softcap", 256000, 1) and ops["act"][0] == "gelu"
+    assert ops["attn_post_norm"][2] == ops["ffn_post_norm"][2] == 26
+    with pytest.raises(ValueError, match="^seq: 8192 exceeds"):
+        build_transformer(cfg, phase="prefill", seq=8192)
+
+
+def test_a_pipeline_stage_keeps_its_own_windowed_and_dense_blocks():
+    """pp = 2 builds the last stage: Gemma 2 2B's blocks 13..25, of which 14, 16, .., 24 are windowed
+    (6 of 13, renumbered 1, 3, .., 11); DeepSeek-V3's 61 blocks do not split in 2 (refused naming pp);
+    Qwen3-30B-A3B's stage has no dense block."""
+    from costmodel.transformer.shard import Split, shard_config
+    gemma, _ = read_hf_config(HF / "gemma_2_2b.json")
+    stage = shard_config(gemma, Split(pp=2))
+    assert stage.layers == 13 and stage.window_blocks == (1, 3, 5, 7, 9, 11) and stage.windowed == 6
+    v3, _ = read_hf_config(HF / "deepseek_v3.json")
+    with pytest.raises(ValueError, match="^pp: 2 does not divide"):
+        build_transformer(v3, phase="decode", pp=2)
+    with pytest.raises(ValueError, match="^tp: 8: .*latent attention"):
+        build_transformer(v3, phase="decode", tp=8)
