@@ -276,13 +276,13 @@ _NAME_TAGS = (("seq", "seq"), ("ctx", "context"), ("w", "weight_bits"), ("a", "a
               ("qt", "query_tile"), ("kt", "kv_tile"), ("tp", "tp"), ("pp", "pp"), ("ep", "ep"))
 
 
-def parse_step_name(name: str) -> tuple[str, dict[str, Any]] | None:
+def parse_step_name(name: str, any_model: bool = False) -> tuple[str, dict[str, Any]] | None:
     """``"llama3_8b/decode/b8/ctx4096/kv4"`` (a step's `Network.name`, as `build_transformer`
     names it) -> ``("llama3_8b", {"phase": "decode", "batch": 8, "context": 4096, "kv_bits": 4})``,
     so that ``build_transformer(model, **params)`` rebuilds that step; None if ``name`` is not a
-    step name of a zoo transformer."""
+    step name of a zoo transformer (``any_model``: of any model, one read from a config.json too)."""
     parts = name.split("/")
-    if len(parts) < 3 or parts[0] not in list_transformers() or parts[1] not in PHASES:
+    if len(parts) < 3 or not (any_model or parts[0] in list_transformers()) or parts[1] not in PHASES:
         return None
     params: dict[str, Any] = {"phase": parts[1]}
     if not parts[2].startswith("b") or not parts[2][1:].isdigit():

@@ -24,7 +24,7 @@ __all__ = ["SLO_KEYS", "design_costs", "system_answers", "print_systems"]
 def _split_of(name: str) -> tuple[str, str, int, int, int] | None:
     """(model, phase, tp, pp, ep) of a step's name; None for other networks."""
     from costmodel.transformer import parse_step_name
-    parsed = parse_step_name(name)
+    parsed = parse_step_name(name, any_model=True)
     if parsed is None:
         return None
     model, p = parsed
