@@ -129,13 +129,15 @@ def toml_literal(v: Any) -> str:
     return toml_out.value(_py(v))
 
 
-def map_command(network: str, arch_file: str | Path, mapper: str, objective: str, seed: int,
+def map_command(network: str | list[str], arch_file: str | Path, mapper: str, objective: str, seed: int,
                 params: dict[str, Any]) -> str:
-    """The shell command mapping ``network`` (zoo name or file path) on ``arch_file``:
+    """The shell command mapping ``network`` (zoo name or file path, or a list: the path of a
+    config.json and its step's options) on ``arch_file``:
     ``sweep map --network N --arch F --mapper M --objective O --seed S --param k=v ...``, one
     ``--param`` per entry of ``params`` sorted by key (``seed`` and None values left out), every
     argument quoted with `shlex.quote`."""
-    args = ["sweep", "map", "--network", str(network), "--arch", str(arch_file), "--mapper", str(mapper),
+    net = [str(network)] if isinstance(network, str) else [str(a) for a in network]
+    args = ["sweep", "map", "--network", *net, "--arch", str(arch_file), "--mapper", str(mapper),
             "--objective", str(objective), "--seed", str(int(seed))]
     for k in sorted(params):
         if k != "seed" and params[k] is not None:
@@ -143,13 +145,15 @@ def map_command(network: str, arch_file: str | Path, mapper: str, objective: str
     return shlex.join(args)
 
 
-def network_arguments(manifest: dict) -> dict[str, str]:
-    """Network name -> what `sweep map --network` takes: the zoo name, or the absolute path of the
-    campaign's network file (``{file = ...}`` resolved against ``base_dir``)."""
+def network_arguments(manifest: dict) -> dict[str, str | list[str]]:
+    """Network name -> what `sweep map --network` takes: the zoo name, the absolute path of the
+    campaign's network file (``{file = ...}`` resolved against ``base_dir``), or for a step of a
+    config.json (``{config = ...}``) the file's path and the step's options (``--phase decode
+    --batch 8 ...``)."""
     raw = (manifest.get("campaign") or {}).get("networks") or []
     names = [n.get("name") if isinstance(n, dict) else n for n in (manifest.get("config") or {}).get("networks", [])]
     base = Path(manifest.get("base_dir") or ".")
-    out: dict[str, str] = {}
+    out: dict[str, str | list[str]] = {}
     for i, item in enumerate(raw):
         if isinstance(item, str):
             out[item] = item
@@ -157,6 +161,28 @@ def network_arguments(manifest: dict) -> dict[str, str]:
             path = Path(item["file"])
             path = (path if path.is_absolute() else base / path).resolve()
             out[names[i] if len(names) == len(raw) else _file_network_name(path)] = str(path)
+        elif isinstance(item, dict) and isinstance(item.get("config"), str):
+            out.update(_config_steps(item["config"], base, [str(n) for n in names]))
+    return out
+
+
+def _config_steps(config: str, base: Path, names: list[str]) -> dict[str, list[str]]:
+    """The campaign's steps of the model in ``config`` (their names start with its name) -> the
+    file's path and each step's `sweep map` options."""
+    from costmodel.transformer import parse_step_name
+    from costmodel.transformer.hf import model_name
+    path = Path(config)
+    path = (path if path.is_absolute() else base / path).resolve()
+    out = {}
+    for name in names:
+        parsed = parse_step_name(name, any_model=True)
+        if parsed is None or parsed[0] != model_name(path):
+            continue
+        opts: list[str] = []
+        for k, v in parsed[1].items():
+            flag = "--" + k.replace("_", "-")
+            opts += [flag] if v is True else [flag, str(v)]
+        out[name] = [str(path), *opts]
     return out
 
 

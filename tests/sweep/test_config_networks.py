@@ -119,3 +119,22 @@ def test_a_campaign_of_config_steps_runs_and_reports(tmp_path):
     assert steps.loc["tiny_v3/prefill/b1/seq32", "energy_pj"] == pytest.approx(one.energy_pj, rel=1e-12)
     r = CliRunner().invoke(app, ["report", str(run.output)])
     assert r.exit_code == 0 and "tiny_v3/prefill/b1/seq32" in r.output
+
+
+def test_a_search_report_commands_a_config_step_with_its_file_and_options(tmp_path):
+    """An architecture search's front designs come with the `sweep map` command of each network: a
+    config.json's step is its file and the step's options, and the command maps that very step."""
+    import shlex
+
+    from sweep.reports.archsearch import map_command, network_arguments
+    _write(tmp_path, TINY_LLAMA, "tiny_llama.json")
+    name = "tiny_llama/decode/b2/ctx32/w8"
+    manifest = {"campaign": {"networks": [{"config": "tiny_llama.json", "phase": "decode"}]},
+                "config": {"networks": [{"name": name}]}, "base_dir": str(tmp_path)}
+    args = network_arguments(manifest)[name]
+    assert args == [str((tmp_path / "tiny_llama.json").resolve()), "--phase", "decode", "--batch", "2",
+                    "--context", "32", "--weight-bits", "8"]
+    cmd = shlex.split(map_command(args, "llm_ws", "loma", "energy", 0, {"lpf_limit": 4}))
+    r = CliRunner().invoke(app, cmd[1:] + ["--json"])
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.output)["network"] == name
