@@ -43,7 +43,8 @@ from sweep.common import fmt
 from sweep.common.fmt import print_wide
 from sweep.reports import dataflow
 from sweep.reports.summary import print_plots, print_summary, read_rows, summary
-from sweep.reports.designs import _py, _record, best_per_budget, parameter_effects, pareto_designs
+from sweep.reports.designs import (_py, _record, best_per_budget, parameter_effects, pareto_designs, rank_columns,
+                                   time_basis)
 from sweep.reports.plots import category_ticks, figure, log_axis, save
 
 __all__ = [
@@ -51,6 +52,7 @@ __all__ = [
     "VALUES",
     "best_per_budget",
     "build",
+    "design_clocks",
     "design_table",
     "map_command",
     "network_arguments",
@@ -81,10 +83,14 @@ def _report_cfg(manifest: dict) -> dict:
 
 # -- tables ------------------------------------------------------------------------------------
 
-def design_table(designs: pd.DataFrame) -> pd.DataFrame:
+def design_table(designs: pd.DataFrame, clocks: dict[str, float] | None = None) -> pd.DataFrame:
     """The usable rows of a ``totals`` table: one per (design_id, network), the first stored;
     status "ok" and finite energy (pJ), latency (cycles), EDP and area (mm^2) only; ``network``
-    as plain strings."""
+    as plain strings. With each design's clock (MHz: the ``clock_mhz`` column where the search
+    varies it, else ``clocks``, design_id -> MHz from the ``archs`` table, `design_clocks`):
+    ``latency_s`` = cycles / clock and ``edp_js`` = energy (J) x latency_s. The columns designs
+    are ranked by, ``rank_latency`` and ``rank_edp``, are those in seconds and J x s when the
+    clocks differ (a cycle is not the same time on two designs), else cycles and pJ x cycles."""
     if designs.empty:
         return designs
     d = designs.drop_duplicates(["design_id", "network"], keep="first")
@@ -94,12 +100,36 @@ def design_table(designs: pd.DataFrame) -> pd.DataFrame:
     d = d[np.isfinite(d[list(VALUES)].to_numpy()).all(axis=1)]
     d["network"] = d["network"].astype(str)
     d["design_id"] = d["design_id"].astype(str)
+    clock = pd.to_numeric(d["clock_mhz"], errors="coerce") if "clock_mhz" in d else \
+        d["design_id"].map(clocks or {}).astype(float)
+    d["latency_s"] = d["latency_cycles"] / (clock * 1e6)
+    d["edp_js"] = d["energy_pj"] * 1e-12 * d["latency_s"]
+    seconds = clock.notna().all() and clock.nunique() > 1
+    d["rank_latency"] = d["latency_s"] if seconds else d["latency_cycles"]
+    d["rank_edp"] = d["edp_js"] if seconds else d["edp"]
     return d.reset_index(drop=True)
 
 
+def design_clocks(archs: pd.DataFrame) -> dict[str, float]:
+    """design_id -> clock (MHz) from the ``archs`` table's accelerator JSON (designs whose JSON has
+    no clock left out)."""
+    if archs.empty or "arch" not in archs:
+        return {}
+    out = {}
+    for did, a in archs.drop_duplicates("design_id")[["design_id", "arch"]].itertuples(index=False):
+        mhz = json.loads(a).get("clock_mhz") if isinstance(a, str) else None
+        if mhz:
+            out[str(did)] = float(mhz)
+    return out
+
+
+
 def top_designs(df: pd.DataFrame, params: list[str], objective: str = "edp", k: int = 10) -> list[dict]:
-    """The ``k`` designs of lowest ``objective`` (a column of `VALUES`; ties: EDP, area, design_id)."""
-    keys = list(dict.fromkeys([objective, "edp", "area_mm2", "design_id"]))
+    """The ``k`` designs of lowest ``objective`` (a column of `VALUES`, latency and EDP as ranked,
+    `rank_columns`; ties: EDP, area, design_id)."""
+    lat, edp = rank_columns(df)
+    objective = {"latency_cycles": lat, "edp": edp}.get(objective, objective)
+    keys = list(dict.fromkeys([objective, edp, "area_mm2", "design_id"]))
     return [_record(r, params) for _, r in df.sort_values(keys, kind="stable").head(k).iterrows()]
 
 
@@ -109,11 +139,12 @@ def network_report(df: pd.DataFrame, params: list[str], budgets: list[float] | N
     if df.empty:
         return {"designs": 0, "pareto_area_edp": [], "pareto_energy_latency": [], "best_per_budget": [],
                 "parameter_effects": {}, "top": []}
+    lat, edp = rank_columns(df)
     return {
-        "designs": int(len(df)), "best_edp": float(df["edp"].min()),
-        "pareto_area_edp": [_record(r, params) for _, r in pareto_designs(df, ("area_mm2", "edp")).iterrows()],
+        "designs": int(len(df)), "best_edp": float(df[edp].min()),
+        "pareto_area_edp": [_record(r, params) for _, r in pareto_designs(df, ("area_mm2", edp)).iterrows()],
         "pareto_energy_latency": [_record(r, params) for _, r in
-                                  pareto_designs(df, ("energy_pj", "latency_cycles")).iterrows()],
+                                  pareto_designs(df, ("energy_pj", lat)).iterrows()],
         "best_per_budget": best_per_budget(df, params, budgets),
         "parameter_effects": parameter_effects(df, params),
         "top": top_designs(df, params, objective, top_k),
@@ -289,7 +320,8 @@ def build(directory: Path, manifest: dict, plots_dir: str | Path | None = None) 
     budgets = rcfg.get("area_budgets")
     top_k = int(rcfg.get("top_k", 10))
     rep.update(template=space.get("template"), params=params, search=search, top_objective=objective)
-    df = design_table(designs)
+    df = design_table(designs, design_clocks(archs))
+    rep["time_basis"] = time_basis(df)
     if not designs.empty:
         d = designs.drop_duplicates(["design_id", "network"], keep="first")
         status = d["status"].astype(str).value_counts()
@@ -382,6 +414,7 @@ def _design_entries(directory: Path, manifest: dict, archs: pd.DataFrame, report
             file = files.get(did)
             out.append({"file": file, "network": net, "design_id": did, "energy_pj": float(r["energy_pj"]),
                         "latency_cycles": float(r["latency_cycles"]), "edp": float(r["edp"]),
+                        **{k: float(r[k]) for k in ("latency_s", "edp_js") if k in r.index and pd.notna(r[k])},
                         "area_mm2": float(r["area_mm2"]),
                         # a serving mix is several steps (its own row of totals): no one command
                         "command": None if file is None or "/mix/" in net else map_command(
@@ -408,26 +441,27 @@ def write_plots(rep: dict[str, Any], per: dict[str, pd.DataFrame], plots_dir: st
         if df.empty:
             continue
         fig, ax = figure(figsize=(6.5, 4.2))
-        ax.scatter(df["area_mm2"], df["edp"], s=10, color="0.6", alpha=0.6, label=f"designs ({len(df)})")
+        edp, unit = ("edp_js", "J x s") if rep.get("time_basis") == "s" else ("edp", "pJ x cycles")
+        ax.scatter(df["area_mm2"], df[edp], s=10, color="0.6", alpha=0.6, label=f"designs ({len(df)})")
         front = pd.DataFrame(nrep["pareto_area_edp"])
-        ax.plot(front["area_mm2"], front["edp"], color="red", marker="o", ms=4, lw=1.2, drawstyle="steps-post",
+        ax.plot(front["area_mm2"], front[edp], color="red", marker="o", ms=4, lw=1.2, drawstyle="steps-post",
                 label=f"Pareto front ({len(front)})")
         log_axis(ax, "y")
         ax.set_xlabel("area (mm$^2$)")
-        ax.set_ylabel("EDP (pJ x cycles)")
+        ax.set_ylabel(f"EDP ({unit})")
         ax.legend(fontsize=8)
         written.append(save(fig, plots_dir / f"archsearch_{_safe(net)}_area_edp.png",
                             f"{net}: EDP over area of every design"))
         effects = nrep["parameter_effects"]
         if effects:
-            written.append(_effects_plot(net, effects, plots_dir / f"archsearch_{_safe(net)}_parameters.png"))
+            written.append(_effects_plot(net, effects, plots_dir / f"archsearch_{_safe(net)}_parameters.png", unit))
         f = dataflow.write_plot(net, nrep, df, plots_dir / f"archsearch_{_safe(net)}_dataflows.png")
         if f is not None:
             written.append(f)
     return written
 
 
-def _effects_plot(net: str, effects: dict[str, list[dict]], path: Path) -> str:
+def _effects_plot(net: str, effects: dict[str, list[dict]], path: Path, unit: str = "pJ x cycles") -> str:
     n = len(effects)
     cols = min(n, 3)
     rows = -(-n // cols)
@@ -439,7 +473,7 @@ def _effects_plot(net: str, effects: dict[str, list[dict]], path: Path) -> str:
         log_axis(ax, "y")
         category_ticks(ax, [f"{r['value']:g}" if isinstance(r["value"], float) else str(r["value"]) for r in recs])
         ax.set_xlabel(p)
-        ax.set_ylabel("EDP (pJ x cycles)")
+        ax.set_ylabel(f"EDP ({unit})")
         ax.legend(fontsize=7)
     for ax in list(axes.flat)[n:]:
         ax.set_visible(False)
@@ -459,16 +493,29 @@ def _fixed_params(params: list[str], n: dict[str, Any]) -> dict[str, Any]:
     return {p: eff[p][0]["value"] for p in params if len(eff.get(p) or []) == 1}
 
 
+def latency_edp_text(r: dict, basis: str) -> tuple[str, str]:
+    """A design record's latency and EDP as printed: seconds and J x s on the ``s`` basis (designs
+    of different clocks), cycles and pJ x cycles otherwise."""
+    if basis == "s":
+        return fmt.seconds(r.get("latency_s")), fmt.sig(r.get("edp_js"))
+    return fmt.cycles(r["latency_cycles"]), fmt.edp(r["edp"], unit=False)
+
+
+def edp_unit(basis: str) -> str:
+    """The EDP unit of a report on ``basis`` (`time_basis`)."""
+    return "J*s" if basis == "s" else "pJ*cycles"
+
+
 def _design_table(title: str, recs: list[dict], params: list[str], extra: list[tuple[str, str]] = (),
-                  limit: int | None = None):
-    """Designs as a table: id, area (mm^2), energy, latency, EDP (pJ x cycles) in engineering
-    units, then the values of ``params``."""
+                  limit: int | None = None, basis: str = "cycles"):
+    """Designs as a table: id, area (mm^2), energy, latency, EDP (pJ x cycles, or on the ``s``
+    basis seconds and J x s) in engineering units, then the values of ``params``."""
     from rich.table import Table
 
     t = Table(title=title, title_justify="left")
     for c, _ in extra:
         t.add_column(c, justify="right", no_wrap=True)
-    for c in ("design", "area mm^2", "energy", "latency", "EDP pJ*cycles", *params):
+    for c in ("design", "area mm^2", "energy", "latency", f"EDP {edp_unit(basis)}", *params):
         t.add_column(c, justify="left" if c == "design" else "right", no_wrap=True)
     shown = recs if limit is None else recs[:limit]
     for r in shown:
@@ -477,30 +524,31 @@ def _design_table(title: str, recs: list[dict], params: list[str], extra: list[t
             t.add_row(*lead, "(none fits)", *[""] * (4 + len(params)))
             continue
         t.add_row(*lead, r["design_id"], fmt.sig(r["area_mm2"]), fmt.energy(r["energy_pj"]),
-                  fmt.cycles(r["latency_cycles"]), fmt.edp(r["edp"], unit=False),
-                  *[_fmt_value(r["params"].get(p, "")) for p in params])
+                  *latency_edp_text(r, basis), *[_fmt_value(r["params"].get(p, "")) for p in params])
     if limit is not None and len(recs) > limit:
         t.caption = f"{len(recs) - limit} more design(s) in `sweep report --json`"
         t.caption_justify = "left"
     return t
 
 
-def _effects_table(net: str, effects: dict[str, list[dict]]):
+def _effects_table(net: str, effects: dict[str, list[dict]], basis: str = "cycles"):
     from rich.table import Table
 
-    t = Table(title=f"{net}: effect of each parameter (EDP in pJ*cycles; x: over the network's best design)",
+    t = Table(title=f"{net}: effect of each parameter (EDP in {edp_unit(basis)}; x: over the network's best design)",
               title_justify="left")
     for c in ("parameter", "value", "designs", "best EDP", "x best", "median EDP", "x median", "best design"):
         t.add_column(c, justify="left" if c in ("parameter", "best design") else "right", no_wrap=True)
     for p, recs in effects.items():
         for i, r in enumerate(recs):
-            t.add_row(p if i == 0 else "", _fmt_value(r["value"]), str(r["designs"]), fmt.edp(r["best_edp"], unit=False),
-                      f"{r['best_vs_best']:.2f}", fmt.edp(r["median_edp"], unit=False), f"{r['median_vs_best']:.2f}",
-                      r["best_design_id"])
+            best, med = ((fmt.sig(r["best_edp"]), fmt.sig(r["median_edp"])) if basis == "s" else
+                         (fmt.edp(r["best_edp"], unit=False), fmt.edp(r["median_edp"], unit=False)))
+            t.add_row(p if i == 0 else "", _fmt_value(r["value"]), str(r["designs"]), best,
+                      f"{r['best_vs_best']:.2f}", med, f"{r['median_vs_best']:.2f}", r["best_design_id"])
     return t
 
 
-def _show_network(net: str, n: dict[str, Any], params: list[str], top_objective: str, console) -> None:
+def _show_network(net: str, n: dict[str, Any], params: list[str], top_objective: str, console,
+                  basis: str = "cycles") -> None:
     """One network's tables: fronts, best per budget, parameter effects, dataflows, top designs;
     the parameters that take one value named once above them instead of as columns."""
     fixed = _fixed_params(params, n)
@@ -509,17 +557,18 @@ def _show_network(net: str, n: dict[str, Any], params: list[str], top_objective:
         console.print(f"{net}: every design has " + ", ".join(f"{p} = {_fmt_value(v)}" for p, v in fixed.items()),
                       soft_wrap=True, highlight=False, markup=False)
     print_wide(console, _design_table(f"{net}: Pareto front of area and EDP ({len(n['pareto_area_edp'])} designs of "
-                                      f"{n['designs']})", n["pareto_area_edp"], cols, limit=_SHOWN_ROWS))
+                                      f"{n['designs']})", n["pareto_area_edp"], cols, limit=_SHOWN_ROWS, basis=basis))
     print_wide(console, _design_table(f"{net}: Pareto front of energy and latency", n["pareto_energy_latency"],
-                                      cols, limit=_SHOWN_ROWS))
+                                      cols, limit=_SHOWN_ROWS, basis=basis))
     print_wide(console, _design_table(f"{net}: best EDP within each area budget", n["best_per_budget"], cols,
-                                      extra=[("budget mm^2", "budget_mm2"), ("fit", "feasible")]))
+                                      extra=[("budget mm^2", "budget_mm2"), ("fit", "feasible")], basis=basis))
     effects = {p: r for p, r in n["parameter_effects"].items()
                if p not in fixed and not (p == DATAFLOW and "dataflows" in n)}
     if effects:
-        print_wide(console, _effects_table(net, effects))
-    dataflow.show_network(net, n, console)
-    print_wide(console, _design_table(f"{net}: top {len(n['top'])} designs by {top_objective}", n["top"], cols))
+        print_wide(console, _effects_table(net, effects, basis))
+    dataflow.show_network(net, n, console, basis)
+    print_wide(console, _design_table(f"{net}: top {len(n['top'])} designs by {top_objective}", n["top"], cols,
+                                      basis=basis))
 
 
 def show(rep: dict[str, Any], console) -> None:
@@ -546,14 +595,20 @@ def show(rep: dict[str, Any], console) -> None:
         console.print("no design finished on any network: no front, budget or parameter table (the failures "
                       "are listed above)", style="yellow", soft_wrap=True, highlight=False)
     params = rep.get("params", [])
+    basis = rep.get("time_basis", "cycles")
+    if basis == "s":
+        console.print("the designs' clocks differ: designs are ranked by latency in seconds and EDP in J*s (the "
+                      "cycles and pJ*cycles of each are in `sweep report --json`)", soft_wrap=True, highlight=False,
+                      markup=False)
     for net, n in rep.get("networks", {}).items():
-        _show_network(net, n, params, rep.get("top_objective", "edp"), console)
+        _show_network(net, n, params, rep.get("top_objective", "edp"), console, basis)
     if rep.get("designs"):
         console.print("[bold]Design files of the area-EDP fronts[/]"
                       + (" and of each dataflow's best" if any(d.get("why") for d in rep["designs"]) else "")
                       + " (the command maps the network on the design):", soft_wrap=True)
     for d in rep.get("designs", []):
-        console.print(f"{d['network']} / {d['design_id']}: area {fmt.area(d['area_mm2'])}, EDP {fmt.edp(d['edp'])}"
+        edp = f"{fmt.sig(d['edp_js'])} J*s" if basis == "s" and d.get("edp_js") is not None else fmt.edp(d["edp"])
+        console.print(f"{d['network']} / {d['design_id']}: area {fmt.area(d['area_mm2'])}, EDP {edp}"
                       + (f" ({d['why']})" if d.get("why") else "") + f" -> {d['file']}", highlight=False, markup=False, soft_wrap=True)
         if d.get("command"):
             console.print(f"  {d['command']}", highlight=False, markup=False, soft_wrap=True)

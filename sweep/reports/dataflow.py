@@ -34,7 +34,7 @@ import pandas as pd
 from costmodel.loopnest.template import DATAFLOW
 from sweep.common import fmt
 from sweep.common.fmt import print_wide
-from sweep.reports.designs import _record, best_per_budget, parameter_effects, pareto_designs
+from sweep.reports.designs import _record, best_per_budget, parameter_effects, pareto_designs, rank_columns, time_basis
 from sweep.reports.pareto import even_budgets
 
 __all__ = ["dataflow_designs", "dataflow_names", "dataflow_report", "show_network", "write_plot"]
@@ -71,7 +71,8 @@ def dataflow_report(df: pd.DataFrame, params: list[str], space: dict,
             out["effects"].append({"dataflow": n, "kind": kinds[n], **{k: v for k, v in eff[n].items()
                                                                        if k != "value"}})
         out["best_per_budget"][n] = best_per_budget(sub, params, budgets)
-        out["pareto_area_edp"][n] = [_record(r, params) for _, r in pareto_designs(sub).iterrows()]
+        out["pareto_area_edp"][n] = [_record(r, params) for _, r in
+                                     pareto_designs(sub, ("area_mm2", rank_columns(sub)[1])).iterrows()]
     return out
 
 
@@ -85,16 +86,25 @@ def dataflow_designs(reports: dict[str, dict]) -> dict[str, dict[str, str]]:
 
 # -- show --------------------------------------------------------------------------------------
 
-def show_network(net: str, rep: dict[str, Any], console) -> None:
+def _edp(r: dict, key: str, basis: str) -> str:
+    """An EDP of a record on ``basis`` (J x s on ``s``, the record's ``edp_js``; else pJ x cycles)."""
+    if basis == "s":
+        return fmt.sig(r.get({"edp": "edp_js"}.get(key, key)))
+    return fmt.edp(r[key], unit=False)
+
+
+def show_network(net: str, rep: dict[str, Any], console, basis: str = "cycles") -> None:
     """Print a network's dataflow section: the best EDP (and design) of each dataflow within
-    each area budget, then each dataflow's best and median EDP."""
+    each area budget, then each dataflow's best and median EDP (pJ x cycles, or J x s on the
+    ``s`` basis: designs of different clocks)."""
     from rich.table import Table
 
     d = rep.get("dataflows")
     if not d:
         return
     names = d["names"]
-    t = Table(title=f"{net}: best EDP per dataflow and area budget (EDP in pJ*cycles, design)", title_justify="left")
+    unit = "J*s" if basis == "s" else "pJ*cycles"
+    t = Table(title=f"{net}: best EDP per dataflow and area budget (EDP in {unit}, design)", title_justify="left")
     t.add_column("budget mm^2", justify="right", no_wrap=True)
     for n in names:
         t.add_column(f"{n} ({d['kinds'][n]})", justify="right", no_wrap=True)
@@ -103,15 +113,15 @@ def show_network(net: str, rep: dict[str, Any], console) -> None:
         cells = []
         for n in names:
             r = d["best_per_budget"][n][i]
-            cells.append("-" if r.get("design_id") is None else f"{fmt.edp(r['edp'], unit=False)} ({r['design_id']})")
+            cells.append("-" if r.get("design_id") is None else f"{_edp(r, 'edp', basis)} ({r['design_id']})")
         t.add_row(fmt.sig(b), *cells)
     print_wide(console, t)
-    t = Table(title=f"{net}: effect of the dataflow (EDP in pJ*cycles; x: over the best)", title_justify="left")
+    t = Table(title=f"{net}: effect of the dataflow (EDP in {unit}; x: over the best)", title_justify="left")
     for c in ("dataflow", "kind", "designs", "best EDP", "x best", "median EDP", "x median", "best design"):
         t.add_column(c, justify="left" if c in ("dataflow", "kind", "best design") else "right", no_wrap=True)
     for r in d["effects"]:
-        t.add_row(r["dataflow"], r["kind"], str(r["designs"]), fmt.edp(r["best_edp"], unit=False),
-                  f"{r['best_vs_best']:.2f}", fmt.edp(r["median_edp"], unit=False), f"{r['median_vs_best']:.2f}",
+        t.add_row(r["dataflow"], r["kind"], str(r["designs"]), _edp(r, "best_edp", basis),
+                  f"{r['best_vs_best']:.2f}", _edp(r, "median_edp", basis), f"{r['median_vs_best']:.2f}",
                   r["best_design_id"])
     print_wide(console, t)
 
@@ -128,20 +138,21 @@ def write_plot(net: str, rep: dict[str, Any], df: pd.DataFrame, path: str | Path
     if not d or df.empty:
         return None
     fig, (ax, bx) = figure(1, 2, figsize=(11.0, 4.2))
+    edp, unit = ("edp_js", "J x s") if time_basis(df) == "s" else ("edp", "pJ x cycles")
     for n in d["names"]:
         sub = df[df[DATAFLOW].astype(str) == n]
         if sub.empty:
             continue
-        pts = ax.scatter(sub["area_mm2"], sub["edp"], s=10, alpha=0.5, label=f"{n} ({len(sub)})")
+        pts = ax.scatter(sub["area_mm2"], sub[edp], s=10, alpha=0.5, label=f"{n} ({len(sub)})")
         front = pd.DataFrame(d["pareto_area_edp"][n])
-        ax.plot(front["area_mm2"], front["edp"], color=pts.get_facecolor()[0][:3], lw=1.2, drawstyle="steps-post")
-        best = [(r["budget_mm2"], r["edp"]) for r in d["best_per_budget"][n] if r.get("design_id") is not None]
+        ax.plot(front["area_mm2"], front[edp], color=pts.get_facecolor()[0][:3], lw=1.2, drawstyle="steps-post")
+        best = [(r["budget_mm2"], r[edp]) for r in d["best_per_budget"][n] if r.get("design_id") is not None]
         if best:
             bx.plot(*zip(*best), marker="o", ms=4, drawstyle="steps-post", label=n)
     for a, x in ((ax, "area (mm$^2$)"), (bx, "area budget (mm$^2$)")):
         log_axis(a, "y")
         a.set_xlabel(x)
-        a.set_ylabel("EDP (pJ x cycles)")
+        a.set_ylabel(f"EDP ({unit})")
         a.legend(fontsize=8)
     ax.set_title("designs and each dataflow's Pareto front", fontsize=9)
     bx.set_title("best EDP within the budget", fontsize=9)

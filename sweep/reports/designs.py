@@ -1,8 +1,10 @@
 """Tables of an architecture search's designs shared by its report and its per-dataflow section
 (`sweep.reports.archsearch`, `sweep.reports.dataflow`): a design as JSON-able data, the area-EDP
-Pareto designs, the best design per area budget (mm^2) and each parameter's effect on EDP
-(pJ x cycles). Rows are one network's designs (``design_id``, ``area_mm2``, ``energy_pj``,
-``latency_cycles``, ``edp`` and the parameter columns)."""
+Pareto designs, the best design per area budget (mm^2) and each parameter's effect on EDP.
+Rows are one network's designs (``design_id``, ``area_mm2``, ``energy_pj``, ``latency_cycles``,
+``edp`` and the parameter columns; from `sweep.reports.archsearch.design_table` also ``latency_s``,
+``edp_js`` and the columns designs are ranked by, ``rank_latency`` and ``rank_edp``: seconds and
+J x s when the designs' clocks differ, else cycles and pJ x cycles, `rank_columns`)."""
 
 from __future__ import annotations
 
@@ -13,7 +15,19 @@ import pandas as pd
 
 from sweep.reports.pareto import even_budgets, pareto_front
 
-__all__ = ["best_per_budget", "parameter_effects", "pareto_designs"]
+__all__ = ["best_per_budget", "parameter_effects", "pareto_designs", "rank_columns", "time_basis"]
+
+
+def rank_columns(df: pd.DataFrame) -> tuple[str, str]:
+    """The (latency, EDP) columns designs are ranked by: ``rank_latency`` / ``rank_edp`` where the
+    table has them (`sweep.reports.archsearch.design_table`), else ``latency_cycles`` / ``edp``."""
+    return ("rank_latency", "rank_edp") if "rank_edp" in df else ("latency_cycles", "edp")
+
+
+def time_basis(df: pd.DataFrame) -> str:
+    """``s`` where the designs are ranked by seconds and J x s (`rank_columns`: their clocks
+    differ), else ``cycles``."""
+    return "s" if "rank_edp" in df and not df["rank_edp"].equals(df["edp"]) else "cycles"
 
 
 def _py(v: Any) -> Any:
@@ -24,10 +38,15 @@ def _py(v: Any) -> Any:
 
 
 def _record(row: pd.Series, params: list[str]) -> dict[str, Any]:
-    """A design's totals and parameter values as JSON-able data."""
-    return {"design_id": str(row["design_id"]), "area_mm2": float(row["area_mm2"]),
-            "energy_pj": float(row["energy_pj"]), "latency_cycles": float(row["latency_cycles"]),
-            "edp": float(row["edp"]), "params": {p: _py(row[p]) for p in params if p in row.index}}
+    """A design's totals (with ``latency_s`` and ``edp_js`` where its clock is known) and parameter
+    values as JSON-able data."""
+    out = {"design_id": str(row["design_id"]), "area_mm2": float(row["area_mm2"]),
+           "energy_pj": float(row["energy_pj"]), "latency_cycles": float(row["latency_cycles"]),
+           "edp": float(row["edp"])}
+    for k in ("latency_s", "edp_js"):
+        if k in row.index and pd.notna(row[k]):
+            out[k] = float(row[k])
+    return {**out, "params": {p: _py(row[p]) for p in params if p in row.index}}
 
 
 def pareto_designs(df: pd.DataFrame, columns: tuple[str, str] = ("area_mm2", "edp")) -> pd.DataFrame:
@@ -42,9 +61,10 @@ def pareto_designs(df: pd.DataFrame, columns: tuple[str, str] = ("area_mm2", "ed
 
 def best_per_budget(df: pd.DataFrame, params: list[str], budgets: list[float] | None = None) -> list[dict]:
     """Per area budget (mm^2; default `even_budgets` of the designs' areas, 6 of them), the design
-    of lowest EDP among those of area <= budget (ties: smaller area, then design_id), with the
-    number of designs within the budget; ``design_id`` None when none fits."""
+    of lowest EDP (`rank_columns`) among those of area <= budget (ties: smaller area, then
+    design_id), with the number of designs within the budget; ``design_id`` None when none fits."""
     budgets = even_budgets(df["area_mm2"], 6) if budgets is None else [float(b) for b in budgets]
+    edp = rank_columns(df)[1]
     out = []
     for b in budgets:
         fit = df[df["area_mm2"] <= b]
@@ -52,7 +72,7 @@ def best_per_budget(df: pd.DataFrame, params: list[str], budgets: list[float] | 
         if fit.empty:
             rec["design_id"] = None
         else:
-            best = fit.sort_values(["edp", "area_mm2", "design_id"], kind="stable").iloc[0]
+            best = fit.sort_values([edp, "area_mm2", "design_id"], kind="stable").iloc[0]
             rec.update(_record(best, params))
         out.append(rec)
     return out
@@ -60,21 +80,23 @@ def best_per_budget(df: pd.DataFrame, params: list[str], budgets: list[float] | 
 
 def parameter_effects(df: pd.DataFrame, params: list[str]) -> dict[str, list[dict]]:
     """Per parameter and value (ascending): ``designs`` with that value, ``best_edp`` and
-    ``median_edp`` (pJ x cycles), ``best_vs_best`` and ``median_vs_best`` (over the best EDP of
-    all of ``df``) and the ``best_design_id``."""
+    ``median_edp`` (the `rank_columns` EDP: pJ x cycles, or J x s where clocks differ),
+    ``best_vs_best`` and ``median_vs_best`` (over the best EDP of all of ``df``) and the
+    ``best_design_id``."""
     if df.empty:
         return {}
-    overall = float(df["edp"].min())
+    edp = rank_columns(df)[1]
+    overall = float(df[edp].min())
     out: dict[str, list[dict]] = {}
     for p in params:
         if p not in df:
             continue
         recs = []
         for value, g in df.groupby(p, sort=True):
-            best = g.sort_values(["edp", "area_mm2", "design_id"], kind="stable").iloc[0]
-            med = float(g["edp"].median())
-            recs.append({"value": _py(value), "designs": int(len(g)), "best_edp": float(best["edp"]),
-                         "median_edp": med, "best_vs_best": float(best["edp"]) / overall,
+            best = g.sort_values([edp, "area_mm2", "design_id"], kind="stable").iloc[0]
+            med = float(g[edp].median())
+            recs.append({"value": _py(value), "designs": int(len(g)), "best_edp": float(best[edp]),
+                         "median_edp": med, "best_vs_best": float(best[edp]) / overall,
                          "median_vs_best": med / overall, "best_design_id": str(best["design_id"])})
         out[p] = recs
     return out

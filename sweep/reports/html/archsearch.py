@@ -25,13 +25,14 @@ from costmodel.loopnest.template import DATAFLOW
 from sweep.common import fmt
 from sweep.reports.archsearch import (
     _mapper_params,
+    design_clocks,
     design_table,
     map_command,
     network_arguments,
     pareto_designs,
     write_design_files,
 )
-from sweep.reports.designs import _record
+from sweep.reports.designs import _record, rank_columns, time_basis
 from sweep.reports.html import COLOURS, Page, short, write_page
 from sweep.reports.html.axes import category_axis, log_axis, pad_axis
 from sweep.reports.html.breakdown import UNSPLIT, level_breakdown
@@ -73,9 +74,12 @@ def design_commands(directory: Path, manifest: dict, archs: pd.DataFrame, df: pd
 
 
 def _describe(r: dict[str, Any], fronts: list[str], command: str | None) -> list[str]:
-    """A design as lines of plain text: id, totals with units, parameters, fronts, command."""
-    lines = [f"design {r['design_id']}", f"area {fmt.area(r['area_mm2'])}, EDP {fmt.edp(r['edp'])}",
-             f"energy {fmt.energy(r['energy_pj'])}, latency {fmt.cycles(r['latency_cycles'])}"]
+    """A design as lines of plain text: id, totals with units (seconds and J x s beside the cycles
+    where the design's clock is known), parameters, fronts, command."""
+    secs = f" ({fmt.seconds(r['latency_s'])})" if r.get("latency_s") is not None else ""
+    edp_js = f" = {fmt.sig(r['edp_js'])} J*s" if r.get("edp_js") is not None else ""
+    lines = [f"design {r['design_id']}", f"area {fmt.area(r['area_mm2'])}, EDP {fmt.edp(r['edp'])}{edp_js}",
+             f"energy {fmt.energy(r['energy_pj'])}, latency {fmt.cycles(r['latency_cycles'])}{secs}"]
     lines += [f"{k} = {short(v)}" for k, v in r["params"].items()]
     if fronts:
         lines.append("on the " + " and the ".join(fronts) + " Pareto front")
@@ -99,7 +103,9 @@ def fronts_figure(net: str, d: pd.DataFrame, params: list[str], text: dict[str, 
     from plotly.subplots import make_subplots
 
     fig = make_subplots(1, 2, subplot_titles=("EDP over area", "energy over latency"), horizontal_spacing=0.09)
-    panels = (("area_mm2", "edp"), ("latency_cycles", "energy_pj"))
+    lat, edp = rank_columns(d)
+    seconds = time_basis(d) == "s"  # designs of different clocks: seconds and J x s
+    panels = (("area_mm2", edp), (lat, "energy_pj"))
     fronts = [set(pareto_designs(d, cols)["design_id"]) for cols in panels]
     groups = list(d.groupby(DATAFLOW, sort=True)) if DATAFLOW in params else [("designs", d)]
     for i, (name, g) in enumerate(groups):
@@ -119,8 +125,8 @@ def fronts_figure(net: str, d: pd.DataFrame, params: list[str], text: dict[str, 
                                  name="Pareto front", legendgroup="front", showlegend=col == 1, hoverinfo="skip"),
                       row=1, col=col)
     pad_axis(fig, "x", row=1, col=1, title_text="area (mm^2)")
-    log_axis(fig, "y", row=1, col=1, title_text="EDP (pJ x cycles)")
-    log_axis(fig, "x", "cycles", row=1, col=2, title_text="latency")
+    log_axis(fig, "y", row=1, col=1, title_text="EDP (J x s)" if seconds else "EDP (pJ x cycles)")
+    log_axis(fig, "x", "s" if seconds else "cycles", row=1, col=2, title_text="latency")
     log_axis(fig, "y", "pJ", row=1, col=2, title_text="energy")
     fig.update_layout(height=480, template="plotly_white", hovermode="closest", clickmode="event",
                       title=f"{net}: {len(d)} designs (click one for its energy per layer and memory level)",
@@ -187,7 +193,7 @@ def build(directory: Path, manifest: dict, out_file: str | Path, rep: dict[str, 
         OSError: ``out_file`` cannot be written.
     """
     rows, designs, archs = read_rows(Path(directory), "totals", "archs")
-    df = design_table(designs)
+    df = design_table(designs, design_clocks(archs))
     params = list(rep.get("params", []))
     commands, problems = design_commands(Path(directory), manifest, archs, df, rep)
     bd = level_breakdown(rows, archs, manifest, set(zip(df["design_id"], df["network"])) if not df.empty else set())
@@ -207,13 +213,14 @@ def build(directory: Path, manifest: dict, out_file: str | Path, rep: dict[str, 
         d = df[df["network"] == net]
         if d.empty or net not in bd:
             continue
-        fronts = [set(pareto_designs(d, c)["design_id"]) for c in (("area_mm2", "edp"), ("energy_pj", "latency_cycles"))]
+        lat, edp = rank_columns(d)
+        fronts = [set(pareto_designs(d, c)["design_id"]) for c in (("area_mm2", edp), ("energy_pj", lat))]
         recs = {str(r["design_id"]): _record(r, params) for _, r in d.iterrows()}
         text = {did: _describe(r, [n for n, f in zip(("area-EDP", "energy-latency"), fronts) if did in f],
                                commands.get((did, net))) for did, r in recs.items()}
         page.heading(f"{net}: {len(d)} designs")
         fid = page.figure(fronts_figure(net, d, params, text), f"fronts-{net}")
-        best = d.sort_values(["edp", "area_mm2", "design_id"], kind="stable")["design_id"].iloc[0]
+        best = d.sort_values([edp, "area_mm2", "design_id"], kind="stable")["design_id"].iloc[0]
         n = bd[net]
         if n["unsplit"]:
             page.text(f"{n['unsplit']} (design, layer) mapping(s) could not be re-costed to their stored figures "
@@ -223,8 +230,8 @@ def build(directory: Path, manifest: dict, out_file: str | Path, rep: dict[str, 
         page.pre("\n".join(text[best]), detail)
         page.data["networks"][net] = {"fronts": fid, "breakdown": bid, "detail": detail, "first": best,
                                       "title": _breakdown_title(net, "{id}"), "designs": n["designs"],
-                                      "points": {r.design_id: [r.area_mm2, r.edp, r.latency_cycles, r.energy_pj]
-                                                 for r in d.itertuples()},
+                                      "points": {r["design_id"]: [r["area_mm2"], r[edp], r[lat], r["energy_pj"]]
+                                                 for _, r in d.iterrows()},
                                       "details": {did: "\n".join(t) for did, t in text.items()}}
     add_llm_answer(page, rep)
     page.script = _SCRIPT

@@ -123,8 +123,10 @@ def test_pareto_fronts_by_hand(built):
     # energy-latency: d9 (4 pJ, 90 cycles) dominates all but d10 (3 pJ, 100 cycles); sorted by area
     assert [r["design_id"] for r in nets["resnet18"]["pareto_energy_latency"]] == [did("d9"), did("d10")]
     d5 = nets["resnet18"]["pareto_area_edp"][3]
+    # eyeriss_like's 200 MHz clock (its TOML, the archs table's JSON): 90 cycles = 0.45 us, 6 pJ x 0.45 us
     assert d5 == {"design_id": did("d5"), "area_mm2": 2.5, "energy_pj": 6.0, "latency_cycles": 90.0,
-                  "edp": 540.0, "params": {P1: 16, P2: 512}}
+                  "edp": 540.0, "latency_s": pytest.approx(90 / 200e6), "edp_js": pytest.approx(6e-12 * 90 / 200e6),
+                  "params": {P1: 16, P2: 512}}
     assert nets["resnet18"]["designs"] == 12 and nets["resnet18"]["best_edp"] == 300.0
     assert rep["design_rows"] == {"ok": 24, "error": 2} and rep["designs_evaluated"] == 13
     assert rep["rows"] == {"ok": 50, "error": 4}
