@@ -170,15 +170,24 @@ def run_campaign(campaign: Campaign, *, resume: bool = False, executor: str = "r
                 if progress:
                     progress(len(done_ids) + summary.tasks_run, summary.tasks_total)
             flush()
-        if len(store.fragments("rows")) > COMPACT_ABOVE:
-            t1 = time.perf_counter()
-            summary.compacted = store.compact()
-            timings["compact_s"] = time.perf_counter() - t1
+        _tidy(store, summary)
     except KeyboardInterrupt:
         flush()
+        _tidy(store, summary, compact=False)
         _finish(summary, ex, t0)
         raise Interrupted(summary) from None
     return _finish(summary, ex, t0)
+
+
+def _tidy(store: Store, summary: RunSummary, compact: bool = True) -> None:
+    """The end of a run, finished or interrupted: many small fragments merged (`Store.compact`,
+    finished runs only), then every table's fragments given one schema (`Store.unify_schemas`:
+    what a plain ``pandas.read_parquet(DIR/<table>)`` needs); the seconds in ``compact_s``."""
+    t1 = time.perf_counter()
+    if compact and len(store.fragments("rows")) > COMPACT_ABOVE:
+        summary.compacted = store.compact()
+    store.unify_schemas()
+    summary.timings["compact_s"] = summary.timings.get("compact_s", 0.0) + time.perf_counter() - t1
 
 
 def _study(campaign: Campaign, store: Store, stamp: dict, summary: RunSummary, resume: bool,
@@ -199,12 +208,10 @@ def _study(campaign: Campaign, store: Store, stamp: dict, summary: RunSummary, r
             campaign.plan.run_study(campaign, summary, resume=resume, executor=executor, address=address,
                                     progress=progress, flush=store_batch)
     except KeyboardInterrupt:
+        _tidy(store, summary, compact=False)
         summary.seconds = time.perf_counter() - t0
         raise Interrupted(summary) from None
-    if len(store.fragments("rows")) > COMPACT_ABOVE:  # a batch per round: many small fragments
-        t1 = time.perf_counter()
-        summary.compacted = store.compact()
-        summary.timings["compact_s"] = time.perf_counter() - t1
+    _tidy(store, summary)  # a batch per round: many small fragments
     summary.seconds = time.perf_counter() - t0
     return summary
 

@@ -253,6 +253,48 @@ class Store:
         os.replace(tmp, path)
         return path
 
+    # -- one schema per table ----------------------------------------------------------------
+    def unify_schemas(self) -> dict[str, int]:
+        """Give every fragment of each table one schema, so that a plain reader of ``DIR/<table>``
+        (`pandas.read_parquet`, `pyarrow.dataset`, DuckDB's ``read_parquet``), which takes the
+        schema of one fragment, reads them all: the union of the fragments' columns in order of
+        first appearance, a column null in one fragment and typed in another taking the type,
+        an integer column another fragment holds as floats taking float64 (Arrow's permissive
+        promotion). A task's fragment can lack columns (a failed task's row has task_id, status,
+        mapper, error, traceback) or type a column null (every value None in its rows).
+
+        Fragments whose schema differs are rewritten in place with the same rows (missing
+        columns null), each through ``.tmp`` and a rename: killed at any point, every fragment
+        holds its rows and a later call finishes. Tables whose columns cannot be promoted to one
+        type (a string in one fragment, a number in another) are left as they are.
+
+        Returns:
+            table name -> fragments rewritten (tables with none left out).
+        """
+        done = {}
+        for name in sorted(p.name for p in self.root.iterdir() if p.is_dir() and not p.name.startswith(".")):
+            frags = self.fragments(name)
+            schemas = [pq.read_schema(f).remove_metadata() for f in frags]
+            if len(frags) < 2 or all(s.equals(schemas[0]) for s in schemas):
+                continue
+            try:
+                target = pa.unify_schemas(schemas, promote_options="permissive")
+            except (pa.ArrowInvalid, pa.ArrowTypeError):
+                continue
+            n = 0
+            for f, s in zip(frags, schemas):
+                if s.equals(target):
+                    continue
+                t = self._read_fragment(f)
+                cols = [t.column(fl.name).cast(fl.type) if fl.name in t.column_names else pa.nulls(t.num_rows, fl.type)
+                        for fl in target]
+                tmp = self._tmp_dir() / f"{name}-{f.stem}.parquet"
+                pq.write_table(pa.Table.from_arrays(cols, schema=target), tmp, compression="zstd")
+                os.replace(tmp, f)
+                n += 1
+            done[name] = n
+        return done
+
     # -- reading ---------------------------------------------------------------------------
     def fragments(self, table: str = "rows") -> list[Path]:
         """The complete fragments of ``table``, in name order."""

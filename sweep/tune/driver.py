@@ -171,6 +171,7 @@ def _write_rows(store: Store, trials, c: TuneCampaign) -> None:
         if row["task_id"] in stored:
             continue
         store.write_batch([(row["task_id"], {"rows": pa.Table.from_pylist([row])})])
+    store.unify_schemas()  # a trial's row of None values types nothing: one schema for plain readers
 
 
 def read_trials(out: str | Path) -> pd.DataFrame:
