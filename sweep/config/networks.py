@@ -141,12 +141,13 @@ def parse_networks(value: Any, base_dir: Path, bad: Callable[[str, Any, str], No
     return nets
 
 
-_WORKLOAD_KEYS = ("model", "prompt", "output", "batch", "points", "fusion")
+_WORKLOAD_KEYS = ("model", "prompt", "output_tokens", "output", "batch", "points", "fusion")
 
 
 def parse_workload(value: Any, bad: Callable[[str, Any, str], None]):
     """The ``[workload]`` table, a serving mix (`costmodel.llm.ServingMix`): ``model`` (a zoo
-    decoder), ``prompt`` and ``output`` tokens per request, ``batch`` requests served together
+    decoder), ``prompt`` and ``output_tokens`` per request (``output``, its earlier spelling, still
+    read: it shared its name with the campaign's result directory), ``batch`` requests served together
     (default 1), ``points`` decode contexts mapped (default 3), ``fusion`` how its steps are built
     (``unfused`` or ``fused``, default unfused); None if absent. Problems go to
     ``bad`` naming ``workload.<key>``."""
@@ -166,15 +167,19 @@ def parse_workload(value: Any, bad: Callable[[str, Any, str], None]):
     if model not in decoders:
         bad("workload.model", model, f"expected a zoo decoder: {decoders}")
         return None
-    for k in ("prompt", "output"):
+    if "output" in value and "output_tokens" in value:
+        bad("workload.output", value["output"], "the earlier spelling of output_tokens: give one of them")
+        return None
+    out_key = "output" if "output" in value else "output_tokens"  # `output`: campaigns before output_tokens
+    for k in ("prompt", out_key):
         if k not in value:
             bad(f"workload.{k}", None, "required: tokens per request")
             return None
     try:
-        return ServingMix(model, value["prompt"], value["output"], value.get("batch", 1), value.get("points", 3),
+        return ServingMix(model, value["prompt"], value[out_key], value.get("batch", 1), value.get("points", 3),
                           value.get("fusion", "unfused"))
     except ValueError as e:
-        key = str(e).split(" = ")[0]
+        key = str(e).split(" = ")[0].replace("workload.output", f"workload.{out_key}")
         bad(key, value.get(key.split(".")[-1]), str(e).split(": ", 1)[-1])
         return None
 

@@ -89,3 +89,25 @@ def test_an_interrupted_resume_counts_the_tasks_stored_before_it_too(tmp_path, m
                                  "--resume"])
     assert r.exit_code == 130
     assert "interrupted: 28 task(s) stored by this run, 75 in all in" in r.output
+
+
+def _mix_campaign(tmp_path, workload: str):
+    camp = tmp_path / "mix.toml"
+    camp.write_text('name = "x"\noutput = "out"\nnetworks = [{ model = "llama3_2_1b", phase = "decode", context = 64 }]\n'
+                    f'[workload]\nmodel = "llama3_2_1b"\nprompt = 64\n{workload}\n'
+                    '[architectures]\nkind = "loopnest"\npresets = ["llm_ws"]\n[[mappers]]\nname = "loma"\n')
+    return camp
+
+
+def test_the_serving_mix_names_its_generated_tokens_output_tokens(tmp_path):
+    """Issue 43, item 8: the top-level ``output`` (the result directory) and ``[workload] output``
+    (tokens) shared a name; ``output_tokens`` is the key, ``output`` still read, not both."""
+    from sweep.kinds.load import load_campaign
+    new = load_campaign(_mix_campaign(tmp_path, "output_tokens = 16"))
+    old = load_campaign(_mix_campaign(tmp_path, "output = 16"))
+    assert new.workload.output == old.workload.output == 16
+    assert new.config_hash() == old.config_hash()  # the same campaign: its results and task ids
+    r = CliRunner().invoke(app, ["validate", str(_mix_campaign(tmp_path, "output = 16\noutput_tokens = 16"))])
+    assert r.exit_code == 2 and "workload.output" in r.output and "output_tokens" in r.output
+    r = CliRunner().invoke(app, ["validate", str(_mix_campaign(tmp_path, "output_tokens = -3"))])
+    assert r.exit_code == 2 and "workload.output_tokens = -3" in " ".join(r.output.split())
