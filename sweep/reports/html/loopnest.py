@@ -32,9 +32,12 @@ _TICK_UNITS = {"energy": "pJ", "latency": "cycles"}
 
 
 def _hover(r: pd.Series, obj: str, base: str | None) -> str:
-    lines = [f"{r['layer']} (layer {int(r['layer_index'])}, x{int(r['repeat'])}): {r['label']}",
-             f"best {obj} {short(r['value'])} {_UNITS.get(obj, '')}".rstrip(),
-             f"energy {short(r['energy_pj'])} pJ, latency {short(r['latency_cycles'])} cycles",
+    rep = int(r["repeat"])
+    lines = [f"{r['layer']} (layer {int(r['layer_index'])}, x{rep}): {r['label']}",
+             f"best {obj} {short(r['value'])} {_UNITS.get(obj, '')} per execution".rstrip(),
+             f"energy {short(r['energy_pj'])} pJ, latency {short(r['latency_cycles'])} cycles per execution",
+             f"x {rep} executions: energy {short(r['energy_pj'] * rep)} pJ, latency "
+             f"{short(r['latency_cycles'] * rep)} cycles in the network",
              f"search {short(r['search_s'], 3)} s, {short(r['evaluations'])} evaluations, {int(r['seeds'])} seed(s)"]
     ratio = r.get("vs_baseline")
     if base is not None and ratio is not None and ratio == ratio:
@@ -65,7 +68,7 @@ def layers_figure(g: pd.DataFrame, mappers: list[str], title: str, obj: str, bas
                           row=row, col=1)
     unit, plain = _UNITS.get(obj, ""), obj in _TICK_UNITS
     log_axis(fig, "y", _TICK_UNITS.get(obj, ""), row=1, col=1,
-             title_text=f"best {obj}" + (f" ({unit})" if unit and not plain else ""))
+             title_text=f"best {obj} per execution" + (f" ({unit})" if unit and not plain else ""))
     log_axis(fig, "y", "s", row=2, col=1, title_text="search time")
     category_axis(fig, names)
     fig.update_xaxes(title_text="unique layer", row=2, col=1)

@@ -100,7 +100,9 @@ def test_loopnest_layer_axes_read_in_energy_and_seconds_not_minor_digits():
     assert_log_ticks(axes["yaxis2"])     # search time: ms
     assert all(t.endswith("uJ") for t in axes["yaxis"]["ticktext"])
     assert all(t.endswith("ms") for t in axes["yaxis2"]["ticktext"])
-    assert axes["yaxis"]["title"]["text"] == "best energy"       # the unit is on the ticks
+    assert axes["yaxis"]["title"]["text"] == "best energy per execution"  # the unit is on the ticks
+    hover = next(t for t in fig.data[0].text if t)  # a layer's energy per execution and x its repeats (issue 43, 8)
+    assert "per execution" in hover and " executions: energy " in hover and "in the network" in hover
     assert_markers_whole(fig)
 
 
@@ -110,7 +112,7 @@ def test_edp_ticks_are_plain_numbers_with_the_unit_on_the_title():
     fig = layers_figure(layers_frame().assign(objective="edp", value=lambda d: d["value"] * 1e9), ["a", "b"],
                         "t", "edp", None)
     ax = axes_of(fig)["yaxis"]
-    assert ax["title"]["text"] == "best edp (pJ x cycles)"
+    assert ax["title"]["text"] == "best edp per execution (pJ x cycles)"
     assert_log_ticks(ax)
     assert all(re.fullmatch(r"\d(\.\d+)?e\+\d\d", t) for t in ax["ticktext"]), ax["ticktext"]
 
