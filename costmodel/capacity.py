@@ -64,6 +64,9 @@ class Footprint:
         capacity_bytes: the accelerator's DRAM capacity (bytes), or None (not declared).
         memory: the DRAM in words (``1 HBM2E stack``), "" without a capacity.
         arch: the accelerator's name.
+        activations_home, activations_capacity_bytes: where the activations live when it is not the
+            DRAM (the outermost level serving I and O: TPU v1's unified buffer, its DRAM holding
+            weights only) and that level's size (bytes); "" and None otherwise.
     """
 
     weights_bytes: int
@@ -73,16 +76,27 @@ class Footprint:
     capacity_bytes: int | None
     memory: str
     arch: str
+    activations_home: str = ""
+    activations_capacity_bytes: int | None = None
 
     @property
     def total_bytes(self) -> int:
-        """weights + KV cache + activations (bytes)."""
-        return self.weights_bytes + self.kv_cache_bytes + self.activations_bytes
+        """What the DRAM holds (bytes): weights + KV cache + activations (these only where they live
+        in the DRAM)."""
+        act = 0 if self.activations_home else self.activations_bytes
+        return self.weights_bytes + self.kv_cache_bytes + act
+
+    @property
+    def activations_fit(self) -> bool:
+        """Whether the activations fit their on-chip home (True where they live in the DRAM)."""
+        cap = self.activations_capacity_bytes
+        return cap is None or self.activations_bytes <= cap
 
     @property
     def fits(self) -> bool:
-        """True where the step fits the DRAM, or where no capacity is declared."""
-        return self.capacity_bytes is None or self.total_bytes <= self.capacity_bytes
+        """True where the step fits the DRAM (or no capacity is declared) and its activations
+        their home."""
+        return (self.capacity_bytes is None or self.total_bytes <= self.capacity_bytes) and self.activations_fit
 
     def reason(self) -> str:
         """The numbers in words: ``needs 158.0 GB: weights 70.6 GB, KV cache 85.9 GB, activations
@@ -90,6 +104,10 @@ class Footprint:
         need = (f"needs {gb(self.total_bytes)}: weights {gb(self.weights_bytes)}, KV cache "
                 f"{gb(self.kv_cache_bytes)}, activations {gb(self.activations_bytes)} (the residual stream "
                 f"and {self.largest}'s input and output)")
+        if not self.activations_fit:
+            return (f"activations {gb(self.activations_bytes)} (the residual stream and {self.largest}'s input and "
+                    f"output) exceed {self.arch}'s {self.activations_home} of {gb(self.activations_capacity_bytes or 0)}, "
+                    "where they live (the outermost level serving I and O: the DRAM holds weights only)")
         if self.capacity_bytes is None:
             return f"{need}; {self.arch} declares no DRAM capacity (not checked)"
         return (f"{need}; {self.arch} has {gb(self.capacity_bytes)} ({self.capacity_bytes / 2**30:g} GiB) in "
@@ -100,7 +118,9 @@ class Footprint:
         return {"weights_bytes": self.weights_bytes, "kv_cache_bytes": self.kv_cache_bytes,
                 "activations_bytes": self.activations_bytes, "total_bytes": self.total_bytes,
                 "largest": self.largest, "capacity_bytes": self.capacity_bytes, "memory": self.memory,
-                "fits": self.fits, "reason": self.reason()}
+                "activations_home": self.activations_home,
+                "activations_capacity_bytes": self.activations_capacity_bytes, "fits": self.fits,
+                "reason": self.reason()}
 
 
 def _capacity(arch) -> tuple[int | None, str]:
@@ -157,9 +177,13 @@ def step_footprint(network, arch) -> Footprint | None:
         if live > best:
             best, largest = live, l.name
     cap, memory = _capacity(arch)
+    home = next((m for m in reversed(arch.memories) if "I" in m.operands and "O" in m.operands), arch.memories[-1])
+    on_chip = home is not arch.memories[-1] and home.size_bits is not None  # TPU v1: the unified buffer
     return Footprint(weights_bytes=int(weights), kv_cache_bytes=int(kv_cache),
                      activations_bytes=(residual + best + 7) // 8, largest=largest,
-                     capacity_bytes=cap, memory=memory, arch=getattr(arch, "name", str(arch)))
+                     capacity_bytes=cap, memory=memory, arch=getattr(arch, "name", str(arch)),
+                     activations_home=home.name if on_chip else "",
+                     activations_capacity_bytes=home.size_bits // 8 if on_chip else None)
 
 
 _FITS: dict = {}
@@ -167,8 +191,9 @@ _FITS: dict = {}
 
 def max_batch(network, arch, limit: int = 1 << 20) -> int | None:
     """The largest batch at which ``network``'s step (same model, phase, seq or context and
-    precisions) fits ``arch``'s DRAM: 0 if not even batch 1 does, ``limit`` if every batch up to it
-    does; None when the capacity is not declared or ``network`` is not a zoo transformer step.
+    precisions) fits ``arch``'s DRAM and its activations their home (`Footprint.fits`): 0 if not
+    even batch 1 does, ``limit`` if every batch up to it does; None when no capacity is declared
+    (neither the DRAM's nor an on-chip home's) or ``network`` is not a zoo transformer step.
 
     The footprint grows with the batch (weights fixed; KV cache and the residual stream linear; the
     largest live operation's size non-decreasing), so the answer is found by bisection on
@@ -178,7 +203,8 @@ def max_batch(network, arch, limit: int = 1 << 20) -> int | None:
     from costmodel.transformer.build import step_params
 
     w = network.workload or {}
-    if not w.get("model") or _capacity(arch)[0] is None:
+    fp = step_footprint(network, arch) if w.get("model") else None
+    if fp is None or (fp.capacity_bytes is None and fp.activations_capacity_bytes is None):
         return None
     params = step_params(w)
     params.pop("batch")
@@ -188,7 +214,7 @@ def max_batch(network, arch, limit: int = 1 << 20) -> int | None:
     # the footprint depends on the model, the step's parameters, the batch, the precisions and the
     # capacity only: kept per process for the next designs of a grid (same answer, without the rebuilds)
     key = (w["model"], repr(w.get("config")), tuple(sorted((k, repr(v)) for k, v in params.items())),
-           tuple(sorted(getattr(arch, "precisions", {}).items())), _capacity(arch)[0])
+           tuple(sorted(getattr(arch, "precisions", {}).items())), _capacity(arch)[0], fp.activations_capacity_bytes)
 
     def fits(b: int) -> bool:
         hit = _FITS.get((key, b))

@@ -16,15 +16,17 @@ rsqrt, tanh; one special takes ``special_cycles`` lane-cycles). What each op cos
     input (``memory`` "-"). A norm's gain / bias, RoPE's
     cos / sin tables and a softmax's row statistics are not counted as tensors (`VectorOp`).
 (b) where they live: one home per tensor, the one the layers around the op use. The loop-nest
-    model's layers read their inputs from and write their outputs to the outermost level (DRAM),
-    so an op reads and writes there too, even when the previous op just wrote its input (no
+    model's layers read their inputs from and write their outputs to the outermost level serving
+    I and O (the DRAM; TPU v1's unified buffer, its DRAM holding weights only, whose capacity the
+    step's footprint checks, `costmodel.capacity`), so an op reads and writes there too, even when
+    the previous op just wrote its input (no
     fusion: each operation a kernel of its own, through memory, as AccelForge's unfused mappings
     keep every tensor in main memory). Except an op whose tensors a fused group keeps on chip
     (``onchip``: fused attention's online softmax, rescale and normalisation, whose tile layers
     declare the scores and the partial output `Layer.onchip`): the innermost memory level that
     serves both I and O, is shared (``private_to`` empty: one instance, not per PE) and holds the
     op's inputs and output at once (``size_bits >= (inputs + 1) x elements x bits``; unbounded
-    holds anything), else the outermost.
+    holds anything), else that home.
 (c) memory energy (pJ) = ceil(read_bits / word_bits) x read_pj + ceil(write_bits / word_bits) x
     write_pj; transfer cycles = read_bits / read_bw + write_bits / write_bw if the level has one
     port shared by reads and writes (``shared_port``), else the larger of the two.
@@ -276,17 +278,20 @@ def _no_unit(arch: _Arch) -> str:
 
 
 def _level(op: VectorOp, arch: _Arch, bits: int) -> _Level:
-    """Rule (b): the outermost level; for an ``onchip`` op, the innermost shared level serving I and
-    O that holds inputs and output at once (those it reads and writes: not the ones in flight),
-    else the outermost level."""
+    """Rule (b): the activations' home, the outermost level serving I and O (the DRAM, or where the
+    DRAM holds weights only, TPU v1's unified buffer: the level the matmuls read their inputs from
+    and write their outputs to); for an ``onchip`` op, the innermost shared level serving I and O
+    that holds inputs and output at once (those it reads and writes: not the ones in flight), else
+    that home."""
+    home = next((m for m in reversed(arch.memories) if "I" in m.operands and "O" in m.operands), arch.memories[-1])
     if not op.onchip:
-        return arch.memories[-1]
+        return home
     need = (op.inputs - op.in_flight + (0 if op.in_flight else 1)) * op.elements * bits
     for m in arch.memories:
         if ("I" in m.operands and "O" in m.operands and not m.private_to
                 and (m.size_bits is None or m.size_bits >= need)):
             return m
-    return arch.memories[-1]
+    return home
 
 
 def vector_cost(op: VectorOp, arch: _Arch) -> VectorCost:

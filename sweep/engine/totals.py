@@ -195,7 +195,8 @@ def check_fits(network, arch) -> None:
     fp = step_footprint(network, arch)
     if fp is not None and not fp.fits:
         mb = max_batch(network, arch)
-        hint = (f"; the largest batch that fits is {mb}" if mb else
-                "; not even batch 1 fits: a larger DRAM (more units, another kind) or fewer bits per weight "
-                "(--weight-bits), or several chips")
+        fix = ("fewer tokens per step (--seq), fewer bits per activation (--act-bits), or a larger "
+               f"{fp.activations_home}" if not fp.activations_fit else
+               "a larger DRAM (more units, another kind) or fewer bits per weight (--weight-bits), or several chips")
+        hint = f"; the largest batch that fits is {mb}" if mb else f"; not even batch 1 fits: {fix}"
         raise DoesNotFitError(f"{network.name} does not fit {fp.arch}: {fp.reason()}{hint}")
