@@ -251,6 +251,40 @@ def design_figures(totals: pd.DataFrame, params: list[str]) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
+#: Each step's own figure by phase: what a prefill step and a decode step are measured by.
+_STEP_FIGURE = {"prefill": ("ttft_s", "TTFT"), "decode": ("time_per_token_s", "time per output token")}
+
+
+def step_aggregates(totals: pd.DataFrame) -> dict[str, dict[str, Any]]:
+    """What each phase figure of `design_figures` aggregates (issue 43, item 3): figure ->
+    ``steps`` (the step names of that phase, every one the campaign runs: the serving mix's steps
+    too, which join its networks) and ``how`` (a geometric mean, over the steps, one value each;
+    batches are not weighted)."""
+    out = {}
+    for phase, (fig, _) in _STEP_FIGURE.items():
+        names = sorted(set(totals.loc[totals["phase"] == phase, "network"].astype(str)))
+        if names:
+            out[fig] = {"steps": names, "how": f"geometric mean over {len(names)} {phase} step(s), one value each"}
+    return out
+
+
+def step_figures(totals: pd.DataFrame, designs: list[str]) -> list[dict[str, Any]]:
+    """Each step's own figure on each of ``designs`` (TTFT of a prefill step, time per output token
+    of a decode step; None where it did not finish), one record per step: ``step``, ``phase``,
+    ``batch``, ``seq``, ``context``, ``figure`` and ``values`` (design_id -> seconds)."""
+    ok = totals[(totals["status"] == "ok") & totals["phase"].isin(list(_STEP_FIGURE))]
+    out = []
+    for name, g in ok.groupby("network", sort=True):
+        phase = str(g["phase"].iloc[0])
+        fig = _STEP_FIGURE[phase][0]
+        by = g.drop_duplicates("design_id").set_index("design_id")[fig]
+        first = g.iloc[0]
+        out.append({"step": str(name), "phase": phase, "figure": fig,
+                    **{k: (None if pd.isna(first.get(k)) else int(first[k])) for k in ("batch", "seq", "context")},
+                    "values": {d: (float(by[d]) if d in by.index and pd.notna(by[d]) else None) for d in designs}})
+    return out
+
+
 def llm_designs(totals: pd.DataFrame, rows: pd.DataFrame | None, archs: pd.DataFrame, params: list[str],
                 networks: list, plots_dir: str | Path | None = None) -> dict[str, Any]:
     """The answer of an architecture search over transformer steps: per phase (prefill, decode,
@@ -264,7 +298,7 @@ def llm_designs(totals: pd.DataFrame, rows: pd.DataFrame | None, archs: pd.DataF
     if "phase" not in totals or totals["phase"].isna().all():
         return {}
     df = design_figures(totals, params)
-    out: dict[str, Any] = {"best": [], "fronts": {}}
+    out: dict[str, Any] = {"best": [], "fronts": {}, "aggregates": step_aggregates(totals)}
     for phase, fig, label in _BEST_FOR:
         if fig not in df or df[fig].isna().all():
             continue
@@ -280,6 +314,7 @@ def llm_designs(totals: pd.DataFrame, rows: pd.DataFrame | None, archs: pd.DataF
         # the most area-efficient: least figure x area (most tokens or requests per s per mm^2)
         eff = d.sort_values(["_eff", "area_mm2", "design_id"]).iloc[0].drop(["_fig", "_eff"]).to_dict()
         out["best"].append({"for": f"{phase} per mm^2", "label": f"{label} x area", **eff})
+    out["steps"] = step_figures(totals, [b["design_id"] for b in out["best"]])
     out["rooflines"], out["breakdowns"] = _design_details(out["best"], rows, archs, networks)
     if plots_dir is not None and out["rooflines"]:
         out["plots"] = [write_roofline_plot(out["rooflines"], Path(plots_dir) / "roofline.png")]
@@ -379,6 +414,22 @@ def write_roofline_plot(rooflines: list[dict], path: Path) -> str:
     return save(fig, path, "roofline")
 
 
+def _print_steps(steps: list[dict], best: list[dict], console) -> None:
+    """Each step under its own label (phase, batch, seq or context, its figure) on the best designs."""
+    from rich.table import Table
+    if not steps:
+        return
+    t = Table(title="Each step on the best designs: TTFT of a prefill step, time per output token of a decode step")
+    for c in ("step", "phase", "batch", "seq / context", "figure"):
+        t.add_column(c, justify="left" if c in ("step", "phase", "figure") else "right")
+    for b in best:
+        t.add_column(f"{b['design_id']} (best for {b['for']})", justify="right")
+    for s in steps:
+        t.add_row(s["step"], s["phase"], str(s["batch"]), str(s["seq"] if s["phase"] == "prefill" else s["context"]),
+                  _STEP_FIGURE[s["phase"]][1], *(fmt.seconds(s["values"].get(b["design_id"])) for b in best))
+    print_wide(console, t)
+
+
 def print_llm_designs(rep: dict[str, Any], console) -> None:
     """The best designs for prefill, decode and the serving mix side by side, then where their
     energy goes (the largest cells)."""
@@ -389,7 +440,8 @@ def print_llm_designs(rep: dict[str, Any], console) -> None:
     if not best:
         return
     params = rep.get("params", [])
-    t = Table(title="Which accelerator: the best design for each phase (geometric means over the campaign's steps)")
+    t = Table(title="Which accelerator: the best design for each phase (each phase's figure a geometric mean over "
+                    "its steps, listed below; each step's own figure in the next table)")
     t.add_column("")
     for b in best:
         t.add_column(f"best for {b['for']}", justify="right")
@@ -407,6 +459,10 @@ def print_llm_designs(rep: dict[str, Any], console) -> None:
     for name, f in rows:
         t.add_row(name, *(f(b) for b in best))
     print_wide(console, t)
+    for fig, agg in (llm.get("aggregates") or {}).items():
+        console.print(f"{fig}: {agg['how']}: {', '.join(agg['steps'])}", soft_wrap=True, highlight=False,
+                      markup=False)
+    _print_steps(llm.get("steps") or [], best, console)
     figs = {phase: (fig, label) for phase, fig, label in _BEST_FOR}
     for phase, front in (llm.get("fronts") or {}).items():
         fig, label = figs[phase]
