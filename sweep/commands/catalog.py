@@ -197,7 +197,9 @@ def arch_detail(name: str) -> dict:
     """One loop-nest accelerator (a preset's name or a TOML file): its clock (MHz), PEs and peak
     MACs/s, each memory (operands, size in bits, port width, read / write bandwidth in bits per
     cycle and GB/s at the clock, instances), its DRAM (kind, units, GB/s, capacity in bytes), the
-    vector unit's lanes and the area (mm^2, `costmodel.loopnest.physics.design_area_mm2`).
+    vector unit's lanes and the area (mm^2, `costmodel.loopnest.physics.design_area_mm2`) with the
+    ``tech`` it comes from (None: the 65 nm tables) and, for the 65 nm tables, ``area_cacti22_mm2``
+    (the same silicon under ``tech = "cacti22"``; None where a memory is outside CACTI's range).
 
     Raises:
         ValueError: ``name`` is no loop-nest preset nor file (naming the known ones), or a systolic
@@ -227,7 +229,14 @@ def arch_detail(name: str) -> dict:
                      "shared_port": m.shared_port, "instances": inst})
     doc = {"name": acc.name, "clock_mhz": acc.clock_mhz, "array": dict(acc.array), "pes": acc.pe_count,
            "peak_macs_per_s": acc.pe_count * hz, "memories": mems, "area_mm2": design_area_mm2(acc),
-           "vector_lanes": acc.vector.lanes if acc.vector is not None else None, "dram": None}
+           "vector_lanes": acc.vector.lanes if acc.vector is not None else None, "dram": None,
+           "tech": acc.tech, "area_cacti22_mm2": None}
+    if acc.tech is None:  # the 65 nm tables: say what the 22 nm model gives for the same silicon
+        import dataclasses
+        try:
+            doc["area_cacti22_mm2"] = design_area_mm2(dataclasses.replace(acc, tech="cacti22"))
+        except ValueError:  # a memory outside CACTI's range
+            pass
     if acc.dram is not None:
         kind, units = acc.dram
         top = acc.memories[-1]

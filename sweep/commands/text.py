@@ -328,9 +328,12 @@ def print_arch(doc: dict, console: Any) -> None:
 
     from sweep.common import fmt
     arr = " x ".join(f"{d}={n}" for d, n in doc["array"].items())
+    tech = (f" (CACTI 22 nm SRAM, PEs scaled to 22 nm: tech = {doc['tech']!r})" if doc.get("tech") else
+            " (the 65 nm tables: DeepOpt's PE and SRAM areas, not scaled to the chip's process"
+            + (f"; with tech = \"cacti22\" {fmt.area(doc['area_cacti22_mm2'])})" if doc.get("area_cacti22_mm2") else ")"))
     console.print(f"{doc['name']}: {arr} = {doc['pes']:,} PEs at {doc['clock_mhz']:g} MHz, peak "
-                  f"{doc['peak_macs_per_s'] / 1e12:.3g} TMAC/s; area {fmt.area(doc['area_mm2'])}",
-                  markup=False, highlight=False)
+                  f"{doc['peak_macs_per_s'] / 1e12:.3g} TMAC/s; area {fmt.area(doc['area_mm2'])}{tech}",
+                  markup=False, highlight=False, soft_wrap=True)
     d = doc["dram"]
     if d is not None:
         console.print(f"DRAM: {d['units']} x {d['kind']}, {d['gbs']:.1f} GB/s, {fmt.bits(d['capacity_bytes'] * 8)}",

@@ -111,3 +111,17 @@ def test_the_serving_mix_names_its_generated_tokens_output_tokens(tmp_path):
     assert r.exit_code == 2 and "workload.output" in r.output and "output_tokens" in r.output
     r = CliRunner().invoke(app, ["validate", str(_mix_campaign(tmp_path, "output_tokens = -3"))])
     assert r.exit_code == 2 and "workload.output_tokens = -3" in " ".join(r.output.split())
+
+
+def test_an_area_says_which_technology_it_comes_from():
+    """Issue 43, item 6: tpu_v1's 1,445 mm^2 is the 65 nm tables' (the chip is 28 nm, under 331 mm^2
+    with I/O); `sweep list archs` says so and gives the same silicon under CACTI 22 nm (about 76 mm^2:
+    array and SRAM only)."""
+    import json
+    r = CliRunner().invoke(app, ["list", "archs", "tpu_v1", "--json"])
+    doc = json.loads(r.output)
+    assert doc["tech"] is None and 1400 < doc["area_mm2"] < 1500 and 60 < doc["area_cacti22_mm2"] < 90
+    text = " ".join(CliRunner().invoke(app, ["list", "archs", "tpu_v1"]).output.split())
+    assert "the 65 nm tables" in text and 'with tech = "cacti22"' in text
+    llm = json.loads(CliRunner().invoke(app, ["list", "archs", "llm_ws", "--json"]).output)
+    assert llm["tech"] == "cacti22" and llm["area_cacti22_mm2"] is None
