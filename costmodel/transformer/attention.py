@@ -50,7 +50,7 @@ import math
 
 from costmodel.workload import Layer, VectorOp
 
-__all__ = ["ATTENTION", "FUSION", "CAUSAL_BLOCK", "FUSED_TILE", "QUERY_TILES", "KV_TILES", "causal_blocks",
+__all__ = ["ATTENTION", "FUSION", "CAUSAL_BLOCK", "FUSED_TILE", "QUERY_TILES", "KV_TILES", "causal_blocks", "band_blocks",
            "fused_tiles", "fusion_variants",
            "attention_layers", "fused_attention_ops", "fuse_elementwise", "computed_pairs"]
 
@@ -103,22 +103,44 @@ def causal_blocks(n: int, block: int = CAUSAL_BLOCK) -> list[tuple[int, int, int
     return sorted(((r, c, k) for (r, c), k in out.items()), key=lambda t: (-t[0] * t[1], -t[0]))
 
 
+def band_blocks(n: int, window: int, block: int = CAUSAL_BLOCK) -> list[tuple[int, int, int]]:
+    """The (query rows, key columns, count) rectangles a causal kernel with a sliding window
+    computes for ``n`` queries, query i attending keys i - window + 1 .. i (Mistral's and Gemma's
+    local blocks at prefill): the triangle of the first ``window`` queries as `causal_blocks`, then
+    the others in blocks of ``block`` queries, each block of r rows computing the window + r - 1 keys
+    its rows attend between them (a band of r x window pairs, the corners masked). ``n <= window``:
+    `causal_blocks` (the window does not bind). For n = 2 window, block b: the extra over the exact
+    pairs is (b - 1) / window of the band (window 4,096, b 128: 3.1%; window 512: 25%)."""
+    if n <= window:
+        return causal_blocks(n, block)
+    out: dict[tuple[int, int], int] = {(r, c): k for r, c, k in causal_blocks(window, block)}
+    full, rest = divmod(n - window, block)
+    for rows, times in ((block, full), (rest, 1)):
+        if rows and times:
+            key = (rows, window + rows - 1)
+            out[key] = out.get(key, 0) + times
+    return sorted(((r, c, k) for (r, c), k in out.items()), key=lambda t: (-t[0] * t[1], -t[0]))
+
+
 def fused_tiles(q_len: int, attended: int, causal: bool, tile: int = FUSED_TILE,
-                key_tile: int | None = None) -> dict[tuple, int]:
+                key_tile: int | None = None, window: int = 0) -> dict[tuple, int]:
     """The tiles of one fused attention instance: ``{(rows, cols, first, last): count}`` with rows
     the query positions of the tile (before the GQA group), cols its keys, ``first`` / ``last``
     whether it is its query tile's first / last K/V tile. Query tiles of ``min(tile, q_len)``
-    positions, K/V tiles of ``min(key_tile, attended)`` keys (``key_tile`` None: ``tile``), the last of each partial; causal: the
-    K/V tiles up to the query tile's last position (q_len = attended: a prefill)."""
+    positions, K/V tiles of ``min(key_tile, attended)`` keys (``key_tile`` None: ``tile``), the last
+    of each partial; causal: the K/V tiles up to the query tile's last position (q_len = attended: a
+    prefill), and with a sliding ``window`` from the tile holding the first key its first query
+    attends (FlashAttention-2's local attention skips the tiles before)."""
     tq, tk = min(tile, q_len), min(tile if key_tile is None else key_tile, attended)
     out: dict[tuple, int] = {}
     for qi in range(math.ceil(q_len / tq)):
         q0 = qi * tq
         rows = min(tq, q_len - q0)
         hi = q0 + rows if causal else attended
+        k0 = max(0, q0 - window + 1) // tk if causal and window else 0
         nk = math.ceil(hi / tk)
-        for ki in range(nk):
-            key = (rows, min(tk, hi - ki * tk), ki == 0, ki == nk - 1)
+        for ki in range(k0, nk):
+            key = (rows, min(tk, hi - ki * tk), ki == k0, ki == nk - 1)
             out[key] = out.get(key, 0) + 1
     return out
 
@@ -137,15 +159,15 @@ def fusion_variants(q_len: int, attended: int) -> list[dict]:
 
 
 def computed_pairs(q_len: int, attended: int, causal: bool, fusion: str, query_tile: int = FUSED_TILE,
-                   kv_tile: int = FUSED_TILE) -> int:
+                   kv_tile: int = FUSED_TILE, window: int = 0) -> int:
     """Query-key pairs one head computes: fused, the tiles of `fused_tiles` (query tiles of
     ``query_tile`` positions, K/V tiles of ``kv_tile`` keys); unfused, the blocks of
-    `causal_blocks` (causal) or q_len x attended (dense)."""
+    `causal_blocks` (causal; `band_blocks` with a sliding ``window``) or q_len x attended (dense)."""
     if fusion == "fused":
         return sum(r * c * n for (r, c, _, _), n in fused_tiles(q_len, attended, causal, query_tile,
-                                                                kv_tile).items())
+                                                                kv_tile, window).items())
     if causal:
-        return sum(r * c * n for r, c, n in causal_blocks(q_len))
+        return sum(r * c * n for r, c, n in (band_blocks(q_len, window) if window else causal_blocks(q_len)))
     return q_len * attended
 
 
@@ -155,7 +177,7 @@ def _mm(name: str, C: int, K: int, B: int, **kw) -> Layer:
 
 def attention_layers(group: int, head_dim: int, q_len: int, attended: int, causal: bool, fusion: str,
                      per_head: int, tile: int = FUSED_TILE, key_tile: int | None = None,
-                     instances: int = 1, v_dim: int | None = None) -> tuple[list[Layer], list[int]]:
+                     instances: int = 1, v_dim: int | None = None, window: int = 0) -> tuple[list[Layer], list[int]]:
     """The score and context matmuls of a step's attention and their repeats (``per_head``
     executions of each, ``instances`` instances in each: batch x kv_heads x layers in all; module
     docstring): unfused dense, ``score`` and ``context``; unfused causal, ``score_<r>x<c>`` /
@@ -169,11 +191,11 @@ def attention_layers(group: int, head_dim: int, q_len: int, attended: int, causa
     if instances > 1:
         from dataclasses import replace
         layers, reps = attention_layers(group, head_dim, q_len, attended, causal, fusion, per_head, tile, key_tile,
-                                        v_dim=v_dim)
+                                        v_dim=v_dim, window=window)
         return [replace(l, G=instances) for l in layers], reps
     if fusion == "fused":
         layers, reps = [], []
-        for (r, c, first, last), n in fused_tiles(q_len, attended, causal, tile, key_tile).items():
+        for (r, c, first, last), n in fused_tiles(q_len, attended, causal, tile, key_tile, window).items():
             tag = f"_{r}x{c}"
             layers += [_mm(f"score_tile{tag}{'_first' if first else ''}", head_dim, c, group * r,
                            onchip=("O",) if first else ("I", "O")),
@@ -186,7 +208,7 @@ def attention_layers(group: int, head_dim: int, q_len: int, attended: int, causa
         return list(merged), list(merged.values())
     if causal:
         layers, reps = [], []
-        for r, c, n in causal_blocks(q_len):
+        for r, c, n in (band_blocks(q_len, window) if window else causal_blocks(q_len)):
             layers += [_mm(f"score_{r}x{c}", head_dim, c, group * r), _mm(f"context_{r}x{c}", c, vd, group * r)]
             reps += [per_head * n, per_head * n]
         return layers, reps
@@ -196,7 +218,8 @@ def attention_layers(group: int, head_dim: int, q_len: int, attended: int, causa
 
 def fused_attention_ops(group: int, head_dim: int, q_len: int, attended: int, causal: bool, per_head: int,
                         bits: int | None, tile_layers: tuple[str, ...],
-                        tile: int = FUSED_TILE, key_tile: int | None = None) -> tuple[list[VectorOp], list[int]]:
+                        tile: int = FUSED_TILE, key_tile: int | None = None,
+                        window: int = 0) -> tuple[list[VectorOp], list[int]]:
     # head_dim: the width of the partial output (a value head's: v_head_dim in MLA)
     """The vector work of fused attention per tile shape (module docstring): ``online_softmax`` on
     each score tile, ``attn_rescale`` of the partial output after every K/V tile but a query
@@ -205,7 +228,7 @@ def fused_attention_ops(group: int, head_dim: int, q_len: int, attended: int, ca
     ops: list[VectorOp] = []
     reps: list[int] = []
     soft: dict[int, int] = {}
-    for (r, c, first, last), n in fused_tiles(q_len, attended, causal, tile, key_tile).items():
+    for (r, c, first, last), n in fused_tiles(q_len, attended, causal, tile, key_tile, window).items():
         rows = group * r
         ops.append(VectorOp(f"online_softmax_{r}x{c}", "online_softmax", rows * c, rows=rows, bits=bits,
                             overlaps=tile_layers, onchip=True))

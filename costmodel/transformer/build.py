@@ -84,7 +84,7 @@ def _block_layers(cfg: TransformerConfig, st: Step, ep: int = 1) -> tuple[list[L
         for g in attention_groups(cfg, st):
             per_head = st.batch * d.kv_heads * g.blocks // instances          # one after another
             att, att_reps = attention_layers(d.group, d.qk_dim, st.q_len, g.attended, st.causal, st.fusion, per_head,
-                                             st.query_tile, st.kv_tile, instances)
+                                             st.query_tile, st.kv_tile, instances, window=g.window)
             layers += [l.with_(name=l.name + g.suffix) for l in att] if g.suffix else att
             reps += att_reps
         layers, reps = layers + [o], reps + [L]
@@ -107,8 +107,10 @@ def _attention_pairs(cfg: TransformerConfig, st: Step) -> dict[str, int]:
     out = {"exact": 0, "computed": 0}
     for g in attention_groups(cfg, st):
         per, sg = st.batch * cfg.heads * g.blocks, dataclasses.replace(st, attended=g.attended)
-        out["exact"] += per * (st.q_len * (st.q_len + 1) // 2 if st.causal else st.q_len * g.attended)
-        out["computed"] += per * pairs(sg)
+        n, w = st.q_len, g.window
+        exact = (n * (n + 1) // 2 if not w or n <= w else w * (w + 1) // 2 + (n - w) * w) if st.causal else n * g.attended
+        out["exact"] += per * exact
+        out["computed"] += per * pairs(sg, g.window)
     return out
 
 

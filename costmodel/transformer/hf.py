@@ -11,7 +11,8 @@ Layouts (``ARCHITECTURES``):
 
 * Llama-like decoders (RoPE, pre-RMSNorm, SwiGLU MLP): ``LlamaForCausalLM`` (Llama 2 / 3 / 3.1 /
   3.2; ``rope_scaling`` changes the RoPE frequencies, not a shape), ``MistralForCausalLM``
-  (``sliding_window``: every block attends the last W tokens, its cache a rolling buffer of W),
+  (``sliding_window``: every block attends the last W tokens, its cache a rolling buffer of W; a
+  prefill past W a band, `costmodel.transformer.attention.band_blocks`),
   ``MixtralForCausalLM`` (MoE: ``num_local_experts``, ``num_experts_per_tok``), ``Qwen2ForCausalLM``
   (biases on q/k/v, hard-wired in Qwen2Attention), ``Qwen3ForCausalLM`` (``q_norm`` / ``k_norm``),
   ``Qwen2MoeForCausalLM`` (a shared expert of ``shared_expert_intermediate_size`` behind a sigmoid
@@ -21,13 +22,13 @@ Layouts (``ARCHITECTURES``):
   ``first_k_dense_replace`` blocks dense, ``moe_layer_freq``; V3's sigmoid router with its
   ``e_score_correction_bias``; the multi-token-prediction module, ``num_nextn_predict_layers``, is
   a training objective left out of the served model, as DeepSeek's inference code does).
-* ``Gemma2ForCausalLM`` (`_gemma2`): local (sliding-window) and global blocks alternate.
+* ``Gemma2ForCausalLM``, ``Gemma3ForCausalLM`` (`_gemma`): local (sliding-window) and global blocks.
 * ``GPT2LMHeadModel``, ``BertModel`` (and the Bert task classes: their heads are not built),
   ``ViTModel`` (with its pooler) and ``ViTForImageClassification`` (classifier, no pooler).
 
-Not modelled (exit 2 naming the field): Gemma 3 (not read yet: five local blocks per global one,
-q/k norms, two RoPE bases), Qwen2's ``use_sliding_window``, activations other than the layout's,
-learned positions other than absolute, a prefill past a sliding window (a band).
+Not modelled (exit 2 naming the field): the vision-language Gemma 3 (its ``text_config``), Qwen2's
+``use_sliding_window``, activations other than the layout's,
+learned positions other than absolute.
 """
 
 from __future__ import annotations
@@ -196,32 +197,41 @@ def _deepseek(r: _Reader, arch: str, sizes: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _gemma2(r: _Reader, arch: str) -> dict[str, Any]:
-    """Gemma 2 (Gemma Team, arXiv:2408.00118, Sec. 2; Gemma2DecoderLayer): GQA with head_dim 256,
-    RoPE, a GeGLU MLP, RMSNorm before and after each sub-layer (four per block), the attention
-    scores and final logits soft-capped (tanh), the embeddings scaled by sqrt(hidden), the LM head
-    tied; every other block (``layer_types``' sliding_attention, else the even ones, as
-    Gemma2DecoderLayer's ``is_sliding``) attends the last ``sliding_window`` tokens."""
+def _gemma(r: _Reader, arch: str) -> dict[str, Any]:
+    """Gemma 2 (Gemma Team, arXiv:2408.00118, Sec. 2; Gemma2DecoderLayer) and Gemma 3's text model
+    (arXiv:2503.19786, Sec. 2; Gemma3DecoderLayer): GQA with head_dim 256, RoPE, a GeGLU MLP,
+    RMSNorm before and after each sub-layer (four per block), the embeddings scaled by
+    sqrt(hidden), the LM head tied. Gemma 2 soft-caps the attention scores and the final logits
+    (tanh) and every other block (the even ones, Gemma2DecoderLayer's ``is_sliding``) attends the
+    last ``sliding_window`` tokens; Gemma 3 normalises each head's q and k (q_norm, k_norm) instead
+    of capping, and five blocks of every ``sliding_window_pattern`` = 6 are local (block i global
+    when (i + 1) is a multiple of it). ``layer_types`` (sliding_attention / full_attention), where
+    given, names each block's kind for either."""
+    gemma3 = arch == "Gemma3ForCausalLM"
     out = _attention_sizes(r, head_dim=256)
     act = r("hidden_activation", "gelu_pytorch_tanh", str)
     if not act.startswith("gelu"):
-        raise r.bad("hidden_activation", "Gemma 2's MLP is gated by a GELU (GeGLU)")
+        raise r.bad("hidden_activation", "Gemma's MLP is gated by a GELU (GeGLU)")
     if r("attention_bias", False, bool):
-        raise r.bad("attention_bias", "Gemma 2 with attention biases is not modelled")
+        raise r.bad("attention_bias", "Gemma with attention biases is not modelled")
     layers = out["layers"]
     types = r("layer_types", [], list)
     if types and len(types) != layers:
         raise r.bad("layer_types", f"must name each of the {layers} blocks")
-    windowed = tuple(i for i in range(layers) if (types[i] == "sliding_attention" if types else i % 2 == 0))
-    caps = [r(k, default, float) for k, default in (("attn_logit_softcapping", 50.0), ("final_logit_softcapping", 30.0))]
+    pattern = r.positive("sliding_window_pattern", 6) if gemma3 and not types else 2
+    windowed = tuple(i for i in range(layers) if (types[i] == "sliding_attention" if types else
+                                                  ((i + 1) % pattern != 0 if gemma3 else i % 2 == 0)))
+    caps = [r(k, None if gemma3 else d, float) for k, d in (("attn_logit_softcapping", 50.0),
+                                                             ("final_logit_softcapping", 30.0))]
     if bool(caps[0]) != bool(caps[1]):
         raise r.bad("attn_logit_softcapping", "with final_logit_softcapping: both or neither are modelled")
     window = r.positive("sliding_window", 4096)
-    out.update(kind="decoder", vocab=r.positive("vocab_size", 256000), max_positions=0,
-               max_context=r.positive("max_position_embeddings", 8192), norm="rmsnorm", ffn_kind="geglu",
-               tied_embeddings=r("tie_word_embeddings", True, bool), bias=False, ffn=r.positive("intermediate_size", 9216),
-               experts=0, top_k=0, post_norms=True, softcap=bool(caps[0]), embed_scale=True,
-               sliding_window=window if windowed else 0, window_blocks=windowed if len(windowed) < layers else ())
+    out.update(kind="decoder", vocab=r.positive("vocab_size", 262208 if gemma3 else 256000), max_positions=0,
+               max_context=r.positive("max_position_embeddings", 131072 if gemma3 else 8192), norm="rmsnorm",
+               ffn_kind="geglu", tied_embeddings=r("tie_word_embeddings", True, bool), bias=False,
+               ffn=r.positive("intermediate_size", 9216), experts=0, top_k=0, post_norms=True, softcap=bool(caps[0]),
+               embed_scale=True, qk_norm=gemma3, sliding_window=window if windowed else 0,
+               window_blocks=windowed if len(windowed) < layers else ())
     return out
 
 
@@ -286,13 +296,13 @@ _LLAMA_LIKE = ("LlamaForCausalLM", "MistralForCausalLM", "MixtralForCausalLM", "
 _BERT = ("BertModel", "BertForMaskedLM", "BertForPreTraining", "BertForSequenceClassification")
 #: architectures[0] -> the layout that reads it.
 ARCHITECTURES: dict[str, Callable[[_Reader, str], dict[str, Any]]] = {
-    **{a: _llama_like for a in _LLAMA_LIKE}, "Gemma2ForCausalLM": _gemma2, "GPT2LMHeadModel": _gpt2,
+    **{a: _llama_like for a in _LLAMA_LIKE}, "Gemma2ForCausalLM": _gemma, "Gemma3ForCausalLM": _gemma,
+    "GPT2LMHeadModel": _gpt2,
     **{a: _bert for a in _BERT},
     "ViTModel": _vit, "ViTForImageClassification": _vit}
 #: Why a known non-fitting architecture is refused (module docstring).
-_REFUSED = {"Gemma3ForCausalLM": "Gemma 3's layout (five local blocks per global one, q/k norms, two RoPE bases) "
-            "is not read yet: no published count here to check it against",
-            "Gemma3ForConditionalGeneration": "a vision-language model: its text_config's decoder is not read yet"}
+_REFUSED = {"Gemma3ForConditionalGeneration": "a vision-language model: its text_config's decoder is not read yet "
+            "(a text-only Gemma 3, Gemma3ForCausalLM, is)"}
 #: The config.json fields each layout reads, with the Hugging Face class's default where absent
 #: (documentation; `sweep list networks --file` shows which a file left to the default).
 FIELDS = {
@@ -316,6 +326,8 @@ FIELDS = {
                          "intermediate_size (9,216), max_position_embeddings (8,192), tie_word_embeddings (true), "
                          "attention_bias (false), sliding_window (4,096), layer_types (even blocks sliding), "
                          "attn_logit_softcapping (50.0), final_logit_softcapping (30.0)",
+    "Gemma3ForCausalLM": "as Gemma 2, with vocab_size (262,208), max_position_embeddings (131,072), "
+                         "sliding_window_pattern (6: blocks 5, 11, ... global), the soft-capping fields (none)",
     "GPT2LMHeadModel": "n_embd (768), n_layer (12), n_head (12), n_inner (4 x n_embd), vocab_size (50,257), "
                        "n_positions (1,024), activation_function (gelu_new), tie_word_embeddings (true)",
     "Bert": "hidden_size (768), num_hidden_layers (12), num_attention_heads (12), intermediate_size (3,072), "

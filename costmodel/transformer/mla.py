@@ -52,24 +52,30 @@ class AttentionDims(NamedTuple):
 
 class AttentionGroup(NamedTuple):
     """Blocks whose attention attends the same keys: their layers' name ``suffix`` ("" or
-    ``_local``), ``blocks`` (how many), ``attended`` (keys per query)."""
+    ``_local``), ``blocks`` (how many), ``attended`` (keys: a decode query's; a prefill's sequence),
+    ``window`` (a prefill's sliding window, `costmodel.transformer.attention.band_blocks`; 0: none)."""
 
     suffix: str
     blocks: int
     attended: int
+    window: int = 0
 
 
 def attention_groups(cfg: TransformerConfig, st: Step) -> list[AttentionGroup]:
     """The step's blocks by the keys they attend: one group of every block, unless a sliding window
-    binds (a decode step past it) on some blocks only (Gemma 2: every other block attends the last
-    ``sliding_window`` tokens, ``_local``, the rest the whole cache). Every block windowed
-    (Mistral): one group attending the window. A prefill is never past a window (`resolve_step`)."""
+    binds (a step past it) on some blocks only (Gemma: local blocks attend the last
+    ``sliding_window`` tokens, ``_local``, the others every one). Every block windowed (Mistral):
+    one group. Past the window a decode query attends the window's keys; a causal prefill's query
+    i keys i - window + 1 .. i (a band)."""
     window = cfg.cached(st.attended)
     if not cfg.windowed or window == st.attended:
         return [AttentionGroup("", cfg.layers, st.attended)]
+    local = (AttentionGroup("", cfg.layers, window) if st.phase == "decode" else
+             AttentionGroup("", cfg.layers, st.attended, cfg.sliding_window))
     if cfg.windowed == cfg.layers:
-        return [AttentionGroup("", cfg.layers, window)]
-    return [AttentionGroup("", cfg.layers - cfg.windowed, st.attended), AttentionGroup("_local", cfg.windowed, window)]
+        return [local]
+    return [AttentionGroup("", cfg.layers - cfg.windowed, st.attended), local._replace(suffix="_local",
+                                                                                        blocks=cfg.windowed)]
 
 
 def mla_form(cfg: TransformerConfig, phase: str) -> str | None:

@@ -29,9 +29,10 @@ from costmodel.workload import VectorOp
 __all__ = ["vector_ops", "not_costed", "pairs"]
 
 
-def pairs(st: Step) -> int:
-    """Query-key pairs one head computes in the step (`costmodel.transformer.attention.computed_pairs`)."""
-    return computed_pairs(st.q_len, st.attended, st.causal, st.fusion, st.query_tile, st.kv_tile)
+def pairs(st: Step, window: int = 0) -> int:
+    """Query-key pairs one head computes in the step (`costmodel.transformer.attention.computed_pairs`;
+    ``window``: a prefill's sliding window)."""
+    return computed_pairs(st.q_len, st.attended, st.causal, st.fusion, st.query_tile, st.kv_tile, window)
 
 
 def _op(bits: int | None):
@@ -58,7 +59,7 @@ def _attention_ops(cfg: TransformerConfig, st: Step, bits: int | None) -> tuple[
     reps = [cfg.layers] * len(block)
     rows = st.batch * cfg.heads * st.q_len
     for g in attention_groups(cfg, st) if st.fusion != "fused" else ():
-        n = st.batch * cfg.heads * pairs(replace(st, attended=g.attended))
+        n = st.batch * cfg.heads * pairs(replace(st, attended=g.attended), g.window)
         if cfg.softcap:
             block.append(op(f"attn_softcap{g.suffix}", "softcap", n, rows=rows))
             reps.append(g.blocks)
@@ -137,9 +138,11 @@ def _fused_attention(cfg: TransformerConfig, st: Step, bits: int | None) -> tupl
     reps: list[int] = []
     for g in attention_groups(cfg, st):
         tiles = tuple(l.name + g.suffix for l in attention_layers(d.group, d.qk_dim, st.q_len, g.attended, st.causal,
-                                                                  "fused", 1, st.query_tile, st.kv_tile, v_dim=d.v_dim)[0])
+                                                                  "fused", 1, st.query_tile, st.kv_tile, v_dim=d.v_dim,
+                                                                  window=g.window)[0])
         got, got_reps = fused_attention_ops(d.group, d.v_dim, st.q_len, g.attended, st.causal,
-                                            st.batch * d.kv_heads * g.blocks, bits, tiles, st.query_tile, st.kv_tile)
+                                            st.batch * d.kv_heads * g.blocks, bits, tiles, st.query_tile, st.kv_tile,
+                                            g.window)
         for o, r in zip(got, got_reps):
             if cfg.softcap and o.op == "online_softmax":  # the cap before each tile's softmax, on chip as it
                 ops.append(replace(o, name=o.name.replace("online_softmax", "attn_softcap") + g.suffix, op="softcap",

@@ -85,9 +85,6 @@ def resolve_step(cfg: TransformerConfig, phase, batch, seq, context, attention=N
     if s > cfg.max_context and cfg.max_positions:
         raise ValueError(f"seq: {s} exceeds {name}'s max_context {cfg.max_context} "
                          f"(its learned position embeddings have {cfg.max_positions} rows)")
-    if cfg.sliding_window and s > cfg.sliding_window:
-        raise ValueError(f"seq: {s} exceeds {name}'s sliding_window {cfg.sliding_window}: a prefill longer than "
-                         "the window attends a band, which is not modelled (seq <= the window is exact)")
     return Step(phase, b, s, None, tokens=b * s, q_len=s, attended=s, causal=attention == "causal")
 
 

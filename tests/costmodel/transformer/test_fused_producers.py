@@ -40,3 +40,31 @@ def test_mixtral_and_deepseek_elementwise_ops_ride_their_producers():
     assert ops["rope_q"].overlaps == ("q_b_proj",) and ops["rope_k"].overlaps == ("kv_a_proj",)
     assert ops["shared_act"].overlaps == ("shared_gate",) and ops["dense_act"].overlaps == ("ffn_gate",)
     assert ops["act"].overlaps == ("expert_gate",) and ops["gate_mul"].overlaps == ("expert_up",)  # 8 pairs on 8 experts: no _hi layers
+
+
+@pytest.mark.parametrize("n, window, tile", [(300, 64, 32), (257, 100, 64), (96, 96, 32), (500, 128, 128)])
+def test_sliding_window_tiles_cover_the_band_and_skip_what_lies_before_it(n, window, tile):
+    """Brute force over every (query, key) pair of a causal prefill of n tokens with a sliding window
+    (query i attends keys i - window + 1 .. i): the fused tiles, placed as `fused_tiles` walks them,
+    cover every pair of the band and no tile lies wholly before it; the unfused `band_blocks`
+    compute at least the band's pairs, their rows add up to n, and without a binding window they
+    are `causal_blocks`."""
+    from costmodel.transformer.attention import band_blocks, causal_blocks, fused_tiles
+    band = {(i, j) for i in range(n) for j in range(max(0, i - window + 1), i + 1)}
+    covered, count = set(), 0
+    for q0 in range(0, n, tile):
+        rows = min(tile, n - q0)
+        k0 = max(0, q0 - window + 1) // tile
+        for ki in range(k0, -(-(q0 + rows) // tile)):
+            cells = {(i, j) for i in range(q0, q0 + rows) for j in range(ki * tile, min((ki + 1) * tile, q0 + rows))}
+            assert cells & band, (q0, ki)  # no tile wholly outside the band
+            covered |= cells
+            count += 1
+    assert band <= covered
+    assert sum(fused_tiles(n, n, True, tile, tile, window).values()) == count
+    blocks = band_blocks(n, window)
+    assert sum(r * c * k for r, c, k in blocks) >= len(band)
+    if n <= window:
+        assert blocks == causal_blocks(n)
+    else:
+        assert sum(r * k for r, c, k in blocks if c > r) == n - window  # the band's query blocks

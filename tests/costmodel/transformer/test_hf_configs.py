@@ -26,6 +26,7 @@ PUBLISHED = {
     "llama3_1_8b": 8_030_261_248,
     "gemma_2_2b": 2_614_341_888,
     "gemma_2_9b": 9_241_705_984,
+    "gemma_3_1b": 999_885_952,
 }
 
 
@@ -159,14 +160,21 @@ def test_a_file_that_is_not_json_or_not_an_object(tmp_path):
 
 def test_sliding_window_limits_the_attended_context_and_the_cache():
     """Mistral-7B-v0.1 (sliding_window 4096): a decode step at context 8192 attends the last 4096
-    tokens (score: K = 4096) and its cache holds 4096 tokens; a prefill past the window is refused
-    naming seq."""
+    tokens (score: K = 4096) and its cache holds 4096 tokens. A prefill of 8192 tokens is a band:
+    query i attends keys i - 4095 .. i, 4096 x 4097 / 2 + 4096 x 4096 = 25,167,872 pairs per head
+    and block (the causal triangle would be 33,558,528); computed: the first 4096 queries' triangle
+    in blocks, then 32 blocks of 128 queries x (4096 + 127) keys."""
     cfg, _ = read_hf_config(HF / "mistral_7b_v0_1.json")
     net = build_transformer(cfg, phase="decode", context=8192)
     score = next(l for l, _ in net if l.name == "score")
     assert score.K == 4096 and cfg.cached(8192) == 4096 and cfg.cached(1000) == 1000
-    with pytest.raises(ValueError, match="^seq: 8192 exceeds"):
-        build_transformer(cfg, phase="prefill", seq=8192)
+    pre = build_transformer(cfg, phase="prefill", seq=8192)
+    per = 32 * 32  # heads x blocks
+    assert pre.workload["attention_pairs"]["exact"] == per * (4096 * 4097 // 2 + 4096 * 4096) == per * 25_167_872
+    band = {l.name: (l.B // 4, l.K, r // (8 * 32)) for l, r in pre if l.name.startswith("score_")}
+    assert band["score_128x4223"] == (128, 4223, 32)   # B = group 4 x 128 rows; 32 query blocks per K/V head
+    triangle = 4096 ** 2 // 2 + 4096 * 128 // 2          # causal_blocks(4096), its diagonal blocks in full
+    assert pre.workload["attention_pairs"]["computed"] == per * (triangle + 32 * 128 * 4223)
 
 
 def test_a_model_from_a_file_records_its_shapes_not_its_path(tmp_path):
@@ -215,8 +223,9 @@ def test_gemma_2_by_hand():
     assert ops["attn_softcap"] == ("softcap", 8 * 8192, 13) and ops["attn_softcap_local"] == ("softcap", 8 * 4096, 13)
     assert ops["logit_softcap"] == ("softcap", 256000, 1) and ops["act"][0] == "gelu"
     assert ops["attn_post_norm"][2] == ops["ffn_post_norm"][2] == 26
-    with pytest.raises(ValueError, match="^seq: 8192 exceeds"):
-        build_transformer(cfg, phase="prefill", seq=8192)
+    pre = build_transformer(cfg, phase="prefill", seq=8192)  # local blocks: a band; global: the triangle
+    exact = 13 * 8192 * 8193 // 2 + 13 * (4096 * 4097 // 2 + 4096 * 4096)
+    assert pre.workload["attention_pairs"]["exact"] == 8 * exact
 
 
 def test_a_pipeline_stage_keeps_its_own_windowed_and_dense_blocks():
@@ -232,3 +241,19 @@ def test_a_pipeline_stage_keeps_its_own_windowed_and_dense_blocks():
         build_transformer(v3, phase="decode", pp=2)
     with pytest.raises(ValueError, match="^tp: 8: .*latent attention"):
         build_transformer(v3, phase="decode", tp=8)
+
+
+def test_gemma_3_local_and_global_blocks():
+    """Gemma 3 1B: five local blocks (the last 512 tokens) per global one, block i global when i + 1
+    is a multiple of sliding_window_pattern 6: blocks 5, 11, 17, 23 global, 22 local; q/k norms
+    (head_dim 256 each per block), no soft-capping. Per block: q 1152 x 1024, k and v 1152 x 256, o
+    1024 x 1152, MLP 3 x 1152 x 6912, 4 norms of 1152 and q/k norms 2 x 256 = 26,842,112; x 26 +
+    embedding 262144 x 1152 (tied) + final norm = 999,885,952 (published)."""
+    cfg, _ = read_hf_config(HF / "gemma_3_1b.json")
+    assert [i for i in range(26) if i not in cfg.window_blocks] == [5, 11, 17, 23]
+    assert cfg.qk_norm and not cfg.softcap and cfg.sliding_window == 512
+    block = 1152 * 1024 + 2 * 1152 * 256 + 1024 * 1152 + 3 * 1152 * 6912 + 4 * 1152 + 2 * 256
+    assert block == 26_842_112 and 26 * block + 262144 * 1152 + 1152 == param_count(cfg)["total"]
+    net = build_transformer(cfg, phase="decode", context=4096)
+    assert {l.name: (l.K, r) for l, r in net if l.name.startswith("score")} == {"score": (4096, 4),
+                                                                              "score_local": (512, 22)}
