@@ -257,3 +257,19 @@ def test_gemma_3_local_and_global_blocks():
     net = build_transformer(cfg, phase="decode", context=4096)
     assert {l.name: (l.K, r) for l, r in net if l.name.startswith("score")} == {"score": (4096, 4),
                                                                               "score_local": (512, 22)}
+
+
+def test_vit_model_has_its_pooler_and_no_classifier(tmp_path):
+    """ViTModel (google/vit-base-patch16-224-in21k's layout): the encoder with BertPooler-style pooler
+    (768 x 768 + bias, tanh not costed), no classifier. By hand: class token 768, positions 197 x 768,
+    patch conv 768 x 3 x 16 x 16 + 768, 12 blocks of 4 x (768^2 + 768) + 768 x 3072 + 3072 +
+    3072 x 768 + 768 + 2 LayerNorms (2 x 1536), final LayerNorm 1536, pooler 768^2 + 768:
+    86,389,248."""
+    data = {"architectures": ["ViTModel"], "hidden_size": 768, "num_hidden_layers": 12, "num_attention_heads": 12,
+            "intermediate_size": 3072, "image_size": 224, "patch_size": 16, "num_channels": 3, "qkv_bias": True}
+    cfg, _ = read_hf_config(_write(tmp_path, data, "vit_in21k.json"))
+    block = 4 * (768 ** 2 + 768) + 768 * 3072 + 3072 + 3072 * 768 + 768 + 2 * 1536
+    total = 768 + 197 * 768 + 768 * 3 * 16 * 16 + 768 + 12 * block + 1536 + 768 ** 2 + 768
+    assert param_count(cfg)["total"] == total == 86_389_248
+    names = {l.name for l, _ in build_transformer(cfg)}
+    assert "pooler" in names and "classifier" not in names
