@@ -199,7 +199,11 @@ def add_llm_steps(page: Page, rep: dict[str, Any]) -> None:
     page.heading("LLM steps: time per token, tokens/s, energy per token")
     df = pd.DataFrame(steps)
     per = [r["ttft_s"] if r["phase"] == "prefill" else r["time_per_token_s"] for r in steps]
-    cells = [df["network"], df["arch"], df["mapper"], [fmt.energy(v) for v in df["energy_pj"]],
+    def _n(v):
+        return "-" if v is None or v != v else f"{int(v):,}"
+    cells = [df["network"], [r.get("phase") or "-" for r in steps], [_n(r.get("batch")) for r in steps],
+             [_n(r.get("seq") if r.get("phase") == "prefill" else r.get("context")) for r in steps],
+             df["arch"], df["mapper"], [fmt.energy(v) for v in df["energy_pj"]],
              [fmt.seconds(v) for v in per], [fmt.sig(v) for v in df["tokens_per_s"]],
              [fmt.energy(_pj(v)) for v in df["energy_per_token_j"]],
              [fmt.bits(r.get("dram_bits")) for r in steps],
@@ -207,12 +211,13 @@ def add_llm_steps(page: Page, rep: dict[str, Any]) -> None:
                          for k in ("weights", "kv_cache", "activations")) for r in steps],
              [_memory(r) for r in steps],
              ["-" if r.get("max_batch") is None else f"{r['max_batch']:,}" for r in steps]]
-    table = go.Figure(go.Table(header={"values": ["step", "arch", "mapper", "step energy", "TTFT / time per token",
+    table = go.Figure(go.Table(header={"values": ["step", "phase", "batch", "seq / context", "arch", "mapper",
+                                                  "step energy", "TTFT / time per token",
                                                   "tokens/s", "energy per token", "DRAM per step",
                                                   "DRAM: weights / KV cache / activations", "memory",
                                                   "largest batch that fits"]},
                                cells={"values": cells, "height": 30},
-                               columnwidth=[2.4, 1, 1, 1, 1.3, 0.8, 1.1, 1, 1.9, 1, 1]))
+                               columnwidth=[2.4, 0.8, 0.6, 0.9, 1, 1, 1, 1.3, 0.8, 1.1, 1, 1.9, 1, 1]))
     table.update_layout(height=90 + 32 * len(steps), margin={"l": 10, "r": 10, "t": 10, "b": 10})
     page.figure(table, "llm-steps-table")
     fig = go.Figure()

@@ -33,6 +33,9 @@ def test_an_llm_step_campaign_reads_as_one(tmp_path):
     page = (tmp_path / "r.html").read_text(encoding="utf-8")
     assert "<title>llm_labels: LLM steps mapped</title>" in page
     assert "loop-nest mappers compared" not in page
+    # the step table names each step's phase, batch and context (issue 43, item 8)
+    assert '"header":{"values":["step","phase","batch","seq / context",' in page
+    assert '["decode"],["1"],["64"]' in page
 
 
 def test_a_step_line_gives_the_clock_with_the_time_not_the_energy():
