@@ -17,7 +17,8 @@ Tables of a task (every row carries ``task_id`` and ``status``):
   (``spatial = "search"``), also ``spatial``: the spatial unrolling the layer's best mapping ran, JSON ``{"D1": [["C", 14]], ...}`` fitted to the layer (the mapper's
   choice under a hint dataflow, ``extra["spatial"]`` of the loop-order mappers);
 * ``totals``: one per (design, network): ``design_id``, ``network``, ``area_mm2``, ``energy_pj``,
-  ``latency_cycles``, ``edp`` (= energy x latency of the network), ``layers``, ``macs``,
+  ``latency_cycles``, ``edp`` (= energy x latency of the network), ``latency_s`` and ``edp_js`` (the
+  same at the design's clock: seconds, J x s), ``layers``, ``macs``,
   ``evaluations``, ``wall_s``, ``seed``, ``mapper``, ``objective``, ``error`` and the parameters;
   a transformer step whose weights, KV cache and live activations exceed the design's DRAM
   (`costmodel.capacity`) is checked before mapping: a totals row with status ``infeasible``,
@@ -157,6 +158,7 @@ def evaluate_design(template, design_id: str, values: dict, networks: Sequence, 
                 step_columns(t, net, acc, area, [r["latency_cycles"] for r in net_rows],
                              [r["energy_pj"] for r in net_rows], system)
             tot.update(status="ok", error="", **{k: v for k, v in t.items() if k != "dram_bits"})
+            _in_seconds(tot, acc.clock_mhz)
         if steps:
             tot = {**dict.fromkeys(step_total_columns(networks)), **tot, **_step_keys(net)}
         totals.append(tot)
@@ -245,6 +247,7 @@ def mix_row(mix, totals: list[dict], arch_row: list[dict]) -> dict:
     row.update({k: fig[k] for k in ("energy_pj", "latency_cycles", "ttft_s", "time_per_token_s", "tokens_per_s",
                                     "energy_per_token_j")})
     row["edp"] = None if fig["energy_pj"] is None else fig["energy_pj"] * fig["latency_cycles"]
+    _in_seconds(row, clock)
     row["tokens_per_s_per_mm2"] = (fig["tokens_per_s"] / row["area_mm2"]
                                    if fig["tokens_per_s"] and row.get("area_mm2") else None)
     for k in MIX_TOTALS:
@@ -257,8 +260,16 @@ MIX_TOTALS = ("request_latency_s", "requests_per_s", "energy_per_request_j")
 
 
 def _nan_totals() -> dict:
-    return {"energy_pj": np.nan, "latency_cycles": np.nan, "edp": np.nan, "layers": 0, "macs": 0,
-            "evaluations": 0, "wall_s": 0.0}
+    return {"energy_pj": np.nan, "latency_cycles": np.nan, "edp": np.nan, "latency_s": np.nan, "edp_js": np.nan,
+            "layers": 0, "macs": 0, "evaluations": 0, "wall_s": 0.0}
+
+
+def _in_seconds(tot: dict, clock_mhz: float) -> None:
+    """``latency_s`` (the totals' latency_cycles at the design's clock) and ``edp_js`` (energy in J x
+    latency_s) into ``tot``: what designs of different clocks are compared by (issue 43, item 1)."""
+    lat, energy = tot.get("latency_cycles"), tot.get("energy_pj")
+    tot["latency_s"] = np.nan if lat is None or clock_mhz <= 0 else float(lat) / (clock_mhz * 1e6)
+    tot["edp_js"] = np.nan if energy is None else float(energy) * 1e-12 * tot["latency_s"]
 
 
 def step_row(common: dict, network: str, run: dict, status: str, error: str, with_spatial: bool) -> dict:

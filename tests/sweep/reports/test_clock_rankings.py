@@ -63,3 +63,28 @@ def test_the_clock_comes_from_the_archs_table_when_it_is_no_parameter():
                                                            json.dumps({"clock_mhz": 1400.0})]})
     df = design_table(_totals().drop(columns="clock_mhz"), design_clocks(archs))
     assert time_basis(df) == "s" and network_report(df, [])["top"][0]["design_id"] == "B"
+
+
+def test_the_totals_store_seconds_beside_cycles(tmp_path):
+    """A search over the clock (700 and 1,400 MHz on llm_ws, a tiny network): each ok totals row
+    has latency_s = latency_cycles / clock and edp_js = energy (J) x latency_s, in the Parquet
+    dataset a plain reader gets; the report ranks in seconds."""
+    import pyarrow.dataset as ds
+
+    from paths import REPO
+    from sweep import api
+    net = (REPO / "tests" / "data" / "tiny_net.csv").as_posix()
+    camp = tmp_path / "c.toml"
+    camp.write_text(f'name = "clk"\noutput = "{(tmp_path / "out").as_posix()}"\nnetworks = [{{file = "{net}"}}]\n'
+                    'objectives = ["edp"]\n[architectures]\nkind = "loopnest"\ntemplate = "llm_ws"\n'
+                    '[architectures.grid]\nclock_mhz = [700.0, 1400.0]\n"array.D1" = [64, 128]\n'
+                    '[[mappers]]\nname = "loma"\nparams = { lpf_limit = 3 }\n[search]\nsampler = "grid"\n')
+    run = api.run_campaign(camp, executor="local")
+    t = ds.dataset(run.output / "totals").to_table().to_pandas()
+    t = t[t["status"] == "ok"]
+    assert len(t) == 4
+    assert (t["latency_s"] - t["latency_cycles"] / (t["clock_mhz"] * 1e6)).abs().max() < 1e-15
+    assert (t["edp_js"] - t["energy_pj"] * 1e-12 * t["latency_s"]).abs().max() < 1e-24
+    from sweep.kinds import build_report
+    rep = build_report(run.output)
+    assert rep["time_basis"] == "s"
