@@ -136,6 +136,16 @@ def _capacity(arch) -> tuple[int | None, str]:
             f"{units} {kind.upper()} {unit}{'s' if units > 1 else ''}" + (f" of {gib:g} GiB" if gib else ""))
 
 
+def _activations_capacity(arch) -> tuple[str, int | None]:
+    """(name, bytes) of the on-chip level activations live in when it is not the DRAM
+    (`costmodel.vector.activations_home`: TPU v1's unified buffer), else ("", None)."""
+    from costmodel.vector import activations_home
+    home = activations_home(arch)
+    if home is arch.memories[-1] or home.size_bits is None:
+        return "", None
+    return home.name, home.size_bits // 8
+
+
 def step_footprint(network, arch) -> Footprint | None:
     """The DRAM footprint of a transformer step on ``arch`` (module docstring); None for a network
     that is not a step of a zoo transformer (no ``workload["model"]``).
@@ -177,13 +187,11 @@ def step_footprint(network, arch) -> Footprint | None:
         if live > best:
             best, largest = live, l.name
     cap, memory = _capacity(arch)
-    home = next((m for m in reversed(arch.memories) if "I" in m.operands and "O" in m.operands), arch.memories[-1])
-    on_chip = home is not arch.memories[-1] and home.size_bits is not None  # TPU v1: the unified buffer
+    home, home_bytes = _activations_capacity(arch)
     return Footprint(weights_bytes=int(weights), kv_cache_bytes=int(kv_cache),
                      activations_bytes=(residual + best + 7) // 8, largest=largest,
                      capacity_bytes=cap, memory=memory, arch=getattr(arch, "name", str(arch)),
-                     activations_home=home.name if on_chip else "",
-                     activations_capacity_bytes=home.size_bits // 8 if on_chip else None)
+                     activations_home=home, activations_capacity_bytes=home_bytes)
 
 
 _FITS: dict = {}
@@ -203,8 +211,8 @@ def max_batch(network, arch, limit: int = 1 << 20) -> int | None:
     from costmodel.transformer.build import step_params
 
     w = network.workload or {}
-    fp = step_footprint(network, arch) if w.get("model") else None
-    if fp is None or (fp.capacity_bytes is None and fp.activations_capacity_bytes is None):
+    home_bytes = _activations_capacity(arch)[1]
+    if not w.get("model") or (_capacity(arch)[0] is None and home_bytes is None):
         return None
     params = step_params(w)
     params.pop("batch")
@@ -214,7 +222,7 @@ def max_batch(network, arch, limit: int = 1 << 20) -> int | None:
     # the footprint depends on the model, the step's parameters, the batch, the precisions and the
     # capacity only: kept per process for the next designs of a grid (same answer, without the rebuilds)
     key = (w["model"], repr(w.get("config")), tuple(sorted((k, repr(v)) for k, v in params.items())),
-           tuple(sorted(getattr(arch, "precisions", {}).items())), _capacity(arch)[0], fp.activations_capacity_bytes)
+           tuple(sorted(getattr(arch, "precisions", {}).items())), _capacity(arch)[0], home_bytes)
 
     def fits(b: int) -> bool:
         hit = _FITS.get((key, b))

@@ -56,7 +56,7 @@ from typing import Any, NamedTuple, Protocol
 
 from .workload import Network, VectorOp
 
-__all__ = ["Primitives", "OP_PRIMITIVES", "VectorUnit", "VectorCost", "vector_cost", "network_vector_costs",
+__all__ = ["Primitives", "OP_PRIMITIVES", "activations_home", "VectorUnit", "VectorCost", "vector_cost", "network_vector_costs",
            "vector_totals", "DEFAULT_SOURCE"]
 
 
@@ -277,13 +277,19 @@ def _no_unit(arch: _Arch) -> str:
             f"Horowitz's FP16 figures)")
 
 
+def activations_home(arch: _Arch) -> _Level:
+    """Where activations live: the outermost level serving I and O (the DRAM; TPU v1's unified
+    buffer, its DRAM holding weights only), for matmuls and vector operations alike."""
+    return next((m for m in reversed(arch.memories) if "I" in m.operands and "O" in m.operands), arch.memories[-1])
+
+
 def _level(op: VectorOp, arch: _Arch, bits: int) -> _Level:
     """Rule (b): the activations' home, the outermost level serving I and O (the DRAM, or where the
     DRAM holds weights only, TPU v1's unified buffer: the level the matmuls read their inputs from
     and write their outputs to); for an ``onchip`` op, the innermost shared level serving I and O
     that holds inputs and output at once (those it reads and writes: not the ones in flight), else
     that home."""
-    home = next((m for m in reversed(arch.memories) if "I" in m.operands and "O" in m.operands), arch.memories[-1])
+    home = activations_home(arch)
     if not op.onchip:
         return home
     need = (op.inputs - op.in_flight + (0 if op.in_flight else 1)) * op.elements * bits

@@ -43,8 +43,8 @@ from sweep.common import fmt
 from sweep.common.fmt import print_wide
 from sweep.reports import dataflow
 from sweep.reports.summary import print_plots, print_summary, read_rows, summary
-from sweep.reports.designs import (_py, _record, best_per_budget, parameter_effects, pareto_designs, rank_columns,
-                                   time_basis)
+from sweep.reports.designs import (_py, _record, best_per_budget, design_clocks, edp_unit, latency_edp_text,
+                                   parameter_effects, pareto_designs, rank_columns, time_basis)
 from sweep.reports.plots import category_ticks, figure, log_axis, save
 
 __all__ = [
@@ -108,20 +108,6 @@ def design_table(designs: pd.DataFrame, clocks: dict[str, float] | None = None) 
     d["rank_latency"] = d["latency_s"] if seconds else d["latency_cycles"]
     d["rank_edp"] = d["edp_js"] if seconds else d["edp"]
     return d.reset_index(drop=True)
-
-
-def design_clocks(archs: pd.DataFrame) -> dict[str, float]:
-    """design_id -> clock (MHz) from the ``archs`` table's accelerator JSON (designs whose JSON has
-    no clock left out)."""
-    if archs.empty or "arch" not in archs:
-        return {}
-    out = {}
-    for did, a in archs.drop_duplicates("design_id")[["design_id", "arch"]].itertuples(index=False):
-        mhz = json.loads(a).get("clock_mhz") if isinstance(a, str) else None
-        if mhz:
-            out[str(did)] = float(mhz)
-    return out
-
 
 
 def top_designs(df: pd.DataFrame, params: list[str], objective: str = "edp", k: int = 10) -> list[dict]:
@@ -491,19 +477,6 @@ def _fixed_params(params: list[str], n: dict[str, Any]) -> dict[str, Any]:
     their columns say nothing, a line above the tables does."""
     eff = n.get("parameter_effects") or {}
     return {p: eff[p][0]["value"] for p in params if len(eff.get(p) or []) == 1}
-
-
-def latency_edp_text(r: dict, basis: str) -> tuple[str, str]:
-    """A design record's latency and EDP as printed: seconds and J x s on the ``s`` basis (designs
-    of different clocks), cycles and pJ x cycles otherwise."""
-    if basis == "s":
-        return fmt.seconds(r.get("latency_s")), fmt.sig(r.get("edp_js"))
-    return fmt.cycles(r["latency_cycles"]), fmt.edp(r["edp"], unit=False)
-
-
-def edp_unit(basis: str) -> str:
-    """The EDP unit of a report on ``basis`` (`time_basis`)."""
-    return "J*s" if basis == "s" else "pJ*cycles"
 
 
 def _design_table(title: str, recs: list[dict], params: list[str], extra: list[tuple[str, str]] = (),

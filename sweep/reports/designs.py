@@ -8,14 +8,17 @@ J x s when the designs' clocks differ, else cycles and pJ x cycles, `rank_column
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from sweep.common import fmt
 from sweep.reports.pareto import even_budgets, pareto_front
 
-__all__ = ["best_per_budget", "parameter_effects", "pareto_designs", "rank_columns", "time_basis"]
+__all__ = ["best_per_budget", "parameter_effects", "pareto_designs", "rank_columns", "time_basis", "design_clocks",
+           "latency_edp_text", "edp_unit"]
 
 
 def rank_columns(df: pd.DataFrame) -> tuple[str, str]:
@@ -100,3 +103,29 @@ def parameter_effects(df: pd.DataFrame, params: list[str]) -> dict[str, list[dic
                          "median_vs_best": med / overall, "best_design_id": str(best["design_id"])})
         out[p] = recs
     return out
+
+
+def design_clocks(archs: pd.DataFrame) -> dict[str, float]:
+    """design_id -> clock (MHz) from the ``archs`` table's accelerator JSON (designs whose JSON has
+    no clock left out)."""
+    if archs.empty or "arch" not in archs:
+        return {}
+    out = {}
+    for did, a in archs.drop_duplicates("design_id")[["design_id", "arch"]].itertuples(index=False):
+        mhz = json.loads(a).get("clock_mhz") if isinstance(a, str) else None
+        if mhz:
+            out[str(did)] = float(mhz)
+    return out
+
+
+def latency_edp_text(r: dict, basis: str) -> tuple[str, str]:
+    """A design record's latency and EDP as printed: seconds and J x s on the ``s`` basis (designs
+    of different clocks), cycles and pJ x cycles otherwise."""
+    if basis == "s":
+        return fmt.seconds(r.get("latency_s")), fmt.sig(r.get("edp_js"))
+    return fmt.cycles(r["latency_cycles"]), fmt.edp(r["edp"], unit=False)
+
+
+def edp_unit(basis: str) -> str:
+    """The EDP unit of a report on ``basis`` (`time_basis`)."""
+    return "J*s" if basis == "s" else "pJ*cycles"

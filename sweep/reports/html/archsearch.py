@@ -25,14 +25,13 @@ from costmodel.loopnest.template import DATAFLOW
 from sweep.common import fmt
 from sweep.reports.archsearch import (
     _mapper_params,
-    design_clocks,
     design_table,
     map_command,
     network_arguments,
     pareto_designs,
     write_design_files,
 )
-from sweep.reports.designs import _record, rank_columns, time_basis
+from sweep.reports.designs import _record, design_clocks, rank_columns, time_basis
 from sweep.reports.html import COLOURS, Page, short, write_page
 from sweep.reports.html.axes import category_axis, log_axis, pad_axis
 from sweep.reports.html.breakdown import UNSPLIT, level_breakdown
