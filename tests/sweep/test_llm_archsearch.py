@@ -209,6 +209,19 @@ def test_report_answers_which_design_with_rooflines(tmp_path):
     br = next(b for b in llm["breakdowns"] if b["network"] == r0["network"] and b["design_id"] == r0["design_id"])
     tot = t[(t["design_id"] == r0["design_id"]) & (t["network"] == r0["network"])].iloc[0]
     assert br["total_pj"] == pytest.approx(tot["energy_pj"], rel=1e-9)
+    # the HTML page says which steps each phase figure averages and gives each step's own figure on
+    # the best designs (issue 43, item 3): the decode step's time per token on the best for decode
+    r = runner.invoke(app, ["report", str(run.output), "--html", str(tmp_path / "r.html")])
+    assert r.exit_code == 0, r.output
+    page = (tmp_path / "r.html").read_text(encoding="utf-8")
+    dec_steps = sorted(set(t.loc[t["phase"] == "decode", "network"]))
+    assert f"time per token above: geometric mean over {len(dec_steps)} decode step(s), one value each: " \
+           f"{', '.join(dec_steps)}" in page
+    assert '"header":{"values":["step","phase","batch","seq / context","figure",' in page
+    from sweep.common import fmt
+    d0 = best["decode"]["design_id"]
+    own = t[(t["design_id"] == d0) & (t["network"] == dec_steps[0])]["time_per_token_s"].iloc[0]
+    assert f'"{fmt.seconds(float(own))}"' in page and f"{d0} (best for decode)" in page
 
 
 LLM_GRID = """

@@ -237,10 +237,35 @@ def build(directory: Path, manifest: dict, out_file: str | Path, rep: dict[str, 
     return write_page(page, out_file)
 
 
+#: The best-design table's label of each phase figure.
+_FIGURE_LABEL = {"ttft_s": "TTFT", "time_per_token_s": "time per token"}
+
+
+def _step_table(page: Page, steps: list[dict[str, Any]], best: list[dict[str, Any]]) -> None:
+    """Each step under its own label on the best designs (`sweep.reports.llm.step_figures`): its
+    phase, batch, seq (prefill) or context (decode), and its own TTFT or time per output token."""
+    import plotly.graph_objects as go
+
+    from sweep.common import fmt
+    if not steps:
+        return
+    page.heading("Each step on the best designs: TTFT of a prefill step, time per output token of a decode step")
+    header = ["step", "phase", "batch", "seq / context", "figure", *(f"{b['design_id']} (best for {b['for']})"
+                                                                     for b in best)]
+    cols = [[s["step"] for s in steps], [s["phase"] for s in steps], [str(s["batch"]) for s in steps],
+            [str(s["seq"] if s["phase"] == "prefill" else s["context"]) for s in steps],
+            ["TTFT" if s["phase"] == "prefill" else "time per output token" for s in steps],
+            *([fmt.seconds(s["values"].get(b["design_id"])) for s in steps] for b in best)]
+    table = go.Figure(go.Table(header={"values": header}, cells={"values": cols}))
+    table.update_layout(height=80 + 26 * len(steps), margin={"l": 10, "r": 10, "t": 10, "b": 10})
+    page.figure(table, "llm-steps")
+
+
 def add_llm_answer(page: Page, rep: dict[str, Any]) -> None:
     """The answer of a search over transformer steps (``rep["llm"]``, `sweep.reports.llm.llm_designs`):
-    the best designs for prefill, decode and the serving mix side by side, and each one's roofline
-    (attained MACs per cycle against MACs per DRAM byte, the roof drawn)."""
+    the best designs for prefill, decode and the serving mix side by side, which steps each phase
+    figure aggregates and each step's own figure on them, and each one's roofline (attained MACs
+    per cycle against MACs per DRAM byte, the roof drawn)."""
     import plotly.graph_objects as go
 
     from sweep.common import fmt
@@ -261,6 +286,9 @@ def add_llm_answer(page: Page, rep: dict[str, Any]) -> None:
                                cells={"values": [names, *cols]}))
     table.update_layout(height=60 + 26 * len(names), margin={"l": 10, "r": 10, "t": 10, "b": 10})
     page.figure(table, "llm-best")
+    for fig, agg in (llm.get("aggregates") or {}).items():
+        page.text(f"{_FIGURE_LABEL.get(fig, fig)} above: {agg['how']}: {', '.join(agg['steps'])}", "note")
+    _step_table(page, llm.get("steps") or [], best)
     for b in {r["design_id"]: r for r in llm.get("rooflines") or []}.values():  # one figure per design
         mine = [r for r in llm.get("rooflines") or [] if r["design_id"] == b["design_id"]]
         if not mine:
