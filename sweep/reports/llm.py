@@ -414,6 +414,16 @@ def write_roofline_plot(rooflines: list[dict], path: Path) -> str:
     return save(fig, path, "roofline")
 
 
+def best_columns(best: list[dict]) -> list[tuple[str, str]]:
+    """One (design_id, heading) per distinct design of ``best`` (`llm_designs`' ``best``), in
+    first-seen order, the heading naming every phase the design is best for: ``"<id> (best for
+    prefill, decode per mm^2)"``."""
+    fors: dict[str, list[str]] = {}
+    for b in best:
+        fors.setdefault(str(b["design_id"]), []).append(str(b["for"]))
+    return [(d, f"{d} (best for {', '.join(f)})") for d, f in fors.items()]
+
+
 def _print_steps(steps: list[dict], best: list[dict], console) -> None:
     """Each step under its own label (phase, batch, seq or context, its figure) on the best designs."""
     from rich.table import Table
@@ -422,11 +432,12 @@ def _print_steps(steps: list[dict], best: list[dict], console) -> None:
     t = Table(title="Each step on the best designs: TTFT of a prefill step, time per output token of a decode step")
     for c in ("step", "phase", "batch", "seq / context", "figure"):
         t.add_column(c, justify="left" if c in ("step", "phase", "figure") else "right")
-    for b in best:
-        t.add_column(f"{b['design_id']} (best for {b['for']})", justify="right")
+    cols = best_columns(best)
+    for _, heading in cols:
+        t.add_column(heading, justify="right")
     for s in steps:
         t.add_row(s["step"], s["phase"], str(s["batch"]), str(s["seq"] if s["phase"] == "prefill" else s["context"]),
-                  _STEP_FIGURE[s["phase"]][1], *(fmt.seconds(s["values"].get(b["design_id"])) for b in best))
+                  _STEP_FIGURE[s["phase"]][1], *(fmt.seconds(s["values"].get(d)) for d, _ in cols))
     print_wide(console, t)
 
 

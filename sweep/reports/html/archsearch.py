@@ -35,6 +35,7 @@ from sweep.reports.designs import _record, design_clocks, rank_columns, time_bas
 from sweep.reports.html import COLOURS, Page, short, write_page
 from sweep.reports.html.axes import category_axis, log_axis, pad_axis
 from sweep.reports.html.breakdown import UNSPLIT, level_breakdown
+from sweep.reports.llm import best_columns
 from sweep.reports.summary import read_rows
 
 __all__ = ["build", "design_commands", "fronts_figure"]
@@ -246,16 +247,15 @@ def _step_table(page: Page, steps: list[dict[str, Any]], best: list[dict[str, An
     phase, batch, seq (prefill) or context (decode), and its own TTFT or time per output token."""
     import plotly.graph_objects as go
 
-    from sweep.common import fmt
     if not steps:
         return
     page.heading("Each step on the best designs: TTFT of a prefill step, time per output token of a decode step")
-    header = ["step", "phase", "batch", "seq / context", "figure", *(f"{b['design_id']} (best for {b['for']})"
-                                                                     for b in best)]
+    cols_of = best_columns(best)
+    header = ["step", "phase", "batch", "seq / context", "figure", *(h for _, h in cols_of)]
     cols = [[s["step"] for s in steps], [s["phase"] for s in steps], [str(s["batch"]) for s in steps],
             [str(s["seq"] if s["phase"] == "prefill" else s["context"]) for s in steps],
             ["TTFT" if s["phase"] == "prefill" else "time per output token" for s in steps],
-            *([fmt.seconds(s["values"].get(b["design_id"])) for s in steps] for b in best)]
+            *([fmt.seconds(s["values"].get(d)) for s in steps] for d, _ in cols_of)]
     table = go.Figure(go.Table(header={"values": header}, cells={"values": cols}))
     table.update_layout(height=80 + 26 * len(steps), margin={"l": 10, "r": 10, "t": 10, "b": 10})
     page.figure(table, "llm-steps")
