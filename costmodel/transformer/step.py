@@ -18,7 +18,9 @@ __all__ = ["PHASES", "WEIGHT_BITS", "ACT_BITS", "KV_BITS", "Step", "Bits", "posi
            "with_bits"]
 
 PHASES = ("prefill", "decode")
-#: The weight precisions `costmodel.transformer.build_transformer` takes (bits).
+#: The weight precisions `costmodel.transformer.build_transformer` takes (bits): FP16 / BF16 (the
+#: published checkpoints), INT8 / FP8, and 4-bit weight-only quantisation (GPTQ: Frantar et al., ICLR
+#: 2023; AWQ: Lin et al., MLSys 2024). FP32 weights are not served; 2-bit weights are not modelled.
 WEIGHT_BITS = (16, 8, 4)
 #: The activation formats inference runs in (bits): FP32, FP16 / BF16, INT8 / FP8, and 4-bit
 #: (W4A4, QuaRot: Ashkboos et al., NeurIPS 2024). Other widths are not formats a datapath carries.
@@ -114,7 +116,7 @@ class Bits:
 
 def resolve_bits(weight_bits, act_bits, kv_bits) -> Bits:
     if weight_bits is not None and (isinstance(weight_bits, bool) or weight_bits not in WEIGHT_BITS):
-        raise ValueError(f"weight_bits: must be one of {WEIGHT_BITS}, got {weight_bits!r}")
+        raise ValueError(f"weight_bits: must be one of {WEIGHT_BITS} (the weight formats served), got {weight_bits!r}")
     for name, v, allowed in (("act_bits", act_bits, ACT_BITS), ("kv_bits", kv_bits, KV_BITS)):
         if v is not None:
             positive(name, v)
