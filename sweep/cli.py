@@ -176,6 +176,9 @@ def _execute(c, resume: bool, executor: ExecutorKind, address: str | None, resum
         except Interrupted as i:
             prog.stop()
             done, before = i.summary.tasks_run, i.summary.tasks_skipped
+            if c.plan.runs_study(c) and getattr(c, "search", None) is not None:
+                # a search's skipped count is of suggestions answered from storage: count the store
+                before = max(0, len(Store(c.output).stored_task_ids()) - done)
             stored = f"{done} task(s) stored by this run" + (f", {done + before} in all" if before else "")
             err.print(f"interrupted: {stored} in {c.output}; complete it with: {resume_hint}",
                       markup=False, highlight=False)

@@ -230,3 +230,32 @@ def test_a_study_seeded_at_the_top_of_the_seed_range_resumes(tmp_path):
     s.tell(s.ask({"x": optuna.distributions.FloatDistribution(0, 1)}), 0.5)
     again = st.open_study(tmp_path, "top", 1, "tpe", SEED_MAX)   # seed SEED_MAX + 1: out of numpy's range before
     assert len(again.trials) == 1
+
+
+def test_an_interrupted_search_counts_the_designs_stored_not_the_repeats_told(tmp_path, monkeypatch):
+    """Issue 43, item 7: an NSGA-II search on a small grid interrupted after many suggestions said
+    "137 task(s) stored by this run, 629 in all" with 137 designs stored: "in all" added the
+    suggestions answered from storage (repeats). Both counts are the designs in the store."""
+    from typer.testing import CliRunner
+
+    from sweep.cli import app
+    from sweep.search import driver
+    path = tmp_path / "c.toml"
+    path.write_text(NSGA2.format(net=(REPO / "tests" / "data" / "tiny_net.csv").as_posix())
+                    .replace("iterations = 200", "iterations = 30").replace("trials = 20", "trials = 30"))
+    out = tmp_path / "out"
+    told = []
+    real = driver.tell
+
+    def tell(study, trial, space, known, i, objectives):   # Ctrl-C once repeats have been told
+        real(study, trial, space, known, i, objectives)
+        did = None if i is None else space.design_id(space.point(i))
+        told.append(did)
+        if len(told) > len(set(told)) + 3:
+            raise KeyboardInterrupt
+    monkeypatch.setattr(driver, "tell", tell)
+    r = CliRunner().invoke(app, ["run", str(path), "--executor", "local", "--out", str(out)])
+    assert r.exit_code == 130, r.output
+    designs = Store(out).read("totals")["design_id"].nunique()
+    assert len(told) > designs + 3          # suggestions answered from storage were told
+    assert f"interrupted: {designs} task(s) stored by this run in" in r.output
