@@ -346,7 +346,8 @@ class StudyDriver:
             except Exception:  # noqa: BLE001 - another driver finished it meanwhile
                 continue
             if t.params:
-                self.study.enqueue_trial(dict(t.params), user_attrs={"requeued_from": t.number})
+                keep_attrs = {k: v for k, v in t.user_attrs.items() if k == "explore"}  # why it was asked
+                self.study.enqueue_trial(dict(t.params), user_attrs={"requeued_from": t.number, **keep_attrs})
             self.requeued += 1
         real = self.study.sampler   # a Trial object built for an orphan must not sample anything
         self.study.sampler = optuna.samplers.RandomSampler(seed=0)

@@ -62,6 +62,9 @@ class RunSummary:
     rows_by_status: dict[str, int] = field(default_factory=dict)
     first_reason: dict[str, str] = field(default_factory=dict)
     search: dict = field(default_factory=dict)
+    #: the run completed a directory that already held tasks (``--resume``): the row counts by
+    #: status are of this run's rows
+    resumed: bool = False
 
     def count_rows(self, rows: pa.Table) -> None:
         """Count the ``rows`` of one task by status (``rows_by_status``: "ok", "infeasible",
@@ -105,7 +108,7 @@ def run_campaign(campaign: Campaign, *, resume: bool = False, executor: str = "r
     done_ids = store.stored_task_ids() if resume else set()   # 100k ids: ~10 MB
     t1 = time.perf_counter()
     total = count_tasks(campaign)
-    summary = RunSummary(str(campaign.output), total)
+    summary = RunSummary(str(campaign.output), total, resumed=bool(done_ids))
     summary.timings["count_s"] = time.perf_counter() - t1
     store.create({"name": campaign.name, "source": campaign.source,
                   "config_hash": campaign.config_hash(), "config": campaign.resolved_config(),

@@ -229,10 +229,19 @@ def run_search(campaign, summary, *, resume: bool, executor: str, address: str |
                       campaign.run.max_retries, beat=drv.beat) as ex:
             summary.executor_start_s = time.perf_counter() - t_ex   # starting (or joining) Ray
             obj = _DesignObjective(campaign, summary, ex, known, flush, progress, told)
+            obj.explored = explored(drv.study)   # by earlier sessions of a resumed study
             drv.run(obj)
+            why = obj.why or (f"{obj.explored:,} unvisited designs drawn instead" if obj.explored else "")
             summary.search = {"designs": len(obj.designs), "trials": s.trials, "asked": obj.asked,
                               "repeats": sum(obj.repeats), "stopped": obj.stopped, "explored": obj.explored,
-                              "why_explored": obj.why}
+                              "why_explored": why}
+
+
+def explored(study) -> int:
+    """The unvisited designs a search's study has enqueued in place of repeats (`REPEAT_SHARE`), in
+    any state, a trial enqueued again after an interruption counted once."""
+    return sum(1 for t in study.get_trials(deepcopy=False)
+               if t.user_attrs.get("explore") and "requeued_from" not in t.user_attrs)
 
 
 def tell(study, trial, space, known: dict, i: int | None, objectives) -> None:

@@ -259,3 +259,36 @@ def test_an_interrupted_search_counts_the_designs_stored_not_the_repeats_told(tm
     designs = Store(out).read("totals")["design_id"].nunique()
     assert len(told) > designs + 3          # suggestions answered from storage were told
     assert f"interrupted: {designs} task(s) stored by this run in" in r.output
+
+
+def test_a_resumed_search_reports_the_whole_study_not_its_last_session(tmp_path, monkeypatch):
+    """Issue 43, item 7: a resumed NSGA-II search said "48 unvisited designs drawn instead" where
+    the undisturbed run said 104 (only its own session's), and "86 row(s) infeasible" for the 302
+    the directory holds. Unvisited designs are counted over the study; row counts say they are the
+    session's."""
+    from rich.console import Console
+
+    from sweep.commands.text import print_run_outcome
+    from sweep.engine.runner import Interrupted
+    from sweep.search import driver
+    path = tmp_path / "c.toml"
+    path.write_text(NSGA2.format(net=(REPO / "tests" / "data" / "tiny_net.csv").as_posix())
+                    .replace("iterations = 200", "iterations = 30").replace("trials = 20", "trials = 34"))
+    ref = run_campaign(load_campaign(path, output=tmp_path / "ref"), executor="local").search
+    # every one of the 34 designs: the sampler repeats itself and designs are drawn, twice before
+    # the 170th suggestion (trials 150 and 151) and again after it
+    drawn = [t.number for t in st.load_study(tmp_path / "ref", "nsga2_kill").trials if t.user_attrs.get("explore")]
+    assert ref["explored"] == len(drawn) and min(drawn) < 170 < max(drawn)
+    c = load_campaign(path, output=tmp_path / "int")
+    with monkeypatch.context() as m:
+        _interrupt_after(m, driver, "tell", 170)
+        with pytest.raises(Interrupted):
+            run_campaign(c, executor="local")
+    s = run_campaign(c, executor="local", resume=True)
+    assert s.resumed and s.search["designs"] == ref["designs"]
+    assert s.search["explored"] == ref["explored"]
+    assert f"{ref['explored']} unvisited designs drawn instead" in s.search["why_explored"]
+    s.rows_by_status, s.first_reason = {"ok": 5, "infeasible": 3}, {"infeasible": "no mapping fits"}
+    con = Console(record=True, width=200)
+    print_run_outcome(s, con)
+    assert "3 row(s) infeasible written by this run; the first: no mapping fits" in con.export_text()
