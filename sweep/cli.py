@@ -179,13 +179,13 @@ def _execute(c, resume: bool, executor: ExecutorKind, address: str | None, resum
             if c.plan.runs_study(c) and getattr(c, "search", None) is not None:
                 # a search's skipped count is of suggestions answered from storage: count the store
                 before = max(0, len(Store(c.output).stored_task_ids()) - done)
-            stored = f"{done} task(s) stored by this run" + (f", {done + before} in all" if before else "")
+            stored = f"{done:,} task(s) stored by this run" + (f", {done + before:,} in all" if before else "")
             err.print(f"interrupted: {stored} in {c.output}; complete it with: {resume_hint}",
                       markup=False, highlight=False)
             raise typer.Exit(130)
     skipped = ("suggested design(s) told their stored figures" if c.plan.runs_study(c) and unit == "tasks"
                else "already stored")
-    err.print(f"done: {s.tasks_run} task(s) run, {s.tasks_skipped} {skipped}, "
+    err.print(f"done: {s.tasks_run:,} task(s) run, {s.tasks_skipped:,} {skipped}, "
               f"{s.tasks_failed} failed, {s.rows_written:,} rows in {s.seconds:.1f} s "
               f"(executor start {s.executor_start_s:.1f} s) -> {s.output}", markup=False)
     text.print_search_outcome(s.search, err)
