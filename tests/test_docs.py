@@ -154,3 +154,8 @@ def test_the_first_campaign_runs_as_the_readme_says(tmp_path):
     assert "rows: 8 ok" in rep.output
     for layer in ("ocr1_480x48x1_k16", "ocr2_240x24x16_k32", "ocr3_120x12x32_k64", "ocr4_60x6x64_k128"):
         assert layer in rep.output
+        # the energies the README quotes for the layer, salsa's and random's, are the report's
+        quoted = re.search(rf"^ {layer}\s+(\S+ uJ) \(\S+\) / \S+\s+(\S+ uJ)", section, re.M)
+        assert quoted, layer
+        line = next(x for x in rep.output.splitlines() if layer in x)
+        assert re.findall(r"\S+ uJ", line) == list(quoted.groups()), (line, quoted.groups())

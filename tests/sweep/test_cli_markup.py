@@ -66,3 +66,27 @@ def test_validate_and_run_keep_brackets_in_names_and_paths(tmp_path):
     text = invoke("run", str(p), "--executor", "local").output
     assert "campaign demo [spatial] name:" in text
     assert f"-> {out}" in text
+
+
+def _commands(cmd, path=()):
+    """(path, click command) of every command and subcommand of the CLI."""
+    yield path, cmd
+    if hasattr(cmd, "commands"):
+        for name, sub in cmd.commands.items():
+            yield from _commands(sub, (*path, name))
+
+
+def test_every_help_keeps_its_bracketed_words():
+    """Issue 43: `sweep map --help` read "an accelerator whose  allows G" (the option's
+    ``[spatial_hint]`` eaten as markup). Every option's bracketed words reach every --help."""
+    import typer
+    checked = 0
+    for path, cmd in _commands(typer.main.get_command(app)):
+        tokens = {t for p in cmd.params for t in BRACKETED.findall((getattr(p, "help", None) or "").replace("\\[", "["))}
+        if not tokens:
+            continue
+        out = invoke(*path, "--help").stdout
+        for t in tokens:
+            assert t in out, (path, t)
+            checked += 1
+    assert checked >= 3
