@@ -137,3 +137,29 @@ def test_llm_steps_prints_what_sweep_map_finds_and_a_search_that_accounts_for_ev
                           "--fusion", "fused", "--arch", str(run_dir / "designs" / f"{best[1]}.toml"),
                           "--mapper", "loma", "--param", "lpf_limit=4"], tmp_path)
     assert float(best[2]) == pytest.approx(single["llm"]["time_per_token_s"] * 1e3, rel=1e-5)
+
+
+def test_onnx_model_runs_the_networks_page_as_written(tmp_path):
+    """docs/networks.md's commands ran on a model.onnx nobody had (a new user's report): the example
+    writes one, and every command of the page's first block runs on it as written. Its layers by
+    hand (ResNet-18, He et al. 2016, Table 1): conv1 64 x 3 x 7 x 7 at 112 x 112, the block's 3 x 3
+    convolutions 64 x 64 at 56 x 56, fc 64 -> 1000."""
+    out = _example("onnx_model.py", tmp_path)
+    assert (tmp_path / "model.onnx").is_file() and "model.onnx" in out
+    page = (REPO / "docs" / "networks.md").read_text().split("```bash\n", 1)[1].split("```", 1)[0]
+    cmds = [line.split("#", 1)[0].strip() for line in page.splitlines() if line.strip()]
+    assert cmds[0] == "python examples/onnx_model.py"
+    for cmd in cmds[1:]:
+        if cmd.startswith("sweep map --network resnet18"):
+            continue                                    # the zoo, not the file (tested elsewhere)
+        exe, *args = cmd.split(">")[0].split()
+        stdout = _run([sys.executable, "-m", "sweep.cli", *args[0:]] if exe == "sweep" else [exe, *args], tmp_path)
+        if ">" in cmd:
+            (tmp_path / cmd.split(">")[1].strip()).write_text(stdout)
+    js = json.loads(_run([sys.executable, "-m", "sweep.cli", "list", "networks", "--file", "model.onnx", "--json"],
+                         tmp_path))
+    layers = {x["name"]: x for x in js["layers"]}
+    assert layers["/conv1/Conv"]["macs"] == 64 * 3 * 7 * 7 * 112 * 112
+    assert layers["/layer1/layer1.0/conv2/Conv"]["macs"] == 64 * 64 * 3 * 3 * 56 * 56
+    assert layers["/fc/Gemm"]["macs"] == 64 * 1000
+    assert sum(x["macs"] * x.get("repeat", 1) for x in js["layers"]) == 349_288_960
