@@ -243,7 +243,8 @@ def print_run_outcome(s: Any, console: Any) -> None:
     others = {k: v for k, v in s.rows_by_status.items() if k not in ("ok", "pruned") and v}  # pruned: said above
     for st, n in sorted(others.items()):
         why = s.first_reason.get(st) or "(no reason given)"
-        console.print(f"{n:,} row(s) {st}{' written by this run' if s.resumed else ''}; the first: {why}", style="yellow", soft_wrap=True, markup=False,
+        mine = " written by this run" if s.resumed else ""
+        console.print(f"{n:,} row(s) {st}{mine}; the first: {why}", style="yellow", soft_wrap=True, markup=False,
                       highlight=False)
     if s.tasks_failed:
         console.print(f"{s.tasks_failed} task(s) failed; their rows have status 'error' (what failed, first "
