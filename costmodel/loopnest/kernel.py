@@ -251,50 +251,94 @@ def _candidates(mi, L, C, lv, mem, par, SM, RG, CT, CC):
     return dep
 
 
-@_jit
-def _fits_above(mi, e1, e2, e3, L, C, lv, mem, par, SM):
-    """`allocation.allocate`'s look-ahead: whether every bounded memory above mi that holds one of
-    mi's operands can hold the least tiles left to it when mi's operand slots end at e1, e2, e3 (each
-    operand no further loops below its top level, all loops at its top; the others from where they
-    start). A memory above holding none of mi's operands is not checked: its least tiles did not
-    change since the decision below mi checked them."""
-    nops = mem[mi, M_NOPS]
-    for mu in range(mi + 1, mem.shape[0]):
-        size = mem[mu, M_SIZE]
-        if size < 0:
-            continue
-        touch = False
-        for j in range(mem[mu, M_NOPS]):
-            for k in range(nops):
-                if mem[mu, M_OP + j] == mem[mi, M_OP + k]:
-                    touch = True
-        if not touch:
-            continue
-        need = 0
-        for j in range(mem[mu, M_NOPS]):
-            op = mem[mu, M_OP + j]
-            li = mem[mu, M_LI + j]
-            e = SM[S_START, op]
-            if lv[op, li, LV_TOP] != 0:
-                e = L
-            else:
-                for k in range(nops):
-                    if mem[mi, M_OP + k] == op:
-                        e = e1 if k == 0 else (e2 if k == 1 else e3)
-            need += _tile_bits(op, li, e, L, C, lv, par)[1]
-        if need > size:
-            return False
-    return True
+@_inline
+def _checked_above(mi, mu, mem):
+    """Whether the look-ahead checks memory mu above mi: bounded, and holding one of mi's operands
+    (a memory holding none of them keeps the least tiles the decision below mi checked)."""
+    if mem[mu, M_SIZE] < 0:
+        return False
+    for j in range(mem[mu, M_NOPS]):
+        for k in range(mem[mi, M_NOPS]):
+            if mem[mu, M_OP + j] == mem[mi, M_OP + k]:
+                return True
+    return False
 
 
 @_inline
-def _choose(mi, L, C, lv, mem, par, SM, CT, CC, ahead):
+def _slot_above(mi, op, li, mem, lv):
+    """The slot of mi whose end bounds operand op's tile at its level li above (-1 when li is op's
+    top level, which holds all loops, or op is not one of mi's operands: the tile starts where op
+    starts)."""
+    slot = -1
+    if lv[op, li, LV_TOP] == 0:
+        for k in range(mem[mi, M_NOPS]):
+            if mem[mi, M_OP + k] == op:
+                slot = k
+    return slot
+
+
+@_inline
+def _tile_above(mi, mu, j, e1, e2, e3, L, C, lv, mem, par, SM):
+    """The bits of the j-th operand of memory mu above mi when mi's slots end at e1, e2, e3: its
+    tile holds all loops at its top level, the loops below the slot's end if it is one of mi's
+    operands (`_slot_above`), else the loops from where it starts."""
+    op = mem[mu, M_OP + j]
+    li = mem[mu, M_LI + j]
+    k = _slot_above(mi, op, li, mem, lv)
+    e = (L if lv[op, li, LV_TOP] != 0 else SM[S_START, op]) if k < 0 else (e1 if k == 0 else (e2 if k == 1 else e3))
+    return _tile_bits(op, li, e, L, C, lv, par)[1]
+
+
+@_jit
+def _fits_above(mi, e1, e2, e3, L, C, lv, mem, par, SM):
+    """`allocation.allocate`'s look-ahead: whether every memory above mi it checks
+    (`_checked_above`) can hold the least tiles left to it when mi's operand slots end at e1, e2,
+    e3 (each operand no further loops below its top level, all loops at its top; the others from
+    where they start)."""
+    for mu in range(mi + 1, mem.shape[0]):
+        if _checked_above(mi, mu, mem):
+            need = 0
+            for j in range(mem[mu, M_NOPS]):
+                need += _tile_above(mi, mu, j, e1, e2, e3, L, C, lv, mem, par, SM)
+            if need > mem[mu, M_SIZE]:
+                return False
+    return True
+
+
+@_jit
+def _ahead_tables(mi, L, C, lv, mem, par, SM):
+    """`_fits_above`'s terms for every combination of memory mi's candidates at once: TA[k, mu, e]
+    the bits of slot k's operand at memory mu when slot k ends at e (0 where mu does not hold it or
+    holds its top level: those are in base), base[mu] the bits of mu's other tiles, -1 for a memory
+    `_fits_above` does not check. Then ``base[mu] + TA[0, mu, e1] + TA[1, mu, e2] + TA[2, mu, e3]``
+    is `_fits_above`'s need of mu, each tile computed once per candidate instead of once per
+    combination (the A100's register file decides most of its allocations by the look-ahead: 2x
+    faster on scripts/silicon_a100.py, the same choices)."""
+    nm = mem.shape[0]
+    TA = np.zeros((3, nm, L + 1), dtype=np.int64)
+    base = np.full(nm, -1, dtype=np.int64)
+    for mu in range(mi + 1, nm):
+        if not _checked_above(mi, mu, mem):
+            continue
+        base[mu] = 0
+        for j in range(mem[mu, M_NOPS]):
+            k = _slot_above(mi, mem[mu, M_OP + j], mem[mu, M_LI + j], mem, lv)
+            if k < 0:   # the same tile for every combination
+                base[mu] += _tile_above(mi, mu, j, 0, 0, 0, L, C, lv, mem, par, SM)
+                continue
+            for e in range(SM[S_LO, k], SM[S_HI, k]):
+                TA[k, mu, e] = _tile_above(mi, mu, j, e, e, e, L, C, lv, mem, par, SM)
+    return TA, base
+
+
+@_inline
+def _choose(mi, mem, par, SM, CT, CC, TA, base):
     """The combination of candidates (one per operand slot) of least total cost whose tiles fit mi
-    jointly (with ``ahead``, only those the memories above can complete: `_fits_above`); ties to the
-    last in the order where the first operand varies slowest (ZigZag's ``<=``); even mappings: all
-    operands end at the same loop. Writes SM[S_CHOICE, j]; False if none. (A binary search over the
-    last operand's candidates, whose tile bits mostly grow with the prefix, measured no faster: a
-    memory has few candidates.)"""
+    jointly and, where base[mu] >= 0, leave memory mu room for its tiles (`_ahead_tables`: the
+    look-ahead; an empty base checks nothing); ties to the last in the order where the first
+    operand varies slowest (ZigZag's ``<=``); even mappings: all operands end at the same loop.
+    Writes SM[S_CHOICE, j]; False if none. (A binary search over the last operand's candidates,
+    whose tile bits mostly grow with the prefix, measured no faster: a memory has few candidates.)"""
     size = mem[mi, M_SIZE]
     nops = mem[mi, M_NOPS]
     even = par[P_EVEN] != 0
@@ -308,7 +352,14 @@ def _choose(mi, L, C, lv, mem, par, SM, CT, CC, ahead):
                 if even and ((nops > 1 and e2 != e1) or (nops > 2 and e3 != e1)):
                     continue
                 c = CC[mi, 0, e1] + CC[mi, 1, e2] + CC[mi, 2, e3]
-                if (not found or c <= bc) and (not ahead or _fits_above(mi, e1, e2, e3, L, C, lv, mem, par, SM)):
+                if found and c > bc:
+                    continue
+                room = True
+                for mu in range(base.shape[0]):
+                    if base[mu] >= 0 and base[mu] + TA[0, mu, e1] + TA[1, mu, e2] + TA[2, mu, e3] > mem[mu, M_SIZE]:
+                        room = False
+                        break
+                if room:
                     found = True
                     bc = c
                     SM[S_CHOICE, 0], SM[S_CHOICE, 1], SM[S_CHOICE, 2] = e1, e2, e3
@@ -323,11 +374,13 @@ def _decide(mi, L, C, lv, mem, par, SM, CT, CC):
     combinations the memories above can complete depends on more than the loops it read). False if
     none."""
     SM[S_FILT, mi] = 0
-    if _choose(mi, L, C, lv, mem, par, SM, CT, CC, False):
+    TA, base = np.zeros((3, 1, 1), dtype=np.int64), np.zeros(0, dtype=np.int64)   # no look-ahead
+    if _choose(mi, mem, par, SM, CT, CC, TA, base):
         if _fits_above(mi, SM[S_CHOICE, 0], SM[S_CHOICE, 1], SM[S_CHOICE, 2], L, C, lv, mem, par, SM):
             return True
     SM[S_FILT, mi] = 1
-    return _choose(mi, L, C, lv, mem, par, SM, CT, CC, True)
+    TA, base = _ahead_tables(mi, L, C, lv, mem, par, SM)
+    return _choose(mi, mem, par, SM, CT, CC, TA, base)
 
 
 @_inline
