@@ -46,6 +46,7 @@ Errors: ValueError naming the key (``system.tp = 0: ...``).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -54,7 +55,7 @@ from .collectives import collective_cost
 from .interconnect import INTERCONNECTS, Interconnect
 from .parallel import Split
 
-__all__ = ["System", "SYSTEM_KEYS", "system_step"]
+__all__ = ["System", "SYSTEM_KEYS", "system_step", "iteration_collectives"]
 
 #: The keys of a ``[system]`` table or a system TOML.
 SYSTEM_KEYS = ("name", "chips", "tp", "pp", "ep", "replicas", "micro_batches", "interconnect", "launch_overhead_us")
@@ -240,4 +241,26 @@ def system_step(cfg, workload: dict[str, Any], system: System, share: dict[str, 
            "system": system.to_dict()}
     out["tokens_per_s_per_chip"] = out["tokens_per_s"] / system.chips
     out["ttft_s" if phase == "prefill" else "time_per_token_s"] = latency
+    return out
+
+
+def iteration_collectives(cfg, system: System, tokens: int, sequences: int, act_bits: int) -> dict[str, float]:
+    """The collectives of one serving iteration of ``tokens`` tokens over ``sequences`` sequences on
+    ``system`` (one micro-batch; the module docstring's table with batch = sequences): ``dense_s``
+    (those on every block and the embedding's: per token), ``head_s`` (the logits' all-gather: per
+    sequence) and their link energies ``dense_j`` / ``head_j`` (0 where the links state no pJ/bit).
+
+    Raises:
+        ValueError: pipeline parallelism (an iteration's stages are not modelled here).
+    """
+    if system.pp > 1:
+        raise ValueError(f"system.pp = {system.pp}: pipeline stages in a serving iteration are not modelled")
+    work = {"batch": -(-sequences // system.ep) * system.ep, "tokens": -(-tokens // system.ep) * system.ep,
+            "phase": "decode"}   # the iteration's sequences and tokens spread over the ep groups
+    out = {"dense_s": 0.0, "head_s": 0.0, "dense_j": 0.0, "head_j": 0.0}
+    for r in _collectives(cfg, work, dataclasses.replace(system, micro_batches=1), act_bits / 8):
+        part = "head" if r["where"] == "head" else "dense"
+        on_path = r["time_s"] * r["count"]
+        out[f"{part}_s"] += on_path
+        out[f"{part}_j"] += (r["energy_pj"] or 0.0) * r["count"] * 1e-12
     return out

@@ -51,6 +51,7 @@ import math
 from costmodel.workload import Layer, VectorOp
 
 __all__ = ["ATTENTION", "FUSION", "CAUSAL_BLOCK", "FUSED_TILE", "QUERY_TILES", "KV_TILES", "causal_blocks", "band_blocks",
+           "chunk_blocks",
            "fused_tiles", "fusion_variants",
            "attention_layers", "fused_attention_ops", "fuse_elementwise", "computed_pairs"]
 
@@ -122,20 +123,41 @@ def band_blocks(n: int, window: int, block: int = CAUSAL_BLOCK) -> list[tuple[in
     return sorted(((r, c, k) for (r, c), k in out.items()), key=lambda t: (-t[0] * t[1], -t[0]))
 
 
+def chunk_blocks(q_len: int, prefix: int, window: int = 0, block: int = CAUSAL_BLOCK) -> list[tuple[int, int, int]]:
+    """The (query rows, key columns, count) rectangles an unfused causal kernel computes for a
+    chunk of ``q_len`` queries after ``prefix`` cached keys (chunked prefill: query i attends keys
+    0 .. prefix + i; with a sliding ``window``, keys prefix + i - window + 1 .. prefix + i): blocks of
+    ``block`` queries, each computing in full the keys its rows attend between them (the corner
+    above the diagonal masked), equal shapes merged, largest first. ``prefix`` 0: `causal_blocks`
+    (`band_blocks` with a window). Computed pairs, no window: q_len x prefix + sum over blocks of
+    r x (q0 + r), against the exact q_len x prefix + q_len (q_len + 1) / 2."""
+    if prefix == 0:
+        return band_blocks(q_len, window, block) if window else causal_blocks(q_len, block)
+    out: dict[tuple[int, int], int] = {}
+    for q0 in range(0, q_len, block):
+        rows = min(block, q_len - q0)
+        hi = prefix + q0 + rows
+        lo = max(0, prefix + q0 - window + 1) if window else 0
+        out[(rows, hi - lo)] = out.get((rows, hi - lo), 0) + 1
+    return sorted(((r, c, k) for (r, c), k in out.items()), key=lambda t: (-t[0] * t[1], -t[0]))
+
+
 def fused_tiles(q_len: int, attended: int, causal: bool, tile: int = FUSED_TILE,
-                key_tile: int | None = None, window: int = 0) -> dict[tuple, int]:
+                key_tile: int | None = None, window: int = 0, prefix: int = 0) -> dict[tuple, int]:
     """The tiles of one fused attention instance: ``{(rows, cols, first, last): count}`` with rows
     the query positions of the tile (before the GQA group), cols its keys, ``first`` / ``last``
     whether it is its query tile's first / last K/V tile. Query tiles of ``min(tile, q_len)``
     positions, K/V tiles of ``min(key_tile, attended)`` keys (``key_tile`` None: ``tile``), the last
     of each partial; causal: the K/V tiles up to the query tile's last position (q_len = attended: a
     prefill), and with a sliding ``window`` from the tile holding the first key its first query
-    attends (FlashAttention-2's local attention skips the tiles before)."""
+    attends (FlashAttention-2's local attention skips the tiles before). ``prefix``: keys already
+    in the cache before the first query (a chunk of a chunked prefill, causal: query i attends keys
+    0 .. prefix + i, so attended = prefix + q_len); 0 for a whole prefill or a decode step."""
     tq, tk = min(tile, q_len), min(tile if key_tile is None else key_tile, attended)
     out: dict[tuple, int] = {}
     for qi in range(math.ceil(q_len / tq)):
-        q0 = qi * tq
-        rows = min(tq, q_len - q0)
+        q0 = prefix + qi * tq
+        rows = min(tq, prefix + q_len - q0)
         hi = q0 + rows if causal else attended
         k0 = max(0, q0 - window + 1) // tk if causal and window else 0
         nk = math.ceil(hi / tk)
@@ -159,13 +181,16 @@ def fusion_variants(q_len: int, attended: int) -> list[dict]:
 
 
 def computed_pairs(q_len: int, attended: int, causal: bool, fusion: str, query_tile: int = FUSED_TILE,
-                   kv_tile: int = FUSED_TILE, window: int = 0) -> int:
+                   kv_tile: int = FUSED_TILE, window: int = 0, prefix: int = 0) -> int:
     """Query-key pairs one head computes: fused, the tiles of `fused_tiles` (query tiles of
     ``query_tile`` positions, K/V tiles of ``kv_tile`` keys); unfused, the blocks of
-    `causal_blocks` (causal; `band_blocks` with a sliding ``window``) or q_len x attended (dense)."""
+    `causal_blocks` (causal; `band_blocks` with a sliding ``window``; `chunk_blocks` after a
+    ``prefix``) or q_len x attended (dense)."""
     if fusion == "fused":
         return sum(r * c * n for (r, c, _, _), n in fused_tiles(q_len, attended, causal, query_tile,
-                                                                kv_tile, window).items())
+                                                                kv_tile, window, prefix).items())
+    if causal and prefix:
+        return sum(r * c * n for r, c, n in chunk_blocks(q_len, prefix, window))
     if causal:
         return sum(r * c * n for r, c, n in (band_blocks(q_len, window) if window else causal_blocks(q_len)))
     return q_len * attended
@@ -177,7 +202,8 @@ def _mm(name: str, C: int, K: int, B: int, **kw) -> Layer:
 
 def attention_layers(group: int, head_dim: int, q_len: int, attended: int, causal: bool, fusion: str,
                      per_head: int, tile: int = FUSED_TILE, key_tile: int | None = None,
-                     instances: int = 1, v_dim: int | None = None, window: int = 0) -> tuple[list[Layer], list[int]]:
+                     instances: int = 1, v_dim: int | None = None, window: int = 0,
+                     prefix: int = 0) -> tuple[list[Layer], list[int]]:
     """The score and context matmuls of a step's attention and their repeats (``per_head``
     executions of each, ``instances`` instances in each: batch x kv_heads x layers in all; module
     docstring): unfused dense, ``score`` and ``context``; unfused causal, ``score_<r>x<c>`` /
@@ -186,16 +212,17 @@ def attention_layers(group: int, head_dim: int, q_len: int, attended: int, causa
     that many independent instances, the loop dim G (every operand depends on it: K and V are
     per KV head, the group's query heads stay rows of B, sharing them). ``head_dim`` is the width
     of a query / key head (score's C), ``v_dim`` that of a value head (context's K; None: head_dim;
-    they differ in MLA, `costmodel.transformer.mla`)."""
+    they differ in MLA, `costmodel.transformer.mla`). ``prefix``: a causal chunk after that many
+    cached keys (attended = prefix + q_len; `chunk_blocks`, `fused_tiles`)."""
     vd = head_dim if v_dim is None else v_dim
     if instances > 1:
         from dataclasses import replace
         layers, reps = attention_layers(group, head_dim, q_len, attended, causal, fusion, per_head, tile, key_tile,
-                                        v_dim=v_dim, window=window)
+                                        v_dim=v_dim, window=window, prefix=prefix)
         return [replace(l, G=instances) for l in layers], reps
     if fusion == "fused":
         layers, reps = [], []
-        for (r, c, first, last), n in fused_tiles(q_len, attended, causal, tile, key_tile, window).items():
+        for (r, c, first, last), n in fused_tiles(q_len, attended, causal, tile, key_tile, window, prefix).items():
             tag = f"_{r}x{c}"
             layers += [_mm(f"score_tile{tag}{'_first' if first else ''}", head_dim, c, group * r,
                            onchip=("O",) if first else ("I", "O")),
@@ -208,7 +235,7 @@ def attention_layers(group: int, head_dim: int, q_len: int, attended: int, causa
         return list(merged), list(merged.values())
     if causal:
         layers, reps = [], []
-        for r, c, n in (band_blocks(q_len, window) if window else causal_blocks(q_len)):
+        for r, c, n in chunk_blocks(q_len, prefix, window):
             layers += [_mm(f"score_{r}x{c}", head_dim, c, group * r), _mm(f"context_{r}x{c}", c, vd, group * r)]
             reps += [per_head * n, per_head * n]
         return layers, reps
@@ -219,7 +246,7 @@ def attention_layers(group: int, head_dim: int, q_len: int, attended: int, causa
 def fused_attention_ops(group: int, head_dim: int, q_len: int, attended: int, causal: bool, per_head: int,
                         bits: int | None, tile_layers: tuple[str, ...],
                         tile: int = FUSED_TILE, key_tile: int | None = None,
-                        window: int = 0) -> tuple[list[VectorOp], list[int]]:
+                        window: int = 0, prefix: int = 0) -> tuple[list[VectorOp], list[int]]:
     # head_dim: the width of the partial output (a value head's: v_head_dim in MLA)
     """The vector work of fused attention per tile shape (module docstring): ``online_softmax`` on
     each score tile, ``attn_rescale`` of the partial output after every K/V tile but a query
@@ -228,7 +255,7 @@ def fused_attention_ops(group: int, head_dim: int, q_len: int, attended: int, ca
     ops: list[VectorOp] = []
     reps: list[int] = []
     soft: dict[int, int] = {}
-    for (r, c, first, last), n in fused_tiles(q_len, attended, causal, tile, key_tile, window).items():
+    for (r, c, first, last), n in fused_tiles(q_len, attended, causal, tile, key_tile, window, prefix).items():
         rows = group * r
         ops.append(VectorOp(f"online_softmax_{r}x{c}", "online_softmax", rows * c, rows=rows, bits=bits,
                             overlaps=tile_layers, onchip=True))
