@@ -627,6 +627,10 @@ def import_zigzag_(
               f"use it with --arch {out_file}", highlight=False, markup=False)
 
 
+from sweep.commands.serve import serve_command  # noqa: E402
+
+app.command("serve")(_guard(serve_command))
+
 plain_help(app)  # `--help` without <bool> / <list[str]> (every command is registered by now)
 
 
