@@ -6,12 +6,12 @@ decode (q = 1 after p = context - 1 cached tokens, the last output token's). Wit
 tokens and S sequences, its operations split into parts whose costs add:
 
 * **dense(T)**: every operation applied token by token, all T tokens as the rows of one matmul
-  (q/k/v/o projections, the FFN or the experts the T tokens touch, norms, RoPE, residual adds,
-  activations): the layers and vector ops of a decode step of batch T at context 1 (built by
-  `costmodel.transformer.build_transformer`) without its attention and its head;
-* **head(S)**: the LM head and final norm (and Gemma 2's logit soft-cap) on the last position of
-  each scheduled sequence: vLLM V1 computes logits for every scheduled request, a partial prefill
-  chunk's sample discarded (its model runner's ``logits_indices``, one per request);
+  (q/k/v/o projections, the FFN or the experts the T tokens touch, norms, the final norm, RoPE,
+  residual adds, activations): the layers and vector ops of a decode step of batch T at context 1
+  (built by `costmodel.transformer.build_transformer`) without its attention and its LM head;
+* **head(S)**: the LM head (and Gemma 2's logit soft-cap) on the last position of each scheduled
+  sequence: vLLM V1 computes logits for every scheduled request, a partial prefill chunk's sample
+  discarded (its model runner's ``logits_indices``, one per request);
 * **attention(q, p)** of each sequence: its score, softmax and context over p + q keys, causal
   (query i attends keys 0 .. p + i), fused or unfused as the step model builds it
   (`costmodel.transformer.attention`: `fused_tiles` / `chunk_blocks` with a ``prefix``): a decode
@@ -51,7 +51,7 @@ __all__ = ["Deployment", "ATTENTION_OPS", "HEAD_LAYERS", "HEAD_OPS", "dense_part
 ATTENTION_OPS = ("softmax", "attn_softcap", "online_softmax", "attn_rescale", "attn_normalize")
 #: The layers and vector ops of a step that belong to its head (per sampled sequence).
 HEAD_LAYERS = ("lm_head",)
-HEAD_OPS = ("final_norm", "logit_softcap")
+HEAD_OPS = ("logit_softcap",)
 
 
 @dataclass(frozen=True)
@@ -153,7 +153,7 @@ def dense_part(dep: Deployment, T: int) -> Network:
 
 
 def head_part(dep: Deployment, S: int) -> Network:
-    """head(S) (module docstring): the LM head and final norm on S sequences' last positions."""
+    """head(S) (module docstring): the LM head on S sequences' last positions."""
     if S < 1:
         raise ValueError(f"S: expected at least 1 sequence, got {S}")
     net = _step(dep, phase="decode", batch=_split_tokens(dep, S), context=1)

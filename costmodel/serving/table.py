@@ -130,8 +130,8 @@ class CostTable:
                   "chunk_j"):
             setattr(self, k, np.asarray(getattr(self, k), dtype=np.float64))
         self._pairs = np.array([[q * p + q * (q + 1) / 2 for p in self.chunk_p] for q in self.chunk_q])
-        self._dens_s = self.chunk_s / self._pairs
-        self._dens_j = self.chunk_j / self._pairs
+        self.density_s = self.chunk_s / self._pairs
+        self.density_j = self.chunk_j / self._pairs
 
     # -- parts --------------------------------------------------------------------------------
     def dense(self, T: float) -> tuple[float, float, float]:
@@ -158,7 +158,7 @@ class CostTable:
         j1 = np.minimum(j + 1, len(self.chunk_p) - 1)
         pairs = q * p + q * (q + 1) / 2
         out = []
-        for d in (self._dens_s, self._dens_j):
+        for d in (self.density_s, self.density_j):
             v = ((1 - wi) * (1 - wj) * d[i, j] + wi * (1 - wj) * d[i1, j] + (1 - wi) * wj * d[i, j1]
                  + wi * wj * d[i1, j1])
             out.append(np.maximum(v, 0.0) * pairs)
