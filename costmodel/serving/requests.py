@@ -45,7 +45,7 @@ from typing import Any, Iterable, Mapping
 
 import numpy as np
 
-__all__ = ["Requests", "TraceError", "read_trace", "synthetic", "Lengths", "parse_lengths", "SPELLINGS"]
+__all__ = ["Requests", "TraceError", "read_trace", "trace_path", "BUNDLED", "synthetic", "Lengths", "parse_lengths", "SPELLINGS"]
 
 #: The column spellings each field is read from, first found wins (module docstring).
 SPELLINGS: dict[str, tuple[str, ...]] = {
@@ -76,6 +76,7 @@ class Requests:
     prompt: np.ndarray
     output: np.ndarray
     source: str = ""
+    dropped: tuple[int, ...] = ()    # rows of the file left out (prompts past the context, on request)
 
     def __post_init__(self) -> None:
         n = len(self.arrival_s)
@@ -103,11 +104,12 @@ class Requests:
         if self.duration_s <= 0:
             raise TraceError(f"{self.source}: every request arrives at once: no rate to scale")
         scale = self.rate / rate
-        return Requests(self.arrival_s * scale, self.prompt, self.output, f"{self.source} at {rate:g} req/s")
+        return Requests(self.arrival_s * scale, self.prompt, self.output, f"{self.source} at {rate:g} req/s",
+                        self.dropped)
 
     def head(self, n: int) -> "Requests":
         """The first ``n`` requests."""
-        return Requests(self.arrival_s[:n], self.prompt[:n], self.output[:n], self.source)
+        return Requests(self.arrival_s[:n], self.prompt[:n], self.output[:n], self.source, self.dropped)
 
 
 def _positive(key: str, v: Any) -> float:
@@ -177,15 +179,27 @@ def _tokens(v: Any, where: str) -> int:
     return int(x)
 
 
+#: Traces shipped with the package (`costmodel/serving/traces/README.md`: source, licence).
+BUNDLED = {"azure_conv_2023": "azure_conv_2023.csv"}
+
+
+def trace_path(name: str | Path) -> Path:
+    """A bundled trace's file (`BUNDLED`), or ``name`` as a path."""
+    if str(name) in BUNDLED:
+        return Path(__file__).with_name("traces") / BUNDLED[str(name)]
+    return Path(name)
+
+
 def read_trace(path: str | Path, columns: Mapping[str, str | None] | None = None,
-               max_context: int | None = None) -> Requests:
+               max_context: int | None = None, drop_long: bool = False) -> Requests:
     """The requests of a trace file (module docstring), sorted by arrival (stable).
 
     Args:
-        path: a ``.csv`` or ``.jsonl`` file.
+        path: a ``.csv`` or ``.jsonl`` file, or a bundled trace's name (`BUNDLED`).
         columns: ``{"arrival" | "prompt" | "output": column name}`` over the spellings found;
             ``"arrival": None``: no arrival column, every request at 0 s.
         max_context: the model's context (tokens): a prompt longer is refused naming its row.
+        drop_long: leave such requests out instead (their rows in `Requests.dropped`).
 
     Returns:
         `Requests`, arrivals from the first request's (absolute times such as Azure's date-times
@@ -197,7 +211,7 @@ def read_trace(path: str | Path, columns: Mapping[str, str | None] | None = None
             or decreasing arrival time (row and column named); an empty file; a prompt past
             ``max_context``.
     """
-    path = Path(path)
+    path = trace_path(path)
     if not path.is_file():
         raise TraceError(f"{path}: no such trace file")
     given = dict(columns or {})
@@ -222,6 +236,7 @@ def read_trace(path: str | Path, columns: Mapping[str, str | None] | None = None
     pr: list[int] = []
     out: list[int] = []
     prev = -math.inf
+    dropped: list[int] = []
     for i, r in rows:
         if use["arrival"] is not None:
             col = use["arrival"]
@@ -238,14 +253,19 @@ def read_trace(path: str | Path, columns: Mapping[str, str | None] | None = None
         p = _tokens(r.get(use["prompt"]), f"{path}: row {i}, column {use['prompt']}")
         o = _tokens(r.get(use["output"]), f"{path}: row {i}, column {use['output']}")
         if max_context is not None and p > max_context:
+            if drop_long:
+                dropped.append(i)
+                arr.pop()
+                continue
             raise TraceError(f"{path}: row {i}, column {use['prompt']}: a prompt of {p:,} tokens is longer than "
-                             f"the model's context of {max_context:,}")
+                             f"the model's context of {max_context:,} (--drop-long-prompts leaves such requests out)")
         pr.append(p)
         out.append(o)
     if not arr:
         raise TraceError(f"{path}: no requests")
     a = np.asarray(arr, dtype=np.float64)
-    return Requests(a - a[0], np.asarray(pr, dtype=np.int64), np.asarray(out, dtype=np.int64), path.name)
+    return Requests(a - a[0], np.asarray(pr, dtype=np.int64), np.asarray(out, dtype=np.int64), path.name,
+                    tuple(dropped))
 
 
 @dataclass(frozen=True)

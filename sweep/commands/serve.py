@@ -37,7 +37,8 @@ def parse_columns(items: list[str] | None) -> dict[str, str | None]:
 def serve_command(
     network: Annotated[str, typer.Option("--network", help="A decoder: a zoo model (llama3_8b, mixtral_8x7b, ...; `sweep list networks`) or a Hugging Face config.json.", rich_help_panel=_MODEL)],
     arch: Annotated[str, typer.Option("--arch", help="Accelerator preset (a100, llm_ws, tpu_v4, ...) or TOML file.", rich_help_panel=_MODEL)],
-    trace: Annotated[Optional[Path], typer.Option("--trace", help="A trace, CSV or JSONL: arrival (s or a date-time), prompt and output tokens per request, under Vidur's / Splitwise's, Azure's or vLLM's column names (data/traces/ ships one). Alone: replayed as it is; with --rate: its lengths at that rate.", rich_help_panel=_LOAD)] = None,
+    trace: Annotated[Optional[str], typer.Option("--trace", help="A trace, CSV or JSONL: arrival (s or a date-time), prompt and output tokens per request, under Vidur's / Splitwise's, Azure's or vLLM's column names; or azure_conv_2023 (bundled: Azure's 2023 conversation trace, 19,366 requests). Alone: replayed as it is; with --rate: its lengths at that rate.", rich_help_panel=_LOAD)] = None,
+    drop_long_prompts: Annotated[bool, typer.Option("--drop-long-prompts", help="Leave out a trace's requests whose prompt is longer than the model's context (counted), instead of refusing the file.", rich_help_panel=_LOAD)] = False,
     column: Annotated[Optional[list[str]], typer.Option("--column", metavar="FIELD=NAME", help="A trace's column for arrival, prompt or output under another name (repeatable); arrival= : none (all at 0 s).", rich_help_panel=_LOAD)] = None,
     rate: Annotated[Optional[float], typer.Option("--rate", help="Mean arrivals per second of a synthetic load (Poisson; --cv for burstier).", rich_help_panel=_LOAD)] = None,
     requests: Annotated[Optional[int], typer.Option("--requests", help="Requests of the synthetic load (or the first N of a trace).", rich_help_panel=_LOAD)] = None,
@@ -80,7 +81,7 @@ def serve_command(
     goodput, energy per request; --out writes per-request and per-iteration Parquet. Examples:
 
         sweep serve --network llama3_8b --arch a100 --rate 4 --requests 500 --prompt lognormal:1000:0.8 --output lognormal:200:0.8
-        sweep serve --network llama3_8b --arch a100 --trace data/traces/azure_conv_1k.csv --rate 6 --slo-ttft 2 --slo-tpot 0.1 --goodput --out results/serve
+        sweep serve --network llama3_8b --arch a100 --trace azure_conv_2023 --drop-long-prompts --requests 2000 --slo-ttft 2 --slo-tpot 0.1 --goodput --out results/serve
     """
     from costmodel.serving import SLO
     from sweep.common.ids import strict_json
@@ -93,7 +94,8 @@ def serve_command(
         key = "--slo-ttft" if "ttft" in str(e) else "--slo-tpot" if "tpot" in str(e) else "--attainment"
         raise CampaignError("sweep serve", [Finding(key, {"--slo-ttft": slo_ttft, "--slo-tpot": slo_tpot,
                                                           "--attainment": attainment}[key], str(e))]) from None
-    load = Load(str(trace) if trace else None, cols, rate, requests, duration, prompt, output, cv, load_seed)
+    load = Load(str(trace) if trace else None, cols, rate, requests, duration, prompt, output, cv, load_seed,
+                drop_long_prompts)
     if trace is None and rate is None:
         raise CampaignError("sweep serve", [Finding("--rate", None, "give --trace FILE, or a synthetic load: --rate R "
                                                                     "with --requests N or --duration S")])

@@ -113,7 +113,8 @@ def summary_lines(doc: dict[str, Any]) -> list[str]:
                  f"requests/s over {fmt.seconds(s['span_s'])} (offered {fmt.sig(s['offered_rate'])} req/s); "
                  f"{s['iterations']:,} iterations, mean batch {fmt.sig(s['mean_batch'])} sequences, KV cache "
                  f"{(s['kv_cache_utilization'] or 0):.1%} used; {s['preemptions']:,} preemptions; "
-                 f"{s['refused']:,} refused, {s['truncated']:,} cut at max_model_len")
+                 f"{s['refused']:,} refused, {s['truncated']:,} cut at max_model_len"
+                 + (f", {s['dropped']:,} left out of the trace (prompt past the context)" if s.get("dropped") else ""))
     e_req = s["energy_per_request_j"]
     e_tok = s["energy_per_output_token_j"]
     lines.append(f"energy {fmt.energy(None if e_req is None else e_req * 1e12)} per request, "

@@ -50,10 +50,11 @@ class Load:
     output: str = "128"
     cv: float = 1.0
     seed: int = 0
+    drop_long: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in ("trace", "columns", "rate", "requests", "duration_s", "prompt", "output",
-                                              "cv", "seed")}
+                                              "cv", "seed", "drop_long")}
 
 
 def load_requests(load: Load, max_context: int, rate: float | None = None) -> Requests:
@@ -64,7 +65,7 @@ def load_requests(load: Load, max_context: int, rate: float | None = None) -> Re
     """
     rate = load.rate if rate is None else rate
     try:
-        trace = read_trace(load.trace, load.columns, max_context) if load.trace else None
+        trace = read_trace(load.trace, load.columns, max_context, load.drop_long) if load.trace else None
         if trace is not None and rate is None:
             return trace.head(load.requests) if load.requests else trace
         if rate is None:
@@ -188,8 +189,14 @@ def setup(network: str, arch: str | Any, *, mapper: str = "salsa", objective: st
         except ValueError as e:
             from sweep.common.errors import ExecutionError
             raise ExecutionError(str(e)) from None
-    elif host_s is not None:
-        table = table.with_host(host_s)
+    else:
+        made = (table.meta.get("deployment"), table.meta.get("arch"))
+        if made != (dep.to_dict(), getattr(acc, "name", "")) or table.tokens[-1] < cfg.max_num_batched_tokens:
+            raise _bad("--table", table.meta.get("arch"), f"this cost table was made for {made[0]} on {made[1]} up to "
+                       f"{int(table.tokens[-1]):,} tokens per iteration, not for {dep.to_dict()} on "
+                       f"{getattr(acc, 'name', '')} with max_num_batched_tokens {cfg.max_num_batched_tokens:,}")
+        if host_s is not None:
+            table = table.with_host(host_s)
     opts = {"network": network, "arch": getattr(acc, "name", str(arch)), "mapper": mapper, "objective": objective,
             "seed": seed, "params": dict(params or {}), "deployment": dep.to_dict(),
             "interconnect": system.interconnect.name, "launch_us": table.meta.get("launch_us"),
@@ -217,6 +224,7 @@ def serve(st: ServeSetup, load: Load, slo: SLO | None = None, *, search_goodput:
     res = simulate(reqs, st.table, st.cfg, st.num_blocks, sink=sink)
     sim_s = time.perf_counter() - t0
     summ = summary(res, slo)
+    summ["dropped"] = len(reqs.dropped)
     summ["goodput_rps"] = None
     gp = None
     if search_goodput:
