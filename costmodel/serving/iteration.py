@@ -236,19 +236,22 @@ def _chunk_attention(dep: Deployment, q: int, p: int, name: str) -> Network:
     return Network(name, tuple(layers), tuple(reps), full.source, tuple(ops), tuple(op_reps), {})
 
 
-def iteration_network(dep: Deployment, seqs: Sequence[tuple[int, int]]) -> Network:
+def iteration_network(dep: Deployment, seqs: Sequence[tuple[int, int]], padded: int | None = None) -> Network:
     """The whole mixed iteration as one network: dense(T) + head(S) + each sequence's attention
     (``seqs``: (q, p) per scheduled sequence; T = sum of q, S = len(seqs)); equal layers and ops
-    merged (repeats added). Its ``workload`` names the model and the split, so
-    `costmodel.llm.step_launches` counts its kernel launches.
+    merged (repeats added). ``padded``: the dense part on that many tokens (a CUDA-graph batch
+    padded up to its capture size, `costmodel.serving.scheduler.capture_sizes`). Its ``workload``
+    names the model and the split, so `costmodel.llm.step_launches` counts its kernel launches.
 
     Raises:
-        ValueError: no sequence; as `attention_part`.
+        ValueError: no sequence; ``padded`` below T; as `attention_part`.
     """
     if not seqs:
         raise ValueError("seqs: an iteration schedules at least one sequence")
     T = sum(q for q, _ in seqs)
-    parts = [dense_part(dep, T), head_part(dep, len(seqs))] + [attention_part(dep, q, p) for q, p in seqs]
+    if padded is not None and padded < T:
+        raise ValueError(f"padded: {padded} tokens is fewer than the iteration's {T}")
+    parts = [dense_part(dep, padded or T), head_part(dep, len(seqs))] + [attention_part(dep, q, p) for q, p in seqs]
     layers: dict = {}
     ops: dict = {}
     for part in parts:

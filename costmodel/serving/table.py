@@ -42,21 +42,25 @@ TABLE_VERSION = 1
 
 def default_grids(max_tokens: int, max_seqs: int, max_context: int) -> dict[str, list[int]]:
     """The grid points mapped (tokens T, sequences S, decode contexts c, chunk queries q and
-    prefixes p): every power of two to 64, then every 128 tokens to 1,024 and every 512 past it (a
-    matmul's rows fill an array of up to 128 rows in steps); contexts and prefixes on a geometric
-    grid of ratio about 1.5 from 128, with 1 (decode) and 0 (chunk); the limits themselves."""
+    prefixes p). Tokens: vLLM's CUDA-graph capture sizes 1, 2, 4, 8, 16, ... 512 (a batch up to 512
+    tokens is padded up to one of them, so every such batch is a grid point), then every 64 to 1,024,
+    every 128 to 2,048 and every 512 past it (a matmul of T rows changes its best mapping in steps
+    of the array's rows); sequences on a geometric grid (the LM head streams its weights, nearly constant);
+    contexts and prefixes on a geometric grid of ratio about 1.4 from 128, with 1 (decode) and 0
+    (chunk); the limits themselves."""
     def upto(values, hi):
         return sorted({v for v in values if v <= hi} | {hi})
 
-    tokens = upto([1, 2, 4, 8, 16, 32, 64] + list(range(128, 1025, 128)) + list(range(1536, max_tokens + 1, 512)),
-                  max_tokens)
+    tokens = upto([1, 2, 4] + list(range(8, 513, 8)) + list(range(576, 1025, 64))
+                  + list(range(1152, 2049, 128)) + list(range(2560, max_tokens + 1, 512)), max_tokens)
     seqs = upto([1, 2, 4, 8, 16, 32, 64, 128, 192, 256, 384, 512, 768, 1024], max_seqs)
     geo, x = [], 128
     while x < max_context:
         geo.append(int(x))
         x = x * 1.5 if len(geo) % 2 else x * 4 / 3
     ctx = upto([1, 16, 64] + [int(round(v / 16) * 16) for v in geo], max_context)
-    q = upto([2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192], max(2, min(max_tokens, max_context)))
+    q = upto([2, 4, 8, 16, 32, 64, 96, 128, 192, 256, 384, 512, 640, 768, 1024, 1280, 1536, 2048, 3072, 4096, 6144,
+              8192], max(2, min(max_tokens, max_context)))
     p = upto([0] + [int(round(v / 16) * 16) for v in geo], max(0, max_context - 2))
     return {"tokens": tokens, "seqs": seqs, "contexts": ctx, "chunk_q": q, "chunk_p": p}
 

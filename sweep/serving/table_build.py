@@ -71,11 +71,51 @@ def deployment_memory(dep: Deployment, arch, max_tokens: int) -> dict[str, Any]:
             "kv_groups": dep.ep}
 
 
+#: What a worker process maps with (set by `_init`): the deployment, the accelerator, how to map.
+_W: dict[str, Any] = {}
+
+
+def _init(dep, arch, mapper, objective, seed, params) -> None:
+    _W.update(dep=dep, arch=arch, how=(mapper, objective, seed, params), cache={})
+
+
+def _part(kind: str, a: int, b: int = 0) -> Network:
+    dep = _W["dep"]
+    if kind == "dense":
+        return dense_part(dep, a)
+    if kind == "head":
+        return head_part(dep, a)
+    return attention_part(dep, a, b)
+
+
+def _map_items(items: list[tuple[str, int, int]]) -> list[tuple[float, float, int]]:
+    """(s, J of one chip, launches) of each grid point, in a worker (its own layer cache)."""
+    out = []
+    for kind, a, b in items:
+        net = _part(kind, a, b)
+        s_, j = map_part(net, _W["arch"], *_W["how"], _W["cache"])
+        out.append((s_, j, _launches(net, _W["dep"]) if kind == "dense" else 0, len(_W["cache"])))
+    return out
+
+
+def _batches(items: list, workers: int) -> list[list]:
+    """Items in batches for ``workers`` processes: the dense points dealt round-robin (they share no
+    layers), the head and attention points by kind in one batch each (they share many)."""
+    dense = [i for i in items if i[0] == "dense"]
+    rest = [i for i in items if i[0] != "dense"]
+    per = max(1, workers)
+    out = [dense[k::per * 2] for k in range(per * 2)]
+    out += [[i for i in rest if i[0] == "head"], [i for i in rest if i[0] == "decode"]]
+    chunks = [i for i in rest if i[0] == "chunk"]
+    out += [chunks[k::per] for k in range(per)]
+    return [b for b in out if b]
+
+
 def build_cost_table(dep: Deployment, arch, mapper: str = "salsa", objective: str = "latency", seed: int = 0,
                      params: dict | None = None, *, max_tokens: int, max_seqs: int, max_context: int,
                      system=None, launch_us: float | None = None, host_s: float = 0.0,
                      progress: Callable[[int, int, str], None] | None = None,
-                     grids: dict[str, list[int]] | None = None) -> CostTable:
+                     grids: dict[str, list[int]] | None = None, workers: int | None = None) -> CostTable:
     """The `CostTable` of ``dep`` on ``arch`` (module docstring).
 
     Args:
@@ -87,76 +127,83 @@ def build_cost_table(dep: Deployment, arch, mapper: str = "salsa", objective: st
         system: a `costmodel.system.serving.System` for the collectives of a split (None: nvlink3).
         launch_us: fixed cost per kernel launch (us); None: the accelerator's.
         host_s: the host's time per iteration (s).
-        progress: called (done, total, what) before each grid point and at the end.
+        progress: called (done, total, what) as grid points are mapped and at the end.
         grids: other grid points (`default_grids`' keys).
+        workers: processes mapping the grid points (None: the CPUs, at most 4; 1: in this process).
+            Every layer's mapping depends on the layer and the seed only, so the table is the same
+            for any number of workers.
 
     Raises:
         ValueError: a part without a valid mapping; an accelerator without a clock.
     """
+    import os
     from costmodel.system.serving import System, iteration_collectives
     t0 = time.perf_counter()
     if not getattr(arch, "clock_mhz", None):
         raise ValueError(f"--arch {getattr(arch, 'name', arch)}: a serving cost needs an accelerator with a clock")
     g = grids or default_grids(max_tokens, max_seqs, max_context)
-    cache: dict = {}
-    mult = dep.tp * dep.ep
-    total = len(g["tokens"]) + len(g["seqs"]) + len(g["contexts"]) + len(g["chunk_q"]) * len(g["chunk_p"])
-    done = 0
-
-    def tick(what: str) -> None:
-        nonlocal done
-        if progress:
-            progress(done, total, what)
-        done += 1
-
+    items = ([("dense", int(T), 0) for T in g["tokens"]] + [("head", int(S), 0) for S in g["seqs"]]
+             + [("decode", 1, int(c) - 1) for c in g["contexts"]]
+             + [("chunk", int(q), int(p)) for q in g["chunk_q"] for p in g["chunk_p"]])
+    workers = min(4, os.cpu_count() or 1) if workers is None else max(1, workers)
+    got: dict[tuple, tuple] = {}
+    if progress:
+        progress(0, len(items), "")
+    how = (mapper, objective, seed, params)
+    layers = 0
+    if workers == 1:
+        _init(dep, arch, *how)
+        for k, it in enumerate(items):
+            got[it] = _map_items([it])[0]
+            if progress:
+                progress(k + 1, len(items), f"{it[0]} {it[1]} {it[2]}")
+        layers = len(_W["cache"])
+    else:
+        import multiprocessing as mp
+        from concurrent.futures import ProcessPoolExecutor, as_completed
+        ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
+        with ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init, initargs=(dep, arch, *how)) as pool:
+            futs = {pool.submit(_map_items, b): b for b in _batches(items, workers)}
+            for f in as_completed(futs):
+                for it, r in zip(futs[f], f.result()):
+                    got[it] = r
+                    layers = max(layers, r[3])
+                if progress:
+                    progress(len(got), len(items), f"{futs[f][-1][0]} points")
     cfg = dep.config
     sys_ = system or System(tp=dep.tp, ep=dep.ep)
     if (sys_.tp, sys_.pp, sys_.ep) != (dep.tp, dep.pp, dep.ep):
         sys_ = System(tp=dep.tp, pp=dep.pp, ep=dep.ep, interconnect=sys_.interconnect)
     from costmodel.loopnest.reference import operand_bits
-    probe = dense_part(dep, 1)
-    act_bits = operand_bits(probe.layers[0], arch)["I"]
+    act_bits = operand_bits(dense_part(dep, 1).layers[0], arch)["I"]
+    mult = dep.tp * dep.ep
     dense_s, dense_j, dense_l = [], [], []
     for T in g["tokens"]:
-        tick(f"dense T={T}")
-        net = dense_part(dep, int(T))
-        s, j = map_part(net, arch, mapper, objective, seed, params, cache)
+        s_, j, n_l, _ = got[("dense", int(T), 0)]
         c = iteration_collectives(cfg, sys_, int(T), 1, act_bits)
-        dense_s.append(s + c["dense_s"])
+        dense_s.append(s_ + c["dense_s"])
         dense_j.append(j * mult + c["dense_j"])
-        dense_l.append(_launches(net, dep))
+        dense_l.append(n_l)
     head_s, head_j = [], []
     for S in g["seqs"]:
-        tick(f"head S={S}")
-        s, j = map_part(head_part(dep, int(S)), arch, mapper, objective, seed, params, cache)
+        s_, j, _, _ = got[("head", int(S), 0)]
         c = iteration_collectives(cfg, sys_, int(S), int(S), act_bits)
-        head_s.append(s + c["head_s"])
+        head_s.append(s_ + c["head_s"])
         head_j.append(j * mult + c["head_j"])
-    dec_s, dec_j = [], []
-    for c_ in g["contexts"]:
-        tick(f"decode attention ctx={c_}")
-        s, j = map_part(attention_part(dep, 1, int(c_) - 1), arch, mapper, objective, seed, params, cache)
-        dec_s.append(s)
-        dec_j.append(j * dep.tp)
-    ch_s = np.zeros((len(g["chunk_q"]), len(g["chunk_p"])))
-    ch_j = np.zeros_like(ch_s)
-    for i, q in enumerate(g["chunk_q"]):
-        for k, p in enumerate(g["chunk_p"]):
-            tick(f"chunk attention q={q} p={p}")
-            s, j = map_part(attention_part(dep, int(q), int(p)), arch, mapper, objective, seed, params, cache)
-            ch_s[i, k], ch_j[i, k] = s, j * dep.tp
-    if progress:
-        progress(total, total, "")
+    dec = [got[("decode", 1, int(c_) - 1)] for c_ in g["contexts"]]
+    ch = np.array([[got[("chunk", int(q), int(p))][:2] for p in g["chunk_p"]] for q in g["chunk_q"]])
     head_l = _launches(head_part(dep, 1), dep)
     att_l = _launches(attention_part(dep, 1, 0), dep)
     lu = getattr(arch, "launch_overhead_us", 0.0) if launch_us is None else launch_us
     meta = {"model": cfg.name, "arch": getattr(arch, "name", ""), "mapper": mapper, "objective": objective, "seed": seed,
             "params": dict(params or {}), "deployment": dep.to_dict(), "clock_mhz": arch.clock_mhz,
             "launch_us": lu, "interconnect": sys_.interconnect.name, "act_bits": act_bits,
-            "layers_mapped": len(cache), "build_s": time.perf_counter() - t0, "grid_points": total}
+            "layers_mapped": layers, "build_s": time.perf_counter() - t0, "grid_points": len(items),
+            "workers": workers}
     return CostTable(tokens=np.asarray(g["tokens"]), dense_s=np.asarray(dense_s), dense_j=np.asarray(dense_j),
                      dense_launches=np.asarray(dense_l), seqs=np.asarray(g["seqs"]), head_s=np.asarray(head_s),
                      head_j=np.asarray(head_j), head_launches=head_l, contexts=np.asarray(g["contexts"]),
-                     decode_s=np.asarray(dec_s), decode_j=np.asarray(dec_j), chunk_q=np.asarray(g["chunk_q"]),
-                     chunk_p=np.asarray(g["chunk_p"]), chunk_s=ch_s, chunk_j=ch_j, attention_launches=att_l,
-                     launch_s=lu * 1e-6, host_s=host_s, ep=dep.ep, meta=meta)
+                     decode_s=np.asarray([d[0] for d in dec]), decode_j=np.asarray([d[1] * dep.tp for d in dec]),
+                     chunk_q=np.asarray(g["chunk_q"]), chunk_p=np.asarray(g["chunk_p"]), chunk_s=ch[:, :, 0],
+                     chunk_j=ch[:, :, 1] * dep.tp, attention_launches=att_l, launch_s=lu * 1e-6, host_s=host_s,
+                     ep=dep.ep, meta=meta)
