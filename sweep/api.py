@@ -12,7 +12,8 @@ line calls, returning typed results instead of printing.
     results = api.load_results(run.output)
     api.pareto_front(results.totals, "area_mm2", "edp")
 
-What each part wraps (one code path with the CLI): `load_accelerator`, `load_network`, `load_layer`,
+`serve` is ``sweep serve`` (`sweep.serving.serve`): requests served by a deployment, the summary and
+the per-request and per-iteration DataFrames. What each part wraps (one code path with the CLI): `load_accelerator`, `load_network`, `load_layer`,
 `map_layer`, `map_network` and `evaluate` are `sweep.commands.map_eval` (``sweep map`` / ``sweep eval``);
 `load_campaign` and `run_campaign` are `sweep.kinds.load` and `sweep.engine.runner`
 (``sweep run``); `load_results` reads a result directory with `sweep.engine.store.Store` and builds
@@ -56,7 +57,7 @@ if TYPE_CHECKING:
 __all__ = ["Architecture", "CampaignRun", "Evaluation", "LayerResult", "NetworkResult", "Results",
            "CampaignError", "StoreError", "Interrupted", "RunSummary",
            "load_accelerator", "load_network", "load_layer", "map_layer", "map_network", "map_step", "evaluate",
-           "load_campaign", "run_campaign", "load_results", "pareto_front"]
+           "load_campaign", "run_campaign", "load_results", "pareto_front", "serve"]
 
 
 def __getattr__(name: str) -> Any:
@@ -649,3 +650,22 @@ def pareto_front(df: pd.DataFrame, x: str, y: str, *more: str) -> pd.DataFrame:
     if missing:
         raise KeyError(f"pareto_front: no column(s) {missing}; columns: {list(df.columns)}")
     return df.iloc[_front(df[cols].to_numpy(dtype=float))]
+
+
+def serve(network: str, accelerator: Architecture | str, **kw: Any):
+    """Serve requests on ``accelerator`` (``sweep serve``; docs/serving.md): a trace (``trace=``
+    a file or ``"azure_conv_2023"``) or a synthetic load (``rate``, ``requests`` or ``duration_s``,
+    ``prompt``, ``output`` lengths as ``"512"``, ``"uniform:LO:HI"``, ``"lognormal:MEDIAN:SIGMA"``),
+    under vLLM V1's scheduler (``scheduler={"max_num_seqs": ..., "max_num_batched_tokens": ...}``),
+    ``slo_ttft`` / ``slo_tpot`` (s) and ``goodput=True`` for the goodput search, ``out`` a
+    directory for the files. Returns `sweep.serving.serve.ServeResult`: ``summary`` (``ttft_s``,
+    ``tpot_s``, ``e2e_s`` with ``mean``/``p50``/``p90``/``p99``, ``output_tokens_per_s``,
+    ``requests_per_s``, ``slo_attainment``, ``goodput_rps``, ``energy_per_request_j``,
+    ``preemptions``, ...), ``requests`` and ``iterations`` (DataFrames), ``table`` (pass it back
+    as ``table=`` to serve another load without mapping again).
+
+    Raises:
+        CampaignError: a bad argument or trace (the option or file, row and column named).
+    """
+    from sweep.serving.serve import serve_api
+    return serve_api(network, accelerator, **kw)

@@ -330,3 +330,45 @@ def _json_default(v: Any) -> Any:
     if isinstance(v, np.ndarray):
         return v.tolist()
     return str(v)
+
+
+@dataclass
+class ServeResult:
+    """`sweep.api.serve`'s answer: ``summary`` (the stable keys of `costmodel.serving.summary`, with
+    ``goodput_rps``), ``requests`` and ``iterations`` (DataFrames, the columns of ``DIR/requests``
+    and ``DIR/iterations``), ``goodput`` (the search: rates tried, attainment and percentiles at
+    each; None without it), ``table`` (the `CostTable`, to reuse), ``setup`` (what was served)."""
+
+    summary: dict[str, Any]
+    requests: Any
+    iterations: Any
+    goodput: dict[str, Any] | None
+    table: CostTable
+    setup: dict[str, Any]
+
+
+def serve_api(network: str, arch: Any, *, trace: str | None = None, rate: float | None = None,
+              requests: int | None = None, duration_s: float | None = None, prompt: str = "512",
+              output: str = "128", cv: float = 1.0, load_seed: int = 0, columns: dict | None = None,
+              drop_long_prompts: bool = False, slo_ttft: float | None = None, slo_tpot: float | None = None,
+              attainment: float = 0.9, goodput: bool = False, out: str | Path | None = None,
+              table: CostTable | None = None, **kw: Any) -> ServeResult:
+    """`sweep serve` as a function (`sweep.api.serve`); ``kw``: `setup`'s keywords (mapper, seed,
+    weight_bits, fusion, tp, ep, launch_us, host_s, scheduler = {max_num_seqs: ..., ...})."""
+    try:
+        slo = SLO(slo_ttft, slo_tpot, attainment)
+    except ValueError as e:
+        raise _bad("slo", (slo_ttft, slo_tpot, attainment), str(e)) from None
+    load = Load(trace, dict(columns or {}), rate, requests, duration_s, prompt, output, cv, load_seed,
+                drop_long_prompts)
+    st = setup(network, arch, table=table, **kw)
+    run = serve(st, load, slo, search_goodput=goodput)
+    if out is not None:
+        write_outputs(out, st, run, load, slo)
+    return ServeResult(run["summary"], _request_table(run["result"]).to_pandas(), _iteration_frame(run["result"]),
+                       run["goodput"], st.table, {**st.options, "kv_cache": st.kv, "num_blocks": st.num_blocks})
+
+
+def _iteration_frame(res) -> Any:
+    import pandas as pd
+    return pd.DataFrame({k: v for k, v in res.iterations.items()})
