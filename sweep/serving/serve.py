@@ -107,11 +107,14 @@ def setup(network: str, arch: str | Any, *, mapper: str = "salsa", objective: st
           kv_bits: int | None = None, fusion: str = "fused", tp: int | None = None, pp: int | None = None,
           ep: int | None = None, interconnect: str | None = None, launch_us: float | None = None,
           host_s: float | None = None, scheduler: dict[str, Any] | None = None, table: CostTable | None = None,
-          progress: Callable[[int, int, str], None] | None = None) -> ServeSetup:
+          progress: Callable[[int, int, str], None] | None = None, grids: dict[str, list[int]] | None = None,
+          workers: int | None = None) -> ServeSetup:
     """Resolve and check everything, then map the cost table (unless ``table`` is given).
 
     ``scheduler``: `SchedulerConfig` fields (None or absent: vLLM v0.11.0's defaults for the
-    chip's memory and name, `vllm_defaults`; max_model_len: the model's context).
+    chip's memory and name, `vllm_defaults`; max_model_len: the model's context). ``grids`` and
+    ``workers``: the cost table's grid points and mapping processes
+    (`sweep.serving.table_build.build_cost_table`).
 
     Raises:
         CampaignError: a bad option (named with its value); a deployment that leaves no room for the
@@ -185,7 +188,7 @@ def setup(network: str, arch: str | Any, *, mapper: str = "salsa", objective: st
             table = build_cost_table(dep, acc, mapper, objective, seed, params, max_tokens=cfg.max_num_batched_tokens,
                                      max_seqs=cfg.max_num_seqs, max_context=cfg.max_model_len, system=system,
                                      launch_us=launch_us, host_s=HOST_S if host_s is None else host_s,
-                                     progress=progress)
+                                     progress=progress, grids=grids, workers=workers)
         except ValueError as e:
             from sweep.common.errors import ExecutionError
             raise ExecutionError(str(e)) from None
