@@ -13,6 +13,7 @@ if __name__ == "__main__":  # `python -m sweep.cli`: run as the console script, 
 
 import contextlib
 import ctypes
+import functools
 import os
 import sys
 from enum import Enum
@@ -629,7 +630,16 @@ def import_zigzag_(
 
 from sweep.commands.serve import serve_command  # noqa: E402
 
-app.command("serve")(_guard(serve_command))
+
+@app.command("serve")
+@_guard
+@functools.wraps(serve_command)
+def serve(*args, **kw) -> None:
+    doc, lines = serve_command(*args, **kw)
+    if doc is not None:
+        _echo_json(doc)
+    for line in lines:
+        out.print(line, highlight=False, markup=False)
 
 plain_help(app)  # `--help` without <bool> / <list[str]> (every command is registered by now)
 

@@ -7,250 +7,193 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from typing import Callable
 
 import numpy as np
 
 from .requests import Requests
 from .scheduler import SchedulerConfig, capture_sizes
-from .simulate import _GRAPH, ITERATION_COLUMNS, SimResult, _columns, refusals
+from .simulate import ITERATION_COLUMNS, SimResult, _columns, refusals
 from .table import CostTable
 
 __all__ = ["simulate_reference"]
 
 
+class _Server:
+    """One server's state: per-request arrays, the running list (admitted order), the waiting queue."""
+
+    def __init__(self, requests: Requests, cfg: SchedulerConfig, num_blocks: int):
+        n = len(requests)
+        self.cfg, self.num_blocks = cfg, num_blocks
+        self.output, self.refused, self.reason, self.truncated = refusals(requests, cfg, num_blocks)
+        self.num_tokens = requests.prompt.astype(np.int64).copy()   # prompt + generated
+        self.computed = np.zeros(n, np.int64)                       # tokens whose K/V are cached
+        self.generated = np.zeros(n, np.int64)
+        self.blocks = np.zeros(n, np.int64)
+        self.scheduled_s, self.first_s, self.finish_s = np.full(n, np.nan), np.full(n, np.nan), np.full(n, np.nan)
+        self.preempt = np.zeros(n, np.int64)
+        self.energy = np.zeros(n)
+        self.running: list[int] = []
+        self.waiting: deque[int] = deque()
+        self.free = num_blocks
+
+    def grow(self, r: int, new: int) -> int:
+        """Blocks request ``r`` needs beyond those it holds to cache ``new`` more tokens."""
+        return max(-(-(int(self.computed[r]) + new) // self.cfg.block_size) - int(self.blocks[r]), 0)
+
+    def preempt_last(self) -> int:
+        """Preempt the last running request: blocks freed, computed tokens reset, to the waiting head."""
+        v = self.running.pop()
+        self.free += int(self.blocks[v])
+        self.blocks[v] = 0
+        self.computed[v] = 0
+        self.preempt[v] += 1
+        self.waiting.appendleft(v)
+        return v
+
+    def schedule_running(self, budget: int) -> tuple[list[tuple[int, int]], int, bool]:
+        """Step 2: (scheduled (request, tokens), budget left, whether any request was preempted)."""
+        thr, preempted = self.cfg.long_prefill_token_threshold, False
+        out: list[tuple[int, int]] = []
+        i = 0
+        while i < len(self.running) and budget > 0:
+            r = self.running[i]
+            new = int(self.num_tokens[r] - self.computed[r])
+            new = min(new, thr) if thr else new
+            new = min(new, budget)
+            while self.grow(r, new) > self.free:
+                preempted = True
+                if self.preempt_last() == r:
+                    return out, budget, True
+            g = self.grow(r, new)
+            self.blocks[r] += g
+            self.free -= g
+            out.append((r, new))
+            budget -= new
+            i += 1
+        return out, budget, preempted
+
+    def schedule_waiting(self, budget: int, t: float) -> list[tuple[int, int]]:
+        """Step 3: the waiting requests admitted (request, tokens)."""
+        thr = self.cfg.long_prefill_token_threshold
+        out: list[tuple[int, int]] = []
+        skipped: list[int] = []
+        while self.waiting and budget > 0 and len(self.running) < self.cfg.max_num_seqs:
+            r = self.waiting[0]
+            want = int(self.num_tokens[r])
+            want = min(want, thr) if thr else want
+            if not self.cfg.chunked_prefill and want > budget:
+                skipped.append(self.waiting.popleft())
+                continue
+            want = min(want, budget)
+            g = -(-want // self.cfg.block_size)
+            if g > self.free:
+                break
+            self.waiting.popleft()
+            self.blocks[r], self.computed[r] = g, 0
+            self.free -= g
+            if math.isnan(self.scheduled_s[r]):
+                self.scheduled_s[r] = t
+            self.running.append(r)
+            out.append((r, want))
+            budget -= want
+        for r in reversed(skipped):
+            self.waiting.appendleft(r)
+        return out
+
+    def advance(self, sched: list[tuple[int, int]], t_end: float) -> None:
+        """Step 4's end: tokens computed, one sampled where every token is, finished requests out."""
+        done = []
+        for r, q in sched:
+            self.computed[r] += q
+            if self.computed[r] >= self.num_tokens[r]:
+                self.generated[r] += 1
+                self.num_tokens[r] += 1
+                if math.isnan(self.first_s[r]):
+                    self.first_s[r] = t_end
+                if self.generated[r] >= self.output[r]:
+                    self.finish_s[r] = t_end
+                    self.free += int(self.blocks[r])
+                    self.blocks[r] = 0
+                    done.append(r)
+        for r in done:
+            self.running.remove(r)
+
+
 def _launches(table: CostTable, T: int, dense_l: float, decode_only: bool, cfg: SchedulerConfig,
               top: int) -> tuple[float, int]:
-    """(launches paid, graph mode index) of an iteration of T tokens (`GRAPH_MODES`)."""
-    every = dense_l + table.head_launches + table.attention_launches
+    """(launches paid, graph mode: 0 full, 1 piecewise, 2 eager) of an iteration of T tokens."""
     if cfg.graphs == "graph":
         return 0.0, 0
     if cfg.graphs == "eager" or T > top:
-        return every, 2
+        return dense_l + table.head_launches + table.attention_launches, 2
     if decode_only:
         return 0.0, 0
     return float(table.attention_launches), 1
 
 
-def simulate_reference(requests: Requests, table: CostTable, cfg: SchedulerConfig, num_blocks: int,
-             sink: Callable[[dict[str, np.ndarray]], None] | None = None, chunk: int = 65536) -> SimResult:
-    """Serve ``requests`` (module docstring).
+def _price(srv: _Server, table: CostTable, sched: list[tuple[int, int]], sizes: list[int], host: float):
+    """Step 4: (duration s, energy J, launches, mode, tokens, decodes) of the iteration; each
+    request's energy share added."""
+    ids = np.array([r for r, _ in sched], np.int64)
+    q = np.array([k for _, k in sched], np.int64)
+    p = srv.computed[ids]
+    T = int(q.sum())
+    is_dec = (q == 1) & (srv.generated[ids] > 0) & (p == srv.num_tokens[ids] - 1)
+    top = sizes[-1] if sizes else 0
+    T_run = next(c for c in sizes if c >= T) if srv.cfg.graphs == "vllm" and T <= top else T
+    ds, dj, dl = table.dense(T_run)
+    hs, hj = table.head(len(ids))
+    a_s, a_j = table.attention(q, p)
+    launches, mode = _launches(table, T, dl, bool(is_dec.all()), srv.cfg, top)
+    srv.energy[ids] += a_j + (dj + hj) * q / T
+    dur = ds + hs + float(a_s.sum()) / table.ep + launches * table.launch_s + host
+    return dur, dj + hj + float(a_j.sum()), launches, mode, T, int(is_dec.sum())
 
-    Args:
-        requests: arrivals and lengths.
-        table: the iteration costs of the deployment.
-        cfg: the scheduler's settings.
-        num_blocks: KV blocks in the system (`costmodel.serving.scheduler.kv_blocks`).
-        sink: called with each ``chunk`` of iteration columns as they fill (bounded memory for long
-            traces); then `SimResult.iterations` holds only the last, unflushed ones... none: all
-            are flushed at the end.
-        chunk: iterations per flushed chunk.
 
-    Returns:
-        `SimResult`.
+def simulate_reference(requests: Requests, table: CostTable, cfg: SchedulerConfig, num_blocks: int) -> SimResult:
+    """Serve ``requests`` by the rules of `costmodel.serving.simulate`, in plain Python.
 
     Raises:
         ValueError: ``num_blocks`` < 1.
+        RuntimeError: the loop stalled (never expected).
     """
     if num_blocks < 1:
         raise ValueError(f"num_blocks = {num_blocks}: expected at least 1 KV block")
     n = len(requests)
-    bs, budget0, max_seqs = cfg.block_size, cfg.max_num_batched_tokens, cfg.max_num_seqs
-    thr = cfg.long_prefill_token_threshold
-    arrival = requests.arrival_s
-    prompt = requests.prompt.astype(np.int64)
-    output, refused, reason, truncated = refusals(requests, cfg, num_blocks)
+    srv = _Server(requests, cfg, num_blocks)
     host = table.host_s if cfg.host_s is None else cfg.host_s
-    graph_sizes = np.asarray(capture_sizes(max_seqs, budget0), dtype=np.int64)
-    top = int(graph_sizes[-1]) if len(graph_sizes) else 0
-
-    num_tokens = prompt.copy()        # tokens the request has (prompt + generated)
-    computed = np.zeros(n, np.int64)  # tokens whose K/V are in the cache
-    generated = np.zeros(n, np.int64)
-    blocks = np.zeros(n, np.int64)
-    scheduled_s = np.full(n, np.nan)
-    first_s = np.full(n, np.nan)
-    finish_s = np.full(n, np.nan)
-    preempt = np.zeros(n, np.int64)
-    energy = np.zeros(n)
-
-    running = np.zeros(0, np.int64)   # admitted order
-    waiting: deque[int] = deque()
-    free = num_blocks
-    nxt = 0
-    t = float(arrival[0]) if n else 0.0
+    sizes = capture_sizes(cfg.max_num_seqs, cfg.max_num_batched_tokens)
     cols: dict[str, list] = {k: [] for k in ITERATION_COLUMNS}
-    n_iter = 0
-    done = int(refused.sum())
-    busy = used_t = seqs_t = 0.0   # time-weighted sums: busy time, blocks used, sequences
-
-    def flush() -> None:
-        if sink is not None and cols["start_s"]:
-            sink(_columns(cols))
-            for v in cols.values():
-                v.clear()
-
-    while done < n:
-        while nxt < n and arrival[nxt] <= t:
-            if not refused[nxt]:
-                waiting.append(nxt)
+    t = float(requests.arrival_s[0]) if n else 0.0
+    nxt, busy, used_t, seqs_t = 0, 0.0, 0.0, 0.0
+    while int(np.isfinite(srv.finish_s).sum() + srv.refused.sum()) < n:
+        while nxt < n and requests.arrival_s[nxt] <= t:                 # 1. arrivals
+            if not srv.refused[nxt]:
+                srv.waiting.append(nxt)
             nxt += 1
-        if not len(running) and not waiting:
-            if nxt >= n:
-                break
-            t = max(t, float(arrival[nxt]))
+        if not srv.running and not srv.waiting:
+            t = max(t, float(requests.arrival_s[nxt]))
             continue
-        budget = budget0
-        preempted = False
-        # -- 2. the running requests ------------------------------------------------------------
-        if len(running):
-            want = num_tokens[running] - computed[running]
-            if thr:
-                want = np.minimum(want, thr)
-            before = np.cumsum(want) - want
-            q = np.clip(budget - before, 0, want)
-            k = int(np.count_nonzero(before < budget))   # those the loop reaches with budget left
-            q = q[:k]
-            ids = running[:k]
-            grow = np.maximum(-(-(computed[ids] + q) // bs) - blocks[ids], 0)
-            if int(grow.sum()) <= free:
-                blocks[ids] += grow
-                free -= int(grow.sum())
-                budget -= int(q.sum())
-                sched_ids, sched_q = ids, q
-            else:                         # preemptions: vLLM's loop, request by request
-                run = list(running)
-                s_ids, s_q = [], []
-                i = 0
-                while i < len(run) and budget > 0:
-                    r = run[i]
-                    new = int(num_tokens[r] - computed[r])
-                    if thr:
-                        new = min(new, thr)
-                    new = min(new, budget)
-                    ok = True
-                    while True:
-                        g = max(-(-(int(computed[r]) + new) // bs) - int(blocks[r]), 0)
-                        if g <= free:
-                            break
-                        victim = run.pop()
-                        free += int(blocks[victim])
-                        blocks[victim] = 0
-                        computed[victim] = 0
-                        preempt[victim] += 1
-                        waiting.appendleft(victim)
-                        preempted = True
-                        if victim == r:
-                            ok = False
-                            break
-                    if not ok:
-                        break
-                    blocks[r] += g
-                    free -= g
-                    s_ids.append(r)
-                    s_q.append(new)
-                    budget -= new
-                    i += 1
-                # preempted victims were prepended one by one, the last popped first: vLLM prepends
-                # each, so the earliest-admitted victim ends up at the head
-                running = np.asarray(run, np.int64)
-                sched_ids, sched_q = np.asarray(s_ids, np.int64), np.asarray(s_q, np.int64)
-        else:
-            sched_ids, sched_q = np.zeros(0, np.int64), np.zeros(0, np.int64)
-        # -- 3. the waiting requests -------------------------------------------------------------
-        new_ids: list[int] = []
-        new_q: list[int] = []
-        if not preempted and waiting:
-            skipped: list[int] = []
-            n_run = len(running)
-            while waiting and budget > 0 and n_run < max_seqs:
-                r = waiting[0]
-                want_r = int(num_tokens[r])
-                if thr:
-                    want_r = min(want_r, thr)
-                if not cfg.chunked_prefill and want_r > budget:
-                    skipped.append(waiting.popleft())
-                    continue
-                want_r = min(want_r, budget)
-                g = -(-want_r // bs)
-                if g > free:
-                    break
-                waiting.popleft()
-                blocks[r] = g
-                free -= g
-                computed[r] = 0
-                if math.isnan(scheduled_s[r]):
-                    scheduled_s[r] = t
-                new_ids.append(r)
-                new_q.append(want_r)
-                budget -= want_r
-                n_run += 1
-            for r in reversed(skipped):
-                waiting.appendleft(r)
-            if new_ids:
-                running = np.concatenate([running, np.asarray(new_ids, np.int64)])
-        if new_ids:
-            sched_ids = np.concatenate([sched_ids, np.asarray(new_ids, np.int64)])
-            sched_q = np.concatenate([sched_q, np.asarray(new_q, np.int64)])
-        if not len(sched_ids):
-            # nothing could run (every running request waits on blocks held by none: cannot
-            # happen with the refusal rule); wait for the next arrival
+        sched, budget, preempted = srv.schedule_running(cfg.max_num_batched_tokens)   # 2.
+        if not preempted:
+            sched += srv.schedule_waiting(budget, t)                                   # 3.
+        if not sched:
             if nxt >= n:
                 raise RuntimeError("serving stalled: no request can be scheduled and none will arrive")
-            t = max(t, float(arrival[nxt]))
+            t = max(t, float(requests.arrival_s[nxt]))
             continue
-        # -- 4. the iteration --------------------------------------------------------------------
-        p = computed[sched_ids]
-        T = int(sched_q.sum())
-        is_dec = (sched_q == 1) & (generated[sched_ids] > 0) & (p == num_tokens[sched_ids] - 1)
-        decode_only = bool(is_dec.all())
-        T_run = T
-        if cfg.graphs == "vllm" and T <= top:
-            T_run = int(graph_sizes[np.searchsorted(graph_sizes, T)])   # padded up to a capture size
-        ds, dj, dl = table.dense(T_run)
-        hs, hj = table.head(len(sched_ids))
-        a_s, a_j = table.attention(sched_q, p)
-        launches, mode = _launches(table, T, dl, decode_only, cfg, top)
-        dur = ds + hs + float(a_s.sum()) / table.ep + launches * table.launch_s + host
-        shared = dj + hj
-        energy[sched_ids] += a_j + shared * sched_q / T
-        t_end = t + dur
-        computed[sched_ids] += sched_q
-        sampled = computed[sched_ids] >= num_tokens[sched_ids]
-        s_ids = sched_ids[sampled]
-        generated[s_ids] += 1
-        num_tokens[s_ids] += 1
-        first = s_ids[np.isnan(first_s[s_ids])]
-        first_s[first] = t_end
-        fin = s_ids[generated[s_ids] >= output[s_ids]]
-        used, n_running = num_blocks - free, len(running)
-        if len(fin):
-            finish_s[fin] = t_end
-            free += int(blocks[fin].sum())
-            blocks[fin] = 0
-            running = running[~np.isin(running, fin)]
-            done += len(fin)
-        n_dec = int(is_dec.sum())
-        for k_, v in (("start_s", t), ("duration_s", dur), ("tokens", T), ("prefill_tokens", T - n_dec),
-                      ("decode_tokens", n_dec), ("sequences", len(sched_ids)), ("running", n_running),
-                      ("waiting", len(waiting)), ("kv_blocks_used", used), ("energy_j", shared + float(a_j.sum())),
-                      ("launches", launches), ("graph", mode)):
-            cols[k_].append(v)
-        n_iter += 1
-        busy += dur
-        used_t += dur * used
-        seqs_t += dur * len(sched_ids)
-        if sink is not None and len(cols["start_s"]) >= chunk:
-            flush()
-        t = t_end
-    iters = _columns(cols)
-    if sink is not None:
-        flush()
-        iters = _columns({k: [] for k in ITERATION_COLUMNS})
-    out = np.where(refused, 0, output)
+        dur, e, launches, mode, T, n_dec = _price(srv, table, sched, sizes, host)    # 4.
+        used, n_running = num_blocks - srv.free, len(srv.running)
+        srv.advance(sched, t + dur)
+        for k, v in (("start_s", t), ("duration_s", dur), ("tokens", T), ("prefill_tokens", T - n_dec),
+                     ("decode_tokens", n_dec), ("sequences", len(sched)), ("running", n_running),
+                     ("waiting", len(srv.waiting)), ("kv_blocks_used", used), ("energy_j", e),
+                     ("launches", launches), ("graph", mode)):
+            cols[k].append(v)
+        busy, used_t, seqs_t = busy + dur, used_t + dur * used, seqs_t + dur * len(sched)
+        t += dur
     stats = {"busy_s": busy, "kv_utilization": used_t / busy / num_blocks if busy else None,
              "mean_batch": seqs_t / busy if busy else None}
-    return SimResult(requests, scheduled_s, first_s, finish_s, preempt, energy, out, refused, reason, iters,
-                     n_iter, truncated, num_blocks, t, stats)
-
-
+    return SimResult(requests, srv.scheduled_s, srv.first_s, srv.finish_s, srv.preempt, srv.energy,
+                     np.where(srv.refused, 0, srv.output), srv.refused, srv.reason, _columns(cols),
+                     len(cols["start_s"]), srv.truncated, num_blocks, t, stats)

@@ -250,8 +250,9 @@ def read_trace(path: str | Path, columns: Mapping[str, str | None] | None = None
             arr.append(t)
         else:
             arr.append(0.0)
-        p = _tokens(r.get(use["prompt"]), f"{path}: row {i}, column {use['prompt']}")
-        o = _tokens(r.get(use["output"]), f"{path}: row {i}, column {use['output']}")
+        pcol, ocol = str(use["prompt"]), str(use["output"])
+        p = _tokens(r.get(pcol), f"{path}: row {i}, column {pcol}")
+        o = _tokens(r.get(ocol), f"{path}: row {i}, column {ocol}")
         if max_context is not None and p > max_context:
             if drop_long:
                 dropped.append(i)
@@ -358,16 +359,17 @@ def synthetic(rate: float, *, count: int | None = None, duration_s: float | None
         g[0] = 0.0
         arrival = np.cumsum(g)
     else:
+        span = float(duration_s or 0.0)
         chunks, t = [], 0.0
         while True:
-            g = gaps(max(16, int(rate * float(duration_s) * 1.2) + 16))
+            g = gaps(max(16, int(rate * span * 1.2) + 16))
             c = t + np.cumsum(g)
             chunks.append(c)
             t = float(c[-1])
-            if t >= float(duration_s):
+            if t >= span:
                 break
         arrival = np.concatenate(chunks)
-        arrival = arrival[arrival < float(duration_s)]
+        arrival = arrival[arrival < span]
         if not len(arrival):
             raise TraceError(f"duration = {duration_s!r}: no request arrives in it at rate {rate:g}")
         arrival = arrival - arrival[0]

@@ -82,7 +82,7 @@ class SimResult:
     truncated: int
     num_blocks: int
     end_s: float
-    stats: dict[str, float] = field(default_factory=dict)
+    stats: dict[str, float | None] = field(default_factory=dict)
 
 
 def refusals(requests: Requests, cfg: SchedulerConfig, num_blocks: int) -> tuple[np.ndarray, np.ndarray, list[str], int]:

@@ -54,7 +54,8 @@ def default_grids(max_tokens: int, max_seqs: int, max_context: int) -> dict[str,
     tokens = upto([1, 2, 4] + list(range(8, 513, 8)) + list(range(576, 1025, 64))
                   + list(range(1152, 2049, 128)) + list(range(2560, max_tokens + 1, 512)), max_tokens)
     seqs = upto([1, 2, 4, 8, 16, 32, 64, 128, 192, 256, 384, 512, 768, 1024], max_seqs)
-    geo, x = [], 128
+    geo: list[int] = []
+    x = 128.0
     while x < max_context:
         geo.append(int(x))
         x = x * 1.5 if len(geo) % 2 else x * 4 / 3

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Annotated, Any, Optional
@@ -74,7 +75,7 @@ def serve_command(
     out_dir: Annotated[Optional[Path], typer.Option("--out", help="Write requests/ and iterations/ (Parquet), summary.json, cost_table.json and plots/ here.")] = None,
     table_file: Annotated[Optional[Path], typer.Option("--table", help="Reuse a cost_table.json written by an earlier run of the same deployment (skips the mapping).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as one JSON object (stable keys: ttft_s, tpot_s, e2e_s with mean/p50/p90/p99, output_tokens_per_s, requests_per_s, slo_attainment, goodput_rps, energy_per_request_j, preemptions, ...).")] = False,
-) -> None:
+) -> tuple[dict | None, list[str]]:
     """Serve requests: continuous batching with chunked prefill and a paged KV cache (vLLM V1's
     scheduler), each iteration priced by the project's own mapped cost of its work on the
     accelerator. Prints TTFT, time per output token and E2E percentiles, throughput, SLO attainment,
@@ -82,40 +83,18 @@ def serve_command(
 
         sweep serve --network llama3_8b --arch a100 --rate 4 --requests 500 --prompt lognormal:1000:0.8 --output lognormal:200:0.8
         sweep serve --network llama3_8b --arch a100 --trace azure_conv_2023 --drop-long-prompts --requests 2000 --slo-ttft 2 --slo-tpot 0.1 --goodput --out results/serve
+
+    (Returns the JSON document under --json, else the lines to print: `sweep.cli` prints them.)
     """
-    from costmodel.serving import SLO
-    from sweep.common.ids import strict_json
-    from sweep.serving.serve import HOST_S, IterationWriter, Load, serve, setup, write_outputs
-    from sweep.cli import _echo_json, err, out
-    cols = parse_columns(column)
-    try:
-        slo = SLO(slo_ttft, slo_tpot, attainment)
-    except ValueError as e:
-        key = "--slo-ttft" if "ttft" in str(e) else "--slo-tpot" if "tpot" in str(e) else "--attainment"
-        raise CampaignError("sweep serve", [Finding(key, {"--slo-ttft": slo_ttft, "--slo-tpot": slo_tpot,
-                                                          "--attainment": attainment}[key], str(e))]) from None
-    load = Load(str(trace) if trace else None, cols, rate, requests, duration, prompt, output, cv, load_seed,
-                drop_long_prompts)
-    if trace is None and rate is None:
-        raise CampaignError("sweep serve", [Finding("--rate", None, "give --trace FILE, or a synthetic load: --rate R "
-                                                                    "with --requests N or --duration S")])
-    if trace is None and requests is None and duration is None:
-        raise CampaignError("sweep serve", [Finding("--requests", None, "a synthetic load needs --requests N or "
-                                                                        "--duration S")])
-    table = None
-    if table_file is not None:
-        table = _read_table(table_file)
+    from rich.console import Console
+    from sweep.serving.serve import IterationWriter, serve, setup, write_outputs
+    err = Console(stderr=True, soft_wrap=True)
+    slo, load = _load_and_slo(network, trace, column, rate, requests, duration, prompt, output, cv, load_seed,
+                              drop_long_prompts, slo_ttft, slo_tpot, attainment, max_model_len)
+    table = _read_table(table_file) if table_file is not None else None
     sched = {"max_num_seqs": max_num_seqs, "max_num_batched_tokens": max_num_batched_tokens, "block_size": block_size,
              "gpu_memory_utilization": gpu_memory_utilization, "num_blocks": num_blocks, "max_model_len": max_model_len,
              "chunked_prefill": False if no_chunked_prefill else None, "graphs": graphs}
-    # the load is read before any mapping, so a bad trace costs nothing
-    from sweep.serving.serve import load_requests
-    from costmodel.transformer.catalog import resolve_model
-    try:
-        ctx = resolve_model(network).max_context
-    except (KeyError, ValueError) as e:
-        raise CampaignError("sweep serve", [Finding("--network", network, str(e).strip("'\""))]) from None
-    load_requests(load, max_model_len or ctx)
     progress = None if as_json else _progress(err)
     st = setup(network, arch, mapper=mapper, seed=seed, weight_bits=weight_bits, act_bits=act_bits, kv_bits=kv_bits,
                fusion=fusion, tp=tp, pp=pp, ep=ep, interconnect=interconnect, launch_us=launch_us,
@@ -123,24 +102,57 @@ def serve_command(
     if progress:
         progress(-1, 0, "")
     tmp = Path(tempfile.mkdtemp(prefix="sweep-serve-")) if out_dir else None
-    sink = IterationWriter(tmp / "iterations") if tmp else None
-    run = serve(st, load, slo, search_goodput=search_goodput, sink=sink)
+    try:
+        sink = IterationWriter(tmp / "iterations") if tmp else None
+        run = serve(st, load, slo, search_goodput=search_goodput, sink=sink)
+        if out_dir:
+            write_outputs(out_dir, st, run, load, slo, iterations_dir=tmp / "iterations")
+    finally:
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
     doc = {"summary": run["summary"], "goodput": run["goodput"], "setup": st.options, "kv_cache": st.kv,
            "num_blocks": st.num_blocks, "load": load.to_dict(), "requests_source": run["requests"].source,
            "slo": slo.to_dict()}
-    if out_dir:
-        write_outputs(out_dir, st, run, load, slo, iterations_dir=tmp / "iterations")
     if as_json:
-        _echo_json({**run["summary"], "goodput": run["goodput"], "setup": st.options, "kv_cache": st.kv,
-                    "num_blocks": st.num_blocks, "out": str(out_dir) if out_dir else None})
-        return
+        return {**run["summary"], "goodput": run["goodput"], "setup": st.options, "kv_cache": st.kv,
+                "num_blocks": st.num_blocks, "out": str(out_dir) if out_dir else None}, []
     from sweep.reports.serving import summary_lines
-    for line in summary_lines(doc):
-        out.print(line, highlight=False, markup=False)
-    out.print(f"simulated {run['summary']['iterations']:,} iterations in {run['sim_s']:.2f} s; cost table "
-              f"{st.table.meta.get('grid_points', 0)} grid points, {st.table.meta.get('layers_mapped', 0)} layers mapped "
-              f"in {st.table.meta.get('build_s', 0):.1f} s" + (f"; wrote {out_dir}" if out_dir else ""),
-              highlight=False, markup=False)
+    return None, summary_lines(doc) + [
+        f"simulated {run['summary']['iterations']:,} iterations in {run['sim_s']:.2f} s; cost table "
+        f"{st.table.meta.get('grid_points', 0)} grid points, {st.table.meta.get('layers_mapped', 0)} layers mapped "
+        f"in {st.table.meta.get('build_s', 0):.1f} s" + (f"; wrote {out_dir}" if out_dir else "")]
+
+
+def _load_and_slo(network, trace, column, rate, requests, duration, prompt, output, cv, load_seed, drop_long,
+                  slo_ttft, slo_tpot, attainment, max_model_len):
+    """The SLO and the load, checked, and the load read once (a bad trace costs no mapping).
+
+    Raises:
+        CampaignError: naming the option, or the trace's file, row and column.
+    """
+    from costmodel.serving import SLO
+    from costmodel.transformer.catalog import resolve_model
+    from sweep.serving.serve import Load, load_requests
+    cols = parse_columns(column)
+    try:
+        slo = SLO(slo_ttft, slo_tpot, attainment)
+    except ValueError as e:
+        key = "--slo-ttft" if "ttft" in str(e) else "--slo-tpot" if "tpot" in str(e) else "--attainment"
+        raise CampaignError("sweep serve", [Finding(key, {"--slo-ttft": slo_ttft, "--slo-tpot": slo_tpot,
+                                                          "--attainment": attainment}[key], str(e))]) from None
+    load = Load(str(trace) if trace else None, cols, rate, requests, duration, prompt, output, cv, load_seed, drop_long)
+    if trace is None and rate is None:
+        raise CampaignError("sweep serve", [Finding("--rate", None, "give --trace FILE, or a synthetic load: --rate R "
+                                                                    "with --requests N or --duration S")])
+    if trace is None and requests is None and duration is None:
+        raise CampaignError("sweep serve", [Finding("--requests", None, "a synthetic load needs --requests N or "
+                                                                        "--duration S")])
+    try:
+        ctx = resolve_model(network).max_context
+    except (KeyError, ValueError) as e:
+        raise CampaignError("sweep serve", [Finding("--network", network, str(e).strip("'\""))]) from None
+    load_requests(load, max_model_len or ctx)
+    return slo, load
 
 
 def _read_table(path: Path):

@@ -128,52 +128,15 @@ def setup(network: str, arch: str | Any, *, mapper: str = "salsa", objective: st
         raise _bad("--arch", getattr(acc, "name", arch), "serving needs a loop-nest accelerator (a preset such as "
                    "a100, llm_ws, tpu_v4, or an accelerator TOML)")
     _checked(acc, mapper, objective)
-    if pp not in (None, 1):
-        raise _bad("--pp", pp, "pipeline stages in a serving iteration are not modelled yet (tp and ep are)")
-    try:
-        dep = Deployment(network, weight_bits=weight_bits, act_bits=act_bits, kv_bits=kv_bits, fusion=fusion,
-                         tp=tp or 1, ep=ep or 1)
-        from costmodel.transformer.shard import resolve_split
-        resolve_split(dep.config, dep.ep, dep.tp, 1, dep.ep)
-        from costmodel.transformer.step import resolve_bits
-        resolve_bits(weight_bits, act_bits, kv_bits)
-    except KeyError as e:
-        raise _bad("--network", network, str(e).strip("'\"")) from None
-    except ValueError as e:
-        msg = str(e)
-        key = next((f"--{k.replace('_', '-')}" for k in ("weight_bits", "act_bits", "kv_bits", "fusion", "tp", "ep")
-                    if msg.startswith(k)), "--network")
-        val = {"--weight-bits": weight_bits, "--act-bits": act_bits, "--kv-bits": kv_bits, "--fusion": fusion,
-               "--tp": tp, "--ep": ep}.get(key, network)
-        raise _bad(key, val, msg) from None
+    dep = _deployment(network, weight_bits, act_bits, kv_bits, fusion, tp, pp, ep)
     if interconnect is not None and interconnect not in INTERCONNECTS:
         raise _bad("--interconnect", interconnect, f"expected one of {sorted(INTERCONNECTS)}")
     if launch_us is not None and (not math.isfinite(launch_us) or launch_us < 0):
         raise _bad("--launch-us", launch_us, "expected microseconds >= 0")
     if host_s is not None and (not math.isfinite(host_s) or host_s < 0):
         raise _bad("--host-ms", host_s * 1e3, "expected milliseconds >= 0")
-    cfg_kw = {k: v for k, v in (scheduler or {}).items() if v is not None}
-    unknown = set(cfg_kw) - set(SchedulerConfig.__dataclass_fields__)
-    if unknown:
-        k = sorted(unknown)[0]
-        raise _bad(k, cfg_kw[k], f"no such scheduler setting; known: {sorted(SchedulerConfig.__dataclass_fields__)}")
     from sweep.serving.table_build import build_cost_table, deployment_memory
-    mem0 = deployment_memory(dep, acc, 1)
-    cap = mem0["capacity_bytes"]
-    defaults = vllm_defaults(None if cap is None else cap / 2**30, getattr(acc, "name", ""))
-    ctx = dep.config.max_context
-    if "max_model_len" in cfg_kw and cfg_kw["max_model_len"] > ctx and dep.config.max_positions:
-        raise _bad("--max-model-len", cfg_kw["max_model_len"], f"past {dep.config.name}'s learned positions ({ctx})")
-    cfg_kw.setdefault("max_model_len", ctx)
-    if cfg_kw.get("chunked_prefill") is False:
-        cfg_kw.setdefault("max_num_batched_tokens", cfg_kw["max_model_len"])   # vLLM: a prompt is never split
-    for k, v in defaults.items():
-        cfg_kw.setdefault(k, v)
-    try:
-        cfg = SchedulerConfig(**cfg_kw)
-    except ValueError as e:
-        k = str(e).split(" =")[0]
-        raise _bad(f"--{k.replace('_', '-')}", cfg_kw.get(k), str(e)) from None
+    cfg = _scheduler_config(dep, acc, scheduler)
     mem = deployment_memory(dep, acc, cfg.max_num_batched_tokens)
     try:
         kv = kv_blocks(mem["capacity_bytes"], mem["weights_bytes"], mem["activations_bytes"], mem["token_bytes"], cfg)
@@ -205,6 +168,56 @@ def setup(network: str, arch: str | Any, *, mapper: str = "salsa", objective: st
             "interconnect": system.interconnect.name, "launch_us": table.meta.get("launch_us"),
             "host_s": table.host_s, "scheduler": cfg.to_dict()}
     return ServeSetup(dep, acc, cfg, kv, num_blocks, table, opts)
+
+
+def _deployment(network, weight_bits, act_bits, kv_bits, fusion, tp, pp, ep) -> Deployment:
+    """The `Deployment`, checked (CampaignError naming the option)."""
+    if pp not in (None, 1):
+        raise _bad("--pp", pp, "pipeline stages in a serving iteration are not modelled yet (tp and ep are)")
+    try:
+        dep = Deployment(network, weight_bits=weight_bits, act_bits=act_bits, kv_bits=kv_bits, fusion=fusion,
+                         tp=tp or 1, ep=ep or 1)
+        from costmodel.transformer.shard import resolve_split
+        resolve_split(dep.config, dep.ep, dep.tp, 1, dep.ep)
+        from costmodel.transformer.step import resolve_bits
+        resolve_bits(weight_bits, act_bits, kv_bits)
+    except KeyError as e:
+        raise _bad("--network", network, str(e).strip("'\"")) from None
+    except ValueError as e:
+        msg = str(e)
+        key = next((f"--{k.replace('_', '-')}" for k in ("weight_bits", "act_bits", "kv_bits", "fusion", "tp", "ep")
+                    if msg.startswith(k)), "--network")
+        val = {"--weight-bits": weight_bits, "--act-bits": act_bits, "--kv-bits": kv_bits, "--fusion": fusion,
+               "--tp": tp, "--ep": ep}.get(key, network)
+        raise _bad(key, val, msg) from None
+    return dep
+
+
+def _scheduler_config(dep: Deployment, acc, scheduler: dict[str, Any] | None) -> SchedulerConfig:
+    """The `SchedulerConfig` of the settings given over vLLM's defaults for the chip (CampaignError
+    naming the option)."""
+    from sweep.serving.table_build import deployment_memory
+    given = scheduler or {}
+    cfg_kw = {k: v for k, v in given.items() if v is not None}
+    unknown = set(cfg_kw) - set(SchedulerConfig.__dataclass_fields__)
+    if unknown:
+        k = sorted(unknown)[0]
+        raise _bad(k, cfg_kw[k], f"no such scheduler setting; known: {sorted(SchedulerConfig.__dataclass_fields__)}")
+    cap = deployment_memory(dep, acc, 1)["capacity_bytes"]
+    defaults = vllm_defaults(None if cap is None else cap / 2**30, getattr(acc, "name", ""))
+    ctx = dep.config.max_context
+    if "max_model_len" in cfg_kw and cfg_kw["max_model_len"] > ctx and dep.config.max_positions:
+        raise _bad("--max-model-len", cfg_kw["max_model_len"], f"past {dep.config.name}'s learned positions ({ctx})")
+    cfg_kw.setdefault("max_model_len", ctx)
+    if cfg_kw.get("chunked_prefill") is False:
+        cfg_kw.setdefault("max_num_batched_tokens", cfg_kw["max_model_len"])   # vLLM: a prompt is never split
+    for k, v in defaults.items():
+        cfg_kw.setdefault(k, v)
+    try:
+        return SchedulerConfig(**cfg_kw)
+    except ValueError as e:
+        k = str(e).split(" =")[0]
+        raise _bad(f"--{k.replace('_', '-')}", cfg_kw.get(k), str(e)) from None
 
 
 def serve(st: ServeSetup, load: Load, slo: SLO | None = None, *, search_goodput: bool = False,
