@@ -147,7 +147,7 @@ def _waiting(num_tokens, computed, blocks, scheduled, running, waitbuf, skipbuf,
     n_skip = 0
     while st[2] > 0 and budget > 0 and st[0] < max_seqs:
         r = waitbuf[st[1]]
-        want = num_tokens[r]
+        want = num_tokens[r] - computed[r]   # all its tokens (computed: 0, or its prompt when it came prefilled)
         if thr > 0 and want > thr:
             want = thr
         if chunked == 0 and want > budget:   # a whole prompt that does not fit waits; try the next
@@ -157,14 +157,13 @@ def _waiting(num_tokens, computed, blocks, scheduled, running, waitbuf, skipbuf,
             n_skip += 1
             continue
         want = min(want, budget)
-        g = (want + bs - 1) // bs
+        g = (computed[r] + want + bs - 1) // bs
         if g > st[3]:
             break
         st[1] = (st[1] + 1) % n
         st[2] -= 1
         blocks[r] = g
         st[3] -= g
-        computed[r] = 0
         if math.isnan(scheduled[r]):
             scheduled[r] = t
         running[st[0]] = r

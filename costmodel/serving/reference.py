@@ -21,7 +21,7 @@ __all__ = ["simulate_reference"]
 class _Server:
     """One server's state: per-request arrays, the running list (admitted order), the waiting queue."""
 
-    def __init__(self, requests: Requests, cfg: SchedulerConfig, num_blocks: int):
+    def __init__(self, requests: Requests, cfg: SchedulerConfig, num_blocks: int, prefilled=None):
         n = len(requests)
         self.cfg, self.num_blocks = cfg, num_blocks
         self.output, self.refused, self.reason, self.truncated = refusals(requests, cfg, num_blocks)
@@ -35,6 +35,11 @@ class _Server:
         self.running: list[int] = []
         self.waiting: deque[int] = deque()
         self.free = num_blocks
+        if prefilled is not None:   # arrive with their prompt cached and first token sampled (a decode pool)
+            pre = np.asarray(prefilled, bool)
+            self.computed[pre] = self.num_tokens[pre]
+            self.generated[pre] = 1
+            self.num_tokens[pre] += 1
 
     def grow(self, r: int, new: int) -> int:
         """Blocks request ``r`` needs beyond those it holds to cache ``new`` more tokens."""
@@ -79,17 +84,17 @@ class _Server:
         skipped: list[int] = []
         while self.waiting and budget > 0 and len(self.running) < self.cfg.max_num_seqs:
             r = self.waiting[0]
-            want = int(self.num_tokens[r])
+            want = int(self.num_tokens[r] - self.computed[r])   # computed: 0, or the prompt when it came prefilled
             want = min(want, thr) if thr else want
             if not self.cfg.chunked_prefill and want > budget:
                 skipped.append(self.waiting.popleft())
                 continue
             want = min(want, budget)
-            g = -(-want // self.cfg.block_size)
+            g = -(-(int(self.computed[r]) + want) // self.cfg.block_size)
             if g > self.free:
                 break
             self.waiting.popleft()
-            self.blocks[r], self.computed[r] = g, 0
+            self.blocks[r] = g
             self.free -= g
             if math.isnan(self.scheduled_s[r]):
                 self.scheduled_s[r] = t
@@ -150,8 +155,10 @@ def _price(srv: _Server, table: CostTable, sched: list[tuple[int, int]], sizes: 
     return dur, dj + hj + float(a_j.sum()), launches, mode, T, int(is_dec.sum())
 
 
-def simulate_reference(requests: Requests, table: CostTable, cfg: SchedulerConfig, num_blocks: int) -> SimResult:
-    """Serve ``requests`` by the rules of `costmodel.serving.simulate`, in plain Python.
+def simulate_reference(requests: Requests, table: CostTable, cfg: SchedulerConfig, num_blocks: int,
+                       prefilled=None) -> SimResult:
+    """Serve ``requests`` by the rules of `costmodel.serving.simulate`, in plain Python
+    (``prefilled`` as there).
 
     Raises:
         ValueError: ``num_blocks`` < 1.
@@ -160,7 +167,7 @@ def simulate_reference(requests: Requests, table: CostTable, cfg: SchedulerConfi
     if num_blocks < 1:
         raise ValueError(f"num_blocks = {num_blocks}: expected at least 1 KV block")
     n = len(requests)
-    srv = _Server(requests, cfg, num_blocks)
+    srv = _Server(requests, cfg, num_blocks, prefilled)
     host = table.host_s if cfg.host_s is None else cfg.host_s
     sizes = capture_sizes(cfg.max_num_seqs, cfg.max_num_batched_tokens)
     cols: dict[str, list] = {k: [] for k in ITERATION_COLUMNS}

@@ -107,7 +107,8 @@ def refusals(requests: Requests, cfg: SchedulerConfig, num_blocks: int) -> tuple
 
 
 def simulate(requests: Requests, table: CostTable, cfg: SchedulerConfig, num_blocks: int,
-             sink: Callable[[dict[str, np.ndarray]], None] | None = None, chunk: int = 65536) -> SimResult:
+             sink: Callable[[dict[str, np.ndarray]], None] | None = None, chunk: int = 65536,
+             prefilled: np.ndarray | None = None) -> SimResult:
     """Serve ``requests`` (module docstring) with the compiled loop (`costmodel.serving.kernel`).
 
     Args:
@@ -119,6 +120,9 @@ def simulate(requests: Requests, table: CostTable, cfg: SchedulerConfig, num_blo
             traces); `SimResult.iterations` is then empty. None: every iteration in
             `SimResult.iterations`.
         chunk: iterations per segment.
+        prefilled: bool (n,): requests that arrive with their prompt's K/V already cached and their
+            first token sampled (a disaggregated decode pool, `costmodel.serving.disagg`): they
+            start at their first decode; the first token's time is not theirs to set here.
 
     Returns:
         `SimResult`.
@@ -140,6 +144,11 @@ def simulate(requests: Requests, table: CostTable, cfg: SchedulerConfig, num_blo
     num_tokens = requests.prompt.astype(np.int64).copy()
     z = lambda dt=np.int64: np.zeros(n, dt)  # noqa: E731
     computed, generated, blocks, preempt = z(), z(), z(), z()
+    if prefilled is not None:
+        pre = np.asarray(prefilled, bool)
+        computed[pre] = num_tokens[pre]
+        generated[pre] = 1
+        num_tokens[pre] += 1
     scheduled, first, finish = np.full(n, np.nan), np.full(n, np.nan), np.full(n, np.nan)
     energy = np.zeros(n)
     running, waitbuf, skipbuf = z(), z(), z()

@@ -17,6 +17,7 @@ _LOAD = "Requests (a trace file, or a synthetic load)"
 _SCHED = "Scheduler (vLLM V1; defaults as vLLM v0.11.0 sets them for the chip)"
 _MODEL = "Deployment"
 _SLO = "SLO and goodput"
+_POOLS = "Copies and pools (several copies of the model; disaggregated prefill and decode)"
 
 
 def parse_columns(items: list[str] | None) -> dict[str, str | None]:
@@ -68,6 +69,11 @@ def serve_command(
     pp: Annotated[Optional[int], typer.Option("--pp", help="Pipeline parallelism (not modelled yet: refused).", rich_help_panel=_MODEL)] = None,
     ep: Annotated[Optional[int], typer.Option("--ep", help="Expert parallelism (MoE models; attention data parallel).", rich_help_panel=_MODEL)] = None,
     interconnect: Annotated[Optional[str], typer.Option("--interconnect", help="The chips' links (nvlink3, nvlink4, pcie4_x16).", rich_help_panel=_MODEL)] = None,
+    replicas: Annotated[int, typer.Option("--replicas", min=1, help="Colocated copies of the deployment, the requests dealt round-robin.", rich_help_panel=_POOLS)] = 1,
+    disaggregate: Annotated[Optional[str], typer.Option("--disaggregate", metavar="P:D", help="A prefill pool of P copies and a decode pool of D copies (DistServe): each prompt prefilled in the first, its K/V cache sent over --kv-link, decoded in the second.", rich_help_panel=_POOLS)] = None,
+    prefill_arch: Annotated[Optional[str], typer.Option("--prefill-arch", help="The prefill pool's accelerator (default --arch).", rich_help_panel=_POOLS)] = None,
+    prefill_tp: Annotated[Optional[int], typer.Option("--prefill-tp", min=1, help="The prefill pool's tensor parallelism (default --tp).", rich_help_panel=_POOLS)] = None,
+    kv_link: Annotated[str, typer.Option("--kv-link", help="The K/V cache's path from a prefill to a decode copy, per chip: nvlink3, nvlink4, pcie4_x16.", rich_help_panel=_POOLS)] = "nvlink3",
     slo_ttft: Annotated[Optional[float], typer.Option("--slo-ttft", help="TTFT target (s).", rich_help_panel=_SLO)] = None,
     slo_tpot: Annotated[Optional[float], typer.Option("--slo-tpot", help="Time-per-output-token target (s).", rich_help_panel=_SLO)] = None,
     attainment: Annotated[float, typer.Option("--attainment", help="Share of requests that must meet the SLO (goodput's threshold).", rich_help_panel=_SLO)] = 0.9,
@@ -99,14 +105,18 @@ def serve_command(
     st = setup(network, arch, mapper=mapper, seed=seed, weight_bits=weight_bits, act_bits=act_bits, kv_bits=kv_bits,
                fusion=fusion, tp=tp, pp=pp, ep=ep, interconnect=interconnect, launch_us=launch_us,
                host_s=None if host_ms is None else host_ms / 1e3, scheduler=sched, table=table, progress=progress)
+    layout = _layout(st, replicas, disaggregate, prefill_arch, prefill_tp, kv_link, progress,
+                     dict(network=network, mapper=mapper, seed=seed, weight_bits=weight_bits, act_bits=act_bits,
+                          kv_bits=kv_bits, fusion=fusion, ep=ep, interconnect=interconnect, launch_us=launch_us,
+                          host_s=None if host_ms is None else host_ms / 1e3, scheduler=sched))
     if progress:
         progress(-1, 0, "")
-    tmp = Path(tempfile.mkdtemp(prefix="sweep-serve-")) if out_dir else None
+    tmp = Path(tempfile.mkdtemp(prefix="sweep-serve-")) if out_dir and layout is None else None
     try:
         sink = IterationWriter(tmp / "iterations") if tmp else None
-        run = serve(st, load, slo, search_goodput=search_goodput, sink=sink)
+        run = serve(st, load, slo, search_goodput=search_goodput, sink=sink, layout=layout)
         if out_dir:
-            write_outputs(out_dir, st, run, load, slo, iterations_dir=tmp / "iterations")
+            write_outputs(out_dir, st, run, load, slo, iterations_dir=tmp / "iterations" if tmp else None)
     finally:
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -121,6 +131,35 @@ def serve_command(
         f"simulated {run['summary']['iterations']:,} iterations in {run['sim_s']:.2f} s; cost table "
         f"{st.table.meta.get('grid_points', 0)} grid points, {st.table.meta.get('layers_mapped', 0)} layers mapped "
         f"in {st.table.meta.get('build_s', 0):.1f} s" + (f"; wrote {out_dir}" if out_dir else "")]
+
+
+def _layout(st, replicas, disaggregate, prefill_arch, prefill_tp, kv_link, progress, kw):
+    """The `sweep.serving.serve.Layout` of the pool options (None: one copy).
+
+    Raises:
+        CampaignError: a P:D that is not two whole numbers >= 1, an unknown link, pool options
+            without --disaggregate.
+    """
+    from costmodel.system.interconnect import INTERCONNECTS
+    from sweep.serving.serve import Layout, setup
+    if kv_link not in INTERCONNECTS:
+        raise CampaignError("sweep serve", [Finding("--kv-link", kv_link, f"expected one of {sorted(INTERCONNECTS)}")])
+    if disaggregate is None:
+        if prefill_arch or prefill_tp:
+            raise CampaignError("sweep serve", [Finding("--prefill-arch" if prefill_arch else "--prefill-tp",
+                                                        prefill_arch or prefill_tp, "a prefill pool needs --disaggregate P:D")])
+        return None if replicas == 1 else Layout(replicas=replicas)
+    p, sep, d = disaggregate.partition(":")
+    if not sep or not p.isdigit() or not d.isdigit() or int(p) < 1 or int(d) < 1:
+        raise CampaignError("sweep serve", [Finding("--disaggregate", disaggregate, "expected P:D, the prefill and "
+                                                                                    "decode copies, e.g. 2:6")])
+    if replicas != 1:
+        raise CampaignError("sweep serve", [Finding("--replicas", replicas, "give --disaggregate P:D or --replicas, "
+                                                                            "not both")])
+    pre = None
+    if prefill_arch or (prefill_tp and prefill_tp != st.dep.tp):
+        pre = setup(arch=prefill_arch or st.options["arch"], tp=prefill_tp or st.dep.tp, progress=progress, **kw)
+    return Layout(prefill=int(p), decode=int(d), prefill_setup=pre, link=kv_link)
 
 
 def _load_and_slo(network, trace, column, rate, requests, duration, prompt, output, cv, load_seed, drop_long,

@@ -220,12 +220,65 @@ def _scheduler_config(dep: Deployment, acc, scheduler: dict[str, Any] | None) ->
         raise _bad(f"--{k.replace('_', '-')}", cfg_kw.get(k), str(e)) from None
 
 
+@dataclass(frozen=True)
+class Layout:
+    """How the copies of the model share the requests (`costmodel.serving.disagg`): ``replicas``
+    colocated copies, or a prefill pool of ``prefill`` instances (on ``prefill_setup``: its own
+    accelerator and split; None: the same as the decode pool's) and a decode pool of ``decode``
+    instances, the K/V cache sent over ``link`` (an interconnect's name)."""
+
+    replicas: int = 1
+    prefill: int = 0
+    decode: int = 0
+    prefill_setup: "ServeSetup | None" = None
+    link: str = "nvlink3"
+
+    @property
+    def disaggregated(self) -> bool:
+        return self.prefill > 0
+
+    def chips(self, st: "ServeSetup") -> int:
+        """Chips in all: replicas x the copy's, or each pool's instances x its copy's."""
+        per = st.dep.tp * st.dep.ep
+        if not self.disaggregated:
+            return self.replicas * per
+        pre = self.prefill_setup or st
+        return self.prefill * pre.dep.tp * pre.dep.ep + self.decode * per
+
+    def to_dict(self, st: "ServeSetup") -> dict[str, Any]:
+        d: dict[str, Any] = {"chips": self.chips(st)}
+        if self.disaggregated:
+            pre = self.prefill_setup or st
+            d.update(prefill={"instances": self.prefill, "arch": pre.options["arch"], "tp": pre.dep.tp},
+                     decode={"instances": self.decode, "arch": st.options["arch"], "tp": st.dep.tp}, link=self.link)
+        else:
+            d["replicas"] = self.replicas
+        return d
+
+
+def _runner(st: ServeSetup, layout: Layout | None, sink: Callable | None = None):
+    """The function serving one set of requests under ``layout``."""
+    from costmodel.serving.disagg import Link, Pool, serve_disaggregated, serve_replicas
+    from costmodel.system.interconnect import INTERCONNECTS
+    if layout is None or (layout.replicas == 1 and not layout.disaggregated):
+        return lambda reqs: simulate(reqs, st.table, st.cfg, st.num_blocks, sink=sink)
+    if not layout.disaggregated:
+        pool = Pool(st.table, st.cfg, st.num_blocks, layout.replicas)
+        return lambda reqs: serve_replicas(reqs, pool)
+    pre = layout.prefill_setup or st
+    p_pool = Pool(pre.table, pre.cfg, pre.num_blocks, layout.prefill)
+    d_pool = Pool(st.table, st.cfg, st.num_blocks, layout.decode)
+    link = Link.of(INTERCONNECTS[layout.link])
+    per_chip = pre.kv["token_bytes"]          # each prefill chip sends its shard over its own link
+    return lambda reqs: serve_disaggregated(reqs, p_pool, d_pool, link, per_chip)
+
+
 def serve(st: ServeSetup, load: Load, slo: SLO | None = None, *, search_goodput: bool = False,
-          rate: float | None = None, sink: Callable | None = None) -> dict[str, Any]:
-    """Serve ``load`` on ``st`` and summarise (`costmodel.serving.metrics.summary`); with
-    ``search_goodput`` and an SLO, also the goodput (`costmodel.serving.metrics.goodput`: the
-    load's requests at other rates, same seed; ``goodput_rps``, ``goodput`` with the rates tried and
-    the summary at each).
+          rate: float | None = None, sink: Callable | None = None, layout: Layout | None = None) -> dict[str, Any]:
+    """Serve ``load`` on ``st`` (one copy, or as ``layout`` says: colocated replicas, or prefill
+    and decode pools) and summarise (`costmodel.serving.metrics.summary`); with ``search_goodput``
+    and an SLO, also the goodput (`costmodel.serving.metrics.goodput`: the load's requests at other
+    rates, same seed; ``goodput_rps``, ``goodput`` with the rates tried and the summary at each).
 
     Returns:
         ``{"summary": {...}, "result": SimResult, "requests": Requests, "goodput": {...} or None,
@@ -236,20 +289,26 @@ def serve(st: ServeSetup, load: Load, slo: SLO | None = None, *, search_goodput:
     """
     slo = slo or SLO()
     reqs = load_requests(load, st.cfg.max_model_len, rate)
+    run_once = _runner(st, layout, sink)
     t0 = time.perf_counter()
-    res = simulate(reqs, st.table, st.cfg, st.num_blocks, sink=sink)
+    res = run_once(reqs)
     sim_s = time.perf_counter() - t0
     summ = summary(res, slo)
     summ["dropped"] = len(reqs.dropped)
     summ["goodput_rps"] = None
+    if layout is not None:
+        summ["layout"] = layout.to_dict(st)
+        if "transfer_s" in res.stats:
+            summ["kv_transfer_s"] = res.stats["transfer_s"]
     gp = None
     if search_goodput:
         if not slo.given:
             raise _bad("--slo-ttft", None, "the goodput needs an SLO: give --slo-ttft, --slo-tpot or both")
         curve: list[dict[str, Any]] = []
+        run_quiet = _runner(st, layout)
 
         def at(r: float):
-            sim = simulate(load_requests(load, st.cfg.max_model_len, r), st.table, st.cfg, st.num_blocks)
+            sim = run_quiet(load_requests(load, st.cfg.max_model_len, r))
             s = summary(sim, slo)
             curve.append({"rate": r, **{k: s[k] for k in ("ttft_s", "tpot_s", "e2e_s", "slo_attainment",
                                                            "output_tokens_per_s", "requests_per_s", "preemptions")}})
@@ -259,6 +318,8 @@ def serve(st: ServeSetup, load: Load, slo: SLO | None = None, *, search_goodput:
         gp = goodput(at, slo, start)
         gp["curve"] = sorted(curve, key=lambda c: c["rate"])
         summ["goodput_rps"] = gp["goodput_rps"]
+        chips = layout.chips(st) if layout is not None else st.dep.tp * st.dep.ep
+        summ["goodput_rps_per_chip"] = gp["goodput_rps"] / chips
     return {"summary": summ, "result": res, "requests": reqs, "goodput": gp, "sim_s": sim_s}
 
 

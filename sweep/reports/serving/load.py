@@ -91,7 +91,12 @@ def summary_lines(doc: dict[str, Any]) -> list[str]:
     sch = st["scheduler"]
     dep = st["deployment"]
     split = ", ".join(f"{k} {dep[k]}" for k in ("tp", "ep") if dep.get(k, 1) > 1) or "one chip"
-    lines = [f"{st['network']} on {st['arch']} ({split}; {dep['fusion']} attention; mapper {st['mapper']}): "
+    lay = s.get("layout") or {}
+    pools = (f"; prefill pool {lay['prefill']['instances']} x {lay['prefill']['arch']} (tp {lay['prefill']['tp']}), "
+             f"decode pool {lay['decode']['instances']} x {lay['decode']['arch']} (tp {lay['decode']['tp']}), K/V over "
+             f"{lay['link']} (mean {fmt.seconds(s.get('kv_transfer_s'))} a request); {lay['chips']} chips"
+             if "prefill" in lay else f"; {lay['replicas']} colocated copies, {lay['chips']} chips" if lay else "")
+    lines = [f"{st['network']} on {st['arch']} ({split}; {dep['fusion']} attention; mapper {st['mapper']}{pools}): "
              f"{s['requests']:,} requests from {doc['requests_source']}",
              f"scheduler (vLLM V1): max_num_seqs {sch['max_num_seqs']}, max_num_batched_tokens "
              f"{sch['max_num_batched_tokens']:,}, block_size {sch['block_size']}, chunked prefill "
