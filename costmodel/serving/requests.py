@@ -108,8 +108,13 @@ class Requests:
                         self.dropped)
 
     def head(self, n: int) -> "Requests":
-        """The first ``n`` requests."""
-        return Requests(self.arrival_s[:n], self.prompt[:n], self.output[:n], self.source, self.dropped)
+        """The first ``n`` requests (and the rows dropped among the file's rows up to the n-th kept one)."""
+        last = n
+        for d in sorted(self.dropped):
+            if d <= last:
+                last += 1
+        return Requests(self.arrival_s[:n], self.prompt[:n], self.output[:n], self.source,
+                        tuple(d for d in self.dropped if d <= last))
 
 
 def _positive(key: str, v: Any) -> float:
