@@ -163,6 +163,9 @@ def setup(network: str, arch: str | Any, *, mapper: str = "salsa", objective: st
                        f"{getattr(acc, 'name', '')} with max_num_batched_tokens {cfg.max_num_batched_tokens:,}")
         if host_s is not None:
             table = table.with_host(host_s)
+        if launch_us is not None:
+            table.launch_s = launch_us * 1e-6
+            table.meta["launch_us"] = launch_us
     opts = {"network": network, "arch": getattr(acc, "name", str(arch)), "mapper": mapper, "objective": objective,
             "seed": seed, "params": dict(params or {}), "deployment": dep.to_dict(),
             "interconnect": system.interconnect.name, "launch_us": table.meta.get("launch_us"),
