@@ -26,8 +26,12 @@ from sweep.common.errors import CampaignError, Finding
 
 __all__ = ["Load", "ServeSetup", "setup", "load_requests", "serve", "write_outputs", "HOST_S"]
 
-#: The host's time per iteration by default (s): none (0), so that a figure is the device's alone
-#: unless a host cost is stated (`--host-ms`); docs/serving.md gives measured values to use.
+#: The host's time per iteration by default (s): 0, the device's time alone, as Vidur's default
+#: (``skip_cpu_overhead_modeling = True``, vidur/config/config.py): its own profile of the host's
+#: work per iteration (vLLM V0 era, A100, Llama-2-7B, TP 1: schedule + sampler + input preparation +
+#: output processing, medians) is 1.17 ms at 8 sequences and 6.2 ms at 128 (Vidur's
+#: data/profiling/a100/cpu_overheads.csv at commit 6d98aa8); vLLM V1 was rebuilt to shrink it.
+#: State one with `--host-ms`.
 HOST_S = 0.0
 
 
