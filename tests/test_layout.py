@@ -209,7 +209,7 @@ def test_the_study_driver_stays_below_the_runner_and_kinds():
 
 
 #: The campaign kinds' names, which only the kind registry (`sweep.kinds`) may compare.
-CAMPAIGN_KINDS = {"systolic", "loopnest", "npu", "archsearch", "tune"}
+CAMPAIGN_KINDS = {"systolic", "loopnest", "npu", "archsearch", "tune", "serving"}
 
 
 def _kind_literals(node: ast.AST) -> set[str]:

@@ -90,8 +90,8 @@ def _join(requests: Requests, parts: list[tuple[str, int, np.ndarray, SimResult]
         cols = dict(r.iterations)
         cols["pool"] = np.full(len(cols["start_s"]), pool, dtype=object)
         cols["instance"] = np.full(len(cols["start_s"]), inst, dtype=np.int64)
-        for k, v in cols.items():
-            iters.setdefault(k, []).append(v)
+        for name, v in cols.items():
+            iters.setdefault(name, []).append(v)
         b = r.stats.get("busy_s") or 0.0
         busy += b
         used += (r.stats.get("kv_utilization") or 0.0) * b

@@ -61,6 +61,10 @@ class CampaignKind:
         energy_model: False if its mappers report no energy (rows store NaN, JSON null).
         map_note: what `sweep map` adds when refusing one of its mappers for another kind's
             architecture.
+        top_keys: top-level tables of its campaign files beyond `sweep.config.campaign.TOP_KEYS`
+            (its own sections, e.g. ``serving``).
+        common_tables: False if its campaigns name no ``networks`` and no ``[[mappers]]`` (its own
+            sections say what is mapped and how): the common parser then leaves both empty.
     """
 
     name: ClassVar[str]
@@ -75,6 +79,8 @@ class CampaignKind:
     arch_help: ClassVar[str] = ""
     map_note: ClassVar[str] = ""
     energy_model: ClassVar[bool] = True
+    top_keys: ClassVar[tuple[str, ...]] = ()
+    common_tables: ClassVar[bool] = True
 
     def __repr__(self) -> str:
         return f"<campaign kind {self.name!r}>"

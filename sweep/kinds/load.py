@@ -66,11 +66,12 @@ def parse_campaign(data: dict[str, Any], source: str = "<campaign>", base_dir: P
                                              "run it with `sweep tune`")])
     findings = Findings()
     bad = findings.bad
-    check_table(data, "", TOP_KEYS, bad)
+    check_table(data, "", TOP_KEYS | set(kind.top_keys if kind is not None else ()), bad)
     name, out = parse_name_output(data, output, bad)
+    own = kind is not None and not kind.common_tables   # its sections name what it maps
     # a [workload] mix brings its own steps: then `networks` may be left out
     networks = parse_networks(data.get("networks"), base_dir, bad) \
-        if "networks" in data or "workload" not in data else []
+        if not own and ("networks" in data or "workload" not in data) else []
     workload = parse_workload(data.get("workload"), bad)
     system = parse_system(data.get("system"), bad)
     if workload is not None:  # the mix's steps join the networks (once each)
@@ -85,8 +86,8 @@ def parse_campaign(data: dict[str, Any], source: str = "<campaign>", base_dir: P
         archs, search = kind.parse_sections(data, base_dir, objectives, seeds, bad)
     else:
         bad("architectures.kind", data["architectures"]["kind"], unknown_kind_message())
-    mappers = parse_mappers(data.get("mappers"), kind.name if kind else None, kind.mapper_kind if kind else None,
-                            base_dir, bad)
+    mappers = [] if own else parse_mappers(data.get("mappers"), kind.name if kind else None,
+                                           kind.mapper_kind if kind else None, base_dir, bad)
     if kind is not None:
         kind.check(networks, archs, mappers, bad)
         kind.check_search(search, networks, bad, workload)

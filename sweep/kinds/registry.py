@@ -16,6 +16,7 @@ from sweep.kinds.base import CampaignKind
 from sweep.kinds.layers import LayerKind
 from sweep.kinds.loopnest import LoopnestKind
 from sweep.kinds.npu import NPUKind
+from sweep.kinds.serving import ServingKind
 from sweep.kinds.systolic import SystolicKind
 from sweep.kinds.tune import TuneKind
 
@@ -25,7 +26,7 @@ __all__ = ["KINDS", "kind_named", "detect", "arch_kinds", "for_arch", "for_mappe
 #: Every kind by name, in the order `detect` asks them (kinds recognised by other tables than
 #: ``[architectures] kind`` first).
 KINDS: dict[str, CampaignKind] = {k.name: k for k in (
-    TuneKind(), ArchsearchKind(), SystolicKind(), LoopnestKind(), NPUKind())}
+    TuneKind(), ArchsearchKind(), SystolicKind(), LoopnestKind(), NPUKind(), ServingKind())}
 
 
 def kind_named(name: str) -> CampaignKind:

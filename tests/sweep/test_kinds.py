@@ -26,7 +26,7 @@ BUNDLED = {"area16mm2": "systolic", "salsa_eyeriss": "loopnest", "cosa_simba": "
            "dataflow_eyeriss": "archsearch", "tune_salsa_eyeriss": "tune", "tune_salsa_default": "tune",
            "llm_serving": "loopnest", "llm_llama3_8b": "archsearch", "llm_llama3_8b_nsga2": "archsearch",
            "llm_llama3_8b_50k": "archsearch",
-           "llm_llama3_70b": "archsearch"}
+           "llm_llama3_70b": "archsearch", "llm_serving_requests": "serving"}
 
 
 def test_every_bundled_campaign_is_of_the_kind_its_file_says():
@@ -48,7 +48,7 @@ def test_an_unknown_architecture_kind_is_one_finding_naming_the_key():
         parse_campaign(data)
     keys = [f.key for f in e.value.problems]
     assert keys == ["architectures.kind"]
-    assert "expected one of ['systolic', 'loopnest', 'npu']" in str(e.value)
+    assert "expected one of ['systolic', 'loopnest', 'npu', 'serving']" in str(e.value)
 
 
 def test_a_tuning_file_given_to_sweep_run_says_to_use_sweep_tune():
