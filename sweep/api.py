@@ -580,6 +580,13 @@ class Results:
         return self._table("totals")
 
     @cached_property
+    def rates(self) -> pd.DataFrame | None:
+        """Serving campaigns: one row per (design, scheduler setting, offered rate) with the served
+        load's figures (``ttft_p50_s``, ``tpot_p90_s``, ``e2e_p99_s``, ``slo_attainment``, ...; the
+        per-design goodput rows are `rows`). None for other kinds."""
+        return self._table("rates")
+
+    @cached_property
     def layers(self) -> pd.DataFrame | None:
         """Loop-nest and multi-NPU campaigns: per (network, layer, arch, objective, mapper
         configuration ``label``) the best unit of each problem, averaged over seeds: ``value``,

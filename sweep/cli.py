@@ -161,9 +161,7 @@ def _execute(c, resume: bool, executor: ExecutorKind, address: str | None, resum
     from sweep.engine.store import Store
 
     Store(c.output).check_new_or_resumable(c.config_hash(), resume)  # before any output; writes nothing
-    err.print(f"campaign [bold]{escape(c.name)}[/]: {len(c.networks)} network(s) x "
-              f"{escape(c.plan.describe_archs(c))} x {len(c.mappers)} mapper(s) x {len(c.objectives)} objective(s) "
-              f"-> {escape(str(c.output))}")
+    err.print(f"campaign [bold]{escape(c.name)}[/]: {escape(c.plan.describe_run(c))} -> {escape(str(c.output))}")
     unit = "designs" if getattr(getattr(c, "search", None), "prune", "none") != "none" else "tasks"
     with Progress(TextColumn("[progress.description]{task.description}"), BarColumn(),
                   MofNCompleteColumn(), TextColumn(unit), TimeElapsedColumn(),

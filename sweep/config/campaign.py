@@ -139,6 +139,10 @@ class KindPlan(Protocol):
         """The architectures in a few words ("1,233 design(s) of eyeriss_like")."""
         ...
 
+    def describe_run(self, campaign: "Campaign") -> str:
+        """What `sweep run` says it runs, in a line (networks x architectures x mappers x objectives)."""
+        ...
+
 
 @dataclass(frozen=True)
 class Campaign:

@@ -162,6 +162,12 @@ class CampaignKind:
         from sweep.kinds.estimate import Estimate
         return Estimate(tasks=sum(1 for _ in self.expand(campaign)), missing={f"kind {self.name}": "no cost model"})
 
+    def describe_run(self, campaign: Any) -> str:
+        """`sweep run`'s first line, after the campaign's name: what it runs."""
+        c = campaign
+        return (f"{len(c.networks)} network(s) x {self.describe_archs(c)} x {len(c.mappers)} mapper(s) x "
+                f"{len(c.objectives)} objective(s)")
+
     def describe_valid(self, campaign: Any, path: Path) -> str:
         """What `sweep validate` prints for a valid campaign of this kind: the counts, then the
         estimated run time (`estimate`)."""

@@ -539,6 +539,9 @@ class ServingKind(CampaignKind):
         return (f"{len(campaign.architectures):,} design(s) x {len(sp.settings())} scheduler setting(s) x "
                 f"{len(sp.rates)} rate(s) serving {sp.model['name']}")
 
+    def describe_run(self, campaign: Any) -> str:
+        return self.describe_archs(campaign)
+
     def estimate(self, campaign: Any) -> Any:
         """Every task: its cost table's grid points x `TABLE_POINT_S` (the setting's grids: vLLM's
         defaults for the chip where the setting leaves them), and its simulations (a rate each, about
