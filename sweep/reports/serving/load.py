@@ -21,39 +21,49 @@ def read_serving(directory: str | Path) -> dict[str, Any]:
     return json.loads((Path(directory) / "summary.json").read_text())
 
 
-def _binned(t: np.ndarray, dur: np.ndarray, y: np.ndarray, bins: int = 400) -> tuple[np.ndarray, np.ndarray]:
-    """Time-weighted means of y over ``bins`` equal spans of t."""
-    if not len(t):
-        return t, y
-    edges = np.linspace(t[0], t[-1] + dur[-1], bins + 1)
-    idx = np.clip(np.searchsorted(edges, t, side="right") - 1, 0, bins - 1)
-    w = np.bincount(idx, weights=dur, minlength=bins)
-    v = np.bincount(idx, weights=dur * y, minlength=bins)
-    mid = (edges[:-1] + edges[1:]) / 2
+def _binned(files: list, num_blocks: int, bins: int = 400) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(bin centres s, time-weighted mean sequences per iteration, KV blocks used %) over ``bins``
+    equal spans of the run, read file by file (bounded memory however many iterations)."""
+    import pyarrow.parquet as pq
+    lo, hi = np.inf, -np.inf
+    for f in files:
+        t = pq.read_table(f, columns=["start_s", "duration_s"])
+        if t.num_rows:
+            st, du = t["start_s"].to_numpy(), t["duration_s"].to_numpy()
+            lo, hi = min(lo, float(st.min())), max(hi, float((st + du).max()))
+    if not np.isfinite(lo):
+        return np.zeros(0), np.zeros(0), np.zeros(0)
+    edges = np.linspace(lo, hi, bins + 1)
+    w, seq, used = np.zeros(bins), np.zeros(bins), np.zeros(bins)
+    for f in files:
+        t = pq.read_table(f, columns=["start_s", "duration_s", "sequences", "kv_blocks_used"])
+        st, du = t["start_s"].to_numpy(), t["duration_s"].to_numpy()
+        idx = np.clip(np.searchsorted(edges, st, side="right") - 1, 0, bins - 1)
+        w += np.bincount(idx, weights=du, minlength=bins)
+        seq += np.bincount(idx, weights=du * t["sequences"].to_numpy(), minlength=bins)
+        used += np.bincount(idx, weights=du * t["kv_blocks_used"].to_numpy(), minlength=bins)
     ok = w > 0
-    return mid[ok], v[ok] / w[ok]
+    mid = (edges[:-1] + edges[1:]) / 2
+    return mid[ok], seq[ok] / w[ok], 100 * used[ok] / w[ok] / max(1, num_blocks)
 
 
 def serving_plots(directory: str | Path, plots: str | Path) -> list[str]:
     """Write ``timeline.png`` (sequences per iteration and KV blocks used, over time) and, with a
     goodput curve, ``latency_vs_rate.png`` into ``plots``; return the paths."""
-    import pyarrow.parquet as pq
     d = Path(directory)
     doc = read_serving(d)
     plots = Path(plots)
     plots.mkdir(parents=True, exist_ok=True)
     written = []
-    it = pq.read_table(d / "iterations", columns=["start_s", "duration_s", "sequences", "kv_blocks_used", "tokens"])
-    if it.num_rows:
-        t, dur = it["start_s"].to_numpy(), it["duration_s"].to_numpy()
+    files = sorted((d / "iterations").glob("*.parquet"))
+    x, b, k = _binned(files, doc["num_blocks"])
+    if len(x):
         fig, ax = figure(figsize=(7, 3.6))
-        x, b = _binned(t, dur, it["sequences"].to_numpy().astype(float))
         ax.plot(x, b, color="tab:blue", lw=1)
         ax.set_xlabel("time (s)")
         ax.set_ylabel("sequences per iteration", color="tab:blue")
         ax2 = ax.twinx()
-        x, k = _binned(t, dur, it["kv_blocks_used"].to_numpy().astype(float))
-        ax2.plot(x, 100 * k / max(1, doc["num_blocks"]), color="tab:red", lw=1)
+        ax2.plot(x, k, color="tab:red", lw=1)
         ax2.set_ylabel("KV cache used (%)", color="tab:red")
         ax2.set_ylim(0, 105)
         s = doc["summary"]
