@@ -34,23 +34,8 @@ JIT = not numba_disabled()
 
 
 @_jit
-def _lin(x, xs, ys):
-    """Piecewise-linear interpolation, the end segments extended."""
-    n = len(xs)
-    if n == 1:
-        return ys[0]
-    if x <= xs[0]:
-        i = 0
-    elif x >= xs[n - 1]:
-        i = n - 2
-    else:
-        i = np.searchsorted(xs, x, side="right") - 1
-    w = (x - xs[i]) / (xs[i + 1] - xs[i])
-    return ys[i] + w * (ys[i + 1] - ys[i])
-
-
-@_jit
 def _idx(x, xs):
+    """(segment index, weight of its upper point) of x in the grid xs, the end segments extended."""
     n = len(xs)
     if n == 1:
         return 0, 0.0
@@ -61,6 +46,15 @@ def _idx(x, xs):
     else:
         i = np.searchsorted(xs, x, side="right") - 1
     return i, (x - xs[i]) / (xs[i + 1] - xs[i])
+
+
+@_jit
+def _lin(x, xs, ys):
+    """Piecewise-linear interpolation, the end segments extended."""
+    if len(xs) == 1:
+        return ys[0]
+    i, w = _idx(x, xs)
+    return ys[i] + w * (ys[i + 1] - ys[i])
 
 
 @_jit
