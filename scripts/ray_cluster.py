@@ -35,8 +35,8 @@ import tempfile
 import time
 from pathlib import Path
 
-#: Measured columns, different in every run.
-MEASURED = ["wall_s", "solver_s"]
+#: Measured columns, different in every run (a serving campaign's cost-table and simulation times too).
+MEASURED = ["wall_s", "solver_s", "table_build_s", "sim_s"]
 
 
 def free_port() -> int:
@@ -269,23 +269,26 @@ def _stop_nodes(nodes: list[subprocess.Popen], timeout: float) -> None:
 
 
 def same_rows(a: Path, b: Path) -> tuple[bool, str]:
-    """Rows of two result directories equal, sorted by task_id (measured columns dropped)."""
+    """Rows of two result directories equal, sorted by task_id (measured columns dropped; columns
+    compared by name, whatever order the fragments gave them), every table the campaign wrote."""
     import pandas as pd
     from sweep.engine.store import Store
 
-    def load(d):
-        df = Store(d).read("rows")
+    def load(d, table):
+        df = Store(d).read(table)
         df = df.drop(columns=[c for c in MEASURED if c in df])
-        keys = [c for c in ("task_id", "problem_id", "unit_index", "network", "pm", "point") if c in df]
-        return df.sort_values(keys).reset_index(drop=True)
-    x, y = load(a), load(b)
+        keys = [c for c in ("task_id", "problem_id", "unit_index", "network", "pm", "point", "rate") if c in df]
+        return df.sort_values(keys).reset_index(drop=True)[sorted(df.columns)]
+    tables = sorted(p.name for p in Path(a).iterdir() if p.is_dir() and any(p.glob("*.parquet")))
+    x, y = load(a, "rows"), load(b, "rows")
     if set(x["task_id"]) != set(y["task_id"]):
         return False, f"task_ids differ: {len(set(x['task_id']) ^ set(y['task_id']))}"
     try:
-        pd.testing.assert_frame_equal(x, y)
+        for t in tables:
+            pd.testing.assert_frame_equal(load(a, t), load(b, t))
     except AssertionError as e:
-        return False, str(e)
-    return True, f"{len(x)} rows, {x['task_id'].nunique()} task_ids, identical"
+        return False, f"{t}: {e}"
+    return True, f"{len(x)} rows, {x['task_id'].nunique()} task_ids, identical (tables {', '.join(tables)})"
 
 
 def ray_defaults_env() -> tuple[dict[str, str], dict[str, str]]:
