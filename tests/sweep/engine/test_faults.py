@@ -28,7 +28,7 @@ from synthetic_campaign import write_campaign  # noqa: E402
 def _rows(out) -> pd.DataFrame:
     df = Store(out).read("rows")
     assert not df.duplicated(["task_id", "problem_id", "unit_index"]).any()
-    return df.drop(columns=MEASURED).sort_values(["problem_id", "unit_index"]).reset_index(drop=True)
+    return df.drop(columns=[c for c in MEASURED if c in df]).sort_values(["problem_id", "unit_index"]).reset_index(drop=True)
 
 
 def _campaign(tmp_path: Path, name: str, tasks: int = 48, units: int = 4, samples: int = 40_000):
