@@ -89,9 +89,8 @@ def serve_command(
 
         sweep serve --network llama3_8b --arch a100 --rate 4 --requests 500 --prompt lognormal:1000:0.8 --output lognormal:200:0.8
         sweep serve --network llama3_8b --arch a100 --trace azure_conv_2023 --drop-long-prompts --requests 2000 --slo-ttft 2 --slo-tpot 0.1 --goodput --out results/serve
-
-    (Returns the JSON document under --json, else the lines to print: `sweep.cli` prints them.)
     """
+    # returns the JSON document under --json, else the lines to print: `sweep.cli` prints them
     from rich.console import Console
     from sweep.serving.serve import IterationWriter, serve, setup, write_outputs
     err = Console(stderr=True, soft_wrap=True)
