@@ -70,7 +70,7 @@ RATE_COLUMNS = ("rate", *(f"{k[:-2]}_{s}_s" for k in PERCENTILE_KEYS for s in _S
 ROW_COLUMNS = ("goodput_rps", "goodput_per_mm2", "goodput_per_usd", "goodput_missed_rps", "goodput_simulations",
                "goodput_start_rps", "goodput_points", "area_mm2", "chips", "system_area_mm2", "chip_cost_usd",
                "cost_usd", "clock_mhz", "pe_count", "dram", "dram_units", "memory_gb", "weights_gb", "kv_blocks",
-               "kv_cache_tokens", "scheduler", "table_grid_points", "table_build_s", "wall_s")
+               "kv_cache_tokens", "scheduler", "table_grid_points", "table_build_s", "mapping_refs", "wall_s")
 
 
 @dataclass(frozen=True)
@@ -158,6 +158,8 @@ class ServingSpec:
             defaults of each setting).
         requests_served: the requests of one simulation (``load["requests"]``, or the whole trace:
             for the estimate; not part of the hash).
+        mappings: "own" (each design's cost table mapped on it) or "shared" (re-costed from its
+            chip's reference mappings, `sweep.serving.shared_mappings`).
     """
 
     network: str
@@ -176,6 +178,7 @@ class ServingSpec:
     grids: dict[str, list[int]] | None = None
     trace_ref: str | None = None
     requests_served: int = 0
+    mappings: str = "own"
 
     def settings(self) -> list[dict[str, Any]]:
         """Every scheduler setting: the product of the ``scheduler`` axes, the last key fastest
@@ -192,7 +195,8 @@ class ServingSpec:
         return {"network": self.network_ref, "model": self.model, "mapper": self.mapper, "params": self.params,
                 "objective": self.objective, "deployment": self.deployment, "load": load, "rates": list(self.rates),
                 "slo": self.slo, "goodput": self.goodput,
-                "scheduler": {k: list(v) for k, v in self.scheduler}, "grids": self.grids}
+                "scheduler": {k: list(v) for k, v in self.scheduler}, "grids": self.grids,
+                **({"mappings": self.mappings} if self.mappings != "own" else {})}
 
     def setting_label(self, setting: dict[str, Any]) -> str:
         """A setting as text: its keys whose axis has several values (``max_num_seqs=128``), else
@@ -210,6 +214,7 @@ class ServingTask:
     setting: dict[str, Any]
     spec: ServingSpec
     seed: int
+    refs: tuple[ServingDesign, ...] = ()   # its chip's reference designs under mappings = "shared"
 
     @property
     def mapper(self) -> str:
@@ -225,7 +230,8 @@ class ServingTask:
                 "mapper": self.spec.mapper, "objective": self.spec.objective, "seed": self.seed}
 
     def run(self) -> dict[str, pa.Table]:
-        """The task's ``rates`` and ``rows`` tables (module docstring)."""
+        """The task's ``rates`` and ``rows`` tables (module docstring; under shared mappings
+        ``mapping_refs`` names the references whose mappings its table re-costs)."""
         t0 = time.perf_counter()
         row: dict[str, Any] = {}
         try:
@@ -251,7 +257,8 @@ class ServingTask:
         sp = self.spec
         st = srv.setup(sp.network, acc, mapper=sp.mapper, objective=sp.objective, seed=self.seed,
                        params=dict(sp.params) or None, scheduler=dict(self.setting), grids=sp.grids,
-                       workers=_workers(sp.grids), **sp.deployment)
+                       workers=1 if self.refs else _workers(sp.grids), **sp.deployment,
+                       mapping_refs=tuple(r.accelerator() for r in self.refs) or None)
         slo = SLO(sp.slo.get("ttft_s"), sp.slo.get("tpot_s"), sp.slo.get("attainment", 0.9))
         load = dict(sp.load)
         rates, gp = [], None
@@ -279,7 +286,8 @@ class ServingTask:
                 "weights_gb": kv["weights_bytes"] / 1e9, "kv_blocks": int(st.num_blocks),
                 "kv_cache_tokens": int(st.num_blocks * st.cfg.block_size),
                 "scheduler": canonical_json(st.cfg.to_dict()),
-                "table_grid_points": int(meta.get("grid_points", 0)), "table_build_s": float(meta.get("build_s", 0.0))}
+                "table_grid_points": int(meta.get("grid_points", 0)), "table_build_s": float(meta.get("build_s", 0.0)),
+                "mapping_refs": " ".join(r.label for r in self.refs) or None}
 
 
 def design_figures(acc: Any, spec: ServingSpec) -> dict[str, Any]:
@@ -384,24 +392,43 @@ def _plain(v: Any) -> Any:
     return None if isinstance(v, float) and not math.isfinite(v) else v
 
 
-def task_id(design: ServingDesign, setting: dict[str, Any], spec: ServingSpec, seed: int) -> str:
-    """24 hex digits: sha256 of everything that determines the task's rows (module docstring)."""
+def task_id(design: ServingDesign, setting: dict[str, Any], spec: ServingSpec, seed: int,
+            refs: tuple[ServingDesign, ...] = ()) -> str:
+    """24 hex digits: sha256 of everything that determines the task's rows (module docstring; the
+    references' accelerators under shared mappings)."""
     from costmodel.loopnest.reference import MODEL_VERSION
     from mappers import get_mapper
     doc = {"kind": "serving", "version": SERVING_TASK_VERSION, "loopnest_model": MODEL_VERSION,
            "mapper_version": get_mapper(spec.mapper).version, "design": design.describe(), "setting": setting,
            "spec": spec.describe(), "seed": seed}
+    if refs:
+        doc["mapping_refs"] = [r.arch for r in refs]
     return stable_hash(doc, 24)
 
 
-def serving_tasks(designs, spec: ServingSpec, seed: int) -> Iterator[ServingTask]:
+def serving_tasks(designs, spec: ServingSpec, seed: int) -> Iterator[Any]:
     """The tasks of a serving campaign: each design (in the campaign's order) x each setting
-    (`ServingSpec.settings`), the setting fastest."""
-    for d in designs:
-        for s in spec.settings():
-            yield ServingTask(task_id(d, s, spec, seed), d, s, spec, seed)
+    (`ServingSpec.settings`), the setting fastest; under ``mappings = "shared"`` these grouped by
+    chip and setting (`sweep.engine.serving_groups.serving_groups`)."""
+    if spec.mappings != "shared":
+        for d in designs:
+            for s in spec.settings():
+                yield ServingTask(task_id(d, s, spec, seed), d, s, spec, seed)
+        return
+    from sweep.engine.serving_groups import reference_designs, serving_groups
+    refs = reference_designs(list(designs))
+    yield from serving_groups([ServingTask(task_id(d, s, spec, seed, refs[d.design_id]), d, s, spec, seed,
+                                           refs[d.design_id]) for d in designs for s in spec.settings()])
 
 
 def count_serving_tasks(designs, spec: ServingSpec) -> int:
-    """How many tasks `serving_tasks` yields, without building them."""
-    return len(designs) * len(spec.settings())
+    """How many tasks `serving_tasks` yields, without building them (under shared mappings: its
+    groups, counted from the designs' chips)."""
+    if spec.mappings != "shared":
+        return len(designs) * len(spec.settings())
+    from sweep.engine.serving_groups import GROUP_DESIGNS, reference_designs
+    sizes: dict[tuple, int] = {}
+    for refs in reference_designs(list(designs)).values():
+        key = tuple(r.design_id for r in refs)
+        sizes[key] = sizes.get(key, 0) + 1
+    return sum(-(-n // GROUP_DESIGNS) for n in sizes.values()) * len(spec.settings())

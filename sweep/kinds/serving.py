@@ -21,6 +21,7 @@ Campaign form (``campaigns/llm_serving_requests.toml``)::
     slo_tpot = 0.1                     # s
     attainment = 0.9                   # share of requests meeting both (DistServe's attainment)
     goodput = true                     # search the goodput per (design, setting), from the first rate
+    mappings = "own"                   # or "shared": a chip's designs re-cost its reference mappings
     # weight_bits, act_bits, kv_bits, fusion, tp, ep, interconnect, launch_us, host_ms, load_seed, columns
 
     [serving.scheduler]                # `costmodel.serving.SchedulerConfig` fields, a value or a list each
@@ -52,7 +53,7 @@ from sweep.engine.serving_tasks import (SERVING_TASK_VERSION, ServingDesign, Ser
 from sweep.kinds.base import CampaignKind
 
 __all__ = ["ServingKind", "parse_designs", "parse_serving", "SERVING_KEYS", "ARCH_KEYS", "GRID_KEYS", "SCHEDULER_KEYS",
-           "TABLE_POINT_S", "SIM_S", "REQUEST_SIM_S", "GOODPUT_SIMS"]
+           "TABLE_POINT_S", "RECOST_POINT_S", "SIM_S", "REQUEST_SIM_S", "GOODPUT_SIMS"]
 
 #: The keys of ``[architectures]`` for kind ``serving``.
 ARCH_KEYS = ("kind", "presets", "files", "template", "grid")
@@ -60,7 +61,10 @@ ARCH_KEYS = ("kind", "presets", "files", "template", "grid")
 SERVING_KEYS = ("network", "mapper", "params", "trace", "columns", "drop_long_prompts", "requests", "prompt",
                 "output", "cv", "load_seed", "rates", "slo_ttft", "slo_tpot", "attainment", "goodput",
                 "weight_bits", "act_bits", "kv_bits", "fusion", "tp", "ep", "interconnect", "launch_us", "host_ms",
-                "scheduler", "grids")
+                "scheduler", "grids", "mappings")
+#: The values of ``[serving] mappings``: each design's cost table mapped on it, or re-costed from
+#: its chip's reference designs (`sweep.serving.shared_mappings`).
+MAPPINGS = ("own", "shared")
 #: The keys of ``[serving.grids]`` (`costmodel.serving.default_grids`), each with its least value.
 GRID_KEYS = {"tokens": 1, "seqs": 1, "contexts": 1, "chunk_q": 2, "chunk_p": 0}
 #: The keys of ``[serving.scheduler]``: vLLM's names (`costmodel.serving.SchedulerConfig`; the
@@ -73,6 +77,10 @@ SCHEDULER_KEYS = ("max_num_seqs", "max_num_batched_tokens", "block_size", "chunk
 #: mapping processes: a100 20.8-21.6 s a table, its llm_ws designs 5.6-10.5 s. The estimate takes
 #: a100's (the slowest), so llm_ws designs come out up to 2x long.
 TABLE_POINT_S = 0.12
+#: CPU-seconds per grid point of a cost table re-costed from its chip's reference mappings
+#: (`sweep.serving.shared_mappings`): llm_ws 256 x 256 designs of six DRAMs and clocks, Llama-3-8B,
+#: 361 points, 0.55-0.64 s a table (2026-12-02).
+RECOST_POINT_S = 0.0017
 #: Seconds of one simulation besides its requests' (reading the trace, building the load) and per
 #: request served (the same run: 13 simulations of 2,000 requests about 2 s a task, the event loop
 #: itself 0.03-0.09 s of it).
@@ -441,13 +449,19 @@ def parse_serving(value: Any, base_dir: Path, objective: str, bad: Bad) -> tuple
     rates_slo = _rates_slo(value, bad)
     scheduler = _scheduler(value.get("scheduler", {}), bad)
     grids = _grids(value["grids"], bad) if "grids" in value else None
+    mappings = value.get("mappings", "own")
+    if mappings not in MAPPINGS:
+        bad("serving.mappings", mappings, f"expected one of {list(MAPPINGS)}: \"own\" maps every design's cost "
+            "table on it, \"shared\" maps each chip's reference designs and re-costs their mappings on the others")
+        return None
     if dep is None or mapper is None or load is None or rates_slo is None or ("grids" in value and grids is None):
         return None
     (target, cfg, kw), (m, params), (ld, digest), (rates, slo) = dep, mapper, load, rates_slo
     spec = ServingSpec(network=target, network_ref=str(value["network"]), model={"name": cfg.name,
                        "shape": cfg.shape()}, mapper=m, params=params, objective=objective, deployment=kw, load=ld,
                        trace_digest=digest, trace_ref=value.get("trace"), rates=rates, slo=slo,
-                       goodput=bool(value.get("goodput", False)), scheduler=scheduler, grids=grids)
+                       goodput=bool(value.get("goodput", False)), scheduler=scheduler, grids=grids,
+                       mappings=mappings)
     return spec, cfg, _check_trace(spec, cfg, bad)
 
 
@@ -544,23 +558,37 @@ class ServingKind(CampaignKind):
 
     def estimate(self, campaign: Any) -> Any:
         """Every task: its cost table's grid points x `TABLE_POINT_S` (the setting's grids: vLLM's
-        defaults for the chip where the setting leaves them), and its simulations (a rate each, about
-        `GOODPUT_SIMS` more for the goodput) x the requests x `REQUEST_SIM_S`."""
+        defaults for the chip where the setting leaves them; under shared mappings x `RECOST_POINT_S`,
+        plus `TABLE_POINT_S` per point once per reference and setting), and its simulations (a rate
+        each, about `GOODPUT_SIMS` more for the goodput) x the requests x `REQUEST_SIM_S`."""
         from costmodel.serving import default_grids, vllm_defaults
+        from sweep.engine.serving_groups import reference_designs
         from sweep.kinds.estimate import Estimate
         sp = campaign.search
         est = Estimate(note="cost tables at a100's mapping time per grid point (TABLE_POINT_S)")
         sims = (len(sp.rates) + (GOODPUT_SIMS if sp.goodput else 0)) * (SIM_S + sp.requests_served * REQUEST_SIM_S)
         ctx = int(sp.model["shape"].get("max_context") or 8192)
-        for d in campaign.architectures.designs:
+        designs = campaign.architectures.designs
+        refs = reference_designs(designs) if sp.mappings == "shared" else {}
+        mapped: set[tuple] = set()
+        groups: dict[tuple, float] = {}
+        for d in designs:
             cap = _capacity_bytes(d.accelerator())
             base = vllm_defaults(None if cap is None else cap / 2**30, d.label)
-            for s in sp.settings():
+            for i, s in enumerate(sp.settings()):
                 g = sp.grids or default_grids(int(s.get("max_num_batched_tokens", base["max_num_batched_tokens"])),
                                               int(s.get("max_num_seqs", base["max_num_seqs"])),
                                               int(s.get("max_model_len", ctx)))
                 points = len(g["tokens"]) + len(g["seqs"]) + len(g["contexts"]) + len(g["chunk_q"]) * len(g["chunk_p"])
-                est.add(points * TABLE_POINT_S + sims)
+                if d.design_id not in refs:
+                    est.add(points * TABLE_POINT_S + sims)
+                    continue
+                new = {(r.design_id, i) for r in refs[d.design_id]} - mapped
+                mapped |= new
+                key = (tuple(r.design_id for r in refs[d.design_id]), i)
+                groups[key] = groups.get(key, 0.0) + points * (RECOST_POINT_S + len(new) * TABLE_POINT_S) + sims
+        for seconds in groups.values():      # a task per chip and setting (`serving_groups`)
+            est.add(seconds)
         return est
 
     def describe_valid(self, campaign: Any, path: Path) -> str:

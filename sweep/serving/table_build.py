@@ -75,8 +75,13 @@ def deployment_memory(dep: Deployment, arch, max_tokens: int) -> dict[str, Any]:
 _W: dict[str, Any] = {}
 
 
-def _init(dep, arch, mapper, objective, seed, params) -> None:
-    _W.update(dep=dep, arch=arch, how=(mapper, objective, seed, params), cache={})
+def _init(dep, arch, mapper, objective, seed, params, refs=None) -> None:
+    if refs:
+        from sweep.serving.shared_mappings import SharedMappings
+        cache: Any = SharedMappings(arch, refs, mapper, objective, seed, params)
+    else:
+        cache = {}
+    _W.update(dep=dep, arch=arch, how=(mapper, objective, seed, params), cache=cache)
 
 
 def _part(kind: str, a: int, b: int = 0) -> Network:
@@ -115,7 +120,8 @@ def build_cost_table(dep: Deployment, arch, mapper: str = "salsa", objective: st
                      params: dict | None = None, *, max_tokens: int, max_seqs: int, max_context: int,
                      system=None, launch_us: float | None = None, host_s: float = 0.0,
                      progress: Callable[[int, int, str], None] | None = None,
-                     grids: dict[str, list[int]] | None = None, workers: int | None = None) -> CostTable:
+                     grids: dict[str, list[int]] | None = None, workers: int | None = None,
+                     refs: tuple | None = None) -> CostTable:
     """The `CostTable` of ``dep`` on ``arch`` (module docstring).
 
     Args:
@@ -132,6 +138,8 @@ def build_cost_table(dep: Deployment, arch, mapper: str = "salsa", objective: st
         workers: processes mapping the grid points (None: the CPUs, at most 4; 1: in this process).
             Every layer's mapping depends on the layer and the seed only, so the table is the same
             for any number of workers.
+        refs: reference accelerators of ``arch``'s chip whose mappings are re-costed on ``arch``
+            instead of mapping it (`sweep.serving.shared_mappings`); None: ``arch``'s own mappings.
 
     Raises:
         ValueError: a part without a valid mapping; an accelerator without a clock.
@@ -152,7 +160,7 @@ def build_cost_table(dep: Deployment, arch, mapper: str = "salsa", objective: st
     how = (mapper, objective, seed, params)
     layers = 0
     if workers == 1:
-        _init(dep, arch, *how)
+        _init(dep, arch, *how, refs)
         for k, it in enumerate(items):
             got[it] = _map_items([it])[0]
             if progress:
@@ -162,7 +170,7 @@ def build_cost_table(dep: Deployment, arch, mapper: str = "salsa", objective: st
         import multiprocessing as mp
         from concurrent.futures import ProcessPoolExecutor, as_completed
         ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
-        with ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init, initargs=(dep, arch, *how)) as pool:
+        with ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init, initargs=(dep, arch, *how, refs)) as pool:
             futs = {pool.submit(_map_items, b): b for b in _batches(items, workers)}
             for f in as_completed(futs):
                 for it, r in zip(futs[f], f.result()):
@@ -200,6 +208,8 @@ def build_cost_table(dep: Deployment, arch, mapper: str = "salsa", objective: st
             "launch_us": lu, "interconnect": sys_.interconnect.name, "act_bits": act_bits,
             "layers_mapped": layers, "build_s": time.perf_counter() - t0, "grid_points": len(items),
             "workers": workers}
+    if refs:
+        meta["mapping_refs"] = [getattr(r, "name", "") for r in refs]
     return CostTable(tokens=np.asarray(g["tokens"]), dense_s=np.asarray(dense_s), dense_j=np.asarray(dense_j),
                      dense_launches=np.asarray(dense_l), seqs=np.asarray(g["seqs"]), head_s=np.asarray(head_s),
                      head_j=np.asarray(head_j), head_launches=head_l, contexts=np.asarray(g["contexts"]),
