@@ -9,9 +9,9 @@ from .metrics import SLO, goodput, request_figures, summary
 from .requests import Lengths, Requests, TraceError, parse_lengths, read_trace, synthetic
 from .scheduler import GRAPH_MODES, SchedulerConfig, capture_sizes, kv_blocks, vllm_defaults
 from .simulate import ITERATION_COLUMNS, SimResult, simulate
-from .table import CostTable, default_grids
+from .table import CostTable, default_grids, fixed_steps
 
 __all__ = ["Deployment", "attention_part", "dense_part", "head_part", "iteration_network", "SLO", "goodput",
            "request_figures", "summary", "Lengths", "Requests", "TraceError", "parse_lengths", "read_trace", "synthetic",
            "GRAPH_MODES", "SchedulerConfig", "capture_sizes", "kv_blocks", "vllm_defaults", "ITERATION_COLUMNS",
-           "SimResult", "simulate", "CostTable", "default_grids"]
+           "SimResult", "simulate", "CostTable", "default_grids", "fixed_steps"]

@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["CostTable", "TABLE_VERSION", "default_grids"]
+__all__ = ["CostTable", "TABLE_VERSION", "default_grids", "fixed_steps", "FIXED_PROMPT", "FIXED_BATCH", "FIXED_CONTEXT"]
 
 #: Bumped when the table's meaning changes (stored tables of another version are rebuilt).
 TABLE_VERSION = 1
@@ -239,3 +239,33 @@ class CostTable:
         d = self.to_dict()
         d["host_s"] = host_s
         return CostTable.from_dict(d)
+
+
+#: The fixed-batch steps a serving design is also priced at (`fixed_steps`): those of the LLM
+#: architecture search (campaigns/llm_llama3_8b.toml: a 2,048-token prefill, decode at batch 16
+#: with 2,048 tokens of context), so a request answer can be set beside a step answer.
+FIXED_PROMPT, FIXED_BATCH, FIXED_CONTEXT = 2048, 16, 2048
+
+
+def fixed_steps(table: "CostTable", max_tokens: int, prompt: int = FIXED_PROMPT, batch: int = FIXED_BATCH,
+                context: int = FIXED_CONTEXT) -> dict[str, float]:
+    """The fixed-batch step figures of a cost table: ``prefill_s`` (s: one ``prompt``-token prompt
+    alone, in chunks of ``max_tokens`` each after its prefix, as the scheduler runs it: the TTFT of
+    a request alone), ``decode_s`` (s: one decode iteration of ``batch`` sequences at ``context``
+    tokens each, its own token included) and ``decode_tokens_per_s`` (= batch / decode_s). Priced by
+    `CostTable.iteration` (launches at the table's cost each, no graph replay, no host time beyond
+    the table's).
+
+    Raises:
+        ValueError: a count < 1.
+    """
+    if min(prompt, batch, context, max_tokens) < 1:
+        raise ValueError(f"fixed steps need counts >= 1, got prompt {prompt}, batch {batch}, context {context}, "
+                         f"max_tokens {max_tokens}")
+    pre, done = 0.0, 0
+    while done < prompt:
+        q = min(max_tokens, prompt - done)
+        pre += table.iteration(np.array([q]), np.array([done]))["seconds"]
+        done += q
+    dec = table.iteration(np.ones(batch, dtype=np.int64), np.full(batch, context - 1, dtype=np.int64))["seconds"]
+    return {"prefill_s": pre, "decode_s": dec, "decode_tokens_per_s": batch / dec}

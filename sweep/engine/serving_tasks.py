@@ -17,7 +17,12 @@ Tables of a task (every row carries ``task_id``, ``status`` and ``error``; `RATE
 * ``rows``: one row per (design, setting): ``goodput_rps`` (req/s), ``goodput_per_mm2`` (req/s per
   mm^2 of the system's silicon: chips x the design's ``area_mm2``), ``goodput_per_usd`` (req/s per
   US dollar of the chips, `costmodel.system.cost.chip_cost_usd`), the bracket of the search, and the
-  design's figures (area, chips, cost, clock, PEs, DRAM, KV blocks, the cost table's size and time).
+  design's figures (area, chips, cost, clock, PEs, DRAM, KV blocks, the cost table's size and time);
+  the fixed-batch steps of the same table (`costmodel.serving.table.fixed_steps`: ``fixed_prefill_s``
+  of a 2,048-token prompt alone, ``fixed_decode_s`` of a decode batch of 16 at 2,048 tokens of
+  context, ``fixed_decode_tokens_per_s`` and ``fixed_tokens_per_s_per_mm2`` of that batch), the step
+  answer a fixed-batch search gives, for the report to set beside the goodput; ``mapping_refs``: the
+  designs whose mappings the table re-costs (``mappings = "shared"``; None: its own).
 
 A design the deployment does not fit (weights and activations leave no KV block in its memory), or
 whose parts have no valid mapping, is ``infeasible`` with the reason in ``error`` on every row of
@@ -46,7 +51,7 @@ __all__ = ["ServingDesign", "ServingDesigns", "ServingSpec", "ServingTask", "ser
            "PERCENTILE_KEYS"]
 
 #: Bumped when a task's rows change meaning for the same inputs (part of every task id).
-SERVING_TASK_VERSION = 1
+SERVING_TASK_VERSION = 2   # 2: the fixed-batch step columns, mapping_refs
 
 #: The module that serves a load (`setup`, `serve`, `Load`), named rather than imported: it sits
 #: above `sweep.commands` (its setup checks the mapper against the accelerator and maps the cost
@@ -70,7 +75,8 @@ RATE_COLUMNS = ("rate", *(f"{k[:-2]}_{s}_s" for k in PERCENTILE_KEYS for s in _S
 ROW_COLUMNS = ("goodput_rps", "goodput_per_mm2", "goodput_per_usd", "goodput_missed_rps", "goodput_simulations",
                "goodput_start_rps", "goodput_points", "area_mm2", "chips", "system_area_mm2", "chip_cost_usd",
                "cost_usd", "clock_mhz", "pe_count", "dram", "dram_units", "memory_gb", "weights_gb", "kv_blocks",
-               "kv_cache_tokens", "scheduler", "table_grid_points", "table_build_s", "mapping_refs", "wall_s")
+               "kv_cache_tokens", "scheduler", "fixed_prefill_s", "fixed_decode_s", "fixed_decode_tokens_per_s",
+               "fixed_tokens_per_s_per_mm2", "table_grid_points", "table_build_s", "mapping_refs", "wall_s")
 
 
 @dataclass(frozen=True)
@@ -274,7 +280,9 @@ class ServingTask:
         system (``fig``: `design_figures`), its KV cache and its cost table."""
         sys_area, sys_cost = fig["system_area_mm2"], fig["cost_usd"]
         g = None if gp is None else float(gp["goodput_rps"])
+        from costmodel.serving import fixed_steps
         kv, meta = st.kv, st.table.meta
+        fx = fixed_steps(st.table, st.cfg.max_num_batched_tokens)
         return {"goodput_rps": g,
                 "goodput_per_mm2": None if g is None or not sys_area else g / sys_area,
                 "goodput_per_usd": None if g is None or not sys_cost else g / sys_cost,
@@ -286,6 +294,9 @@ class ServingTask:
                 "weights_gb": kv["weights_bytes"] / 1e9, "kv_blocks": int(st.num_blocks),
                 "kv_cache_tokens": int(st.num_blocks * st.cfg.block_size),
                 "scheduler": canonical_json(st.cfg.to_dict()),
+                "fixed_prefill_s": fx["prefill_s"], "fixed_decode_s": fx["decode_s"],
+                "fixed_decode_tokens_per_s": fx["decode_tokens_per_s"],
+                "fixed_tokens_per_s_per_mm2": fx["decode_tokens_per_s"] / sys_area if sys_area else None,
                 "table_grid_points": int(meta.get("grid_points", 0)), "table_build_s": float(meta.get("build_s", 0.0)),
                 "mapping_refs": " ".join(r.label for r in self.refs) or None}
 

@@ -20,8 +20,9 @@ design mapping its own table (`scripts/serving_shared_mappings.py`, numbers in d
 A design that is itself a reference gets the better of its own mapping and the other reference's,
 so it is at least as fast per layer as mapping alone (under the latency objective).
 
-Mappings found on a reference are kept per process (`REFERENCE_KEPT`, least recently used
-dropped), keyed by what determines them (the reference's `mapper_view`, the layer, the mapper, its
+Mappings found on a reference, and their figures re-costed on a design (designs of one
+`mapper_view`, differing only in their vector unit say, share them), are kept per process
+(`REFERENCE_KEPT` each, least recently used dropped), keyed by what determines them (the reference's `mapper_view`, the layer, the mapper, its
 parameters, the objective, the seed), so the figures do not depend on which process or task found
 them.
 """
@@ -34,17 +35,26 @@ from typing import Any, Sequence
 
 from sweep.common.ids import stable_hash
 
-__all__ = ["SharedMappings", "REFERENCE_KEPT", "reference_mapping"]
+__all__ = ["SharedMappings", "REFERENCE_KEPT", "reference_mapping", "clear_kept"]
 
 #: How many reference mappings a process keeps: a chip's two references x 420 layers of a
 #: Llama-3-8B table at two token budgets is about 1,700.
 REFERENCE_KEPT = 8192
 
 _KEPT: "OrderedDict[str, dict]" = OrderedDict()
+#: Re-costed figures by (design's `mapper_view`, references, layer, how): designs of one view (they
+#: differ in their vector unit, say) get the same figures, so each is worked out once per process.
+_RECOSTED: "OrderedDict[tuple, dict]" = OrderedDict()
 
 #: Which figure decides between two mappings, per objective, then the others (ties).
 _ORDER = {"latency": ("latency_cycles", "energy_pj"), "energy": ("energy_pj", "latency_cycles"),
           "edp": ("edp", "latency_cycles")}
+
+
+def clear_kept() -> None:
+    """Forget every reference mapping and re-costed figure this process holds."""
+    _KEPT.clear()
+    _RECOSTED.clear()
 
 
 def reference_mapping(layer, ref, view: str, how: tuple) -> dict[str, Any]:
@@ -93,12 +103,19 @@ class SharedMappings:
         self.refs = tuple(refs)
         self.views = tuple(mapper_view(r) for r in self.refs)
         self.how = (mapper, objective, seed, params)
+        self._key = (mapper_view(arch), self.views, mapper, objective, seed, repr(sorted((params or {}).items())))
         self.order = _ORDER.get(objective, _ORDER["latency"])
         self._got: dict = {}
 
     def get(self, layer, default=None) -> dict[str, Any]:
         hit = self._got.get(layer)
         if hit is not None:
+            return hit
+        key = (*self._key, layer)
+        hit = _RECOSTED.get(key)
+        if hit is not None:
+            _RECOSTED.move_to_end(key)
+            self._got[layer] = hit
             return hit
         from costmodel.loopnest.mapping import Mapping
         from costmodel.loopnest.reference import evaluate
@@ -120,6 +137,9 @@ class SharedMappings:
             best = {**map_layer(layer, self.arch, *self.how), "reference": self.arch.name}
         best["wall_s"] = time.perf_counter() - t0
         self._got[layer] = best
+        _RECOSTED[key] = best
+        while len(_RECOSTED) > REFERENCE_KEPT:
+            _RECOSTED.popitem(last=False)
         return best
 
     def __setitem__(self, layer, res: dict[str, Any]) -> None:

@@ -120,6 +120,15 @@ def test_a_rate_row_is_what_sweep_serve_gives(run):
                 assert row[col] == want[col], (rate, col)
     assert rows.loc["max_num_seqs=64", "goodput_rps"] == first.summary["goodput_rps"]
     assert rows.loc["max_num_seqs=64", "kv_blocks"] == first.setup["num_blocks"]
+    # the fixed-batch steps off the same table: a 2,048-token prompt alone (one chunk of the budget
+    # of 2,048, vLLM's default here) and a decode iteration of 16 sequences at 2,048 tokens
+    t = first.table
+    pre = t.iteration(np.array([2048]), np.array([0]))["seconds"]
+    dec = t.iteration(np.ones(16, dtype=np.int64), np.full(16, 2047))["seconds"]
+    row = rows.loc["max_num_seqs=64"]
+    assert row["fixed_prefill_s"] == pytest.approx(pre, rel=1e-12)
+    assert row["fixed_decode_s"] == pytest.approx(dec, rel=1e-12)
+    assert row["fixed_tokens_per_s_per_mm2"] == pytest.approx(16 / dec / row["system_area_mm2"], rel=1e-12)
 
 
 def test_interrupt_then_resume_gives_the_same_rows(run, tmp_path):

@@ -97,7 +97,7 @@ def test_a_design_takes_the_faster_reference_mapping_on_itself(chip, layer):
 
 def test_a_reference_is_mapped_once_per_process(chip, layer, monkeypatch):
     import sweep.commands.map_eval as me
-    shared_mappings._KEPT.clear()
+    shared_mappings.clear_kept()
     calls = []
     real = me.map_layer
     monkeypatch.setattr(me, "map_layer", lambda *a, **k: calls.append(a[1].name) or real(*a, **k))
@@ -194,7 +194,7 @@ def test_a_chip_of_one_memory_system_gives_its_own_rows(shared, tmp_path):
 def test_rows_do_not_depend_on_how_designs_are_grouped(shared, tmp_path, monkeypatch):
     _, _, got = shared
     monkeypatch.setattr(serving_groups, "GROUP_DESIGNS", 1)
-    shared_mappings._KEPT.clear()
+    shared_mappings.clear_kept()
     _, s, again = _run(tmp_path, "shared", "again")
     assert s.tasks_total == 6
     pd.testing.assert_frame_equal(again["rows"], got["rows"])

@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from sweep.reports.html import COLOURS, Page, short, write_page
-from sweep.reports.serving.campaign import PERCENTILE_COLUMNS, design_label, slo_text
+from sweep.reports.serving import fixed
+from sweep.reports.serving.campaign import PERCENTILE_COLUMNS, _is_shown, design_label, slo_text
 
 __all__ = ["build"]
 
@@ -44,7 +45,7 @@ def _latency_figure(rep: dict[str, Any], n_set: int) -> Any:
                                                                  for c in PERCENTILE_COLUMNS])
     groups: dict[str, list[dict]] = {}
     for r in rep["per_rate"]:
-        if r["status"] == "ok":
+        if r["status"] == "ok" and _is_shown(rep, r):
             groups.setdefault(design_label(r, n_set), []).append(r)
     for i, (label, g) in enumerate(groups.items()):
         g = sorted(g, key=lambda r: r["rate"])
@@ -86,6 +87,10 @@ def build(directory: Path, manifest: dict, out_file: str | Path, rep: dict[str, 
     else:
         page.text("no goodput: not searched ([serving] goodput = false), or no design meets the SLO at any rate.",
                   "note")
-    page.heading("latency per offered rate")
+    if cmp := fixed.lines(rep.get("fixed_batch") or {}):
+        page.heading("the request answer and the fixed-batch answer")
+        page.items(cmp)
+    page.heading("latency per offered rate" + (f" (the {len(rep['shown'])} best by goodput per mm^2)"
+                                               if len(rep.get("shown") or ()) < len(rep["designs"]) else ""))
     page.figure(_latency_figure(rep, n_set), "latency")
     return write_page(page, out_file)

@@ -27,6 +27,7 @@ import pandas as pd
 from sweep.common import fmt
 from sweep.common.errors import StoreError
 from sweep.engine.store import Store
+from sweep.reports.serving import fixed
 from sweep.reports.summary import print_plots, print_summary, summary
 
 __all__ = ["build", "show", "read", "design_table", "rate_table", "winners", "write_plots", "design_label", "slo_text",
@@ -36,7 +37,8 @@ __all__ = ["build", "show", "read", "design_table", "rate_table", "winners", "wr
 PERCENTILE_COLUMNS = tuple(f"{k}_{p}_s" for k in ("ttft", "tpot") for p in ("p50", "p90", "p99"))
 _DESIGN_KEYS = ("design", "design_params", "setting", "status", "error", "goodput_rps", "goodput_per_mm2",
                 "goodput_per_usd", "goodput_missed_rps", "area_mm2", "chips", "system_area_mm2", "cost_usd",
-                "kv_cache_tokens", "memory_gb", "weights_gb", "table_build_s")
+                "kv_cache_tokens", "memory_gb", "weights_gb", "fixed_prefill_s", "fixed_decode_s",
+                "fixed_decode_tokens_per_s", "fixed_tokens_per_s_per_mm2", "mapping_refs", "table_build_s")
 _RATE_KEYS = ("design", "design_params", "setting", "rate", "status", *PERCENTILE_COLUMNS, "e2e_p90_s",
               "output_tokens_per_s", "requests_per_s", "slo_attainment", "meets_slo", "preemptions",
               "kv_cache_utilization", "mean_batch", "energy_per_request_j")
@@ -91,6 +93,25 @@ def design_table(rows: pd.DataFrame, rates: pd.DataFrame) -> list[dict[str, Any]
                                        str(r["design"]), str(r["setting"])))
 
 
+#: At most this many (design, setting) rows in the printed tables and the per-design plots: the best
+#: by goodput per mm^2 (`shown`); ``--json`` and the HTML page's front keep every one.
+SHOWN = 12
+
+
+def shown(designs: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """The (design, setting) pairs the tables and per-design plots show: all of them up to `SHOWN`,
+    else the `SHOWN` best by goodput per mm^2 (then goodput), unfinished ones last."""
+    if len(designs) <= SHOWN:
+        return [(r["design"], r["setting"]) for r in designs]
+    key = sorted(designs, key=lambda r: (-(r.get("goodput_per_mm2") or -1.0), -(r.get("goodput_rps") or -1.0),
+                                         str(r["design"]), str(r["setting"])))
+    return [(r["design"], r["setting"]) for r in key[:SHOWN]]
+
+
+def _is_shown(rep: dict[str, Any], r: dict[str, Any]) -> bool:
+    return (r["design"], r["setting"]) in {tuple(x) for x in rep.get("shown") or ()} or not rep.get("shown")
+
+
 def winners(designs: list[dict[str, Any]]) -> dict[str, dict[str, Any] | None]:
     """The (design, setting) of most ``goodput_rps``, ``goodput_per_mm2`` and ``goodput_per_usd``
     among the finished ones with a goodput above 0 (None: none)."""
@@ -118,6 +139,8 @@ def build(directory: Path, manifest: dict, plots_dir: str | Path | None = None) 
                rates=cfg.get("rates") or [], goodput_searched=bool(cfg.get("goodput")), load=cfg.get("load") or {},
                deployment=cfg.get("deployment") or {}, designs=designs, winners=winners(designs),
                per_rate=rate_table(rates), plots=[])
+    rep["fixed_batch"] = fixed.compare(designs)
+    rep["shown"] = shown(designs)
     if plots_dir is not None:
         rep["plots"] = write_plots(rep, Path(plots_dir))
     return rep
@@ -137,6 +160,9 @@ def show(rep: dict[str, Any], console) -> None:
                   f"{slo_text(rep['slo'])}; offered rates {fmt.words(f'{r:g}' for r in rep['rates'])} req/s",
                   soft_wrap=True, highlight=False, markup=False)
     print_wide(console, _design_rich(rep))
+    if len(rep["shown"]) < len(rep["designs"]):
+        console.print(f"(the {len(rep['shown'])} best by goodput per mm^2 of {len(rep['designs']):,} shown; every one: "
+                      "--json, or pd.read_parquet(DIR/rows))", highlight=False, markup=False, soft_wrap=True)
     w = rep["winners"]
     if rep["goodput_searched"]:
         if w.get("goodput_rps") is None:
@@ -147,6 +173,8 @@ def show(rep: dict[str, Any], console) -> None:
             if r is not None:
                 console.print(f"winner, {what}: {design_label(r)} ({r['setting']}): {fmt.sig(r[k])} "
                               f"{_UNITS[k]}", highlight=False, markup=False, soft_wrap=True)
+    for line in fixed.lines(rep.get("fixed_batch") or {}):
+        console.print(line, highlight=False, markup=False, soft_wrap=True)
     print_wide(console, _rate_rich(rep))
     print_plots(rep, console)
 
@@ -161,7 +189,7 @@ def _design_rich(rep: dict[str, Any]):
     for c in ("design", "setting", "goodput req/s", "per mm^2", "per $", "area mm^2", "chips", "cost $",
               "KV tokens", "best swept rate", "status"):
         t.add_column(c, justify="left" if c in ("design", "setting", "status") else "right", no_wrap=True)
-    for r in rep["designs"]:
+    for r in (r for r in rep["designs"] if _is_shown(rep, r)):
         status = r["status"] if r["status"] == "ok" else f"{r['status']}: {str(r.get('error') or '')[:70]}"
         t.add_row(escape(design_label(r)), escape(str(r["setting"])), fmt.sig(r.get("goodput_rps")),
                   fmt.sig(r.get("goodput_per_mm2")),
@@ -182,7 +210,7 @@ def _rate_rich(rep: dict[str, Any]):
     for c in ("design", "setting", "rate", "TTFT P50", "P90", "P99", "TPOT P50", "P90", "P99", "out tok/s", "req/s",
               "attainment", "meets"):
         t.add_column(c, justify="left" if c in ("design", "setting") else "right", no_wrap=True)
-    for r in rep["per_rate"]:
+    for r in (r for r in rep["per_rate"] if _is_shown(rep, r)):
         if r["status"] != "ok":
             t.add_row(escape(design_label(r)), escape(str(r["setting"])), fmt.sig(r["rate"]), *["n/a"] * 9,
                       r["status"])
@@ -208,7 +236,7 @@ def write_plots(rep: dict[str, Any], plots: Path) -> list[str]:
     from sweep.reports.plots import figure, log_axis, save
     plots.mkdir(parents=True, exist_ok=True)
     written = []
-    ok = [r for r in rep["per_rate"] if r["status"] == "ok"]
+    ok = [r for r in rep["per_rate"] if r["status"] == "ok" and _is_shown(rep, r)]
     n_set = len({r["setting"] for r in rep["per_rate"]})
     if ok:
         fig, axes = figure(2, 3, figsize=(13, 6.4), sharex=True)
@@ -245,14 +273,18 @@ def _front_plot(rep: dict[str, Any], pts: list[dict[str, Any]], n_set: int, plot
     marker per setting, the front (no design has more goodput for less) as a staircase."""
     from sweep.reports.pareto import pareto_front
     from sweep.reports.plots import figure, save
-    designs = list(dict.fromkeys(r["design"] for r in pts))
+    designs = list(dict.fromkeys(r["design"] for r in pts if _is_shown(rep, r)))
     settings = list(dict.fromkeys(r["setting"] for r in pts))
     markers = "osD^vP*X"
     fig, axes = figure(1, 2, figsize=(12, 4.4))
     for ax, key, xlabel in ((axes[0], "system_area_mm2", "silicon (mm^2: chips x area)"),
                             (axes[1], "cost_usd", "chips' cost (USD)")):
         have = [r for r in pts if r.get(key)]
-        for r in have:
+        rest = [r for r in have if not _is_shown(rep, r)]    # past SHOWN designs: grey, unlabelled
+        if rest:
+            ax.scatter([r[key] for r in rest], [r["goodput_rps"] for r in rest], s=8, zorder=2, color="0.72",
+                       label=f"{len(rest):,} more" if ax is axes[0] else None)
+        for r in (r for r in have if _is_shown(rep, r)):
             ax.scatter(r[key], r["goodput_rps"], s=30, zorder=3, color=f"C{designs.index(r['design']) % 10}",
                        marker=markers[settings.index(r["setting"]) % len(markers)],
                        label=design_label(r, n_set) if ax is axes[0] else None)
