@@ -10,7 +10,7 @@ of them -- and of their sessions, where the raylet puts its worker processes in 
 of their own -- has exited; never ``ray stop``, which would stop every Ray on the machine, other
 users' included.
 
-    python scripts/ray_cluster.py [--campaign campaigns/X.toml] [--workers 2] [--keep DIR] [--cluster-only]
+    python scripts/ray_cluster.py [--campaign campaigns/X.toml] [--workers 2] [--keep DIR] [--cluster-only | --compare DIR]
 
 Without ``--campaign`` it runs a small synthetic loop-nest campaign (scripts/synthetic_campaign.py).
 The nodes run with Ray's defaults (`ray_defaults_env`: token authentication on when a token
@@ -277,7 +277,8 @@ def same_rows(a: Path, b: Path) -> tuple[bool, str]:
     def load(d, table):
         df = Store(d).read(table)
         df = df.drop(columns=[c for c in MEASURED if c in df])
-        keys = [c for c in ("task_id", "problem_id", "unit_index", "network", "pm", "point", "rate") if c in df]
+        keys = [c for c in ("task_id", "problem_id", "unit_index", "network", "pm", "point", "design", "setting", "rate")
+                if c in df]
         return df.sort_values(keys).reset_index(drop=True)[sorted(df.columns)]
     tables = sorted(p.name for p in Path(a).iterdir() if p.is_dir() and any(p.glob("*.parquet")))
     x, y = load(a, "rows"), load(b, "rows")
@@ -311,6 +312,9 @@ def main() -> None:
     ap.add_argument("--keep", type=Path, help="output directories here (default: a temp dir)")
     ap.add_argument("--cluster-only", action="store_true",
                     help="only the cluster run (a campaign too large to run twice; rows not compared)")
+    ap.add_argument("--compare", type=Path,
+                    help="compare the cluster run with this result directory of the same campaign instead of "
+                         "running it again in-process")
     a = ap.parse_args()
     work = a.keep or Path(tempfile.mkdtemp(prefix="ray_cluster_"))
     campaign = a.campaign
@@ -327,6 +331,11 @@ def main() -> None:
         print(f"cluster run {time.time() - t0:.1f} s", flush=True)
     if a.cluster_only:
         return
+    if a.compare is not None:   # a run of another session: its code stamp may differ, its rows may not
+        MEASURED.extend(["code_version", "config_hash"])
+        ok, msg = same_rows(work / "cluster", a.compare)
+        print(("same rows: " if ok else "DIFFERENT rows: ") + msg)
+        sys.exit(0 if ok else 1)
     t0 = time.time()
     subprocess.run(sweep + ["--executor", "local", "--out", str(work / "local")], env=env, check=True)
     print(f"local run {time.time() - t0:.1f} s")

@@ -250,11 +250,10 @@ def iteration_collectives(cfg, system: System, tokens: int, sequences: int, act_
     (those on every block and the embedding's: per token), ``head_s`` (the logits' all-gather: per
     sequence) and their link energies ``dense_j`` / ``head_j`` (0 where the links state no pJ/bit).
 
-    Raises:
-        ValueError: pipeline parallelism (an iteration's stages are not modelled here).
+    Under pipeline parallelism the iteration is one micro-batch through every stage: the blocks'
+    collectives of every stage and the pp - 1 hops of its activations between stages (send /
+    receive of tokens x hidden x bytes) count in ``dense_s``, as `system_step`'s round trip R has them.
     """
-    if system.pp > 1:
-        raise ValueError(f"system.pp = {system.pp}: pipeline stages in a serving iteration are not modelled")
     work = {"batch": -(-sequences // system.ep) * system.ep, "tokens": -(-tokens // system.ep) * system.ep,
             "phase": "decode"}   # the iteration's sequences and tokens spread over the ep groups
     out = {"dense_s": 0.0, "head_s": 0.0, "dense_j": 0.0, "head_j": 0.0}

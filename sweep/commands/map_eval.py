@@ -401,7 +401,8 @@ def eval_arch(name: str):
 def map_network(network: Network, arch, mapper_name: str, objective: str | None = None, seed: int = 0,
                 params: dict[str, Any] | None = None,
                 progress: Callable[[int, int, str], None] | None = None,
-                cache: dict[Layer, dict[str, Any]] | None = None, system=None) -> dict[str, Any]:
+                cache: dict[Layer, dict[str, Any]] | None = None, system=None,
+                traffic: bool = True) -> dict[str, Any]:
     """Map every unique layer of ``network`` once (`Network.unique`: equal shapes merged, repeats
     added) with `map_layer`, in order, and total the results.
 
@@ -429,6 +430,9 @@ def map_network(network: Network, arch, mapper_name: str, objective: str | None 
     any layer is mapped (`costmodel.capacity`); a step that fits has ``llm["memory"]`` (its
     footprint) and ``llm["max_batch"]`` (the largest batch that fits at its context).
 
+    ``traffic=False`` leaves out each layer's DRAM traffic by role (``dram_bits``: one evaluation of
+    every layer's mapping; no latency or energy depends on it), as a serving cost table does.
+
     Raises:
         CampaignError: as `map_layer` (raised on the first layer, before any long work).
         DoesNotFitError: the step does not fit the DRAM (the message gives the numbers).
@@ -446,13 +450,14 @@ def map_network(network: Network, arch, mapper_name: str, objective: str | None 
     if system is not None or any((network.workload or {}).get(k) for k in ("tp", "pp", "ep")):
         from sweep.commands.system_step import map_on_system
         return map_on_system(network, arch, system, lambda share, acc: _map_share(share, acc, mapper_name, objective,
-                                                                                 seed, params, progress, cache))
-    return _map_share(network, arch, mapper_name, objective, seed, params, progress, cache)
+                                                                                 seed, params, progress, cache,
+                                                                                 traffic))
+    return _map_share(network, arch, mapper_name, objective, seed, params, progress, cache, traffic)
 
 
 def _map_share(network: Network, arch, mapper_name: str, objective: str | None, seed: int,
                params: dict[str, Any] | None, progress: Callable[[int, int, str], None] | None,
-               cache: dict[Layer, dict[str, Any]] | None) -> dict[str, Any]:
+               cache: dict[Layer, dict[str, Any]] | None, traffic: bool = True) -> dict[str, Any]:
     """`map_network` of a loop-nest ``network`` on one chip (checked: its kind, its capacity)."""
     from sweep.engine.totals import check_fits
     _, used = _checked(arch, mapper_name, objective)
@@ -498,11 +503,11 @@ def _map_share(network: Network, arch, mapper_name: str, objective: str | None, 
            "mapper": mapper_name, "objective": used,
            "layers": rows, "total": tot}
     if network.vector_ops or network.workload:
-        _add_step_figures(out, network, arch)
+        _add_step_figures(out, network, arch, traffic)
     return out
 
 
-def _add_step_figures(res: dict[str, Any], network: Network, arch) -> None:
+def _add_step_figures(res: dict[str, Any], network: Network, arch, traffic: bool = True) -> None:
     """A transformer step's figures beside `map_network`'s layer totals (in place): each layer's
     DRAM traffic by role (``dram_bits`` per layer row; `costmodel.llm.dram_traffic`), then
     `sweep.engine.totals.step_totals`: ``res["vector"]`` (the vector operations), ``total`` split
@@ -511,7 +516,7 @@ def _add_step_figures(res: dict[str, Any], network: Network, arch) -> None:
     from costmodel.loopnest.mapping import Mapping
     from sweep.engine.totals import step_totals
 
-    dram: dict[str, float] | None = dict.fromkeys(ROLES, 0.0)
+    dram: dict[str, float] | None = dict.fromkeys(ROLES, 0.0) if traffic else None
     for row, (layer, rep) in zip(res["layers"], network.unique()):
         if dram is None or not hasattr(arch, "memories") or not isinstance(row.get("mapping"), dict):
             dram = None

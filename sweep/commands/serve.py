@@ -66,7 +66,7 @@ def serve_command(
     kv_bits: Annotated[Optional[int], typer.Option("--kv-bits", help="KV-cache precision.", rich_help_panel=_MODEL)] = None,
     fusion: Annotated[str, typer.Option("--fusion", help="fused (FlashAttention-style, as serving stacks run) or unfused attention.", rich_help_panel=_MODEL)] = "fused",
     tp: Annotated[Optional[int], typer.Option("--tp", help="Tensor parallelism of one copy (chips).", rich_help_panel=_MODEL)] = None,
-    pp: Annotated[Optional[int], typer.Option("--pp", help="Pipeline parallelism (not modelled yet: refused).", rich_help_panel=_MODEL)] = None,
+    pp: Annotated[Optional[int], typer.Option("--pp", help="Pipeline stages: the model's blocks split over pp chips, up to pp batches in flight (vLLM's virtual engines; docs/serving.md).", rich_help_panel=_MODEL)] = None,
     ep: Annotated[Optional[int], typer.Option("--ep", help="Expert parallelism (MoE models; attention data parallel).", rich_help_panel=_MODEL)] = None,
     interconnect: Annotated[Optional[str], typer.Option("--interconnect", help="The chips' links (nvlink3, nvlink4, pcie4_x16).", rich_help_panel=_MODEL)] = None,
     replicas: Annotated[int, typer.Option("--replicas", min=1, help="Colocated copies of the deployment, the requests dealt round-robin.", rich_help_panel=_POOLS)] = 1,
@@ -155,6 +155,9 @@ def _layout(st, replicas, disaggregate, prefill_arch, prefill_tp, kv_link, progr
     if replicas != 1:
         raise CampaignError("sweep serve", [Finding("--replicas", replicas, "give --disaggregate P:D or --replicas, "
                                                                             "not both")])
+    if st.dep.pp > 1:
+        raise CampaignError("sweep serve", [Finding("--pp", st.dep.pp, "pipeline stages in disaggregated pools are "
+                                                                       "not modelled: give --disaggregate or --pp")])
     pre = None
     if prefill_arch or (prefill_tp and prefill_tp != st.dep.tp):
         pre = setup(arch=prefill_arch or st.options["arch"], tp=prefill_tp or st.dep.tp, progress=progress, **kw)

@@ -148,7 +148,7 @@ class ServingSpec:
             changed config.json is another campaign.
         mapper, params, objective: how the cost table's layers are mapped (as `sweep map`).
         deployment: `sweep.serving.serve.setup`'s keywords: ``weight_bits``, ``act_bits``,
-            ``kv_bits`` (bits), ``fusion``, ``tp``, ``ep`` (chips), ``interconnect``, ``launch_us``
+            ``kv_bits`` (bits), ``fusion``, ``tp``, ``pp``, ``ep`` (chips), ``interconnect``, ``launch_us``
             (us), ``host_s`` (s); absent keys take setup's defaults.
         load: `sweep.serving.serve.Load`'s fields but the rate: ``trace`` (a bundled name or an
             absolute path), ``requests``, ``prompt``, ``output``, ``cv``, ``seed``, ``drop_long``.
@@ -166,6 +166,8 @@ class ServingSpec:
             for the estimate; not part of the hash).
         mappings: "own" (each design's cost table mapped on it) or "shared" (re-costed from its
             chip's reference mappings, `sweep.serving.shared_mappings`).
+        systems: (key, values) of the split's axes (``tp``, ``pp``, ``ep`` given as lists: a systems
+            search); their values join each setting (`settings`) and leave ``deployment``.
     """
 
     network: str
@@ -185,12 +187,20 @@ class ServingSpec:
     trace_ref: str | None = None
     requests_served: int = 0
     mappings: str = "own"
+    systems: tuple[tuple[str, tuple], ...] = ()
 
     def settings(self) -> list[dict[str, Any]]:
-        """Every scheduler setting: the product of the ``scheduler`` axes, the last key fastest
-        ([{}]: vLLM's defaults for each chip)."""
-        keys = [k for k, _ in self.scheduler]
-        return [dict(zip(keys, combo)) for combo in itertools.product(*(v for _, v in self.scheduler))]
+        """Every setting: the product of the ``systems`` axes (``tp``, ``ep``) then the ``scheduler``
+        axes, the last key fastest ([{}]: one split, vLLM's defaults for each chip)."""
+        axes = (*self.systems, *self.scheduler)
+        keys = [k for k, _ in axes]
+        return [dict(zip(keys, combo)) for combo in itertools.product(*(v for _, v in axes))]
+
+    def split(self, setting: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+        """(the deployment's keywords with the setting's ``tp`` / ``ep``, the setting's scheduler keys)."""
+        sys_keys = {k for k, _ in self.systems}
+        return ({**self.deployment, **{k: v for k, v in setting.items() if k in sys_keys}},
+                {k: v for k, v in setting.items() if k not in sys_keys})
 
     def describe(self) -> dict[str, Any]:
         """JSON-able, part of the config hash and of every task id (the trace by its digest, a
@@ -202,12 +212,13 @@ class ServingSpec:
                 "objective": self.objective, "deployment": self.deployment, "load": load, "rates": list(self.rates),
                 "slo": self.slo, "goodput": self.goodput,
                 "scheduler": {k: list(v) for k, v in self.scheduler}, "grids": self.grids,
-                **({"mappings": self.mappings} if self.mappings != "own" else {})}
+                **({"mappings": self.mappings} if self.mappings != "own" else {}),
+                **({"systems": {k: list(v) for k, v in self.systems}} if self.systems else {})}
 
     def setting_label(self, setting: dict[str, Any]) -> str:
         """A setting as text: its keys whose axis has several values (``max_num_seqs=128``), else
         every key it sets, else "defaults"."""
-        varying = {k for k, v in self.scheduler if len(v) > 1}
+        varying = {k for k, v in (*self.systems, *self.scheduler) if len(v) > 1}
         return " ".join(f"{k}={v}" for k, v in setting.items() if k in varying or not varying) or "defaults"
 
 
@@ -230,7 +241,7 @@ class ServingTask:
         """The columns every row of the task starts with: the design, the setting (the campaign's
         scheduler keys as given, and ``setting`` as text), the model and the mapping."""
         d = self.design
-        keys = {k: self.setting.get(k) for k, _ in self.spec.scheduler}
+        keys = {k: self.setting.get(k) for k, _ in (*self.spec.systems, *self.spec.scheduler)}
         return {"design": d.label, "design_id": d.design_id, "source": d.source, "design_params": d.note, **d.values,
                 "setting": self.spec.setting_label(self.setting), **keys, "network": self.spec.model.get("name"),
                 "mapper": self.spec.mapper, "objective": self.spec.objective, "seed": self.seed}
@@ -242,7 +253,7 @@ class ServingTask:
         row: dict[str, Any] = {}
         try:
             acc = self.design.accelerator()
-            row.update(design_figures(acc, self.spec))
+            row.update(design_figures(acc, self.spec, self.setting))
             rates, served = self._serve(acc, row)
             row.update(served)
             status, error, trace = "ok", "", ""
@@ -261,9 +272,10 @@ class ServingTask:
         srv = importlib.import_module(SERVE_MODULE)
         from costmodel.serving import SLO
         sp = self.spec
+        deployment, scheduler = sp.split(self.setting)
         st = srv.setup(sp.network, acc, mapper=sp.mapper, objective=sp.objective, seed=self.seed,
-                       params=dict(sp.params) or None, scheduler=dict(self.setting), grids=sp.grids,
-                       workers=1 if self.refs else _workers(sp.grids), **sp.deployment,
+                       params=dict(sp.params) or None, scheduler=scheduler, grids=sp.grids,
+                       workers=1 if self.refs else _workers(sp.grids), **deployment,
                        mapping_refs=tuple(r.accelerator() for r in self.refs) or None)
         slo = SLO(sp.slo.get("ttft_s"), sp.slo.get("tpot_s"), sp.slo.get("attainment", 0.9))
         load = dict(sp.load)
@@ -301,12 +313,14 @@ class ServingTask:
                 "mapping_refs": " ".join(r.label for r in self.refs) or None}
 
 
-def design_figures(acc: Any, spec: ServingSpec) -> dict[str, Any]:
-    """A design's own figures, served or not: ``area_mm2`` (one chip), ``chips`` (tp x ep of the
-    deployment), ``system_area_mm2`` (chips x area), ``chip_cost_usd`` and ``cost_usd`` (the
-    system's, `_area_cost`), ``clock_mhz``, ``pe_count``, ``dram`` (its kind) and ``dram_units``."""
+def design_figures(acc: Any, spec: ServingSpec, setting: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A design's own figures, served or not: ``area_mm2`` (one chip), ``chips`` (tp x pp x ep of the
+    deployment, the setting's where it has a systems axis), ``system_area_mm2`` (chips x area),
+    ``chip_cost_usd`` and ``cost_usd`` (the system's, `_area_cost`), ``clock_mhz``, ``pe_count``,
+    ``dram`` (its kind) and ``dram_units``."""
     area, cost, dram_units = _area_cost(acc)
-    chips = int((spec.deployment.get("tp") or 1) * (spec.deployment.get("ep") or 1))
+    dep = spec.split(setting or {})[0]
+    chips = int((dep.get("tp") or 1) * (dep.get("pp") or 1) * (dep.get("ep") or 1))
     dram = getattr(acc, "dram", None)
     return {"area_mm2": area, "chips": chips, "system_area_mm2": None if area is None else chips * area,
             "chip_cost_usd": cost, "cost_usd": None if cost is None else chips * cost,

@@ -153,7 +153,7 @@ def _check_settings(spec: ServingSpec, designs: ServingDesigns | None, cfg: Any,
         acc = d.accelerator()
         cap = _capacity_bytes(acc)
         for s in spec.settings():
-            kw = dict(s)
+            kw = spec.split(s)[1]
             if kw.get("max_model_len", 0) > cfg.max_context and cfg.max_positions and "max_model_len" not in seen:
                 seen.add("max_model_len")
                 bad("serving.scheduler.max_model_len", kw["max_model_len"],
@@ -319,7 +319,9 @@ class ServingKind(CampaignKind):
         from sweep.common.fmt import words
         from sweep.kinds.estimate import cpus
         c, sp, ds = campaign, campaign.search, campaign.architectures
-        dep = ", ".join(f"{k} {v}" for k, v in sp.deployment.items()) or "one chip, the accelerator's precisions"
+        dep = ", ".join([*(f"{k} {v}" for k, v in sp.deployment.items()),
+                         *(f"{k} {' / '.join(map(str, v))} (an axis)" for k, v in sp.systems)]) \
+            or "one chip, the accelerator's precisions"
         shown = [f"{d.label} ({d.source}" + (f" {ds.space.template_ref} {d.note}".rstrip() if d.source == "template"
                                              else "") + (f", {_area(d):.1f} mm^2)" if _area(d) else ")")
                  for d in ds.designs[:12]]
@@ -337,7 +339,8 @@ class ServingKind(CampaignKind):
             lines.append(f"  template {ds.space.template_ref}: {ds.space.total:,} grid point(s), {len(ds.space):,} "
                          "valid design(s); dropped: " + (", ".join(f"{k}: {v:,}" for k, v in ds.space.dropped.items())
                                                          or "none"))
-        lines += [f"  scheduler settings (vLLM V1; unset keys: vLLM v0.11.0's defaults for each chip): "
+        lines += [f"  {'settings (the split, then ' if sp.systems else 'scheduler settings ('}vLLM V1; unset keys: "
+                  "vLLM v0.11.0's defaults for each chip): "
                   f"{words(sp.setting_label(s) for s in sp.settings())}",
                   f"  load: {sp.requests_served:,} requests of {src} per simulation, Poisson arrivals "
                   f"(cv {sp.load['cv']})"

@@ -6,6 +6,7 @@ rates and the SLO, the scheduler's axes, the grids and how mappings are shared, 
 from __future__ import annotations
 
 import hashlib
+import itertools
 import math
 from pathlib import Path
 from typing import Any
@@ -14,12 +15,12 @@ from sweep.config.validation import (NOT_FINITE, Bad, check_seed, check_table, i
                                      resolve_path)
 from sweep.engine.serving_tasks import ServingSpec
 
-__all__ = ["parse_serving", "SERVING_KEYS", "GRID_KEYS", "SCHEDULER_KEYS", "MAPPINGS"]
+__all__ = ["parse_serving", "SERVING_KEYS", "GRID_KEYS", "SCHEDULER_KEYS", "MAPPINGS", "SYSTEM_AXES"]
 
 #: The keys of ``[serving]``.
 SERVING_KEYS = ("network", "mapper", "params", "trace", "columns", "drop_long_prompts", "requests", "prompt",
                 "output", "cv", "load_seed", "rates", "slo_ttft", "slo_tpot", "attainment", "goodput",
-                "weight_bits", "act_bits", "kv_bits", "fusion", "tp", "ep", "interconnect", "launch_us", "host_ms",
+                "weight_bits", "act_bits", "kv_bits", "fusion", "tp", "pp", "ep", "interconnect", "launch_us", "host_ms",
                 "scheduler", "grids", "mappings")
 #: The values of ``[serving] mappings``: each design's cost table mapped on it, or re-costed from
 #: its chip's reference designs (`sweep.serving.shared_mappings`).
@@ -32,6 +33,8 @@ SCHEDULER_KEYS = ("max_num_seqs", "max_num_batched_tokens", "block_size", "chunk
                   "gpu_memory_utilization", "long_prefill_token_threshold", "num_blocks", "graphs")
 
 _BITS = ("weight_bits", "act_bits", "kv_bits")
+#: The ``[serving]`` keys that may be lists, axes of a systems search: chips per copy of the model.
+SYSTEM_AXES = ("tp", "pp", "ep")
 
 
 def _number(v: Any, key: str, bad: Bad, lo: float = 0.0, strict: bool = True, unit: str = "") -> bool:
@@ -80,11 +83,12 @@ def _scheduler(value: Any, bad: Bad) -> tuple[tuple[str, tuple], ...]:
     return tuple(axes)
 
 
-def _deployment(value: dict, base_dir: Path, bad: Bad) -> tuple[str, Any, dict[str, Any]] | None:
-    """(the network as `Deployment` takes it, its `TransformerConfig`, setup's deployment keywords)
-    of ``[serving]``: ``network`` and the optional ``weight_bits``, ``act_bits``, ``kv_bits``,
-    ``fusion``, ``tp``, ``ep``, ``interconnect``, ``launch_us`` (us), ``host_ms`` (ms), checked as
-    `sweep serve` checks its options; None if unusable."""
+def _deployment(value: dict, base_dir: Path, bad: Bad) -> tuple[str, Any, dict[str, Any], tuple] | None:
+    """(the network as `Deployment` takes it, its `TransformerConfig`, setup's deployment keywords,
+    the systems axes: (key, values) of ``tp`` / ``ep`` given as lists) of ``[serving]``: ``network``
+    and the optional ``weight_bits``, ``act_bits``, ``kv_bits``, ``fusion``, ``tp``, ``ep``,
+    ``interconnect``, ``launch_us`` (us), ``host_ms`` (ms), checked as `sweep serve` checks its
+    options (every split of the axes); None if unusable."""
     from costmodel.serving import Deployment
     from costmodel.system.interconnect import INTERCONNECTS
     net = value.get("network")
@@ -99,13 +103,22 @@ def _deployment(value: dict, base_dir: Path, bad: Bad) -> tuple[str, Any, dict[s
             return None
         target = str(path.resolve())
     kw: dict[str, Any] = {}
+    axes: dict[str, tuple[int, ...]] = {}
     ok = True
-    for k in (*_BITS, "tp", "ep"):
+    for k in (*_BITS, "tp", "pp", "ep"):
         if k in value:
-            if not is_int(value[k], 1):
-                bad(f"serving.{k}", value[k], "expected a whole number >= 1")
+            v = value[k]
+            if k in SYSTEM_AXES and isinstance(v, list):    # an axis of the systems search
+                if not v or not all(is_int(x, 1) for x in v) or len(set(v)) != len(v):
+                    bad(f"serving.{k}", v, "expected a whole number >= 1 or a non-empty list of distinct ones")
+                    ok = False
+                else:
+                    axes[k] = tuple(v)
+                continue
+            if not is_int(v, 1):
+                bad(f"serving.{k}", v, "expected a whole number >= 1")
                 ok = False
-            kw[k] = value[k]
+            kw[k] = v
     if "fusion" in value:
         kw["fusion"] = value["fusion"]
     if "interconnect" in value:
@@ -124,22 +137,27 @@ def _deployment(value: dict, base_dir: Path, bad: Bad) -> tuple[str, Any, dict[s
     from costmodel.transformer.shard import resolve_split
     from costmodel.transformer.step import resolve_bits
     dep = None
-    for check in (lambda: Deployment(target, **{k: kw[k] for k in (*_BITS, "fusion", "tp", "ep") if k in kw}),
-                  lambda: resolve_bits(*(kw.get(k) for k in _BITS)),
-                  lambda: dep is not None and resolve_split(dep.config, dep.ep, dep.tp, 1, dep.ep)):
-        try:
-            got = check()
-        except KeyError as e:
-            bad("serving.network", net, str(e).strip("'\""))
-            return None
-        except ValueError as e:
-            msg = str(e)
-            key = next((k for k in (*_BITS, "fusion", "tp", "ep") if msg.startswith(k)), "network")
-            bad(f"serving.{key}", value.get(key, net), msg)
-            ok = False
-            continue
-        dep = got if isinstance(got, Deployment) else dep
-    return (target, dep.config, kw) if ok and dep is not None else None
+    for split in itertools.product(*([(k, x) for x in vs] for k, vs in axes.items())):
+        one = {**kw, **dict(split)}
+        dep = None
+        for check in (lambda: Deployment(target, **{k: one[k] for k in (*_BITS, "fusion", "tp", "pp", "ep") if k in one}),
+                      lambda: resolve_bits(*(one.get(k) for k in _BITS)),
+                      lambda: dep is not None and resolve_split(dep.config, dep.ep, dep.tp, dep.pp, dep.ep)):
+            try:
+                got = check()
+            except KeyError as e:
+                bad("serving.network", net, str(e).strip("'\""))
+                return None
+            except ValueError as e:
+                msg = str(e)
+                key = next((k for k in (*_BITS, "fusion", "tp", "pp", "ep") if msg.startswith(k)), "network")
+                bad(f"serving.{key}", value.get(key, net), msg + (f" (at {dict(split)})" if split else ""))
+                ok = False
+                continue
+            dep = got if isinstance(got, Deployment) else dep
+        if not ok:
+            break
+    return (target, dep.config, kw, tuple(axes.items())) if ok and dep is not None else None
 
 
 def _load(value: dict, base_dir: Path, bad: Bad) -> tuple[dict[str, Any], str | None] | None:
@@ -286,10 +304,10 @@ def parse_serving(value: Any, base_dir: Path, objective: str, bad: Bad) -> tuple
         return None
     if dep is None or mapper is None or load is None or rates_slo is None or ("grids" in value and grids is None):
         return None
-    (target, cfg, kw), (m, params), (ld, digest), (rates, slo) = dep, mapper, load, rates_slo
+    (target, cfg, kw, systems), (m, params), (ld, digest), (rates, slo) = dep, mapper, load, rates_slo
     spec = ServingSpec(network=target, network_ref=str(value["network"]), model={"name": cfg.name,
                        "shape": cfg.shape()}, mapper=m, params=params, objective=objective, deployment=kw, load=ld,
                        trace_digest=digest, trace_ref=value.get("trace"), rates=rates, slo=slo,
                        goodput=bool(value.get("goodput", False)), scheduler=scheduler, grids=grids,
-                       mappings=mappings)
+                       mappings=mappings, systems=systems)
     return spec, cfg, _check_trace(spec, cfg, bad)

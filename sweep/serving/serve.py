@@ -170,7 +170,7 @@ def setup(network: str, arch: str | Any, *, mapper: str = "salsa", objective: st
         raise _bad(key, cfg.num_blocks if key == "--num-blocks" else cfg.gpu_memory_utilization, str(e)) from None
     kv["memory"] = mem["memory"]
     num_blocks = kv["num_blocks"] * (dep.ep if not kv.get("given") else 1)
-    system = System(tp=dep.tp, ep=dep.ep, interconnect=INTERCONNECTS[interconnect or "nvlink3"])
+    system = System(tp=dep.tp, pp=dep.pp, ep=dep.ep, interconnect=INTERCONNECTS[interconnect or "nvlink3"])
     if table is None:
         try:
             table = build_cost_table(dep, acc, mapper, objective, seed, params, max_tokens=cfg.max_num_batched_tokens,
@@ -201,23 +201,21 @@ def setup(network: str, arch: str | Any, *, mapper: str = "salsa", objective: st
 
 def _deployment(network, weight_bits, act_bits, kv_bits, fusion, tp, pp, ep) -> Deployment:
     """The `Deployment`, checked (CampaignError naming the option)."""
-    if pp not in (None, 1):
-        raise _bad("--pp", pp, "pipeline stages in a serving iteration are not modelled yet (tp and ep are)")
     try:
         dep = Deployment(network, weight_bits=weight_bits, act_bits=act_bits, kv_bits=kv_bits, fusion=fusion,
-                         tp=tp or 1, ep=ep or 1)
+                         tp=tp or 1, pp=pp or 1, ep=ep or 1)
         from costmodel.transformer.shard import resolve_split
-        resolve_split(dep.config, dep.ep, dep.tp, 1, dep.ep)
+        resolve_split(dep.config, dep.ep, dep.tp, dep.pp, dep.ep)
         from costmodel.transformer.step import resolve_bits
         resolve_bits(weight_bits, act_bits, kv_bits)
     except KeyError as e:
         raise _bad("--network", network, str(e).strip("'\"")) from None
     except ValueError as e:
         msg = str(e)
-        key = next((f"--{k.replace('_', '-')}" for k in ("weight_bits", "act_bits", "kv_bits", "fusion", "tp", "ep")
-                    if msg.startswith(k)), "--network")
+        key = next((f"--{k.replace('_', '-')}" for k in ("weight_bits", "act_bits", "kv_bits", "fusion", "tp", "pp",
+                                                          "ep") if msg.startswith(k)), "--network")
         val = {"--weight-bits": weight_bits, "--act-bits": act_bits, "--kv-bits": kv_bits, "--fusion": fusion,
-               "--tp": tp, "--ep": ep}.get(key, network)
+               "--tp": tp, "--pp": pp, "--ep": ep}.get(key, network)
         raise _bad(key, val, msg) from None
     return dep
 
@@ -268,11 +266,11 @@ class Layout:
 
     def chips(self, st: "ServeSetup") -> int:
         """Chips in all: replicas x the copy's, or each pool's instances x its copy's."""
-        per = st.dep.tp * st.dep.ep
+        per = st.dep.tp * st.dep.pp * st.dep.ep
         if not self.disaggregated:
             return self.replicas * per
         pre = self.prefill_setup or st
-        return self.prefill * pre.dep.tp * pre.dep.ep + self.decode * per
+        return self.prefill * pre.dep.tp * pre.dep.pp * pre.dep.ep + self.decode * per
 
     def to_dict(self, st: "ServeSetup") -> dict[str, Any]:
         d: dict[str, Any] = {"chips": self.chips(st)}
@@ -285,10 +283,29 @@ class Layout:
         return d
 
 
+def pipeline_engines(cfg: SchedulerConfig, num_blocks: int, pp: int) -> tuple[SchedulerConfig, int]:
+    """(the scheduler settings, KV blocks) of each of a pipeline's ``pp`` virtual engines.
+
+    vLLM V1 keeps up to pp batches in flight under pipeline parallelism (its batch queue), a batch
+    per stage, so that every stage is busy; a request is in one batch at a time. Modelled as pp
+    engines each serving its share of the requests (dealt round-robin) with its own batches, each
+    iteration the whole pipeline's (every stage's blocks, the hops between them: the cost table under
+    pp), each engine holding max_num_seqs / pp running sequences (vLLM bounds them over the batches
+    in flight) and num_blocks / pp of the cache (vLLM shares one pool), with the whole token budget.
+    Stated deviations: the static split of the requests and the cache, and no bubble when the
+    batches in flight differ in size."""
+    seqs = max(1, cfg.max_num_seqs // pp)
+    return replace(cfg, max_num_seqs=seqs), max(1, num_blocks // pp)
+
+
 def _runner(st: ServeSetup, layout: Layout | None, sink: Callable | None = None):
     """The function serving one set of requests under ``layout``."""
     from costmodel.serving.disagg import Link, Pool, serve_disaggregated, serve_replicas
     from costmodel.system.interconnect import INTERCONNECTS
+    replicas = 1 if layout is None else layout.replicas
+    if st.dep.pp > 1 and (layout is None or not layout.disaggregated):
+        pool = Pool(st.table, *pipeline_engines(st.cfg, st.num_blocks, st.dep.pp), replicas * st.dep.pp)
+        return lambda reqs: serve_replicas(reqs, pool)
     if layout is None or (layout.replicas == 1 and not layout.disaggregated):
         return lambda reqs: simulate(reqs, st.table, st.cfg, st.num_blocks, sink=sink)
     if not layout.disaggregated:
@@ -347,7 +364,7 @@ def serve(st: ServeSetup, load: Load, slo: SLO | None = None, *, search_goodput:
         gp = goodput(at, slo, start)
         gp["curve"] = sorted(curve, key=lambda c: c["rate"])
         summ["goodput_rps"] = gp["goodput_rps"]
-        chips = layout.chips(st) if layout is not None else st.dep.tp * st.dep.ep
+        chips = layout.chips(st) if layout is not None else st.dep.tp * st.dep.pp * st.dep.ep
         summ["goodput_rps_per_chip"] = gp["goodput_rps"] / chips
     return {"summary": summ, "result": res, "requests": reqs, "goodput": gp, "sim_s": sim_s}
 

@@ -8,6 +8,7 @@ launches (`costmodel.llm.step_launches`) and the memory figures the KV cache is 
 from __future__ import annotations
 
 import time
+from collections import OrderedDict
 from typing import Any, Callable
 
 import numpy as np
@@ -15,26 +16,32 @@ import numpy as np
 from costmodel.serving.iteration import Deployment, attention_part, dense_part, head_part
 from costmodel.serving.table import CostTable, default_grids
 from costmodel.workload import Network
+from sweep.common.ids import canonical_json
 
 __all__ = ["build_cost_table", "deployment_memory", "map_part"]
 
 
 def map_part(net: Network, arch, mapper: str, objective: str, seed: int, params: dict | None,
-             cache: dict) -> tuple[float, float]:
+             cache: dict) -> tuple[float, float, float, float]:
     """(s, J) of one part on one chip: its layers mapped (`map_network`, ``cache`` shared), its
-    vector operations and their overlap; no launches (counted by the table).
+    vector operations and their overlap; no launches (counted by the table); then (s, J) of its
+    final norm alone (0, 0 without one: what a pipeline's last stage runs once, not every stage).
 
     Raises:
         ValueError: a layer without a valid mapping (the part's name and the reason).
     """
     from sweep.commands.map_eval import map_network
-    res = map_network(net, arch, mapper, objective, seed, params, cache=cache)
+    res = map_network(net, arch, mapper, objective, seed, params, cache=cache, traffic=False)
     tot = res["total"]
     if tot["latency_cycles"] is None or tot["energy_pj"] is None or not np.isfinite(tot["latency_cycles"]):
         bad = next((r for r in res["layers"] if r["status"] != "ok"), {})
         raise ValueError(f"{net.name}: layer {bad.get('layer')!r} has no valid mapping on {arch.name}: "
                          f"{bad.get('reason', bad.get('status'))}")
-    return tot["latency_cycles"] / (arch.clock_mhz * 1e6), tot["energy_pj"] * 1e-12
+    clock = arch.clock_mhz * 1e6
+    fin = [r for r in (res.get("vector") or {}).get("ops") or [] if r["name"] == "final_norm"]
+    fin_s = sum(r["latency_cycles"] * r["repeat"] for r in fin) / clock
+    fin_j = sum(r["energy_pj"] * r["repeat"] for r in fin) * 1e-12
+    return tot["latency_cycles"] / clock, tot["energy_pj"] * 1e-12, fin_s, fin_j
 
 
 def _launches(net: Network, dep: Deployment) -> int:
@@ -84,22 +91,40 @@ def _init(dep, arch, mapper, objective, seed, params, refs=None) -> None:
     _W.update(dep=dep, arch=arch, how=(mapper, objective, seed, params), cache=cache)
 
 
-def _part(kind: str, a: int, b: int = 0) -> Network:
+#: The parts built in this process and their launches, by (deployment, part): a part depends on the
+#: deployment alone, not on the accelerator, so the designs of a search build each once.
+_PARTS: "OrderedDict[tuple, tuple[Network, int]]" = OrderedDict()
+PARTS_KEPT = 4096
+
+
+def _part(kind: str, a: int, b: int = 0) -> tuple[Network, int]:
+    """(the part's network, its launches: dense parts only, else 0), built once per process."""
     dep = _W["dep"]
+    key = (canonical_json({**dep.to_dict(), "shape": dep.config.shape()}), kind, a, b)
+    hit = _PARTS.get(key)
+    if hit is not None:
+        _PARTS.move_to_end(key)
+        return hit
     if kind == "dense":
-        return dense_part(dep, a)
-    if kind == "head":
-        return head_part(dep, a)
-    return attention_part(dep, a, b)
+        net = dense_part(dep, a)
+    elif kind == "head":
+        net = head_part(dep, a)
+    else:
+        net = attention_part(dep, a, b)
+    _PARTS[key] = (net, _launches(net, dep) if kind == "dense" else 0)
+    while len(_PARTS) > PARTS_KEPT:
+        _PARTS.popitem(last=False)
+    return _PARTS[key]
 
 
-def _map_items(items: list[tuple[str, int, int]]) -> list[tuple[float, float, int]]:
-    """(s, J of one chip, launches) of each grid point, in a worker (its own layer cache)."""
+def _map_items(items: list[tuple[str, int, int]]) -> list[tuple[float, ...]]:
+    """(s, J of one chip, launches, layers so far, the final norm's s and J) of each grid point, in a
+    worker (its own layer cache)."""
     out = []
     for kind, a, b in items:
-        net = _part(kind, a, b)
-        s_, j = map_part(net, _W["arch"], *_W["how"], _W["cache"])
-        out.append((s_, j, _launches(net, _W["dep"]) if kind == "dense" else 0, len(_W["cache"])))
+        net, launches = _part(kind, a, b)
+        s_, j, fin_s, fin_j = map_part(net, _W["arch"], *_W["how"], _W["cache"])
+        out.append((s_, j, launches, len(_W["cache"]), fin_s, fin_j))
     return out
 
 
@@ -179,29 +204,33 @@ def build_cost_table(dep: Deployment, arch, mapper: str = "salsa", objective: st
                 if progress:
                     progress(len(got), len(items), f"{futs[f][-1][0]} points")
     cfg = dep.config
-    sys_ = system or System(tp=dep.tp, ep=dep.ep)
+    sys_ = system or System(tp=dep.tp, pp=dep.pp, ep=dep.ep)
     if (sys_.tp, sys_.pp, sys_.ep) != (dep.tp, dep.pp, dep.ep):
         sys_ = System(tp=dep.tp, pp=dep.pp, ep=dep.ep, interconnect=sys_.interconnect)
     from costmodel.loopnest.reference import operand_bits
     act_bits = operand_bits(dense_part(dep, 1).layers[0], arch)["I"]
     mult = dep.tp * dep.ep
+    pp = dep.pp        # a part is one stage's blocks: an iteration runs them pp times over, one stage after another
     dense_s, dense_j, dense_l = [], [], []
     for T in g["tokens"]:
-        s_, j, n_l, _ = got[("dense", int(T), 0)]
+        s_, j, n_l, _, fin_s, fin_j = got[("dense", int(T), 0)]
         c = iteration_collectives(cfg, sys_, int(T), 1, act_bits)
+        # every stage's blocks, the final norm once (the last stage's), as system_step's round trip
+        if pp > 1:
+            s_, j = pp * (s_ - fin_s) + fin_s, pp * (j - fin_j) + fin_j
         dense_s.append(s_ + c["dense_s"])
         dense_j.append(j * mult + c["dense_j"])
-        dense_l.append(n_l)
+        dense_l.append(pp * n_l - (pp - 1) * (fin_s > 0))
     head_s, head_j = [], []
     for S in g["seqs"]:
-        s_, j, _, _ = got[("head", int(S), 0)]
+        s_, j = got[("head", int(S), 0)][:2]
         c = iteration_collectives(cfg, sys_, int(S), int(S), act_bits)
         head_s.append(s_ + c["head_s"])
         head_j.append(j * mult + c["head_j"])
     dec = [got[("decode", 1, int(c_) - 1)] for c_ in g["contexts"]]
     ch = np.array([[got[("chunk", int(q), int(p))][:2] for p in g["chunk_p"]] for q in g["chunk_q"]])
     head_l = _launches(head_part(dep, 1), dep)
-    att_l = _launches(attention_part(dep, 1, 0), dep)
+    att_l = pp * _launches(attention_part(dep, 1, 0), dep)
     lu = getattr(arch, "launch_overhead_us", 0.0) if launch_us is None else launch_us
     meta = {"model": cfg.name, "arch": getattr(arch, "name", ""), "mapper": mapper, "objective": objective, "seed": seed,
             "params": dict(params or {}), "deployment": dep.to_dict(), "clock_mhz": arch.clock_mhz,
@@ -213,7 +242,8 @@ def build_cost_table(dep: Deployment, arch, mapper: str = "salsa", objective: st
     return CostTable(tokens=np.asarray(g["tokens"]), dense_s=np.asarray(dense_s), dense_j=np.asarray(dense_j),
                      dense_launches=np.asarray(dense_l), seqs=np.asarray(g["seqs"]), head_s=np.asarray(head_s),
                      head_j=np.asarray(head_j), head_launches=head_l, contexts=np.asarray(g["contexts"]),
-                     decode_s=np.asarray([d[0] for d in dec]), decode_j=np.asarray([d[1] * dep.tp for d in dec]),
-                     chunk_q=np.asarray(g["chunk_q"]), chunk_p=np.asarray(g["chunk_p"]), chunk_s=ch[:, :, 0],
-                     chunk_j=ch[:, :, 1] * dep.tp, attention_launches=att_l, launch_s=lu * 1e-6, host_s=host_s,
+                     decode_s=np.asarray([d[0] * pp for d in dec]),
+                     decode_j=np.asarray([d[1] * dep.tp * pp for d in dec]),
+                     chunk_q=np.asarray(g["chunk_q"]), chunk_p=np.asarray(g["chunk_p"]), chunk_s=ch[:, :, 0] * pp,
+                     chunk_j=ch[:, :, 1] * dep.tp * pp, attention_launches=att_l, launch_s=lu * 1e-6, host_s=host_s,
                      ep=dep.ep, meta=meta)

@@ -108,6 +108,15 @@ def shown(designs: list[dict[str, Any]]) -> list[tuple[str, str]]:
     return [(r["design"], r["setting"]) for r in key[:SHOWN]]
 
 
+def _shown_rows(rep: dict[str, Any]) -> list[dict[str, Any]]:
+    """The design rows the tables show: every one in the report's order, or the `shown` ones in
+    theirs (the best by goodput per mm^2 first)."""
+    if len(rep.get("shown") or ()) >= len(rep["designs"]):
+        return rep["designs"]
+    by = {(r["design"], r["setting"]): r for r in rep["designs"]}
+    return [by[tuple(k)] for k in rep["shown"]]
+
+
 def _is_shown(rep: dict[str, Any], r: dict[str, Any]) -> bool:
     return (r["design"], r["setting"]) in {tuple(x) for x in rep.get("shown") or ()} or not rep.get("shown")
 
@@ -189,7 +198,7 @@ def _design_rich(rep: dict[str, Any]):
     for c in ("design", "setting", "goodput req/s", "per mm^2", "per $", "area mm^2", "chips", "cost $",
               "KV tokens", "best swept rate", "status"):
         t.add_column(c, justify="left" if c in ("design", "setting", "status") else "right", no_wrap=True)
-    for r in (r for r in rep["designs"] if _is_shown(rep, r)):
+    for r in _shown_rows(rep):
         status = r["status"] if r["status"] == "ok" else f"{r['status']}: {str(r.get('error') or '')[:70]}"
         t.add_row(escape(design_label(r)), escape(str(r["setting"])), fmt.sig(r.get("goodput_rps")),
                   fmt.sig(r.get("goodput_per_mm2")),

@@ -100,7 +100,7 @@ def summary_lines(doc: dict[str, Any]) -> list[str]:
     s, st, kv = doc["summary"], doc["setup"], doc["kv_cache"]
     sch = st["scheduler"]
     dep = st["deployment"]
-    split = ", ".join(f"{k} {dep[k]}" for k in ("tp", "ep") if dep.get(k, 1) > 1) or "one chip"
+    split = ", ".join(f"{k} {dep[k]}" for k in ("tp", "pp", "ep") if (dep.get(k) or 1) > 1) or "one chip"
     lay = s.get("layout") or {}
     pools = (f"; prefill pool {lay['prefill']['instances']} x {lay['prefill']['arch']} (tp {lay['prefill']['tp']}), "
              f"decode pool {lay['decode']['instances']} x {lay['decode']['arch']} (tp {lay['decode']['tp']}), K/V over "
