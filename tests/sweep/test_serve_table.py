@@ -29,15 +29,21 @@ def step_s(arch, **kw):
     return res["total"]["latency_cycles"] / (arch.clock_mhz * 1e6), res["total"]["energy_pj"] * 1e-12
 
 
-def test_one_request_alone_is_the_prefill_step_then_the_decode_steps(setup):
-    arch, dep, table = setup
+def _alone_equals_steps(arch, table, step) -> None:
+    """One request alone: its first token at the prefill step's time, its end after the decode
+    steps at its contexts, its energy theirs (``step``: (s, J) of a step by its keywords)."""
     cfg = SchedulerConfig(max_num_seqs=2, max_num_batched_tokens=P, block_size=16, max_model_len=4096, graphs="eager")
     res = simulate(Requests(np.array([0.0]), np.array([P]), np.array([O]), "one"), table, cfg, num_blocks=100)
-    ttft, e_pre = step_s(arch, phase="prefill", seq=P)
-    dec = [step_s(arch, phase="decode", context=c) for c in (P + 1, P + 2)]
+    ttft, e_pre = step(arch, phase="prefill", seq=P)
+    dec = [step(arch, phase="decode", context=c) for c in (P + 1, P + 2)]
     assert res.first_token_s[0] == pytest.approx(ttft, rel=1e-9)
     assert res.finish_s[0] == pytest.approx(ttft + sum(d[0] for d in dec), rel=1e-9)
     assert res.energy_j[0] == pytest.approx(e_pre + sum(d[1] for d in dec), rel=1e-9)
+
+
+def test_one_request_alone_is_the_prefill_step_then_the_decode_steps(setup):
+    arch, _, table = setup
+    _alone_equals_steps(arch, table, step_s)
 
 
 def test_the_table_round_trips_through_json(setup):
@@ -71,14 +77,8 @@ def system_s(arch, **kw):
 
 
 def test_one_request_alone_in_a_pipeline_is_the_system_steps_round_trip(pipeline):
-    arch, dep, table = pipeline
-    cfg = SchedulerConfig(max_num_seqs=2, max_num_batched_tokens=P, block_size=16, max_model_len=4096, graphs="eager")
-    res = simulate(Requests(np.array([0.0]), np.array([P]), np.array([O]), "one"), table, cfg, num_blocks=100)
-    ttft, e_pre = system_s(arch, phase="prefill", seq=P)
-    dec = [system_s(arch, phase="decode", context=c) for c in (P + 1, P + 2)]
-    assert res.first_token_s[0] == pytest.approx(ttft, rel=1e-9)
-    assert res.finish_s[0] == pytest.approx(ttft + sum(d[0] for d in dec), rel=1e-9)
-    assert res.energy_j[0] == pytest.approx(e_pre + sum(d[1] for d in dec), rel=1e-9)
+    arch, _, table = pipeline
+    _alone_equals_steps(arch, table, system_s)
 
 
 def test_a_pipeline_serves_two_requests_at_once_in_two_engines(pipeline):
