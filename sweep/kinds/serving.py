@@ -62,13 +62,13 @@ ARCH_KEYS = ("kind", "presets", "files", "template", "grid")
 #: a100's (the slowest), so llm_ws designs come out up to 2x long.
 TABLE_POINT_S = 0.12
 #: CPU-seconds per grid point of a cost table re-costed from its chip's reference mappings
-#: (`sweep.serving.shared_mappings`): llm_ws 256 x 256 designs of six DRAMs and clocks, Llama-3-8B,
-#: 361 points, 0.55-0.64 s a table (2026-12-02).
-RECOST_POINT_S = 0.0017
-#: Seconds of one simulation besides its requests' (reading the trace, building the load) and per
-#: request served (the same run: 13 simulations of 2,000 requests about 2 s a task, the event loop
-#: itself 0.03-0.09 s of it).
-SIM_S, REQUEST_SIM_S = 0.15, 2e-5
+#: (`sweep.serving.shared_mappings`): campaigns/llm_serving_archsearch.toml on 2 cores (2026-12-02),
+#: Llama-3-8B, 361 points, 0.08 s a table (median over 1,053 designs).
+RECOST_POINT_S = 0.00022
+#: Seconds of one simulation besides its requests' and per request served (the same run: 3 rates
+#: and the goodput search of 2,000 requests each, 0.48 s a design, median; the trace parsed once per
+#: process).
+SIM_S, REQUEST_SIM_S = 0.005, 1.5e-5
 #: Simulations a goodput search takes, about (the same run: 7 to 10).
 GOODPUT_SIMS = 10
 

@@ -81,6 +81,15 @@ def test_goodput_is_searched_and_stated(table_file, tmp_path):
     assert (tmp_path / "g" / "plots" / "latency_vs_rate.png").is_file()
 
 
+def test_a_load_served_even_all_at_once_says_the_goodput_is_unbounded(table_file):
+    """20 short requests under a loose SLO: met at every rate the doubling tries (the load is finite:
+    at any rate they all arrive all but at once), so no rate bounds the goodput, and the text says so."""
+    r = serve(["--rate", "4", "--requests", "20", "--prompt", "64", "--output", "8", "--slo-ttft", "60",
+               "--slo-tpot", "1", "--goodput"], table_file)
+    assert r.exit_code == 0, r.output
+    assert "goodput: not bounded by this load" in r.output and "serve more requests" in r.output
+
+
 def test_api_serve_equals_the_cli(table_file):
     from costmodel.serving import CostTable
     t = CostTable.from_dict(json.loads(open(table_file).read()))
@@ -104,7 +113,7 @@ def test_api_serve_equals_the_cli(table_file):
     (["--rate", "1", "--requests", "10", "--gpu-memory-utilization", "1.5"], "--gpu-memory-utilization"),
     (["--rate", "1", "--requests", "10", "--max-num-seqs", "0"], "--max-num-seqs"),
     (["--rate", "1", "--requests", "10", "--graphs", "sometimes"], "--graphs"),
-    (["--rate", "1", "--requests", "10", "--pp", "2"], "--pp"),
+    (["--rate", "1", "--requests", "10", "--pp", "3"], "--pp"),            # 16 blocks in 3 stages
     (["--rate", "1", "--requests", "10", "--slo-ttft", "-1"], "--slo-ttft"),
     (["--rate", "1", "--requests", "10", "--goodput"], "--slo-ttft"),
     (["--rate", "1", "--requests", "10", "--column", "prompt"], "--column"),

@@ -139,7 +139,11 @@ def summary_lines(doc: dict[str, Any]) -> list[str]:
                            if slo.get(k))
         lines.append(f"SLO ({tgt}): {att:.1%} of requests meet it")
     gp = doc.get("goodput")
-    if gp:
+    if gp and gp["bracket"][1] is None:   # never missed: a finite load the system serves even all at once
+        lines.append(f"goodput: not bounded by this load: the SLO holds for >= {slo['attainment']:.0%} of the "
+                     f"requests up to {fmt.sig(gp['goodput_rps'])} req/s, all of them all but at once "
+                     f"({gp['simulations']} simulations); serve more requests (--requests, --duration) to find it")
+    elif gp:
         lines.append(f"goodput {fmt.sig(gp['goodput_rps'])} req/s (the highest rate with >= {slo['attainment']:.0%} "
                      f"meeting the SLO; bracket {fmt.sig(gp['bracket'][0])}..{fmt.sig(gp['bracket'][1])} req/s, "
                      f"{gp['simulations']} simulations)")
