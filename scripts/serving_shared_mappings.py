@@ -6,6 +6,7 @@ campaign's load and SLO.
 
     python scripts/serving_shared_mappings.py                                  # 12 designs of the search
     python scripts/serving_shared_mappings.py --campaign campaigns/llm_serving_archsearch.toml --designs 24
+    python scripts/serving_shared_mappings.py --top 5 --results results/llm_serving_archsearch   # its 5 best
 
 Prints a line per design (its chip, DRAM and clock; table time error max and mean; energy error max
 and mean; goodput shared vs own) and the totals: the figures quoted in docs/serving.md.
@@ -26,6 +27,8 @@ def main() -> None:
     ap.add_argument("--campaign", default="campaigns/llm_serving_archsearch.toml")
     ap.add_argument("--designs", type=int, default=12, help="designs sampled (feasible ones)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--top", type=int, default=0, help="instead of a sample: the N best by goodput per mm^2 of --results")
+    ap.add_argument("--results", default="results/llm_serving_archsearch", help="the campaign's results (for --top)")
     a = ap.parse_args()
 
     from costmodel.serving import SLO
@@ -39,6 +42,12 @@ def main() -> None:
     refs = reference_designs(designs)
     rng = np.random.default_rng(a.seed)
     order = rng.permutation(len(designs))
+    if a.top:
+        import pandas as pd
+        rows = pd.read_parquet(f"{a.results}/rows").sort_values("goodput_per_mm2", ascending=False)
+        at = {d.design_id: i for i, d in enumerate(designs)}
+        order = [at[i] for i in rows["design_id"].head(a.top)]
+        a.designs = a.top
     slo = SLO(sp.slo.get("ttft_s"), sp.slo.get("tpot_s"), sp.slo.get("attainment", 0.9))
     setting = sp.settings()[0]
     kw = dict(mapper=sp.mapper, objective=sp.objective, seed=c.seeds[0], params=dict(sp.params) or None,
