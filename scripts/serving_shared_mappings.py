@@ -32,7 +32,7 @@ def main() -> None:
     a = ap.parse_args()
 
     from costmodel.serving import SLO
-    from sweep.engine.serving_groups import reference_designs
+    from sweep.engine.serving_tasks import reference_designs
     from sweep.kinds import load_campaign
     from sweep.serving.serve import Load, serve, setup
 

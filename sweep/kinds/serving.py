@@ -284,7 +284,7 @@ class ServingKind(CampaignKind):
         plus `TABLE_POINT_S` per point once per reference and setting), and its simulations (a rate
         each, about `GOODPUT_SIMS` more for the goodput) x the requests x `REQUEST_SIM_S`."""
         from costmodel.serving import default_grids, vllm_defaults
-        from sweep.engine.serving_groups import reference_designs
+        from sweep.engine.serving_tasks import reference_designs
         from sweep.kinds.estimate import Estimate
         sp = campaign.search
         est = Estimate(note="cost tables at a100's mapping time per grid point (TABLE_POINT_S)")
@@ -355,7 +355,7 @@ def _shared_text(sp: ServingSpec, ds: ServingDesigns) -> str:
     """Under shared mappings: how many chips and reference designs map (the rest re-cost)."""
     if sp.mappings != "shared":
         return ""
-    from sweep.engine.serving_groups import reference_designs
+    from sweep.engine.serving_tasks import reference_designs
     refs = reference_designs(list(ds.designs))
     chips = {tuple(r.design_id for r in v) for v in refs.values()}
     n_ref = len({i for c in chips for i in c})

@@ -6,7 +6,7 @@ holds 230-420 unique layers: 10-50 s of mapping on one core per design), but des
 only in their DRAM (kind, units: bandwidth, energy per bit, capacity), their clock (which sets the
 DRAM's bits per cycle), their vector unit or their launch cost have the same array and on-chip
 memories: the same *chip* (`chip_view`). For those, each layer is mapped once on each reference
-design of the chip (`sweep.engine.serving_groups.reference_designs`: the chip with the slowest and
+design of the chip (`sweep.engine.serving_tasks.reference_designs`: the chip with the slowest and
 with the fastest DRAM of the grid, in bits per cycle), and every design of the chip takes, per
 layer, the better of the reference mappings *re-costed on itself* by the loop-nest model
 (`costmodel.loopnest.reference.evaluate`): its own DRAM's transfers, stalls and energy, its own

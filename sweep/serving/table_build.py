@@ -141,6 +141,35 @@ def _batches(items: list, workers: int) -> list[list]:
     return [b for b in out if b]
 
 
+def _map_grid(items: list[tuple[str, int, int]], dep: Deployment, arch, how: tuple, refs, workers: int,
+              progress: Callable[[int, int, str], None] | None) -> tuple[dict[tuple, tuple], int]:
+    """Every grid point mapped (`_map_items`), in this process or by ``workers`` processes: (point ->
+    its figures, the layers mapped)."""
+    got: dict[tuple, tuple] = {}
+    if progress:
+        progress(0, len(items), "")
+    layers = 0
+    if workers == 1:
+        _init(dep, arch, *how, refs)
+        for k, it in enumerate(items):
+            got[it] = _map_items([it])[0]
+            if progress:
+                progress(k + 1, len(items), f"{it[0]} {it[1]} {it[2]}")
+        return got, len(_W["cache"])
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+    ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
+    with ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init, initargs=(dep, arch, *how, refs)) as pool:
+        futs = {pool.submit(_map_items, b): b for b in _batches(items, workers)}
+        for f in as_completed(futs):
+            for it, r in zip(futs[f], f.result()):
+                got[it] = r
+                layers = max(layers, r[3])
+            if progress:
+                progress(len(got), len(items), f"{futs[f][-1][0]} points")
+    return got, layers
+
+
 def build_cost_table(dep: Deployment, arch, mapper: str = "salsa", objective: str = "latency", seed: int = 0,
                      params: dict | None = None, *, max_tokens: int, max_seqs: int, max_context: int,
                      system=None, launch_us: float | None = None, host_s: float = 0.0,
@@ -179,30 +208,7 @@ def build_cost_table(dep: Deployment, arch, mapper: str = "salsa", objective: st
              + [("decode", 1, int(c) - 1) for c in g["contexts"]]
              + [("chunk", int(q), int(p)) for q in g["chunk_q"] for p in g["chunk_p"]])
     workers = min(4, os.cpu_count() or 1) if workers is None else max(1, workers)
-    got: dict[tuple, tuple] = {}
-    if progress:
-        progress(0, len(items), "")
-    how = (mapper, objective, seed, params)
-    layers = 0
-    if workers == 1:
-        _init(dep, arch, *how, refs)
-        for k, it in enumerate(items):
-            got[it] = _map_items([it])[0]
-            if progress:
-                progress(k + 1, len(items), f"{it[0]} {it[1]} {it[2]}")
-        layers = len(_W["cache"])
-    else:
-        import multiprocessing as mp
-        from concurrent.futures import ProcessPoolExecutor, as_completed
-        ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
-        with ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init, initargs=(dep, arch, *how, refs)) as pool:
-            futs = {pool.submit(_map_items, b): b for b in _batches(items, workers)}
-            for f in as_completed(futs):
-                for it, r in zip(futs[f], f.result()):
-                    got[it] = r
-                    layers = max(layers, r[3])
-                if progress:
-                    progress(len(got), len(items), f"{futs[f][-1][0]} points")
+    got, layers = _map_grid(items, dep, arch, (mapper, objective, seed, params), refs, workers, progress)
     cfg = dep.config
     sys_ = system or System(tp=dep.tp, pp=dep.pp, ep=dep.ep)
     if (sys_.tp, sys_.pp, sys_.ep) != (dep.tp, dep.pp, dep.ep):

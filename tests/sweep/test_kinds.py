@@ -26,7 +26,8 @@ BUNDLED = {"area16mm2": "systolic", "salsa_eyeriss": "loopnest", "cosa_simba": "
            "dataflow_eyeriss": "archsearch", "tune_salsa_eyeriss": "tune", "tune_salsa_default": "tune",
            "llm_serving": "loopnest", "llm_llama3_8b": "archsearch", "llm_llama3_8b_nsga2": "archsearch",
            "llm_llama3_8b_50k": "archsearch",
-           "llm_llama3_70b": "archsearch", "llm_serving_requests": "serving"}
+           "llm_llama3_70b": "archsearch", "llm_serving_requests": "serving",
+           "llm_serving_archsearch": "serving"}
 
 
 def test_every_bundled_campaign_is_of_the_kind_its_file_says():

@@ -1,5 +1,5 @@
 """Cost tables shared by the designs of one chip (``[serving] mappings = "shared"``,
-`sweep.serving.shared_mappings`, `sweep.engine.serving_groups`).
+`sweep.serving.shared_mappings`, `sweep.engine.serving_tasks`).
 
 The oracle for a re-costed layer is the loop-nest model's own evaluation of a mapping
 (`costmodel.loopnest.reference.evaluate`) of the mapping a mapper found on a reference design,
@@ -20,9 +20,9 @@ from costmodel.loopnest.reference import evaluate
 from costmodel.serving import Deployment, dense_part
 from sweep.commands.map_eval import map_layer
 from sweep.config.designspace import parse_design_space
-from sweep.engine import serving_groups
+from sweep.engine import serving_tasks
 from sweep.engine.runner import run_campaign
-from sweep.engine.serving_groups import chip_view, dram_bits_per_cycle, reference_designs
+from sweep.engine.serving_tasks import chip_view, dram_bits_per_cycle, reference_designs
 from sweep.engine.serving_tasks import ServingDesign
 from sweep.engine.store import Store
 from sweep.kinds import load_campaign
@@ -193,7 +193,7 @@ def test_a_chip_of_one_memory_system_gives_its_own_rows(shared, tmp_path):
 
 def test_rows_do_not_depend_on_how_designs_are_grouped(shared, tmp_path, monkeypatch):
     _, _, got = shared
-    monkeypatch.setattr(serving_groups, "GROUP_DESIGNS", 1)
+    monkeypatch.setattr(serving_tasks, "GROUP_DESIGNS", 1)
     shared_mappings.clear_kept()
     _, s, again = _run(tmp_path, "shared", "again")
     assert s.tasks_total == 6
