@@ -219,6 +219,13 @@ class Accelerator:
     # ``launch_overhead_us``; `costmodel.llm.step_launches`): a step's figure, not a layer's, so
     # left out of the repr (the matmuls' problem ids do not depend on it)
     launch_overhead_us: float = field(default=0.0, repr=False)
+    # a GPU's execution and power figures and its default chip-to-chip link (TOML ``[gpu]``,
+    # ``[power]``, ``interconnect``; `costmodel.gpu.spec`), and the array at narrower operands
+    # (``[array_by_bits]``, already applied to ``array``): step figures, left out of the repr
+    gpu: Any = field(default=None, repr=False)
+    power: Any = field(default=None, repr=False)
+    interconnect: str | None = field(default=None, repr=False)
+    array_by_bits: dict | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "memories", tuple(self.memories))
@@ -338,6 +345,13 @@ class Accelerator:
             d["launch_overhead_us"] = self.launch_overhead_us
         if self.multicast:
             d["multicast"] = {op: list(dims) for op, dims in self.multicast}
+        for k in ("gpu", "power"):
+            if getattr(self, k) is not None:
+                d[k] = getattr(self, k).to_dict()
+        if self.interconnect is not None:
+            d["interconnect"] = self.interconnect
+        if self.array_by_bits is not None:
+            d["array_by_bits"] = {k: dict(v) for k, v in self.array_by_bits.items()}
         return d
 
 
@@ -384,6 +398,17 @@ def _num(src, key, v, *, positive=True, integer=False):
     return int(v) if integer else float(v)
 
 
+def _gpu_tables(d: dict[str, Any], src: str, clock: float) -> tuple[Any, Any, str | None]:
+    """The ``[gpu]`` and ``[power]`` tables and the ``interconnect`` name (`costmodel.gpu.spec`)."""
+    from ..gpu.spec import gpu_from_dict, power_from_dict
+    gpu = gpu_from_dict(d["gpu"], src) if "gpu" in d else None
+    power = power_from_dict(d["power"], src, clock) if "power" in d else None
+    link = d.get("interconnect")
+    if link is not None and (not isinstance(link, str) or not link):
+        raise _bad(src, "interconnect", link, "the name of a bundled interconnect (costmodel.system.interconnect)")
+    return gpu, power, link
+
+
 def accelerator_from_dict(d: dict[str, Any], src: str = "<dict>") -> Accelerator:
     """Build an `Accelerator` from the TOML-shaped dict (see the module docstring).
 
@@ -391,7 +416,8 @@ def accelerator_from_dict(d: dict[str, Any], src: str = "<dict>") -> Accelerator
         ValueError: naming ``src``, the key path and the bad value.
     """
     known = {"name", "description", "mac_pj", "clock_mhz", "array", "precision", "spatial", "spatial_hint", "memory",
-             "accumulator", "tech", "dram", "vector", "multicast", "launch_overhead_us"}
+             "accumulator", "tech", "dram", "vector", "multicast", "launch_overhead_us", "gpu", "power",
+             "interconnect", "array_by_bits"}
     for k in d:
         if k not in known:
             raise _bad(src, k, d[k], f"no such key; known keys: {sorted(known)}")
@@ -411,6 +437,10 @@ def accelerator_from_dict(d: dict[str, Any], src: str = "<dict>") -> Accelerator
         if k not in ("W", "I", "O", "O_final"):
             raise _bad(src, f"precision.{k}", v, "one of the keys W, I, O, O_final")
         precisions[k] = _num(src, f"precision.{k}", v, integer=True)
+    by_bits = d.get("array_by_bits")
+    if by_bits is not None:
+        from ..gpu.spec import array_for_bits
+        arr = array_for_bits(arr, by_bits, precisions, src)
     try:
         spatial = SpatialMapping.from_dict(d.get("spatial", {}))
     except MappingError as e:
@@ -475,9 +505,11 @@ def accelerator_from_dict(d: dict[str, Any], src: str = "<dict>") -> Accelerator
     tech, dram, mems, rate = _tech_dram(d, mems, clock, src)
     mc = multicast_table(d.get("multicast", {}), arr, src)
     launch = _num(src, "launch_overhead_us", d.get("launch_overhead_us", 0.0), positive=False)
+    gpu, power, link = _gpu_tables(d, src, clock)
     try:
         return Accelerator(name, arr, mac_pj, tuple(mems), spatial, precisions, clock, str(desc), acc_pj, hint,
-                           vector, tech, dram, mc, rate[0], rate[1], rate[2], launch)
+                           vector, tech, dram, mc, rate[0], rate[1], rate[2], launch, gpu, power, link,
+                           None if by_bits is None else {str(k): dict(v) for k, v in by_bits.items()})
     except ValueError as e:
         raise ValueError(f"{src}: {e}") from None
 

@@ -140,7 +140,7 @@ def _bound(report: Any) -> tuple[str, float]:
 
 
 def compare_a100(directory: str | Path, arch: Any = "a100", mapper: str = "salsa", series: tuple[str, ...] | None = None,
-                 progress: Any = None, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+                 progress: Any = None, params: dict[str, Any] | None = None, gpu: bool = False) -> list[dict[str, Any]]:
     """Each measured point of ``directory`` (`load_points`) beside ours on ``arch`` (a preset name,
     TOML path or Accelerator; default the ``a100`` preset), the matmuls mapped by ``mapper`` with
     ``params`` (its parameters, `sweep.api.map_layer`), objective latency.
@@ -154,6 +154,10 @@ def compare_a100(directory: str | Path, arch: Any = "a100", mapper: str = "salsa
 
     Raises:
         ValueError: as `load_points`; `sweep.api` errors for a bad arch or mapper.
+
+    ``gpu``: each kernel timed with the GPU's execution effects (`costmodel.gpu.kernels`: the
+    device's fixed time per kernel, CTA tiles and waves, the base clock of a tensor-bound kernel,
+    DRAM by CTAs), the mapping's time its floor; the arch needs a ``[gpu]`` table.
     """
     from costmodel.loopnest.mapping import Mapping
     from costmodel.loopnest.reference import evaluate
@@ -175,10 +179,18 @@ def compare_a100(directory: str | Path, arch: Any = "a100", mapper: str = "salsa
             r = api.map_layer(layer, acc, mapper, "latency", params=params)
             bound, util = _bound(evaluate(layer, acc, Mapping.from_dict(r.mapping)))
             t = r.latency_cycles / hz
+            if gpu:
+                from costmodel.gpu.kernels import gemm_time
+                k = gemm_time(p.shape["B"], p.shape["K"], p.shape["C"], acc, g=p.shape.get("G", 1), floor_s=t)
+                t, bound = k.time_s, k.bound
         else:
             c = vector_cost(VectorOp(p.label, p.shape["op"], p.shape["elements"], rows=p.shape["rows"]), acc)
             t = c.latency_cycles / hz
             bound = "vector unit" if c.compute_cycles >= c.transfer_cycles else c.memory
+            if gpu:
+                from costmodel.gpu.kernels import vector_time
+                k = vector_time(c, acc, max(p.shape["rows"], p.shape["elements"] // 4096))
+                t, bound = k.time_s, k.bound
         fixed = p.launches * launch_s
         ours = p.launches * t + fixed
         if fixed > 0.5 * ours:
