@@ -336,16 +336,23 @@ def vector_cost(op: VectorOp, arch: _Arch) -> VectorCost:
 
 def network_vector_costs(network: Network, arch: _Arch) -> list[dict[str, Any]]:
     """One row per vector op of ``network``: name, op, repeat, elements, energy_pj (pJ, one
-    execution), latency_cycles (cycles, one execution), memory (level name), dram_bits (one
+    execution), latency_cycles (cycles, one execution; on a GPU preset the kernel's time without
+    its fixed part, `costmodel.gpu.kernels.vector_time`), memory (level name), dram_bits (one
     execution). [] when ``arch`` has no vector unit (`vector_totals` then says what was left out)
     or the network has no vector ops."""
     if arch.vector is None:
         return []
+    gpu = getattr(arch, "gpu", None) is not None
     rows = []
     for op, rep in zip(network.vector_ops, network.vector_repeats):
         c = vector_cost(op, arch)
+        lat = c.latency_cycles
+        if gpu:   # the kernel as a GPU runs it, less the device's fixed time (counted per launch)
+            from .gpu.kernels import vector_ctas, vector_time
+            k = vector_time(c, arch, vector_ctas(op))
+            lat = max(lat, (k.time_s - k.fixed_s) * arch.clock_mhz * 1e6)
         rows.append({"name": op.name, "op": op.op, "repeat": rep, "elements": op.elements,
-                     "energy_pj": c.energy_pj, "latency_cycles": c.latency_cycles, "memory": c.memory,
+                     "energy_pj": c.energy_pj, "latency_cycles": lat, "memory": c.memory,
                      "dram_bits": c.dram_bits})
     return rows
 

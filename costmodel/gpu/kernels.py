@@ -40,12 +40,23 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["KernelTime", "compute_clock_hz", "dram_bytes_per_s", "gemm_time", "vector_time", "is_gpu",
+__all__ = ["vector_ctas", "ELEMENTS_PER_CTA", "KernelTime", "compute_clock_hz", "dram_bytes_per_s", "gemm_time", "vector_time", "is_gpu",
            "decode_attention_time", "prefill_attention_time", "Q_TILE"]
 
 #: Query rows per CTA of a FlashAttention-2-style prefill kernel (Dao, "FlashAttention-2", 2023,
 #: Sec. 3.1: a CTA per query block and head; 128 rows for head dim 128 on A100, its Sec. 4).
 Q_TILE = 128
+
+#: Elements one CTA of a one-dimensional element-wise kernel covers (1,024 threads x 4 elements, a
+#: grid-stride kernel's usual shape); a row-wise kernel runs one CTA per row instead.
+ELEMENTS_PER_CTA = 4096
+
+
+def vector_ctas(op: Any) -> int:
+    """CTAs of a vector kernel: one per row (``op.rows`` > 1: a norm, a softmax, a per-token
+    activation, RoPE or residual add as vLLM writes them, one CTA per token), else one per
+    `ELEMENTS_PER_CTA` elements."""
+    return op.rows if op.rows > 1 else max(1, math.ceil(op.elements / ELEMENTS_PER_CTA))
 
 
 @dataclass(frozen=True)
@@ -97,9 +108,12 @@ def _l2_bytes_per_clock_per_sm(acc: Any, sms: int) -> float:
 
 
 def gemm_time(m: int, n: int, k: int, acc: Any, *, g: int = 1, in_bits: int = 16, out_bits: int = 16,
-              floor_s: float = 0.0) -> KernelTime:
+              floor_s: float = 0.0, dram_bytes: float | None = None, ctas: int | None = None) -> KernelTime:
     """Seconds of one GEMM kernel of ``g`` instances of (M x K) x (K x N) on ``acc`` (module
-    docstring, rules a-d); ``floor_s`` the loop-nest mapping's time of the same GEMM.
+    docstring, rules a-d); ``floor_s`` the loop-nest mapping's time of the same GEMM;
+    ``dram_bytes`` its compulsory DRAM traffic when not every operand moves (a fused tile's on-chip
+    scores); ``ctas``: the CTAs that stream its DRAM operand when fewer than the tiles (a decode
+    attention kernel: one per sequence and KV head), each at most ``sm_dram_gbps`` (rule d).
 
     Raises:
         ValueError: ``acc`` without ``[gpu]``.
@@ -111,7 +125,9 @@ def gemm_time(m: int, n: int, k: int, acc: Any, *, g: int = 1, in_bits: int = 16
     hz = compute_clock_hz(acc)
     bw = dram_bytes_per_s(acc, spec.gemm_dram_fraction)
     ib, ob = in_bits / 8, out_bits / 8
-    base_bytes = g * ((m * k + k * n) * ib + m * n * ob)
+    base_bytes = g * ((m * k + k * n) * ib + m * n * ob) if dram_bytes is None else dram_bytes
+    if ctas is not None and spec.sm_dram_gbps is not None:
+        bw = min(bw, ctas * spec.sm_dram_gbps * 1e9)
     best = None
     for tm, tn in spec.cta_tiles:
         tiles = g * math.ceil(m / tm) * math.ceil(n / tn)

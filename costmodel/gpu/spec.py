@@ -10,6 +10,8 @@ accelerator (`costmodel.loopnest.arch`), and ``[array_by_bits]``, the array at n
     gemm_dram_fraction = 0.88  # of the peak: what a GEMM streaming its weights at small batch reaches
     cta_tiles = [[128, 256], [256, 128], [128, 128], [64, 128], [128, 64], [64, 64]]
                                # the CTA output tiles (rows M x columns N) the GEMM library picks from
+    graph_phases = ["decode"]  # the step phases a serving stack replays as a CUDA graph (no host
+                               # launch cost; vLLM captures decode); [] = every phase launched eagerly
     source = "..."
 
 ``[power]`` (`PowerSpec`)::
@@ -58,17 +60,19 @@ def _pos(src: str, key: str, v: Any, *, zero: bool = False, at_most: float | Non
 class GpuSpec:
     """How a GPU runs kernels (module docstring): ``kernel_us`` (us), ``sm_dram_gbps`` (GB/s per
     CTA, None = no per-CTA limit), ``gemm_dram_fraction`` (of the peak DRAM bandwidth, None = the
-    ``[dram] sustained`` figure), ``cta_tiles`` ((M, N) pairs), ``source``."""
+    ``[dram] sustained`` figure), ``cta_tiles`` ((M, N) pairs), ``source``, ``graph_phases`` (the
+    phases replayed as a CUDA graph: "prefill", "decode")."""
 
     kernel_us: float
     sm_dram_gbps: float | None = None
     gemm_dram_fraction: float | None = None
     cta_tiles: tuple[tuple[int, int], ...] = DEFAULT_CTA_TILES
     source: str = ""
+    graph_phases: tuple[str, ...] = ("decode",)
 
     def to_dict(self) -> dict[str, Any]:
         """The TOML-shaped table (inverse of `gpu_from_dict`)."""
-        d: dict[str, Any] = {"kernel_us": self.kernel_us}
+        d: dict[str, Any] = {"kernel_us": self.kernel_us, "graph_phases": list(self.graph_phases)}
         if self.sm_dram_gbps is not None:
             d["sm_dram_gbps"] = self.sm_dram_gbps
         if self.gemm_dram_fraction is not None:
@@ -121,7 +125,11 @@ def gpu_from_dict(d: Any, src: str = "<dict>") -> GpuSpec:
     Raises:
         ValueError: an unknown key, a missing ``kernel_us``, a value out of range (named).
     """
-    d = _table(d, src, "gpu", ("kernel_us", "sm_dram_gbps", "gemm_dram_fraction", "cta_tiles", "source"), ("kernel_us",))
+    d = _table(d, src, "gpu", ("kernel_us", "sm_dram_gbps", "gemm_dram_fraction", "cta_tiles", "graph_phases", "source"),
+               ("kernel_us",))
+    phases = d.get("graph_phases", ["decode"])
+    if not isinstance(phases, list) or any(p not in ("prefill", "decode") for p in phases):
+        raise _bad(src, "gpu.graph_phases", phases, 'a list of phases from ["prefill", "decode"]')
     tiles = d.get("cta_tiles", [list(t) for t in DEFAULT_CTA_TILES])
     if (not isinstance(tiles, list) or not tiles
             or any(not isinstance(t, list) or len(t) != 2 or any(isinstance(x, bool) or not isinstance(x, int) or x < 1
@@ -132,7 +140,7 @@ def gpu_from_dict(d: Any, src: str = "<dict>") -> GpuSpec:
     return GpuSpec(_pos(src, "gpu.kernel_us", d["kernel_us"], zero=True),
                    None if sm is None else _pos(src, "gpu.sm_dram_gbps", sm),
                    None if frac is None else _pos(src, "gpu.gemm_dram_fraction", frac, at_most=1.0),
-                   tuple((int(a), int(b)) for a, b in tiles), d.get("source", ""))
+                   tuple((int(a), int(b)) for a, b in tiles), d.get("source", ""), tuple(phases))
 
 
 def power_from_dict(d: Any, src: str = "<dict>", clock_mhz: float | None = None) -> PowerSpec:

@@ -90,7 +90,8 @@ __all__ = ["MemoryLevel", "Port", "Accelerator", "load_accelerator", "list_accel
            "multicast_table"]
 
 _PRESET_DIR = Path(__file__).parent.parent / "presets"
-_LOOP_PRESETS = ("eyeriss_like", "simba_like", "tpu_like", "tpu_v1", "llm_ws", "a100", "tpu_v4")
+_LOOP_PRESETS = ("eyeriss_like", "simba_like", "tpu_like", "tpu_v1", "llm_ws", "a100", "tpu_v4", "a100_pcie", "h100",
+                 "h200", "b200", "mi300x", "l40s", "rtx4090", "rtx_pro_6000", "tpu_v5e", "tpu_v6e")
 
 
 class Port(NamedTuple):

@@ -33,17 +33,34 @@ nothing moves, time 0. Every collective among several chips but send_recv also p
 interconnect's fixed start-up (`Interconnect.collective_us`, 0 unless stated). Energy: every byte sent crosses one link per hop, x 8 x ``pj_per_bit``
 (None when the interconnect states none).
 
+On a ``fully_connected`` domain (one link to each other chip) a collective among p chips has the
+links to its p - 1 peers: B = min(links, p - 1) x GB/s per link.
+
+That is ``model = "alpha_beta"``. An interconnect with ``model = "nccl"`` is costed as NCCL picks and
+runs the collective (`costmodel.system.nccl`: its tuning model's ring / tree and LL / LL128 / Simple of
+least predicted time, run on the channels its runtime gives the size); the result names the algorithm
+and protocol and NCCL's own prediction.
+
+The domain: a collective over more chips than `Interconnect.domain` leaves it (`domain_crossing`):
+the NCCL model then runs it hierarchically as NCCL does (nodes of ``domain`` GPUs joined by the
+``scale_out`` network: its ring crosses the network between nodes, its tree is a chain inside each
+node and a double binary tree across; a PCIe ``scale_out`` stays one node with every ring step at
+PCIe's bandwidth and latency class). The alpha-beta model costs it on the interconnect's own links, as
+if the domain extended. Either way the result carries the warning (`CollectiveCost.warnings`,
+``crosses_domain``); without a ``scale_out`` the NCCL model too costs it as if the domain extended.
+
 Errors: ValueError for an unknown collective, a chip count < 1 or negative bytes.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .interconnect import Interconnect
+from .nccl import nccl_collective
 
-__all__ = ["COLLECTIVES", "CollectiveCost", "collective_cost"]
+__all__ = ["COLLECTIVES", "CollectiveCost", "collective_cost", "domain_crossing"]
 
 #: The collectives `collective_cost` knows.
 COLLECTIVES = ("all_reduce", "reduce_scatter", "all_gather", "all_to_all", "send_recv")
@@ -52,7 +69,10 @@ COLLECTIVES = ("all_reduce", "reduce_scatter", "all_gather", "all_to_all", "send
 @dataclass(frozen=True)
 class CollectiveCost:
     """One collective: ``time_s`` (s), ``sent_bytes`` (bytes each chip sends), ``link_bytes``
-    (bytes x hops over every link of the system), ``energy_pj`` (pJ, None when not counted)."""
+    (bytes x hops over every link of the system), ``energy_pj`` (pJ, None when not counted);
+    ``algorithm`` (``alpha_beta``, or NCCL's ``ring`` / ``tree`` / ``p2p``), ``protocol`` (NCCL's
+    ``LL`` / ``LL128`` / ``Simple``, "" for alpha-beta), ``predicted_s`` (NCCL's own predicted time, s;
+    None for alpha-beta), ``crosses_domain`` and ``warnings`` (`domain_crossing`)."""
 
     collective: str
     chips: int
@@ -61,6 +81,33 @@ class CollectiveCost:
     sent_bytes: float
     link_bytes: float
     energy_pj: float | None
+    algorithm: str = "alpha_beta"
+    protocol: str = ""
+    predicted_s: float | None = None
+    crosses_domain: bool = False
+    warnings: tuple[str, ...] = ()
+
+
+def domain_crossing(net: Interconnect, chips: int, what: str = "chips") -> str | None:
+    """The warning when a collective among ``chips`` chips leaves ``net``'s domain, else None:
+    ``"tp = 16 exceeds the nvlink3 domain of 8 GPUs: 8 GPUs per node, the rest over ib_hdr (25 GB/s
+    per GPU)"`` (``what`` names the count; the scale-out's GB/s per GPU per direction, its links x GB/s
+    per link).
+
+    Raises:
+        ValueError: ``net.scale_out`` names no bundled interconnect.
+    """
+    from .interconnect import interconnect
+
+    d = net.domain
+    if d is None or chips <= d or net.link == "net":
+        return None
+    head = f"{what} = {chips} exceeds the {net.name} domain of {d} GPU{'s' if d > 1 else ''}"
+    if net.scale_out is None:
+        return f"{head}: no scale-out interconnect stated, costed as if the domain extended"
+    so = interconnect(net.scale_out)
+    group = "node" if so.link == "net" else "group"
+    return f"{head}: {d} GPUs per {group}, the rest over {so.name} ({so.bytes_per_s / 1e9:g} GB/s per GPU)"
 
 
 def collective_cost(collective: str, nbytes: float, chips: int, net: Interconnect) -> CollectiveCost:
@@ -76,9 +123,38 @@ def collective_cost(collective: str, nbytes: float, chips: int, net: Interconnec
         raise ValueError(f"chips = {chips!r}: expected a positive integer")
     if not nbytes >= 0:
         raise ValueError(f"bytes = {nbytes!r}: expected a number >= 0")
-    p, s, b, a = chips, float(nbytes), net.bytes_per_s, net.latency_us * 1e-6
+    p, s = chips, float(nbytes)
     if p == 1 and collective != "send_recv":
         return CollectiveCost(collective, p, s, 0.0, 0.0, 0.0, None if net.pj_per_bit is None else 0.0)
+    warn = domain_crossing(net, p)
+    c = _nccl(collective, s, p, net) if net.model == "nccl" else _alpha_beta(collective, s, p, net)
+    if warn is None:
+        return c
+    return replace(c, crosses_domain=True, warnings=(warn,))
+
+
+def _sent(collective: str, s: float, p: int) -> float:
+    """Bytes each chip sends (module docstring's table)."""
+    if collective == "all_reduce":
+        return 2 * (p - 1) / p * s
+    return s if collective == "send_recv" else (p - 1) / p * s
+
+
+def _nccl(collective: str, s: float, p: int, net: Interconnect) -> CollectiveCost:
+    """``collective`` as NCCL runs it (`costmodel.system.nccl`)."""
+    ch = nccl_collective(collective, s, p, net)
+    sent = _sent(collective, s, p)
+    link = sent * (p if collective != "send_recv" else 1)
+    e = None if net.pj_per_bit is None else link * 8 * net.pj_per_bit
+    return CollectiveCost(collective, p, s, ch.time_us * 1e-6, sent, link, e, ch.algorithm, ch.protocol,
+                          ch.predicted_us * 1e-6)
+
+
+def _alpha_beta(collective: str, s: float, p: int, net: Interconnect) -> CollectiveCost:
+    """``collective`` by the alpha-beta formulas (module docstring)."""
+    b, a = net.bytes_per_s, net.latency_us * 1e-6
+    if net.topology == "fully_connected":
+        b = min(net.links, p - 1) * net.gbps_per_link * 1e9
     hops = 1.0
     if net.topology == "torus2d" and collective != "send_recv" and _grid(p)[0] > 1:
         return _torus(collective, s, p, net)

@@ -50,9 +50,10 @@ def _attention_ops(cfg: TransformerConfig, st: Step, bits: int | None) -> tuple[
         if cfg.q_lora_rank:
             block.append(op("q_a_norm", "rmsnorm", T * cfg.q_lora_rank, rows=T))
         block += [op("kv_a_norm", "rmsnorm", T * cfg.kv_lora_rank, rows=T),
-                  op("rope_q", "rope", T * cfg.heads * cfg.rope_dim), op("rope_k", "rope", T * cfg.rope_dim)]
+                  op("rope_q", "rope", T * cfg.heads * cfg.rope_dim, rows=T),
+                  op("rope_k", "rope", T * cfg.rope_dim, rows=T)]
     elif cfg.max_positions == 0:
-        block += [op("rope_q", "rope", T * cfg.q_dim), op("rope_k", "rope", T * cfg.kv_dim)]
+        block += [op("rope_q", "rope", T * cfg.q_dim, rows=T), op("rope_k", "rope", T * cfg.kv_dim, rows=T)]
     if cfg.qk_norm:
         block += [op("q_norm", "rmsnorm", T * cfg.q_dim, rows=T * cfg.heads),
                   op("k_norm", "rmsnorm", T * cfg.kv_dim, rows=T * cfg.kv_heads)]
@@ -66,7 +67,7 @@ def _attention_ops(cfg: TransformerConfig, st: Step, bits: int | None) -> tuple[
         block.append(op(f"softmax{g.suffix}", "softmax", n, rows=rows))
         reps.append(g.blocks)
     tail = [op("attn_post_norm", cfg.norm, T * h, rows=T)] if cfg.post_norms else []
-    tail += [op("attn_residual", "add", T * h, inputs=2), op("ffn_norm", cfg.norm, T * h, rows=T)]
+    tail += [op("attn_residual", "add", T * h, inputs=2, rows=T), op("ffn_norm", cfg.norm, T * h, rows=T)]
     return block + tail, reps + [cfg.layers] * len(tail)
 
 
@@ -96,9 +97,9 @@ def _dense_ops(cfg: TransformerConfig, st: Step, bits: int | None, prefix: str =
     the dense blocks of an MoE model."""
     T, op = st.tokens, _op(bits)
     width = cfg.dense_ffn if prefix else cfg.ffn
-    out = [op(f"{prefix}act", cfg.act, T * width)]
+    out = [op(f"{prefix}act", cfg.act, T * width, rows=T)]
     if cfg.gated:
-        out.append(op(f"{prefix}gate_mul", "mul", T * width, inputs=2))
+        out.append(op(f"{prefix}gate_mul", "mul", T * width, inputs=2, rows=T))
     return out
 
 
@@ -122,7 +123,7 @@ def _block_ops(cfg: TransformerConfig, st: Step, bits: int | None) -> tuple[list
     (att, att_reps), tail = _attention_ops(cfg, st, bits), []
     if cfg.post_norms:
         tail.append(op("ffn_post_norm", cfg.norm, st.tokens * cfg.hidden, rows=st.tokens))
-    tail += [op("ffn_residual", "add", st.tokens * cfg.hidden, inputs=2)] + _bias_ops(cfg, st, bits)
+    tail += [op("ffn_residual", "add", st.tokens * cfg.hidden, inputs=2, rows=st.tokens)] + _bias_ops(cfg, st, bits)
     if not cfg.experts:
         ffn = _dense_ops(cfg, st, bits)
         return att + ffn + tail, att_reps + [L] * len(ffn + tail)

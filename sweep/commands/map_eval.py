@@ -532,6 +532,10 @@ def _add_step_figures(res: dict[str, Any], network: Network, arch, traffic: bool
     vec, llm = step_totals(res["total"], network, arch, dram, [r["latency_cycles"] for r in res["layers"]],
                            [r["energy_pj"] for r in res["layers"]])
     res["vector"] = vec
+    for row, k in zip(res["layers"], res["total"].get("gpu_kernels") or ()):
+        if k is not None:   # the layer as the GPU's kernel (sweep.engine.totals.gpu_kernels)
+            row["loopnest_latency_cycles"], row["latency_cycles"] = row["latency_cycles"], k["latency_cycles"]
+            row["gpu"] = {"bound": k["bound"], "kernel": k["detail"]}
     if llm is not None:
         res["llm"] = llm
 

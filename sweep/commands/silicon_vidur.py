@@ -11,8 +11,9 @@ by access pattern and CTAs) and no host launch cost. Nothing is fitted to these 
 Point classes (`vidur_points`): ``gemm`` (the fused q/k/v projection, o_proj, the fused gate/up
 projection, down_proj; banded by the measured time: >= 0.25 ms, 0.05-0.25 ms, < 0.05 ms),
 ``vector`` (the two RMSNorms, RoPE, SiLU-and-mul, the residual add), ``attention_prefill`` and
-``attention_decode`` (FlashInfer), and ``step`` (a Llama-3-8B block's operations summed, x 32
-blocks: decode at batch 1 / 8 / 32 against 1,024 cached keys, prefill of 512 / 2,048 tokens).
+``attention_decode`` (FlashInfer), and ``step`` (our whole Llama-3-8B step, fused attention,
+without its LM head, against 32 x the block's measured operations: decode at batch 1 / 8 / 32
+against 1,024 cached keys, prefill of 512 / 2,048 tokens).
 
 Errors: ValueError for a missing data file.
 """
@@ -119,7 +120,7 @@ class _Ours:
     """Our kernel times on one accelerator, memoised by shape (a point's time, s)."""
 
     def __init__(self, acc: Any, mapper: str, params: dict | None) -> None:
-        self.acc, self.mapper, self.params, self._memo = acc, mapper, params, {}
+        self.acc, self.mapper, self.params, self._memo, self.step_cache = acc, mapper, params, {}, {}
 
     def gemm(self, m: int, n: int, k: int, g: int = 1, w_role: str = "weight") -> Any:
         from costmodel.gpu.kernels import gemm_time
@@ -167,7 +168,7 @@ def compare_vidur(directory: str | Path, attention_csv: str | Path, arch: Any = 
                   params: dict | None = None, classes: tuple[str, ...] | None = None,
                   progress: Any = None) -> list[dict[str, Any]]:
     """Each point (`vidur_points`) beside ours on ``arch`` (a preset with ``[gpu]``), plus the
-    ``step`` class (Llama-3-8B, TP 1: 32 blocks of the operations, module docstring).
+    ``step`` class (Llama-3-8B, TP 1: our step against 32 blocks of the operations, module docstring).
 
     Returns:
         one dict per point: ``cls``, ``label``, ``measured_s``, ``ours_s``, ``ratio``, ``error``
@@ -193,20 +194,33 @@ def compare_vidur(directory: str | Path, attention_csv: str | Path, arch: Any = 
 
 
 def _steps(o: _Ours, pts: list[VPoint]) -> list[dict[str, Any]]:
-    """Llama-3-8B at TP 1: 32 x (the block's operations at the step's tokens + its attention)."""
+    """Llama-3-8B at TP 1, our whole step (the zoo's ``llama3_8b`` with fused attention, mapped as
+    `sweep map` maps it, no host launch cost) without its LM head and final norm (Vidur's profile
+    has neither), against 32 x (the block's measured operations at the step's tokens + its
+    attention)."""
+    import dataclasses
+    from costmodel.transformer import build_transformer
+    from sweep.commands.map_eval import map_network
+    acc = dataclasses.replace(o.acc, launch_overhead_us=0.0)
+    dev = acc.gpu.kernel_us * 1e-6 if acc.gpu is not None else 0.0
     by = {p.label: p for p in pts}
-    att = {p.label: p for p in pts if p.kind.startswith("attention")}
     rows = []
-    for label, t, a in ([(f"decode b{b} kv{kv}", b, f"b{b} kv{kv}") for b, kv in _STEP_DECODE]
-                        + [(f"prefill {t}", t, f"{t} tokens") for t in _STEP_PREFILL]):
-        if a not in att:
+    for label, phase, t, a in ([(f"decode b{b} kv{kv}", "decode", b, f"b{b} kv{kv}") for b, kv in _STEP_DECODE]
+                               + [(f"prefill {t}", "prefill", t, f"{t} tokens") for t in _STEP_PREFILL]):
+        if a not in by:
             continue
-        names = [n for n in _ops("llama-3-8b", 1, t)]
-        ops = [by[f"llama-3-8b tp1 {t} {n}"] for n in names]
-        measured = 32 * (sum(p.measured_s for p in ops) + att[a].measured_s)
-        ours = 32 * (sum(_ours_s(o, p)[0] for p in ops) + _ours_s(o, att[a])[0])
+        ops = [by[f"llama-3-8b tp1 {t} {n}"] for n in _ops("llama-3-8b", 1, t)]
+        measured = 32 * (sum(p.measured_s for p in ops) + by[a].measured_s)
+        kw = {"batch": t, "context": _STEP_DECODE[0][1]} if phase == "decode" else {"batch": 1, "seq": t}
+        net = build_transformer("llama3_8b", phase=phase, fusion="fused", **kw)
+        res = map_network(net, acc, o.mapper, "latency", 0, o.params, cache=o.step_cache, traffic=False)
+        hz = acc.clock_mhz * 1e6
+        head = sum(r["latency_cycles"] * r["repeat"] for r in res["layers"] if r["layer"] == "lm_head")
+        fin = sum(r["latency_cycles"] * r["repeat"] for r in (res.get("vector") or {}).get("ops", [])
+                  if r["name"] == "final_norm")
+        ours = (res["total"]["latency_cycles"] - head - fin) / hz - 2 * dev
         rows.append({"cls": "step", "label": f"llama-3-8b {label}", "measured_s": measured, "ours_s": ours,
-                     "ratio": ours / measured, "error": ours / measured - 1, "bound": ""})
+                     "ratio": ours / measured, "error": ours / measured - 1, "bound": "step"})
     return rows
 
 

@@ -46,6 +46,44 @@ def vector_part(network, arch) -> dict[str, Any]:
     return {"costed": True, "ops": rows, "total": vector_totals(rows, network, arch), "not_costed": ""}
 
 
+def _blocks(network) -> int:
+    """The blocks of a transformer step's chip share (0: not a zoo transformer step)."""
+    if not (network.workload or {}).get("model"):
+        return 0
+    from costmodel.transformer import config_of
+    from costmodel.transformer.shard import shard_config, split_of
+    return shard_config(config_of(network.workload), split_of(network.workload)).layers
+
+
+def gpu_kernels(tot: dict[str, Any], network, arch, unique_latency: list | None) -> list | None:
+    """On a GPU preset (``[gpu]``), each matmul layer of the step as the library's kernel
+    (`costmodel.gpu.step.layer_kernel`, its loop-nest mapping the floor, the device's fixed time
+    left to the launches): ``tot["latency_cycles"]`` becomes the kernels' sum x repeats, in place,
+    with ``loopnest_latency_cycles`` (the mappings') and ``gpu_kernels`` (per unique layer: cycles,
+    what binds, the tile / split / waves) beside it. Returns the layers' cycles (``unique_latency``
+    unchanged on any other accelerator, or when a layer has none)."""
+    if getattr(arch, "gpu", None) is None or unique_latency is None or tot.get("latency_cycles") is None \
+            or any(x is None for x in unique_latency):
+        return unique_latency
+    from costmodel.gpu.step import layer_kernel
+    hz = arch.clock_mhz * 1e6
+    blocks = _blocks(network)
+    new, kern, total_cycles = [], [], 0.0
+    for (layer, rep), c in zip(network.unique(), unique_latency):
+        # a block's executions of an attention layer run as one batched kernel (step_launches)
+        conc = max(1, rep // blocks) if layer.w_role == "kv_cache" and blocks else 1
+        k = layer_kernel(layer, arch, c, conc)
+        cyc = c if k is None else (k.time_s - k.fixed_s) * hz / conc
+        new.append(cyc)
+        total_cycles += cyc * rep
+        kern.append(None if k is None else {"layer": layer.name, "latency_cycles": cyc, "bound": k.bound,
+                                            "detail": k.detail})
+    tot["loopnest_latency_cycles"] = tot["latency_cycles"]
+    tot["latency_cycles"] = total_cycles
+    tot["gpu_kernels"] = kern
+    return new
+
+
 def step_totals(tot: dict[str, Any], network, arch, dram: dict[str, float] | None = None,
                 unique_latency: list | None = None, unique_energy: list | None = None, system=None):
     """A transformer step's totals from its matmuls' (``tot``: ``energy_pj`` in pJ and
@@ -76,6 +114,7 @@ def step_totals(tot: dict[str, Any], network, arch, dram: dict[str, float] | Non
     """
     from costmodel.llm import step_metrics
 
+    unique_latency = gpu_kernels(tot, network, arch, unique_latency)
     vec = vector_part(network, arch)
     tot["matmul_energy_pj"], tot["matmul_latency_cycles"] = tot["energy_pj"], tot["latency_cycles"]
     vt = vec["total"]
@@ -98,11 +137,16 @@ def step_totals(tot: dict[str, Any], network, arch, dram: dict[str, float] | Non
     if split and system is not None and system.launch_overhead_us is not None and hasattr(arch, "launch_overhead_us"):
         import dataclasses
         arch = dataclasses.replace(arch, launch_overhead_us=float(system.launch_overhead_us))
-    launch_us = getattr(arch, "launch_overhead_us", 0.0)
-    if launch_us and clock and tot["latency_cycles"] is not None and network.workload:
+    from costmodel.gpu.step import launch_cost_us
+    host_us, device_us = launch_cost_us(arch, (network.workload or {}).get("phase"))
+    if (host_us or device_us or getattr(arch, "gpu", None) is not None) and clock \
+            and tot["latency_cycles"] is not None and network.workload:
         from costmodel.llm import step_launches
         tot["launches"] = step_launches(network)
-        tot["launch_cycles"] = tot["launches"] * launch_us * clock
+        tot["launch_cycles"] = tot["launches"] * (host_us + device_us) * clock
+        if getattr(arch, "gpu", None) is not None:   # the host's and the device's parts
+            tot["launch_host_cycles"] = tot["launches"] * host_us * clock
+            tot["launch_device_cycles"] = tot["launches"] * device_us * clock
         tot["latency_cycles"] += tot["launch_cycles"]
     if vec["costed"] or "launch_cycles" in tot:
         tot["edp"] = None if tot["energy_pj"] is None or tot["latency_cycles"] is None \

@@ -238,9 +238,13 @@ def build_cost_table(dep: Deployment, arch, mapper: str = "salsa", objective: st
     head_l = _launches(head_part(dep, 1), dep)
     att_l = pp * _launches(attention_part(dep, 1, 0), dep)
     lu = getattr(arch, "launch_overhead_us", 0.0) if launch_us is None else launch_us
+    dev = getattr(getattr(arch, "gpu", None), "kernel_us", 0.0) * 1e-6
+    if dev:   # the device's fixed time per kernel, paid eager or replayed: the head's and the attention's
+        dense_s = [x + n * dev for x, n in zip(dense_s, dense_l)]   # kernels with the head (every iteration)
+        head_s = [x + (head_l + att_l) * dev for x in head_s]
     meta = {"model": cfg.name, "arch": getattr(arch, "name", ""), "mapper": mapper, "objective": objective, "seed": seed,
             "params": dict(params or {}), "deployment": dep.to_dict(), "clock_mhz": arch.clock_mhz,
-            "launch_us": lu, "interconnect": sys_.interconnect.name, "act_bits": act_bits,
+            "launch_us": lu, "kernel_us": dev * 1e6, "interconnect": sys_.interconnect.name, "act_bits": act_bits,
             "layers_mapped": layers, "build_s": time.perf_counter() - t0, "grid_points": len(items),
             "workers": workers}
     if refs:

@@ -113,7 +113,13 @@ def test_step_latency_adds_launches_times_the_fixed_cost():
     tot = r.total
     n = 16 * 18 + 2   # Llama-3.2-1B: 16 blocks
     assert tot["launches"] == n
-    assert tot["launch_cycles"] == pytest.approx(n * 21e-6 * 1410e6)
+    # decode replays as a CUDA graph ([gpu] graph_phases): no host cost, the device's 2 us per kernel
+    assert tot["launch_cycles"] == pytest.approx(n * 2e-6 * 1410e6)
+    assert tot["launch_host_cycles"] == 0 and tot["launch_device_cycles"] == tot["launch_cycles"]
+    pre = api.map_network(build_transformer("llama3_2_1b", phase="prefill", batch=1, seq=64), "a100", "loma",
+                          "latency", lpf_limit=4).total
+    # prefill is launched eagerly: the host's 21 us and the device's 2 us per kernel
+    assert pre["launch_cycles"] == pytest.approx(pre["launches"] * (21e-6 + 2e-6) * 1410e6)
     assert tot["latency_cycles"] == pytest.approx(tot["matmul_latency_cycles"] + tot["vector_latency_cycles"]
                                                   + tot["launch_cycles"])
     assert math.isclose(tot["edp"], tot["energy_pj"] * tot["latency_cycles"])

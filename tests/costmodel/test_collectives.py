@@ -1,4 +1,7 @@
-"""Collectives on an interconnect (costmodel/system), by hand from the alpha-beta formulas."""
+"""Collectives on an interconnect (costmodel/system), by hand from the alpha-beta formulas (NCCL's
+model, the bundled interconnects' default: tests/costmodel/test_nccl.py)."""
+
+from dataclasses import replace
 
 import pytest
 
@@ -6,8 +9,13 @@ from costmodel.system.collectives import collective_cost
 from costmodel.system.interconnect import INTERCONNECTS, Interconnect, interconnect
 
 
+def _alpha_beta(name):
+    """A bundled interconnect costed by the alpha-beta model (the bundled ones default to NCCL's)."""
+    return replace(interconnect(name), model="alpha_beta")
+
+
 def test_ring_all_reduce_of_8192_halves_on_8_chips_by_hand():
-    net = interconnect("nvlink3")   # 12 links x 25 GB/s per direction = 300e9 B/s per chip, 8.92 us per hop
+    net = _alpha_beta("nvlink3")   # 12 links x 25 GB/s per direction = 300e9 B/s per chip, 8.92 us per hop
     c = collective_cost("all_reduce", 8192 * 2, 8, net)
     # 2 (p - 1) hops of latency + 2 (p - 1) / p of the 16,384 bytes at 300 GB/s
     assert c.time_s == pytest.approx(14 * 8.92e-6 + 14 / 8 * 16384 / 300e9, rel=1e-12)
@@ -65,11 +73,11 @@ def _allreduce_measured():
 
 
 def test_all_reduce_on_4_a100s_against_llmcompass_measurement():
-    """What docs/silicon.md says of the collectives model on 4 A100s over NVLink (measured by
+    """What docs/silicon.md says of the alpha-beta model on 4 A100s over NVLink (measured by
     LLMCompass): large messages ours 22-26% fast (NCCL's bus bandwidth 234 GB/s = 78% of the links'
     300 GB/s), small ones 3-4x slow (NCCL's floor about 12.5 us for the 6 ring steps whose latency we
-    count at LLMCompass's 8.92 us each)."""
-    net = interconnect("nvlink3")
+    count at LLMCompass's 8.92 us each). NCCL's model: tests/costmodel/test_nccl.py."""
+    net = _alpha_beta("nvlink3")
     pts = _allreduce_measured()
     assert len(pts) == 32 and pts[-1] == (17179869184, 110277e-6)
     big = [(s, t) for s, t in pts if s >= 2 ** 27]
@@ -89,7 +97,9 @@ def test_gpt3_block_all_reduces_on_4_a100s_against_llmcompass():
     Prefill: 8 x 2,048 tokens x 12,288 x 2 B = 402,653,184 B each, measured 2.891 ms; ours 6 hops of
     8.92 us + 1.5 x S / 300 GB/s = 2.067 ms (0.71x: NCCL's bus bandwidth, 78% of the links', as for the
     large all-reduces above). Decode: 8 x 12,288 x 2 B = 196,608 B, measured 26.04 us; ours 54.50 us
-    (2.1x: the hops' latency, LLMCompass's 8.92 us each, as for the small ones)."""
+    (2.1x: the hops' latency, LLMCompass's 8.92 us each, as for the small ones): the alpha-beta model.
+    NCCL's (nvlink3's default): prefill ring Simple 28.8 us + 1.5 x S / 240 GB/s = 2.545 ms (0.88x),
+    decode ring LL 10.2 us + 196,608 B at 58.47 GB/s on 12 of 24 channels = 16.93 us (0.65x)."""
     from pathlib import Path
     base = Path(__file__).resolve().parents[1] / "data" / "llmcompass_a100"
     measured = {}
@@ -98,12 +108,20 @@ def test_gpt3_block_all_reduces_on_4_a100s_against_llmcompass():
         assert len(vals) == 12 and vals[-1] == vals[-2]   # AllReduce_MHA, AllReduce_FFN
         measured[phase] = vals[-1]
     assert measured == {"prefill": 0.0028909, "decode": 26.04e-6}
-    net = interconnect("nvlink3")
+    net = _alpha_beta("nvlink3")
     pre = collective_cost("all_reduce", 8 * 2048 * 12288 * 2, 4, net).time_s
     dec = collective_cost("all_reduce", 8 * 12288 * 2, 4, net).time_s
     assert pre == pytest.approx(6 * 8.92e-6 + 1.5 * 402653184 / 300e9, rel=1e-12)
     assert pre / measured["prefill"] == pytest.approx(0.715, abs=0.005)
     assert dec / measured["decode"] == pytest.approx(2.093, abs=0.005)
+    nccl = interconnect("nvlink3")
+    pre = collective_cost("all_reduce", 8 * 2048 * 12288 * 2, 4, nccl).time_s
+    dec = collective_cost("all_reduce", 8 * 12288 * 2, 4, nccl)
+    assert pre == pytest.approx((28.8 + 402653184 / (240e3 * 4 / 6)) * 1e-6, rel=1e-9)
+    assert pre / measured["prefill"] == pytest.approx(0.880, abs=0.005)
+    # 196,608 B = 12 x 512 threads x 8 x 4 ranks: 12 of the 24 channels, 87.7 x 4 / 6 GB/s x 12 / 24
+    assert dec.time_s == pytest.approx((10.2 + 196608 * 24 / 12 / (87.7e3 * 4 / 6)) * 1e-6, rel=1e-9)
+    assert dec.time_s / measured["decode"] == pytest.approx(0.650, abs=0.005)
 
 
 def test_2d_torus_all_reduce_by_hand():

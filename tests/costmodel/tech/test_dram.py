@@ -16,18 +16,21 @@ from costmodel.workload import Layer
 
 
 def test_kinds_units_and_jedec_bandwidths():
-    assert DRAM_KINDS == ("lpddr5", "ddr5", "hbm2e", "hbm3")
+    assert DRAM_KINDS == ("lpddr5", "ddr5", "hbm2e", "hbm3", "hbm3e", "gddr6", "gddr6x", "gddr7")
     # GB/s per unit = transfers/s x data bits / 8, from the JEDEC speed grades:
     # LPDDR5-6400 x16: 6400e6 x 16 / 8 = 12.8e9; DDR5-4800 64-bit: 4800e6 x 64 / 8 = 38.4e9;
-    # HBM2E 3.2 Gb/s x 1024 / 8 = 409.6e9; HBM3 6.4 Gb/s x 1024 / 8 = 819.2e9.
+    # HBM2E 3.2 Gb/s x 1024 / 8 = 409.6e9; HBM3 6.4 Gb/s x 1024 / 8 = 819.2e9; the vendors' parts:
+    # HBM3E 9.2 Gb/s x 1024 / 8 (Micron 2023); GDDR6 18 Gb/s, GDDR6X 21 Gb/s, GDDR7 32 Gb/s x 32 / 8.
     expected = {"lpddr5": 6400e6 * 16 / 8, "ddr5": 4800e6 * 64 / 8, "hbm2e": 3.2e9 * 1024 / 8,
-                "hbm3": 6.4e9 * 1024 / 8}
+                "hbm3": 6.4e9 * 1024 / 8, "hbm3e": 9.2e9 * 1024 / 8, "gddr6": 18e9 * 32 / 8,
+                "gddr6x": 21e9 * 32 / 8, "gddr7": 32e9 * 32 / 8}
     for kind, bytes_per_s in expected.items():
         s = dram_spec(kind)
         assert isinstance(s, DramSpec) and s.name == kind
         assert s.gbps_per_unit * 1e9 == pytest.approx(bytes_per_s, rel=1e-12)
-    assert [dram_spec(k).unit for k in DRAM_KINDS] == ["x16 channel", "64-bit channel", "stack", "stack"]
-    assert [dram_spec(k).default_units for k in DRAM_KINDS] == [4, 2, 1, 1]
+    assert [dram_spec(k).unit for k in DRAM_KINDS] == ["x16 channel", "64-bit channel", "stack", "stack", "stack",
+                                                       "x32 channel", "x32 channel", "x32 channel"]
+    assert [dram_spec(k).default_units for k in DRAM_KINDS] == [4, 2, 1, 1, 1, 12, 12, 16]
 
 
 def test_every_figure_has_a_source_and_estimates_are_marked():
@@ -119,7 +122,7 @@ def test_area_is_units_times_the_phy_area():
 
 
 @pytest.mark.parametrize("call, match", [
-    (lambda: dram_spec("hbm9"), r"dram = 'hbm9': expected one of \['lpddr5', 'ddr5', 'hbm2e', 'hbm3'\]"),
+    (lambda: dram_spec("hbm9"), r"dram = 'hbm9': expected one of \['lpddr5', 'ddr5', 'hbm2e', 'hbm3', 'hbm3e', 'gddr6', 'gddr6x', 'gddr7'\]"),
     (lambda: dram_level("hbm9", 1, 1000.0), r"dram = 'hbm9'"),
     (lambda: dram_area_mm2("HBM3", 1), r"dram = 'HBM3'"),
     (lambda: dram_spec(None), r"dram = None"),
