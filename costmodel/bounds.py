@@ -167,7 +167,8 @@ def step_bounds(network, arch, utilization=None, memo: dict | None = None, uniqu
         rows = network_vector_costs(network, arch)
         energy += sum(r["energy_pj"] * r["repeat"] for r in rows)
         lat = step_latency(network, cycles, rows)["latency_cycles"]
-    launch_us = getattr(arch, "launch_overhead_us", 0.0)
+    from costmodel.gpu.step import launch_cost_us
+    launch_us = sum(launch_cost_us(arch, (network.workload or {}).get("phase")))   # host (unless a graph) + device
     if launch_us and network.workload:
         from costmodel.llm import step_launches
         lat += step_launches(network) * launch_us * arch.clock_mhz

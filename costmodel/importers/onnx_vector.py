@@ -269,6 +269,12 @@ def _out_dims(view: GraphView, node) -> tuple[int, ...] | None:
         return None
 
 
+def _token_rows(dims: tuple[int, ...]) -> int:
+    """The rows of an element-wise op's output (every dim but the last: one per token, as the zoo
+    counts them; a GPU runs such a kernel one CTA per row, `costmodel.gpu.kernels.vector_ctas`)."""
+    return max(1, math.prod(dims[:-1])) if len(dims) > 1 else 1
+
+
 def _single(view: GraphView, i: int) -> VectorSpec | str:
     """The vector op of node ``i`` alone, or the reason it is not costed."""
     from onnx import helper
@@ -294,9 +300,9 @@ def _single(view: GraphView, i: int) -> VectorSpec | str:
         return f"output shape unknown or empty ({view.shapes.get(node.output[0]) if node.output else None})"
     elements = math.prod(dims)
     if op == "Gelu":
-        return VectorSpec("gelu", elements, 1, 1, op)
+        return VectorSpec("gelu", elements, 1, _token_rows(dims), op)
     if op in _ELEMENTWISE:
-        return VectorSpec(_ELEMENTWISE[op], elements, inputs, 1, op)
+        return VectorSpec(_ELEMENTWISE[op], elements, inputs, _token_rows(dims), op)
     attrs: dict[str, Any] = {a.name: helper.get_attribute_value(a) for a in node.attribute}
     rows = _rows(view, node, attrs, dims)
     if rows is None:
@@ -325,7 +331,8 @@ def vector_specs(view: GraphView, layers: set[int]) -> tuple[dict[int, VectorSpe
         if dims is None or math.prod(dims) < 1:
             continue
         op_type = "+".join(view.nodes[p].op_type for p in sorted(pattern))
-        specs[end] = VectorSpec("gelu" if node.op_type == "Erf" else "silu", math.prod(dims), 1, 1, op_type)
+        specs[end] = VectorSpec("gelu" if node.op_type == "Erf" else "silu", math.prod(dims), 1, _token_rows(dims),
+                                op_type)
         absorbed.update(p for p in pattern if p != end)
     reasons: dict[int, str] = {}
     for i in range(len(view.nodes)):

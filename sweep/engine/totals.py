@@ -65,19 +65,30 @@ def gpu_kernels(tot: dict[str, Any], network, arch, unique_latency: list | None)
     if getattr(arch, "gpu", None) is None or unique_latency is None or tot.get("latency_cycles") is None \
             or any(x is None for x in unique_latency):
         return unique_latency
-    from costmodel.gpu.step import layer_kernel
+    from costmodel.gpu.step import fused_attention_scale, layer_kernel
     hz = arch.clock_mhz * 1e6
     blocks = _blocks(network)
+    unique = list(network.unique())
+    fused = [(layer, rep, c) for (layer, rep), c in zip(unique, unique_latency)
+             if layer.w_role == "kv_cache" and layer.onchip]
+    scale = fused_attention_scale(fused, arch, blocks or None)
     new, kern, total_cycles = [], [], 0.0
-    for (layer, rep), c in zip(network.unique(), unique_latency):
-        # a block's executions of an attention layer run as one batched kernel (step_launches)
-        conc = max(1, rep // blocks) if layer.w_role == "kv_cache" and blocks else 1
-        k = layer_kernel(layer, arch, c, conc)
-        cyc = c if k is None else (k.time_s - k.fixed_s) * hz / conc
+    for (layer, rep), c in zip(unique, unique_latency):
+        if layer.w_role == "kv_cache" and layer.onchip:   # a tile inside the block's fused attention kernel
+            cyc = c * scale
+            k = None
+            info = {"layer": layer.name, "latency_cycles": cyc, "bound": "fused attention",
+                    "detail": f"the block's fused attention kernel: x {scale:.3f} the loop nest"}
+        else:
+            # a block's executions of an attention layer run as one batched kernel (step_launches)
+            conc = (max(1, rep // blocks) if blocks else None) if layer.w_role == "kv_cache" else 1
+            k = layer_kernel(layer, arch, c, conc)
+            cyc = c if k is None else (k.time_s - k.fixed_s) * hz / (conc or 1)
+            info = None if k is None else {"layer": layer.name, "latency_cycles": cyc, "bound": k.bound,
+                                           "detail": k.detail}
         new.append(cyc)
         total_cycles += cyc * rep
-        kern.append(None if k is None else {"layer": layer.name, "latency_cycles": cyc, "bound": k.bound,
-                                            "detail": k.detail})
+        kern.append(info)
     tot["loopnest_latency_cycles"] = tot["latency_cycles"]
     tot["latency_cycles"] = total_cycles
     tot["gpu_kernels"] = kern
@@ -193,7 +204,8 @@ def head_part(network, arch, tot: dict[str, Any], vector_rows: list[dict], uniqu
             head_cyc += r["latency_cycles"] * r["repeat"]
             head_pj += r["energy_pj"] * r["repeat"]
             launches += 1
-    head_cyc += launches * getattr(arch, "launch_overhead_us", 0.0) * arch.clock_mhz
+    from costmodel.gpu.step import launch_cost_us
+    head_cyc += launches * sum(launch_cost_us(arch, (network.workload or {}).get("phase"))) * arch.clock_mhz
     return {"latency_s": tot["latency_cycles"] / clock, "energy_j": tot["energy_pj"] * 1e-12,
             "head_latency_s": head_cyc / clock, "head_energy_j": head_pj * 1e-12}
 

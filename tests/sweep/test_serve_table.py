@@ -13,9 +13,18 @@ from sweep.serving.table_build import build_cost_table
 P, O = 600, 3
 
 
+def _a100_eager():
+    """a100 launched eagerly in every phase (the simulations below run graphs="eager") and without
+    the per-CTA DRAM limit of a decode kernel's few CTAs, which a step applies (it knows the batch)
+    and a serving table does not (a part is one sequence; the batch's CTAs fill the device)."""
+    import dataclasses
+    a = load_arch("a100")
+    return dataclasses.replace(a, gpu=dataclasses.replace(a.gpu, graph_phases=(), sm_dram_gbps=None))
+
+
 @pytest.fixture(scope="module")
 def setup():
-    arch = load_arch("a100")
+    arch = _a100_eager()
     dep = Deployment("llama3_2_1b")
     grids = {"tokens": [1, P], "seqs": [1, 2], "contexts": [P + 1, P + 2], "chunk_q": [2, P], "chunk_p": [0, 16]}
     table = build_cost_table(dep, arch, "salsa", "latency", 0, {"iterations": 200}, max_tokens=P, max_seqs=2,
@@ -59,7 +68,7 @@ def test_the_table_round_trips_through_json(setup):
 @pytest.fixture(scope="module")
 def pipeline():
     """Llama-3.2-1B in two pipeline stages on a100 (8 blocks a stage), NVLink 3 between them."""
-    arch = load_arch("a100")
+    arch = _a100_eager()
     dep = Deployment("llama3_2_1b", pp=2)
     grids = {"tokens": [1, P], "seqs": [1, 2], "contexts": [P + 1, P + 2], "chunk_q": [2, P], "chunk_p": [0, 16]}
     table = build_cost_table(dep, arch, "salsa", "latency", 0, {"iterations": 200}, max_tokens=P, max_seqs=2,

@@ -60,7 +60,7 @@ def test_cnn_residual_and_bias_adds_are_vector_ops(tmp_path):
     assert [l.name for l in r.network.layers] == ["c1", "c2"]
     # two activations: inputs 2; an activation and a constant (broadcast over the map): inputs 1
     assert [(v.name, v.op, v.elements, v.inputs, v.rows) for v in r.network.vector_ops] == [
-        ("residual", "add", 144, 2, 1), ("bias", "add", 144, 1, 1)]
+        ("residual", "add", 144, 2, 24), ("bias", "add", 144, 1, 24)]   # rows: 1 x 4 x 6 of the 1 x 4 x 6 x 6 map
     assert r.network.vector_repeats == (1, 1) and r.vector_nodes == (("residual", "Add"), ("bias", "Add"))
     assert r.ignored == (("relu", "Relu"),)
 

@@ -117,14 +117,15 @@ def test_llama_block_rmsnorm_silu_gate_mul(tmp_path, norm):
     T, h, ffn, heads, kv, hd = 8, 64, 128, 4, 2, 16
     assert [(v.name, v.op, v.elements, v.inputs, v.rows) for v in r.network.vector_ops] == [
         ("attn_norm", "rmsnorm", T * h, 1, T),
-        ("score_scale", "mul", heads * T * T, 1, 1),   # the zoo folds it into softmax (not_costed)
-        ("mask_add", "add", heads * T * T, 1, 1),      # a constant causal mask: one input tensor
+        # element-wise ops: a row per index of every dim but the last (heads x T scores, T tokens)
+        ("score_scale", "mul", heads * T * T, 1, heads * T),   # the zoo folds it into softmax (not_costed)
+        ("mask_add", "add", heads * T * T, 1, heads * T),      # a constant causal mask: one input tensor
         ("softmax", "softmax", heads * T * T, 1, heads * T),
-        ("attn_residual", "add", T * h, 2, 1),
+        ("attn_residual", "add", T * h, 2, T),
         ("ffn_norm", "rmsnorm", T * h, 1, T),
-        ("act", "silu", T * ffn, 1, 1),
-        ("gate_mul", "mul", T * ffn, 2, 1),
-        ("ffn_residual", "add", T * h, 2, 1)]
+        ("act", "silu", T * ffn, 1, T),
+        ("gate_mul", "mul", T * ffn, 2, T),
+        ("ffn_residual", "add", T * h, 2, T)]
     assert dict(r.vector_nodes)["act"] == "Sigmoid+Mul" and dict(r.vector_nodes)["attn_norm"] == norm
     assert "Sigmoid" not in {op for _, op in r.ignored} and "act_sigmoid" not in dict(r.vector_nodes)
     layers = {l.name: (l, rep) for l, rep in r.network}
