@@ -350,7 +350,7 @@ def network_vector_costs(network: Network, arch: _Arch) -> list[dict[str, Any]]:
         if gpu:   # the kernel as a GPU runs it, less the device's fixed time (counted per launch)
             from .gpu.kernels import vector_ctas, vector_time
             k = vector_time(c, arch, vector_ctas(op))
-            lat = max(lat, (k.time_s - k.fixed_s) * arch.clock_mhz * 1e6)
+            lat = max(lat, (k.time_s - k.fixed_s) * getattr(arch, "clock_mhz") * 1e6)
         rows.append({"name": op.name, "op": op.op, "repeat": rep, "elements": op.elements,
                      "energy_pj": c.energy_pj, "latency_cycles": lat, "memory": c.memory,
                      "dram_bits": c.dram_bits})

@@ -145,6 +145,7 @@ def gemm_time(m: int, n: int, k: int, acc: Any, *, g: int = 1, in_bits: int = 16
         if best is None or t < best[0]:
             bound = "dram" if dram >= compute else ("l2" if feed > issue else "compute")
             best = (t, compute, dram, bound, f"tile {tm}x{tn}, split-K {splits}, {waves} wave(s)")
+    assert best is not None   # cta_tiles is never empty (gpu_from_dict)
     t, compute, dram, bound, detail = best
     if floor_s > t:
         t, bound = floor_s, "loop nest"
@@ -199,22 +200,22 @@ def decode_attention_time(batch: int, context: int, heads: int, kv_heads: int, h
     return KernelTime(dram + fixed, fixed, 0.0, dram, bound, f"{ctas} CTAs")
 
 
-def prefill_attention_time(tokens: int, heads: int, kv_heads: int, head_dim: int, acc: Any,
+def prefill_attention_time(tokens: int, heads: int, kv_heads: int, head_dim: int, acc: Any, score_lane_cycles: float,
                            bits: int = 16) -> KernelTime:
     """Seconds of one causal prefill-attention kernel of ``tokens`` tokens (FlashAttention-2's
     schedule, Dao 2023, Alg. 1): one CTA per (query block of `Q_TILE` rows, head), ``ceil(tokens /
     Q_TILE) x heads`` CTAs in waves over the SMs; a CTA's query block i attends to (i + 1) x
     `Q_TILE` keys, so a CTA takes on average ``Q_TILE x (tokens / 2) x head_dim x 2`` MACs on the
     tensor cores (QK^T and PV) at the power-bound clock (rule b), then the online softmax of its
-    ``Q_TILE x tokens / 2`` scores on the SM's share of the vector lanes (`costmodel.vector`'s
-    ``online_softmax`` primitives, an exp at ``special_cycles``): the same warps do both, one after
+    ``Q_TILE x tokens / 2`` scores on the SM's share of the vector lanes, ``score_lane_cycles``
+    lane-cycles a score (`costmodel.vector`'s ``online_softmax`` primitives, an exp at the vector
+    unit's ``special_cycles``: 3 + 1 + 16 = 20 on the A100): the same warps do both, one after
     the other (FlashAttention-2 does not overlap them; FlashAttention-3 on Hopper does). The
     traffic (Q, K, V read once, O written) is its DRAM part.
 
     Raises:
         ValueError: ``acc`` without ``[gpu]``, or one without a vector unit.
     """
-    from ..vector import OP_PRIMITIVES
     spec = _spec(acc)
     if acc.vector is None:
         raise ValueError(f"accelerator {acc.name!r}: prefill attention needs a [vector] table")
@@ -222,9 +223,8 @@ def prefill_attention_time(tokens: int, heads: int, kv_heads: int, head_dim: int
     macs_per_sm = math.prod(v for d, v in acc.array.items() if d != "D1")
     lanes = acc.vector.lanes / sms
     scores = Q_TILE * tokens / 2
-    p = OP_PRIMITIVES["online_softmax"]
     mma = Q_TILE * (tokens / 2) * head_dim * 2 / macs_per_sm / compute_clock_hz(acc)
-    soft = scores * (p.add + p.mul + p.special * acc.vector.special_cycles) / lanes / (acc.clock_mhz * 1e6)
+    soft = scores * score_lane_cycles / lanes / (acc.clock_mhz * 1e6)
     ctas = math.ceil(tokens / Q_TILE) * heads
     waves = ctas / sms if ctas >= sms else 1.0      # the causal blocks' unequal lengths balance over waves
     compute = waves * (mma + soft)

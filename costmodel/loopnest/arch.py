@@ -399,6 +399,16 @@ def _num(src, key, v, *, positive=True, integer=False):
     return int(v) if integer else float(v)
 
 
+def _by_bits(d: dict[str, Any], arr: dict[str, int], precisions: dict[str, int], src: str):
+    """(the ``[array_by_bits]`` table or None, the array at the operands' precision)."""
+    table = d.get("array_by_bits")
+    if table is None:
+        return None, arr
+    from ..gpu.spec import array_for_bits
+    arr = array_for_bits(arr, table, precisions, src)
+    return {str(k): dict(v) for k, v in table.items()}, arr
+
+
 def _gpu_tables(d: dict[str, Any], src: str, clock: float) -> tuple[Any, Any, str | None]:
     """The ``[gpu]`` and ``[power]`` tables and the ``interconnect`` name (`costmodel.gpu.spec`)."""
     from ..gpu.spec import gpu_from_dict, power_from_dict
@@ -438,10 +448,7 @@ def accelerator_from_dict(d: dict[str, Any], src: str = "<dict>") -> Accelerator
         if k not in ("W", "I", "O", "O_final"):
             raise _bad(src, f"precision.{k}", v, "one of the keys W, I, O, O_final")
         precisions[k] = _num(src, f"precision.{k}", v, integer=True)
-    by_bits = d.get("array_by_bits")
-    if by_bits is not None:
-        from ..gpu.spec import array_for_bits
-        arr = array_for_bits(arr, by_bits, precisions, src)
+    by_bits, arr = _by_bits(d, arr, precisions, src)
     try:
         spatial = SpatialMapping.from_dict(d.get("spatial", {}))
     except MappingError as e:
@@ -506,11 +513,10 @@ def accelerator_from_dict(d: dict[str, Any], src: str = "<dict>") -> Accelerator
     tech, dram, mems, rate = _tech_dram(d, mems, clock, src)
     mc = multicast_table(d.get("multicast", {}), arr, src)
     launch = _num(src, "launch_overhead_us", d.get("launch_overhead_us", 0.0), positive=False)
-    gpu, power, link = _gpu_tables(d, src, clock)
     try:
         return Accelerator(name, arr, mac_pj, tuple(mems), spatial, precisions, clock, str(desc), acc_pj, hint,
-                           vector, tech, dram, mc, rate[0], rate[1], rate[2], launch, gpu, power, link,
-                           None if by_bits is None else {str(k): dict(v) for k, v in by_bits.items()})
+                           vector, tech, dram, mc, rate[0], rate[1], rate[2], launch, *_gpu_tables(d, src, clock),
+                           by_bits)
     except ValueError as e:
         raise ValueError(f"{src}: {e}") from None
 

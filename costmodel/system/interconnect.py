@@ -44,6 +44,8 @@ infinity_fabric  7      64      fully_connected  nccl    64      20.6  8 / ib_nd
                                                                                    [RCCL]
 ib_hdr           1      25      switch           nccl    25      22.4  1 /         [HDR], [DGXA], [NCCL]
 ib_ndr           1      50      switch           nccl    50      22.4  1 /         [NDR], [DGXH], [NCCL]
+ici_v5e          4      25      torus2d          alpha   -       1.0   -           [V5E] (hop: ASSUMPTION)
+ici_v6e          4      56      torus2d          alpha   -       1.0   -           [V6E] (hop: ASSUMPTION)
 ===============  =====  ======  ===============  ======  ======  ====  ==========  ======================
 
 Generations and hosts: nvlink3, nvlink3_bridge, pcie4_x16, ib_hdr: ``ampere``; nvlink4, pcie5_x16,
@@ -84,6 +86,8 @@ Sources:
   3.6 for infinity_fabric.
 * [LLMC] the 8.92 us hop of nvlink3, nvlink4 and pcie4_x16 is LLMCompass's NVLinkV3 figure (Zhang et
   al., ISCA 2024, hardware_model/interconnect.py), kept for the alpha-beta model and the K/V links.
+* [V5E] / [V6E] Google Cloud TPU documentation, TPU v5e and TPU v6e system architecture pages: inter-chip
+  interconnect bandwidth per chip (1,600 / 3,584 Gbps), 2D torus topology, 256 chips a pod.
 
 No energy per bit is bundled (none of these sources gives one); a system TOML may state one.
 
@@ -166,7 +170,8 @@ class Interconnect:
         for key, positive in (("gbps_per_link", True), ("latency_us", False), ("collective_us", False)):
             v = getattr(self, key)
             if not _number(v) or v < 0 or (positive and v == 0):
-                raise _bad(key, v, "a finite number " + ("> 0 (GB/s per link per direction)" if positive else ">= 0 (us)"))
+                what = "> 0 (GB/s per link per direction)" if positive else ">= 0 (us)"
+                raise _bad(key, v, "a finite number " + what)
         for key, allowed in (("topology", TOPOLOGIES), ("model", MODELS), ("link", LINKS),
                              ("gpu_arch", tuple(GPUS)), ("host_cpu", HOSTS)):
             if getattr(self, key) not in allowed:
@@ -280,6 +285,14 @@ INTERCONNECTS: dict[str, Interconnect] = {i.name: i for i in (
     _nv("ib_ndr", 1, 50.0, 22.4, "hopper", 1, None, "intel",
         "InfiniBand NDR 400 Gb/s per GPU (DGX H100: 8 ConnectX-7, Xeon 8480C); NCCL 400000 / 8000 = 50 GB/s, "
         f"hop = one ring Simple step over the network ({_NCCL})", link="net"),
+    Interconnect("ici_v5e", 4, 25.0, 1.0, "torus2d", None,
+                 "Google Cloud TPU v5e documentation: 1,600 Gbps of inter-chip interconnect per chip, a 2D torus "
+                 "(16 x 16 a pod), 4 ICI ports: 200 GB/s per chip taken as both directions, 25 GB/s per link per "
+                 "direction (ASSUMPTION: the figure's direction count); hop latency 1 us: ASSUMPTION (not published)"),
+    Interconnect("ici_v6e", 4, 56.0, 1.0, "torus2d", None,
+                 "Google Cloud TPU v6e (Trillium) documentation: 3,584 Gbps of inter-chip interconnect per chip, a 2D "
+                 "torus (16 x 16 a pod), 4 ICI ports: 448 GB/s per chip taken as both directions, 56 GB/s per link "
+                 "per direction (ASSUMPTION: the figure's direction count); hop latency 1 us: ASSUMPTION"),
 )}
 
 

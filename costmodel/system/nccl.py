@@ -137,7 +137,7 @@ def _search(total: float, speeds: tuple[float, ...], compcap: int) -> tuple[int,
             best = (n, s)
         if n * s >= total - 1e-9:
             break
-    n, s = best if best[0] else (1, speeds[-1])
+    n, s = best if best[0] else (1, total)
     return _duplicate(n, s, compcap)
 
 

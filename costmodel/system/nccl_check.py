@@ -84,7 +84,8 @@ def _vidur(path: Path, set_: str, net: str) -> list[Point]:
     with path.open() as f:
         for row in csv.DictReader(f):
             try:
-                g, d, b, ms = int(row["gpus"]), int(row["devices_per_node"]), int(row["bytes"]), float(row["all_reduce_ms"])
+                g, d, b = int(row["gpus"]), int(row["devices_per_node"]), int(row["bytes"])
+                ms = float(row["all_reduce_ms"])
             except (KeyError, ValueError) as e:
                 raise ValueError(f"{path}: row {row!r}: {e}") from None
             out.append(_ours(net, g, d, b, set_, ms * 1e-3))

@@ -38,7 +38,7 @@ PpOpt = Annotated[Optional[int], typer.Option("--pp", min=1, help="Pipeline para
 EpOpt = Annotated[Optional[int], typer.Option("--ep", min=1, help="Expert parallelism (MoE models): experts over ep groups, attention data parallel, an all-to-all dispatch and combine per block.", rich_help_panel=_SYSTEM)]
 ReplicasOpt = Annotated[Optional[int], typer.Option("--replicas", min=1, help="Copies of the model serving independent batches (data parallel).", rich_help_panel=_SYSTEM)]
 MicroBatchesOpt = Annotated[Optional[int], typer.Option("--micro-batches", min=1, help="Micro-batches through the pipeline stages (divides the batch / ep; default 1).", rich_help_panel=_SYSTEM)]
-LaunchUsOpt = Annotated[Optional[float], typer.Option("--launch-us", min=0.0, help="Fixed cost per kernel launch on each chip (us) over the accelerator's; 0 = the decode step captured once and replayed (CUDA graphs, vLLM's default).", rich_help_panel=_SYSTEM)]
+LaunchUsOpt = Annotated[Optional[float], typer.Option("--launch-us", min=0.0, help="The host's fixed cost per kernel launch on each chip (us) over the accelerator's; 0 = every step captured once and replayed (CUDA graphs). A GPU preset replays decode already ([gpu] graph_phases) and pays its device time per kernel ([gpu] kernel_us) either way.", rich_help_panel=_SYSTEM)]
 InterconnectOpt = Annotated[Optional[str], typer.Option("--interconnect", help="The chips' links: nvlink3 (A100, default), nvlink4 (H100), pcie4_x16, or a table in --system.", rich_help_panel=_SYSTEM)]
 FusionOpt = Annotated[Optional[str], typer.Option("--fusion", help="unfused (default: every operation reads and writes its tensors), fused (attention as one group, score -> softmax -> context on chip per query tile, K/V streamed; element-wise ops applied as the accumulators drain), or auto (sweep map only: maps unfused and fused with every query tile 64..1024 and K/V tile 64..512, keeps the best under --objective and prints the table of choices).", rich_help_panel=_PANEL)]
 
@@ -117,6 +117,10 @@ def print_step(res: dict, console: Any) -> None:
                 if tot.get("overlapped_cycles") else " (one after another)")
         launch = (f"; {tot['launches']:,} kernel launches x the fixed cost = {fmt.cycles(tot['launch_cycles'])}"
                   if tot.get("launch_cycles") else "")
+        if "launch_device_cycles" in tot:   # a GPU: the host's part (0 when replayed as a graph) and the device's
+            launch = (f"; {tot['launches']:,} kernel launches: host {fmt.cycles(tot['launch_host_cycles'])}"
+                      f"{' (replayed as a CUDA graph)' if not tot['launch_host_cycles'] else ''}, device "
+                      f"{fmt.cycles(tot['launch_device_cycles'])}")
         console.print(f"matmuls {fmt.energy(tot['matmul_energy_pj'])}, {fmt.cycles(tot['matmul_latency_cycles'])}; "
                       f"vector operations {fmt.energy(tot['vector_energy_pj'])}, "
                       f"{fmt.cycles(tot['vector_latency_cycles'])}{launch}; step {fmt.energy(tot['energy_pj'])}, "
@@ -142,6 +146,10 @@ def print_step(res: dict, console: Any) -> None:
     console.print(f"{head} at {fmt.sig(llm['clock_mhz'])} MHz; {fmt.sig(llm['tokens_per_s'])} tokens/s; "
                   f"{per_token} per token; precisions: {prec}"
                   + (" (matmuls only)" if llm.get("matmul_only") else ""), highlight=False, markup=False)
+    if llm.get("energy_basis"):
+        console.print(f"energy: {fmt.energy(llm['dynamic_energy_j'] * 1e12)} dynamic + "
+                      f"{fmt.energy(llm['static_energy_j'] * 1e12)} static ({llm['energy_basis']})",
+                      highlight=False, markup=False)
     console.print(memory_text(llm, per_chip="system" in res), highlight=False, markup=False)
     console.print(attention_text(w), highlight=False, markup=False)
 

@@ -83,7 +83,8 @@ def load_peer(peer: str, data_dir: str | Path) -> list[dict[str, Any]]:
 
 def peer_arch(peer: str):
     """The ``a100`` preset with ``peer``'s DRAM bandwidth, all of it sustained and no fixed cost per
-    launch (`PLATFORMS`), as a loop-nest `Accelerator` (its TOML re-read with those three values)."""
+    launch (`PLATFORMS`), as a loop-nest `Accelerator` (its TOML re-read with those three values),
+    without the GPU's execution effects (the peers model an ideal roofline chip)."""
     import importlib.resources
     import tempfile
 
@@ -95,7 +96,9 @@ def peer_arch(peer: str):
     text = re.sub(r'(?m)^name = "a100"', f'name = "a100_as_{peer.replace("-", "_")}"', text)
     with tempfile.NamedTemporaryFile("w", suffix=".toml", delete=False) as f:
         f.write(text)
-    return load_accelerator(f.name)
+    import dataclasses
+    # the peers' chip is the roofline's: no GPU execution effects ([gpu]) and no power figures
+    return dataclasses.replace(load_accelerator(f.name), gpu=None, power=None)
 
 
 def our_case(peer: str, arch, rec: dict[str, Any], mapper: str = "salsa", cache: dict | None = None) -> dict[str, Any]:

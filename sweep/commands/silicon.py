@@ -140,7 +140,7 @@ def _bound(report: Any) -> tuple[str, float]:
 
 
 def compare_a100(directory: str | Path, arch: Any = "a100", mapper: str = "salsa", series: tuple[str, ...] | None = None,
-                 progress: Any = None, params: dict[str, Any] | None = None, gpu: bool = False) -> list[dict[str, Any]]:
+                 progress: Any = None, params: dict[str, Any] | None = None, gpu: bool | None = None) -> list[dict[str, Any]]:
     """Each measured point of ``directory`` (`load_points`) beside ours on ``arch`` (a preset name,
     TOML path or Accelerator; default the ``a100`` preset), the matmuls mapped by ``mapper`` with
     ``params`` (its parameters, `sweep.api.map_layer`), objective latency.
@@ -155,9 +155,10 @@ def compare_a100(directory: str | Path, arch: Any = "a100", mapper: str = "salsa
     Raises:
         ValueError: as `load_points`; `sweep.api` errors for a bad arch or mapper.
 
-    ``gpu``: each kernel timed with the GPU's execution effects (`costmodel.gpu.kernels`: the
-    device's fixed time per kernel, CTA tiles and waves, the base clock of a tensor-bound kernel,
-    DRAM by CTAs), the mapping's time its floor; the arch needs a ``[gpu]`` table.
+    ``gpu``: each kernel timed with the GPU's execution effects (`costmodel.gpu.kernels`: CTA tiles
+    and waves, the base clock of a tensor-bound kernel, DRAM by CTAs), the mapping's time its
+    floor, and the device's fixed time per kernel beside the host's per launch (these are eager
+    PyTorch calls: no graph); None: when the arch has a ``[gpu]`` table.
     """
     from costmodel.loopnest.mapping import Mapping
     from costmodel.loopnest.reference import evaluate
@@ -167,7 +168,8 @@ def compare_a100(directory: str | Path, arch: Any = "a100", mapper: str = "salsa
 
     acc = api.load_accelerator(arch)
     hz = acc.clock_mhz * 1e6
-    launch_s = acc.launch_overhead_us * 1e-6
+    gpu = getattr(acc, "gpu", None) is not None if gpu is None else gpu
+    launch_s = (acc.launch_overhead_us + (acc.gpu.kernel_us if gpu else 0.0)) * 1e-6
     pts = [p for p in load_points(directory) if series is None or p.series in series]
     out = []
     for i, p in enumerate(pts):
@@ -182,7 +184,7 @@ def compare_a100(directory: str | Path, arch: Any = "a100", mapper: str = "salsa
             if gpu:
                 from costmodel.gpu.kernels import gemm_time
                 k = gemm_time(p.shape["B"], p.shape["K"], p.shape["C"], acc, g=p.shape.get("G", 1), floor_s=t)
-                t, bound = k.time_s, k.bound
+                t, bound = k.time_s - k.fixed_s, k.bound
         else:
             c = vector_cost(VectorOp(p.label, p.shape["op"], p.shape["elements"], rows=p.shape["rows"]), acc)
             t = c.latency_cycles / hz
@@ -190,7 +192,7 @@ def compare_a100(directory: str | Path, arch: Any = "a100", mapper: str = "salsa
             if gpu:
                 from costmodel.gpu.kernels import vector_time
                 k = vector_time(c, acc, max(p.shape["rows"], p.shape["elements"] // 4096))
-                t, bound = k.time_s, k.bound
+                t, bound = k.time_s - k.fixed_s, k.bound
         fixed = p.launches * launch_s
         ours = p.launches * t + fixed
         if fixed > 0.5 * ours:

@@ -92,9 +92,9 @@ def _attention(path: Path) -> list[VPoint]:
     return pts
 
 
-def vidur_points(directory: str | Path, attention_csv: str | Path) -> list[VPoint]:
+def vidur_points(directory: str | Path, attention_csv: str | Path, tokens: tuple[int, ...] = TOKENS) -> list[VPoint]:
     """Every compared point (module docstring) of the profiles in ``directory`` and the attention
-    subset ``attention_csv``.
+    subset ``attention_csv``, the block operations at ``tokens`` (default `TOKENS`).
 
     Raises:
         ValueError: a file missing.
@@ -105,7 +105,7 @@ def vidur_points(directory: str | Path, attention_csv: str | Path) -> list[VPoin
         seen = set()
         for r in _read(d / f"mlp_{model}.csv"):
             tp, t = int(r["tp"]), int(r["num_tokens"])
-            if t not in TOKENS or (tp, t) in seen:   # the profiles repeat some rows: the first kept
+            if t not in tokens or (tp, t) in seen:   # the profiles repeat some rows: the first kept
                 continue
             seen.add((tp, t))
             for name, (kind, shape) in _ops(model, tp, t).items():
@@ -149,7 +149,10 @@ class _Ours:
     def prefill_attention(self, t: int, heads: int = 32, kv_heads: int = 8) -> Any:
         """FlashAttention-2-style causal prefill (`costmodel.gpu.kernels.prefill_attention_time`)."""
         from costmodel.gpu.kernels import prefill_attention_time
-        return prefill_attention_time(t, heads, kv_heads, _HD, self.acc)
+        from costmodel.vector import OP_PRIMITIVES
+        p = OP_PRIMITIVES["online_softmax"]
+        lane = p.add + p.mul + p.special * self.acc.vector.special_cycles
+        return prefill_attention_time(t, heads, kv_heads, _HD, self.acc, lane)
 
 
 def _ours_s(o: _Ours, p: VPoint) -> tuple[float, str]:
@@ -166,9 +169,10 @@ def _ours_s(o: _Ours, p: VPoint) -> tuple[float, str]:
 
 def compare_vidur(directory: str | Path, attention_csv: str | Path, arch: Any = "a100", mapper: str = "salsa",
                   params: dict | None = None, classes: tuple[str, ...] | None = None,
-                  progress: Any = None) -> list[dict[str, Any]]:
+                  progress: Any = None, tokens: tuple[int, ...] = TOKENS) -> list[dict[str, Any]]:
     """Each point (`vidur_points`) beside ours on ``arch`` (a preset with ``[gpu]``), plus the
-    ``step`` class (Llama-3-8B, TP 1: our step against 32 blocks of the operations, module docstring).
+    ``step`` class (Llama-3-8B, TP 1: our step against 32 blocks of the operations, module docstring);
+    ``tokens``: the block operations' token counts (a subset of `TOKENS`; the steps' own always).
 
     Returns:
         one dict per point: ``cls``, ``label``, ``measured_s``, ``ours_s``, ``ratio``, ``error``
@@ -180,7 +184,7 @@ def compare_vidur(directory: str | Path, attention_csv: str | Path, arch: Any = 
     from sweep import api
     acc = api.load_accelerator(arch)
     o = _Ours(acc, mapper, params)
-    pts = [p for p in vidur_points(directory, attention_csv) if classes is None or p.cls in classes]
+    pts = [p for p in vidur_points(directory, attention_csv, tokens) if classes is None or p.cls in classes]
     out = []
     for i, p in enumerate(pts):
         if progress is not None:

@@ -181,7 +181,30 @@ def step_totals(tot: dict[str, Any], network, arch, dram: dict[str, float] | Non
         llm.update({k: figs[k] for k in ("latency_s", "energy_j", "tokens_per_s", "energy_per_token_j") if k in figs})
         llm["ttft_s" if network.workload["phase"] == "prefill" else "time_per_token_s"] = figs["latency_s"]
         llm["system"] = figs
+    static_energy(llm, arch)
     return vec, llm
+
+
+#: What a preset's energies are (every [power] preset so far: the model's per-access figures).
+ENERGY_BASIS = ("dynamic energy from the model's per-access figures (CACTI 22 nm SRAM, Horowitz 45 nm MACs), "
+                "not the chip's; static energy the chip's idle power x the step's time")
+
+
+def static_energy(llm: dict[str, Any], arch) -> None:
+    """On a chip with ``[power] idle_w`` (`costmodel.gpu.spec.PowerSpec`), its static energy over
+    the step beside the dynamic energy, in place: ``dynamic_energy_j`` (the model's), ``static_energy_j``
+    (W x s x the system's chips), ``energy_j`` and ``energy_per_token_j`` their sum, ``energy_basis``
+    what they include (`ENERGY_BASIS`). Unchanged without a power figure."""
+    power = getattr(arch, "power", None)
+    if power is None or power.idle_w is None or llm.get("latency_s") is None or llm.get("energy_j") is None:
+        return
+    chips = int((llm.get("system") or {}).get("chips") or 1)
+    static = power.idle_w * llm["latency_s"] * chips
+    llm["dynamic_energy_j"], llm["static_energy_j"] = llm["energy_j"], static
+    llm["energy_j"] = llm["energy_j"] + static
+    if llm.get("tokens"):
+        llm["energy_per_token_j"] = llm["energy_j"] / llm["tokens"]
+    llm["energy_basis"] = ENERGY_BASIS
 
 
 def head_part(network, arch, tot: dict[str, Any], vector_rows: list[dict], unique_latency: list,

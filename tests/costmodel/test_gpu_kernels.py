@@ -93,7 +93,7 @@ def test_prefill_attention_mma_then_softmax(gpu):
     # 8,192 tokens, 32 heads of 128: 64 query blocks x 32 heads = 2,048 CTAs = 18.96 waves; a CTA:
     # 128 x 4,096 x 128 x 2 / 1,024 = 131,072 cycles at 1.275 GHz, then 128 x 4,096 scores x (3 add +
     # 1 mul + 1 exp x 16) / 256 lanes = 40,960 cycles at 1.41 GHz
-    k = prefill_attention_time(8192, 32, 8, 128, gpu)
+    k = prefill_attention_time(8192, 32, 8, 128, gpu, 3 + 1 + 16)
     per_cta = 131072 / BASE + 40960 / 1410e6
     assert k.compute_s == pytest.approx(2048 / 108 * per_cta, rel=1e-9)
     assert k.time_s == pytest.approx(k.compute_s + 2e-6)

@@ -92,7 +92,8 @@ def test_the_domain_and_its_crossing():
     lay = layout(interconnect("nvlink3_bridge"), 4)
     assert (lay.nodes, lay.intra, lay.ll128, lay.channels * lay.bw_channel) == (1, "pci", False, 24.0)
     assert "2 GPUs per group, the rest over pcie4_x16" in domain_crossing(interconnect("nvlink3_bridge"), 4)
-    assert layout(interconnect("nvlink5_nvl72"), 72).nodes == 1 and domain_crossing(interconnect("nvlink5_nvl72"), 72) is None
+    nvl72 = interconnect("nvlink5_nvl72")
+    assert layout(nvl72, 72).nodes == 1 and domain_crossing(nvl72, 72) is None
     # the alpha-beta model warns too, and costs it on its own links
     ab = Interconnect("ab", 12, 25.0, 1.0, domain=8, scale_out="ib_hdr")
     assert collective_cost("all_reduce", 1e6, 16, ab).crosses_domain

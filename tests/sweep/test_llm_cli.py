@@ -85,14 +85,14 @@ def test_list_llama3_8b_decode_step_by_hand():
     ops = {r["name"]: (r["op"], r["elements"], r["inputs"], r["rows"], r["repeat"]) for r in d["vector_ops"]}
     assert ops == {
         "attn_norm": ("rmsnorm", 8 * 4096, 1, 8, 32),            # T x hidden, one row per token
-        "rope_q": ("rope", 8 * 4096, 1, 1, 32),                  # T x heads x head_dim
-        "rope_k": ("rope", 8 * 1024, 1, 1, 32),                  # T x kv_heads x head_dim
+        "rope_q": ("rope", 8 * 4096, 1, 8, 32),                  # T x heads x head_dim, a row per token
+        "rope_k": ("rope", 8 * 1024, 1, 8, 32),                  # T x kv_heads x head_dim
         "softmax": ("softmax", 8 * 32 * 4096, 1, 8 * 32, 32),    # batch x heads rows of 4096 scores
-        "attn_residual": ("add", 8 * 4096, 2, 1, 32),
+        "attn_residual": ("add", 8 * 4096, 2, 8, 32),
         "ffn_norm": ("rmsnorm", 8 * 4096, 1, 8, 32),
-        "act": ("silu", 8 * 14336, 1, 1, 32),
-        "gate_mul": ("mul", 8 * 14336, 2, 1, 32),
-        "ffn_residual": ("add", 8 * 4096, 2, 1, 32),
+        "act": ("silu", 8 * 14336, 1, 8, 32),
+        "gate_mul": ("mul", 8 * 14336, 2, 8, 32),
+        "ffn_residual": ("add", 8 * 4096, 2, 8, 32),
         "final_norm": ("rmsnorm", 8 * 4096, 1, 8, 1)}            # once, before the LM head
     # 32 x (5 x 32,768 + 8,192 + 1,048,576 + 2 x 114,688) + 32,768 = 46,432,256
     assert d["total_vector_elements"] == 32 * (5 * 32768 + 8192 + 1048576 + 2 * 114688) + 32768 == 46_432_256

@@ -21,7 +21,8 @@ EYERISS = [
 
 def test_presets_listed_and_load():
     names = list_accelerators()
-    assert names == ["eyeriss_like", "simba_like", "tpu_like", "tpu_v1", "llm_ws", "a100", "tpu_v4"]
+    assert names == ["eyeriss_like", "simba_like", "tpu_like", "tpu_v1", "llm_ws", "a100", "tpu_v4", "a100_pcie", "h100",
+                     "h200", "b200", "mi300x", "l40s", "rtx4090", "rtx_pro_6000", "tpu_v5e", "tpu_v6e"]
     for n in names:
         acc = load_accelerator(n)
         assert isinstance(acc, Accelerator) and acc.name == n
