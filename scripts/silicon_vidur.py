@@ -52,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
                                  f"{r['ratio']:.3f}", r["bound"]]) + end)
         print()
     print(f"{a.arch}, {a.mapper}, {time.perf_counter() - t0:.0f} s\n")
-    print(md + sep.join(["class", "points", "MAPE %", "geomean ours / measured", "max |error| %", "> 15% off"]) + end)
+    print(md + sep.join(["class", "points", "MAPE %", "geomean ours / measured", "max abs error %", "> 15% off"]) + end)
     if a.markdown:
         print("|---|---:|---:|---:|---:|---:|")
     for s in class_summary(rows):

@@ -174,7 +174,8 @@ def _collectives(cfg, workload: dict[str, Any], system: System, act_bytes: float
         c = collective_cost(coll, nbytes, chips, net)  # groups: how many run side by side (energy only)
         rows.append({"name": name, "collective": coll, "chips": chips, "bytes": nbytes, "count": count,
                      "where": where, "time_s": c.time_s,
-                     "energy_pj": None if c.energy_pj is None else c.energy_pj * groups})
+                     "energy_pj": None if c.energy_pj is None else c.energy_pj * groups,
+                     "warnings": list(getattr(c, "warnings", ()))})
 
     if sp.tp > 1:
         add("all-reduce of the hidden state (after attention, after the FFN)", "all_reduce", sp.tp, h_bytes,
@@ -238,7 +239,8 @@ def system_step(cfg, workload: dict[str, Any], system: System, share: dict[str, 
            "tokens": tokens, "tokens_per_s": system.replicas * tokens / latency if latency else math.inf,
            "energy_j": energy, "link_energy_j": None if link_pj is None else link_pj * 1e-12,
            "energy_per_token_j": energy / tokens, "collectives": rows, "chips": system.chips,
-           "system": system.to_dict()}
+           "system": system.to_dict(),
+           "warnings": list(dict.fromkeys(w for r in rows for w in r.get("warnings", ())))}
     out["tokens_per_s_per_chip"] = out["tokens_per_s"] / system.chips
     out["ttft_s" if phase == "prefill" else "time_per_token_s"] = latency
     return out

@@ -243,3 +243,5 @@ def print_system(res: dict, console: Any) -> None:
                   f"{fmt.sig(sys_['tokens_per_s'])} tokens/s for the system, {fmt.sig(sys_['tokens_per_s_per_chip'])} "
                   f"per chip; energy per token {fmt.energy(sys_['energy_per_token_j'] * 1e12)} ({links})",
                   highlight=False, markup=False)
+    for w in sys_.get("warnings") or ():   # a collective beyond the NVLink domain, over the scale-out network
+        console.print(f"warning: {w}", style="yellow", highlight=False, markup=False)
