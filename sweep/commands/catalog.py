@@ -167,8 +167,11 @@ def catalog(what: str) -> list[dict]:
             acc = load_accelerator(name)
             dims = " x ".join(f"{d}={n}" for d, n in acc.array.items())
             mems = ", ".join(m.name for m in acc.memories)
-            rows.append({"name": name, "kind": "loopnest", "size": dims,
-                         "description": f"memories: {mems}; {design_area_mm2(acc):.2f} mm^2",
+            desc = f"memories: {mems}; {design_area_mm2(acc):.2f} mm^2"
+            if acc.power is not None:   # a chip's preset: the part, its figures' sources in its TOML
+                desc = (f"{acc.description.split(':')[0]} (figures and sources: costmodel/presets/{name}.toml); "
+                        + desc)
+            rows.append({"name": name, "kind": "loopnest", "size": dims, "description": desc,
                          # the names an architecture search's [architectures.grid] can vary
                          "grid_parameters": ArchTemplate(acc).parameter_names(),
                          # the fixed unrolling and the ones the interconnect supports (searched per
@@ -237,6 +240,10 @@ def arch_detail(name: str) -> dict:
             doc["area_cacti22_mm2"] = design_area_mm2(dataclasses.replace(acc, tech="cacti22"))
         except ValueError:  # a memory outside CACTI's range
             pass
+    doc["description"] = acc.description
+    doc["interconnect"] = acc.interconnect
+    doc["gpu"] = acc.gpu.to_dict() if acc.gpu is not None else None      # costmodel.gpu.spec
+    doc["power"] = acc.power.to_dict() if acc.power is not None else None
     if acc.dram is not None:
         kind, units = acc.dram
         top = acc.memories[-1]

@@ -341,6 +341,7 @@ def print_arch(doc: dict, console: Any) -> None:
                       markup=False, highlight=False)
     console.print(f"vector unit: {doc['vector_lanes']:,} lanes" if doc["vector_lanes"] else "vector unit: none",
                   markup=False, highlight=False)
+    _chip_lines(console, doc)
     t = Table(title="memories, innermost first (bandwidth of all instances at the clock)")
     for c in ("memory", "operands", "size", "instances", "word bits", "read GB/s", "write GB/s", "port"):
         t.add_column(c, justify="left" if c in ("memory", "operands", "port") else "right")
@@ -349,3 +350,21 @@ def print_arch(doc: dict, console: Any) -> None:
         t.add_row(m["name"], " ".join(m["operands"]), size, f"{m['instances']:,}", f"{m['word_bits']:,}",
                   f"{m['read_gbs']:,.1f}", f"{m['write_gbs']:,.1f}", "shared" if m["shared_port"] else "read + write")
     console.print(t)
+
+
+def _chip_lines(console, doc: dict) -> None:
+    """A chip preset's part, power, link and GPU execution figures (`sweep.commands.catalog.arch_detail`)."""
+    if doc.get("power"):
+        p = doc["power"]
+        base = f", base clock {p['base_clock_mhz']:g} MHz (tensor-bound kernels)" if p.get("base_clock_mhz") else ""
+        idle = f", idle {p['idle_w']:g} W" if p.get("idle_w") is not None else ""
+        console.print(f"part: {doc.get('description', '')}", markup=False, highlight=False, soft_wrap=True)
+        console.print(f"power: TDP {p['tdp_w']:g} W{idle}{base}; link: {doc.get('interconnect') or 'none'}",
+                      markup=False, highlight=False)
+    if doc.get("gpu"):
+        g = doc["gpu"]
+        console.print(f"GPU kernels: {g['kernel_us']:g} us on the device per kernel, CUDA graphs in "
+                      f"{', '.join(g.get('graph_phases') or []) or 'no phase'}"
+                      + (f", {g['sm_dram_gbps']:g} GB/s of DRAM per CTA" if g.get("sm_dram_gbps") else "")
+                      + (f", GEMMs stream weights at {g['gemm_dram_fraction']:g} of the peak"
+                         if g.get("gemm_dram_fraction") else ""), markup=False, highlight=False, soft_wrap=True)
