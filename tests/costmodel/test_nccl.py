@@ -133,7 +133,10 @@ def test_bundled_figures_from_their_sources():
     assert (gb["ib_hdr"], gb["ib_ndr"]) == (25, 50)
     assert {n: i.domain for n, i in INTERCONNECTS.items() if i.domain and i.domain > 1} == {
         "nvlink3": 8, "nvlink3_bridge": 2, "nvlink4": 8, "nvlink5": 8, "nvlink5_nvl72": 72, "infinity_fabric": 8}
-    assert {n for n, i in INTERCONNECTS.items() if i.model == "nccl"} == set(INTERCONNECTS)
+    # NCCL runs on every GPU link; a TPU's ICI torus stays alpha-beta
+    assert {n for n, i in INTERCONNECTS.items() if i.model == "nccl"} == set(INTERCONNECTS) - {"ici_v5e", "ici_v6e"}
+    # Google Cloud TPU docs: 1,600 / 3,584 Gbps per chip over 4 ICI ports, both directions
+    assert (gb["ici_v5e"], gb["ici_v6e"]) == (1600 / 8 / 2, 3584 / 8 / 2)
     nccl = {n: i.nccl_link_gbps for n, i in INTERCONNECTS.items()}
     assert (nccl["nvlink3"], nccl["nvlink4"], nccl["nvlink5"], nccl["pcie4_x16"], nccl["pcie5_x16"]) == \
         (20.0, 20.6, 40.1, 24.0, 48.0)
