@@ -35,7 +35,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["GpuSpec", "PowerSpec", "DEFAULT_CTA_TILES", "gpu_from_dict", "power_from_dict", "array_for_bits"]
+__all__ = ["GpuSpec", "PowerSpec", "DEFAULT_CTA_TILES", "gpu_from_dict", "power_from_dict", "array_for_bits",
+           "at_step_bits"]
 
 #: CUTLASS's tensor-core threadblock tiles for FP16/BF16 GEMMs on SM80 (its profiler's default
 #: set, `cutlass/tools/library/scripts/generator.py`, GenerateSM80_TensorOp_16816: 256x128,
@@ -183,3 +184,22 @@ def array_for_bits(array: dict[str, int], table: Any, precisions: dict[str, int]
         return dict(array)
     fit = [b for b in entries if max(w, i) <= b]
     return {**array, **entries[min(fit)]} if fit else dict(array)
+
+
+def at_step_bits(acc: Any, layers: Any) -> Any:
+    """``acc`` with the array of the narrowest ``[array_by_bits]`` entry that covers the W and I
+    operands of every weight matmul in ``layers`` (`costmodel.workload.Layer`s, their bits as
+    `costmodel.loopnest.reference.operand_bits` gives them: a step's ``weight_bits`` / ``act_bits``):
+    an FP8 step on an H100 runs at twice the BF16 rate. ``acc`` itself when it has no such table,
+    no weight matmul, or no entry covers them (the array only widens)."""
+    import dataclasses
+
+    from ..loopnest.reference import operand_bits
+    table = getattr(acc, "array_by_bits", None)
+    mats = [l for l in layers if getattr(l, "w_role", "weight") == "weight"]
+    if not table or not mats:
+        return acc
+    bits = [operand_bits(l, acc) for l in mats]
+    w, i = max(b["W"] for b in bits), max(b["I"] for b in bits)
+    arr = array_for_bits(dict(acc.array), table, {"W": w, "I": i})
+    return acc if arr == acc.array else dataclasses.replace(acc, array=arr)

@@ -462,6 +462,9 @@ def _map_share(network: Network, arch, mapper_name: str, objective: str | None, 
     from sweep.engine.totals import check_fits
     _, used = _checked(arch, mapper_name, objective)
     check_fits(network, arch)
+    if getattr(arch, "array_by_bits", None):   # the tensor cores' rate at the step's operand bits (FP8: 2x BF16)
+        from costmodel.gpu.spec import at_step_bits
+        arch = at_step_bits(arch, network.layers)
     net = network.unique()
     same: dict[tuple, list[str]] = {}   # the names of each shape, first one first (`Network.unique`)
     for lay, _ in network:

@@ -133,3 +133,15 @@ def test_array_by_bits_picks_the_smallest_covering_width():
     acc = accelerator_from_dict(d)
     assert math.prod(acc.array.values()) == 2 * 108 * 1024
     assert accelerator_from_dict(acc.to_dict()).array == acc.array
+
+
+def test_an_fp8_step_runs_the_tensor_cores_at_twice_the_bf16_rate():
+    # H100 SXM5 whitepaper: 989.4 dense BF16 TFLOPS, 1,978.9 dense FP8: [array_by_bits] 8 = { D4 = 64 }
+    from costmodel.gpu.spec import at_step_bits
+    from costmodel.workload import Layer
+    h = load_accelerator("h100")
+    fp8 = [Layer("q", kind="matmul", B=8, C=4096, K=4096, w_bits=8, i_bits=8, fixed_bits=("W", "I"))]
+    bf16 = [Layer("q", kind="matmul", B=8, C=4096, K=4096, w_bits=16, i_bits=16, fixed_bits=("W", "I"))]
+    assert math.prod(at_step_bits(h, fp8).array.values()) == 2 * math.prod(h.array.values())
+    assert at_step_bits(h, bf16) is h and at_step_bits(load_accelerator("eyeriss_like"), fp8).array == \
+        load_accelerator("eyeriss_like").array
