@@ -169,8 +169,9 @@ def evaluate_design(template, design_id: str, values: dict, networks: Sequence, 
 #: the overlap rule, the memory capacity, `sweep.engine.totals.step_totals`): in the task ids of
 #: architecture searches over steps only (CNN campaigns' ids unchanged). 2: capacity, fusion, overlap.
 #: 3: one home per tensor (vector operations read and write DRAM unless a fused group keeps their
-#: tensors on chip, `costmodel.vector` rule b).
-STEP_MODEL_VERSION = 3
+#: tensors on chip, `costmodel.vector` rule b). 4: a GPU preset's execution effects (`costmodel.gpu`:
+#: its kernels, the host's and the device's launch parts, CUDA graphs) and static energy.
+STEP_MODEL_VERSION = 4
 
 #: The totals columns of a campaign with transformer steps (None for its other networks and for a
 #: failed design): the step's parameters, the matmul / vector split (pJ, cycles) and the serving
