@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = ["GpuSpec", "PowerSpec", "DEFAULT_CTA_TILES", "gpu_from_dict", "power_from_dict", "array_for_bits",
-           "at_step_bits"]
+           "at_step_bits", "by_bits_table", "gpu_tables"]
 
 #: CUTLASS's tensor-core threadblock tiles for FP16/BF16 GEMMs on SM80 (its profiler's default
 #: set, `cutlass/tools/library/scripts/generator.py`, GenerateSM80_TensorOp_16816: 256x128,
@@ -203,3 +203,32 @@ def at_step_bits(acc: Any, layers: Any) -> Any:
     w, i = max(b["W"] for b in bits), max(b["I"] for b in bits)
     arr = array_for_bits(dict(acc.array), table, {"W": w, "I": i})
     return acc if arr == acc.array else dataclasses.replace(acc, array=arr)
+
+
+def by_bits_table(d: dict[str, Any], arr: dict[str, int], precisions: dict[str, int], src: str):
+    """(an accelerator TOML's ``[array_by_bits]`` table or None, its array at the operands'
+    precision, `array_for_bits`).
+
+    Raises:
+        ValueError: as `array_for_bits`.
+    """
+    table = d.get("array_by_bits")
+    if table is None:
+        return None, arr
+    return {str(k): dict(v) for k, v in table.items()}, array_for_bits(arr, table, precisions, src)
+
+
+def gpu_tables(d: dict[str, Any], src: str, clock: float) -> tuple[Any, Any, str | None]:
+    """An accelerator TOML's ``[gpu]`` (`GpuSpec`) and ``[power]`` (`PowerSpec`) tables and its
+    ``interconnect`` name, each None when absent.
+
+    Raises:
+        ValueError: as `gpu_from_dict` and `power_from_dict`; an ``interconnect`` that is not a
+            non-empty string.
+    """
+    gpu = gpu_from_dict(d["gpu"], src) if "gpu" in d else None
+    power = power_from_dict(d["power"], src, clock) if "power" in d else None
+    link = d.get("interconnect")
+    if link is not None and (not isinstance(link, str) or not link):
+        raise _bad(src, "interconnect", link, "the name of a bundled interconnect (costmodel.system.interconnect)")
+    return gpu, power, link

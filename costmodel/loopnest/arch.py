@@ -399,27 +399,6 @@ def _num(src, key, v, *, positive=True, integer=False):
     return int(v) if integer else float(v)
 
 
-def _by_bits(d: dict[str, Any], arr: dict[str, int], precisions: dict[str, int], src: str):
-    """(the ``[array_by_bits]`` table or None, the array at the operands' precision)."""
-    table = d.get("array_by_bits")
-    if table is None:
-        return None, arr
-    from ..gpu.spec import array_for_bits
-    arr = array_for_bits(arr, table, precisions, src)
-    return {str(k): dict(v) for k, v in table.items()}, arr
-
-
-def _gpu_tables(d: dict[str, Any], src: str, clock: float) -> tuple[Any, Any, str | None]:
-    """The ``[gpu]`` and ``[power]`` tables and the ``interconnect`` name (`costmodel.gpu.spec`)."""
-    from ..gpu.spec import gpu_from_dict, power_from_dict
-    gpu = gpu_from_dict(d["gpu"], src) if "gpu" in d else None
-    power = power_from_dict(d["power"], src, clock) if "power" in d else None
-    link = d.get("interconnect")
-    if link is not None and (not isinstance(link, str) or not link):
-        raise _bad(src, "interconnect", link, "the name of a bundled interconnect (costmodel.system.interconnect)")
-    return gpu, power, link
-
-
 def accelerator_from_dict(d: dict[str, Any], src: str = "<dict>") -> Accelerator:
     """Build an `Accelerator` from the TOML-shaped dict (see the module docstring).
 
@@ -448,7 +427,8 @@ def accelerator_from_dict(d: dict[str, Any], src: str = "<dict>") -> Accelerator
         if k not in ("W", "I", "O", "O_final"):
             raise _bad(src, f"precision.{k}", v, "one of the keys W, I, O, O_final")
         precisions[k] = _num(src, f"precision.{k}", v, integer=True)
-    by_bits, arr = _by_bits(d, arr, precisions, src)
+    from ..gpu.spec import by_bits_table, gpu_tables
+    by_bits, arr = by_bits_table(d, arr, precisions, src)
     try:
         spatial = SpatialMapping.from_dict(d.get("spatial", {}))
     except MappingError as e:
@@ -515,7 +495,7 @@ def accelerator_from_dict(d: dict[str, Any], src: str = "<dict>") -> Accelerator
     launch = _num(src, "launch_overhead_us", d.get("launch_overhead_us", 0.0), positive=False)
     try:
         return Accelerator(name, arr, mac_pj, tuple(mems), spatial, precisions, clock, str(desc), acc_pj, hint,
-                           vector, tech, dram, mc, rate[0], rate[1], rate[2], launch, *_gpu_tables(d, src, clock),
+                           vector, tech, dram, mc, rate[0], rate[1], rate[2], launch, *gpu_tables(d, src, clock),
                            by_bits)
     except ValueError as e:
         raise ValueError(f"{src}: {e}") from None
