@@ -16,7 +16,8 @@ those that overlap layers (fused ones, `costmodel.transformer.attention`), which
   ``tokens_per_s`` = batch / time_per_token_s; ``energy_per_token_j`` = energy / batch.
 
 DRAM traffic of a matmul (`dram_traffic`) is read off the loop-nest model's cost report at the
-outermost memory level (an unbounded level: DRAM): word accesses x the level's word width. Its W
+outermost memory level (an unbounded level: DRAM): word accesses x the level's word width, of the
+operands the DRAM serves for the layer (`costmodel.roofline.dram_bits`, the one count). Its W
 operand carries weights, or the KV cache where ``layer.w_role == "kv_cache"`` (attention's score
 and context matmuls); its I operand activations; its O operand activations, or new KV cache
 entries where ``layer.o_role == "kv_cache"`` (the K and V projections write the cache).
@@ -43,20 +44,17 @@ def dram_traffic(layer, arch, mapping) -> dict[str, float]:
         ValueError: the mapping is invalid on ``arch`` (the cost model's reason).
     """
     from costmodel.loopnest.reference import evaluate
+    from costmodel.roofline import dram_bits
 
     rep = evaluate(layer, arch, mapping)
     if not rep.valid:
         raise ValueError(f"layer {layer.name!r}: invalid mapping: {rep.reason}")
-    arch = arch.for_layer(layer)  # a fused tile's on-chip operands move nothing off chip
     out = dict.fromkeys(ROLES, 0.0)
     role = {"W": "kv_cache" if layer.w_role == "kv_cache" else "weights", "I": "activations",
             "O": "kv_cache" if layer.o_role == "kv_cache" else "activations"}
-    for op, levels in rep.breakdown["operands"].items():
-        top = arch.levels(op)[-1]
-        if top.size_bits is not None:
-            continue
-        lv = levels[-1]
-        out[role[op]] += (lv["reads"] + lv["writes"]) * top.word_bits
+    # the one count (the roofline's too): a fused tile's on-chip operands move nothing off chip
+    for op, bits in dram_bits(layer, arch, rep).items():
+        out[role[op]] += bits
     return out
 
 
@@ -105,9 +103,16 @@ class ServingMix:
     * energy per request (pJ) = (prefill energy + the decode steps' sum) / batch;
     * requests/s = batch / request latency (s); output tokens/s = batch x output / request latency.
 
+    The model is a bundled decoder (``model`` its name, ``config`` None) or one read from a Hugging
+    Face config.json (``config`` its `costmodel.transformer.TransformerConfig`, ``model`` its name,
+    `costmodel.transformer.hf.model_name`); the mix's identity (`to_dict`, which task ids and the
+    campaign's hash include) then holds the model's shapes (`TransformerConfig.shape`), so an edited
+    file gives new ids.
+
     Raises:
         ValueError: a count that is not a positive integer (``workload.<key>``), ``points`` < 2 or
-            more than ``output`` distinct contexts allow, or a model that is not a decoder.
+            more than ``output`` distinct contexts allow, or a model that is not a decoder
+            (``workload.model``: an encoder or a ViT has no decode step; not a bundled model).
     """
 
     model: str
@@ -116,6 +121,7 @@ class ServingMix:
     batch: int = 1
     points: int = 3
     fusion: str = "unfused"   # `costmodel.transformer.attention.FUSION`: how its steps are built
+    config: Any = None        # a model read from a config.json: its `TransformerConfig`; None: bundled
 
     def __post_init__(self) -> None:
         from costmodel.transformer.attention import FUSION
@@ -127,6 +133,34 @@ class ServingMix:
                 raise ValueError(f"workload.{k} = {v!r}: expected a positive integer")
         if self.points < 2 and self.output > 1:
             raise ValueError(f"workload.points = {self.points}: at least 2 decode contexts (the first and the last)")
+        cfg = self.transformer()
+        if cfg.kind != "decoder":  # `costmodel.transformer.step.resolve_step`: decode is a decoder's
+            raise ValueError(f"workload.model = {self.model!r}: {self.model} is an {cfg.kind} model: "
+                             f"{'an encoder' if cfg.kind == 'encoder' else 'a ViT'} has no decode step, "
+                             "and a serving mix decodes; give a decoder")
+
+    def transformer(self):
+        """The mix's model, a `costmodel.transformer.TransformerConfig`: ``config``, else the bundled
+        model ``model``.
+
+        Raises:
+            ValueError: ``config`` is None and ``model`` is no bundled transformer (``workload.model``).
+        """
+        from costmodel.transformer import TransformerConfig, list_transformers, transformer_config
+        if self.config is not None:
+            if not isinstance(self.config, TransformerConfig):
+                raise ValueError(f"workload.config = {self.config!r}: expected a TransformerConfig")
+            return self.config
+        if not isinstance(self.model, str) or self.model not in list_transformers():
+            raise ValueError(f"workload.model = {self.model!r}: not a bundled transformer; "
+                             f"models: {list_transformers()}")
+        return transformer_config(self.model)
+
+    @property
+    def spec(self):
+        """What `costmodel.transformer.build_transformer` builds its steps of: the config read from a
+        file, else the bundled model's name."""
+        return self.config if self.config is not None else self.model
 
     @property
     def name(self) -> str:
@@ -167,11 +201,14 @@ class ServingMix:
         return w
 
     def to_dict(self) -> dict[str, Any]:
-        """The ``[workload]`` table."""
+        """The ``[workload]`` table (JSON-able), with ``config``, the model's shapes, for a model read
+        from a file."""
         d = {"model": self.model, "prompt": self.prompt, "output": self.output, "batch": self.batch,
              "points": self.points}
         if self.fusion != "unfused":  # only where set: the hashes of unfused mixes stay
             d["fusion"] = self.fusion
+        if self.config is not None:  # a model read from a file: its shapes (a bundled one: its name only)
+            d["config"] = self.config.shape()
         return d
 
     def figures(self, prefill: dict[str, Any], decodes: list[dict[str, Any]], clock_mhz: float) -> dict[str, Any]:

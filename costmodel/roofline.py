@@ -22,6 +22,13 @@ Here, on a loop-nest accelerator (`costmodel.loopnest.arch.Accelerator`), per cl
   live in its unified buffer (its DRAM is the TPU's Weight Memory), so there the intensity is the
   paper's MACs per weight byte (an 8-bit fully-connected layer at batch B: B). Where the activations
   go through the DRAM too, the intensity is below MACs per weight byte.
+* the operands are those the DRAM serves *for the layer* (`Accelerator.for_layer`): a tile of a
+  fused group keeps some on chip (fused attention, Dao et al., "FlashAttention", NeurIPS 2022,
+  Algorithm 1: the score tile and the partial output never leave the chip, the K and V tiles are
+  streamed from DRAM once per query tile), and their accesses at an on-chip level are no DRAM
+  traffic. `dram_bits` is the one count of a mapping's DRAM traffic: the roofline here, the step's
+  traffic by role (`costmodel.llm.dram_traffic`, which `sweep map` prints) and the report's
+  rooflines (`sweep report`: text, JSON and HTML plot) all read it.
 
 Units: intensity in MACs per DRAM byte, throughput in MACs per cycle, latency in cycles, bytes in
 bytes. Nothing here searches: a mapping, when given, comes from a mapper (`sweep.commands.map_eval.map_layer`
@@ -38,7 +45,7 @@ from costmodel.loopnest.mapping import OPERANDS, Mapping
 from costmodel.loopnest.reference import evaluate, operand_bits
 from costmodel.loopnest.window import footprint
 
-__all__ = ["RooflinePoint", "dram_bytes_per_cycle", "dram_bytes", "compulsory_bytes", "operational_intensity",
+__all__ = ["RooflinePoint", "dram_bytes_per_cycle", "dram_bits", "dram_bytes", "compulsory_bytes", "operational_intensity",
            "ridge_point", "roof", "attained", "bound_cycles", "roofline_points"]
 
 
@@ -51,10 +58,11 @@ def _dram(arch):
     return top
 
 
-def _served(arch) -> tuple[str, ...]:
-    """The operands whose outermost level is the DRAM (the others never leave the chip)."""
-    top = _dram(arch)
-    return tuple(op for op in OPERANDS if arch.levels(op)[-1] is top)
+def _served(view) -> tuple[str, ...]:
+    """The operands whose outermost level is the DRAM on ``view`` (the accelerator as a layer sees
+    it, `Accelerator.for_layer`; the others never leave the chip)."""
+    top = _dram(view)
+    return tuple(op for op in OPERANDS if view.levels(op)[-1] is top)
 
 
 def dram_bytes_per_cycle(arch) -> float:
@@ -66,19 +74,54 @@ def dram_bytes_per_cycle(arch) -> float:
 def compulsory_bytes(layer, arch) -> float:
     """The DRAM bytes no mapping can avoid: every weight read once, every input read once, every
     output written once (final precision), at the accelerator's precisions
-    (`costmodel.loopnest.reference.operand_bits`), for the operands the DRAM serves. Inputs are the
-    elements the layer reads (`costmodel.loopnest.window.footprint`: the rows and columns of its
-    window that are read). Bytes = elements x bits / 8 (no rounding to DRAM words)."""
+    (`costmodel.loopnest.reference.operand_bits`), for the operands the DRAM serves for this layer
+    (`Accelerator.for_layer`: not a fused tile's on-chip ones). Inputs are the elements the layer
+    reads (`costmodel.loopnest.window.footprint`: the rows and columns of its window that are
+    read). Bytes = elements x bits / 8 (no rounding to DRAM words).
+
+    Raises:
+        ValueError: the outermost level is bounded, or the layer keeps on chip an operand no
+            memory below the DRAM serves."""
     bits = operand_bits(layer, arch)
     prec = {"W": bits["W"], "I": bits["I"], "O": bits["O_final"]}
     dims = layer.dims()
-    return sum(footprint(op, dims, layer) * prec[op] for op in _served(arch)) / 8
+    _dram(arch)
+    view = arch.for_layer(layer)  # a tile that keeps every operand on chip drops the DRAM level
+    served = _served(view) if view.memories[-1].size_bits is None else ()
+    return sum(footprint(op, dims, layer) * prec[op] for op in served) / 8
+
+
+def dram_bits(layer, arch, report) -> dict[str, float]:
+    """The bits one execution of ``layer`` moves at the DRAM under the mapping ``report`` costs
+    (a valid `costmodel.loopnest.reference.CostReport` of ``layer`` on ``arch``), per operand the
+    DRAM serves for this layer (`Accelerator.for_layer`: a fused tile's on-chip operands, e.g. the
+    score tile and partial output of fused attention, move nothing off chip): the word accesses
+    (reads + writes) of the operand at the outermost level x the operand's word width there
+    (``port(op).word_bits``; a word access moves a whole word, as the cost model counts it).
+    ``{}`` when the outermost level is bounded (nothing is off chip). The one count of a mapping's
+    DRAM traffic (module docstring). Keys "W", "I", "O"; values in bits.
+
+    Raises:
+        ValueError: ``report`` is invalid (its reason), or ``layer`` keeps on chip an operand no
+            memory below the DRAM serves (`Accelerator.for_layer`).
+    """
+    if not report.valid:
+        raise ValueError(f"layer {layer.name!r}: invalid mapping on {arch.name!r}: {report.reason}")
+    view = arch.for_layer(layer)
+    top = view.memories[-1]
+    if top.size_bits is not None:
+        return {}
+    ops = report.breakdown["operands"]
+    out = {}
+    for op in _served(view):
+        lv = ops[op][-1]
+        out[op] = float((lv["reads"] + lv["writes"]) * top.port(op).word_bits)
+    return out
 
 
 def dram_bytes(layer, arch, mapping: Mapping | _Mapping[str, Any]) -> float:
-    """The DRAM bytes ``mapping`` moves for one execution of ``layer``: at the outermost level, per
-    operand the DRAM serves, (reads + writes) x word_bits / 8, from the cost report of
-    `costmodel.loopnest.reference.evaluate` (a word access moves a whole word).
+    """The DRAM bytes ``mapping`` moves for one execution of ``layer``: `dram_bits` of its cost
+    report (`costmodel.loopnest.reference.evaluate`), summed over the operands, / 8.
 
     Args:
         mapping: a `Mapping` or its dict form (`Mapping.to_dict`, as `sweep.commands.map_eval.map_layer` gives).
@@ -88,12 +131,8 @@ def dram_bytes(layer, arch, mapping: Mapping | _Mapping[str, Any]) -> float:
             level is bounded.
     """
     m = Mapping.from_dict(mapping) if isinstance(mapping, _Mapping) else mapping
-    top = _dram(arch)
-    rep = evaluate(layer, arch, m)
-    if not rep.valid:
-        raise ValueError(f"layer {layer.name!r}: invalid mapping on {arch.name!r}: {rep.reason}")
-    ops = rep.breakdown["operands"]
-    return sum((ops[op][-1]["reads"] + ops[op][-1]["writes"]) * top.word_bits for op in _served(arch)) / 8
+    _dram(arch)  # a bounded outermost level: no DRAM, ValueError
+    return sum(dram_bits(layer, arch, evaluate(layer, arch, m)).values()) / 8
 
 
 def _bytes(layer, arch, mapping) -> float:

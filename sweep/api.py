@@ -327,8 +327,9 @@ def map_layer(layer: Layer, accelerator: Architecture | str | Path, mapper: str 
             ``"latency"`` (cycles) or ``"edp"``; on the multi-NPU archs ``"latency_bytes"``
             (default), ``"latency"`` or ``"bytes"``.
         seed: the seed of stochastic mappers (a ``seed`` parameter wins).
-        params, **more_params: mapper parameters (``iterations=300``, ``engine="sa"``, ...),
-            checked against the mapper's declaration; keyword arguments win over ``params``.
+        params: mapper parameters (``iterations=300``, ``engine="sa"``, ...), checked against
+            the mapper's declaration.
+        **more_params: more mapper parameters as keyword arguments; they win over ``params``.
 
     Raises:
         CampaignError: unknown mapper, a mapper of another kind of architecture, a bad objective
@@ -342,26 +343,31 @@ def map_layer(layer: Layer, accelerator: Architecture | str | Path, mapper: str 
 
 def map_network(network: Network | str | Path, accelerator: Architecture | str | Path, mapper: str = "salsa",
                 objective: str | None = None, seed: int = 0, *, params: Mapping[str, Any] | None = None,
-                progress: Callable[[int, int, str], None] | None = None, **more_params: Any) -> NetworkResult:
+                progress: Callable[[int, int, str], None] | None = None,
+                gpu_memory_utilization: float | None = None, **more_params: Any) -> NetworkResult:
     """Map every unique layer of ``network`` (as `load_network`; layers of equal shape merged,
     repeats added) on ``accelerator`` with `map_layer`'s arguments, in order, and total them:
     ``sweep map --network N`` without ``--layer``. ``progress(done, total, layer_name)`` is called
-    before each layer and once at the end (done = total, name "").
+    before each layer and once at the end (done = total, name ""). ``gpu_memory_utilization``: the
+    share of the DRAM a transformer step may fill, in (0, 1] (None: vLLM's 0.9; `costmodel.capacity`).
 
     Raises:
         CampaignError: as `load_network`, `load_accelerator` and `map_layer` (on the first layer,
-            before any long work).
+            before any long work); ``gpu_memory_utilization`` outside (0, 1].
+        DoesNotFitError: a transformer step that does not fit that share of the DRAM.
     """
+    from sweep.commands.llm_step import memory_share
     from sweep.commands.map_eval import map_network as _map_network
+    share = memory_share(gpu_memory_utilization, "gpu_memory_utilization")
     res = _map_network(load_network(network), load_accelerator(accelerator), mapper, objective, seed,
-                       _params(params, more_params), progress)
+                       _params(params, more_params), progress, gpu_memory_utilization=share)
     return _network_result(res)
 
 
 def map_step(model: str, accelerator: Architecture | str | Path, mapper: str = "salsa",
              objective: str | None = None, seed: int = 0, *, params: Mapping[str, Any] | None = None,
              progress: Callable[[int, int, str], None] | None = None, system: Any = None,
-             **workload: Any) -> NetworkResult:
+             gpu_memory_utilization: float | None = None, **workload: Any) -> NetworkResult:
     """One transformer step mapped: ``model`` a zoo transformer (or a step's name) with the step's
     parameters as keywords (as `load_network`: ``phase``, ``batch``, ``seq``, ``context``, ...,
     ``fusion``); `map_network` of that step, except ``fusion="auto"``: every way of running the
@@ -374,12 +380,16 @@ def map_step(model: str, accelerator: Architecture | str | Path, mapper: str = "
     ``chips``) or a TOML file; one chip's share is mapped and `NetworkResult.system` has the
     system's figures (``tp=8`` etc. as step keywords map the share on the default interconnect).
 
+    ``gpu_memory_utilization``: the share of each chip's DRAM the step may fill (`map_network`'s).
+
     Raises:
         CampaignError: as `load_network` and `map_network`; a tile given with ``fusion="auto"``.
         DoesNotFitError: the step does not fit the accelerator's DRAM.
     """
     from sweep.commands.fusion_choice import AUTO, map_step_auto
+    from sweep.commands.llm_step import memory_share
     from sweep.commands.system_step import load_system, system_workload
+    share = memory_share(gpu_memory_utilization, "gpu_memory_utilization")
     sys_ = load_system(system, source="system")
     workload = system_workload(dict(workload), sys_)
     if sys_ is not None or any(workload.get(k) for k in ("tp", "pp", "ep")):
@@ -388,14 +398,14 @@ def map_step(model: str, accelerator: Architecture | str | Path, mapper: str = "
                                                      "attention: give 'fused' or 'unfused'")])
         from sweep.commands.map_eval import map_network as _map_network
         res = _map_network(load_network(model, **workload), load_accelerator(accelerator), mapper, objective, seed,
-                           _params(params, {}), progress, system=sys_)
+                           _params(params, {}), progress, system=sys_, gpu_memory_utilization=share)
         return _network_result(res)
     if workload.get("fusion") != AUTO:
         return map_network(load_network(model, **workload), accelerator, mapper, objective, seed, params=params,
-                           progress=progress)
+                           progress=progress, gpu_memory_utilization=share)
     _check_step_keys(workload, "map_step")
     res = map_step_auto(str(model), workload, load_accelerator(accelerator), mapper, objective, seed,
-                        _params(params, {}), progress)
+                        _params(params, {}), progress, gpu_memory_utilization=share)
     return _network_result(res)
 
 

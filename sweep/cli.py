@@ -30,7 +30,7 @@ from sweep.commands import text
 from sweep.commands.llm_step import (ActBitsOpt, AttentionOpt, BatchOpt, ContextOpt, FusionOpt, KvBitsOpt, PhaseOpt,
                                      QueryTileOpt, KvTileOpt, BatchedOpt, SeqOpt, WeightBitsOpt, list_step_options,
                                      workload_of, SystemOpt, ChipsOpt, TpOpt, PpOpt, EpOpt, ReplicasOpt,
-                                     MicroBatchesOpt, InterconnectOpt, LaunchUsOpt)
+                                     MicroBatchesOpt, InterconnectOpt, LaunchUsOpt, GpuMemoryUtilizationOpt, memory_share)
 from sweep.commands.text import param_option, plain_help, seed_option
 from sweep.common import fmt
 from sweep.common.errors import CampaignError, Finding, StoreError, SweepError
@@ -153,16 +153,21 @@ def rerun(
 
 
 def _execute(c, resume: bool, executor: ExecutorKind, address: str | None, resume_hint: str) -> None:
-    """Run campaign ``c`` with a progress bar; exit 130 if interrupted, 1 if a task failed."""
+    """Run campaign ``c`` with a progress bar; exit 130 if interrupted, 1 if a task failed. The output
+    directory is checked before anything is printed or started. The bar counts tasks, or, for a search
+    deciding as it goes (an Optuna study, a grid pruned by bound), designs, as the last lines do."""
     from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
                                TimeElapsedColumn, TimeRemainingColumn)
 
     from sweep.engine.runner import Interrupted, run_campaign
+    from sweep.engine.signals import set_forced_exit_note
     from sweep.engine.store import Store
 
     Store(c.output).check_new_or_resumable(c.config_hash(), resume)  # before any output; writes nothing
+    Store(c.output).check_writable()
+    set_forced_exit_note(f"interrupted again: stopped at once; what was stored stays; resume with: {resume_hint}")
     err.print(f"campaign [bold]{escape(c.name)}[/]: {escape(c.plan.describe_run(c))} -> {escape(str(c.output))}")
-    unit = "designs" if getattr(getattr(c, "search", None), "prune", "none") != "none" else "tasks"
+    unit = "designs" if c.plan.runs_study(c) and getattr(c, "search", None) is not None else "tasks"
     with Progress(TextColumn("[progress.description]{task.description}"), BarColumn(),
                   MofNCompleteColumn(), TextColumn(unit), TimeElapsedColumn(),
                   TimeRemainingColumn(), console=err, transient=False) as prog:
@@ -172,21 +177,18 @@ def _execute(c, resume: bool, executor: ExecutorKind, address: str | None, resum
         try:
             s = run_campaign(c, resume=resume, executor=executor.value, address=address,
                              progress=progress)
-        except Interrupted as i:
+        except (Interrupted, KeyboardInterrupt) as i:   # (a bare Ctrl-C: before Ray started)
+            s = getattr(i, "summary", None)
+            if s is not None and (unit == "tasks" or "pruned" in s.search):   # the bar ends where the line does
+                g = s.search
+                prog.update(bar, completed=g["mapped"] + g["pruned"] if "pruned" in g else s.tasks_before + s.tasks_run)
             prog.stop()
-            done, before = i.summary.tasks_run, i.summary.tasks_skipped
-            if c.plan.runs_study(c) and getattr(c, "search", None) is not None:
-                # a search's skipped count is of suggestions answered from storage: count the store
-                before = max(0, len(Store(c.output).stored_task_ids()) - done)
-            stored = f"{done:,} task(s) stored by this run" + (f", {done + before:,} in all" if before else "")
-            err.print(f"interrupted: {stored} in {c.output}; complete it with: {resume_hint}",
-                      markup=False, highlight=False)
+            line = (f"interrupted: {s.interrupted_text()}; resume with: {resume_hint}" if s is not None else
+                    f"interrupted: no task stored in {c.output}; " + (f"resume with: {resume_hint}" if
+                    (Path(c.output) / "manifest.json").exists() else "nothing was written"))
+            err.print(line, markup=False, highlight=False)
             raise typer.Exit(130)
-    skipped = ("suggested design(s) told their stored figures" if c.plan.runs_study(c) and unit == "tasks"
-               else "already stored")
-    err.print(f"done: {s.tasks_run:,} task(s) run, {s.tasks_skipped:,} {skipped}, "
-              f"{s.tasks_failed} failed, {s.rows_written:,} rows in {s.seconds:.1f} s "
-              f"(executor start {s.executor_start_s:.1f} s) -> {s.output}", markup=False)
+    err.print(f"done: {s.done_text(c.plan.runs_study(c))}", markup=False, highlight=False)
     text.print_search_outcome(s.search, err)
     text.print_run_outcome(s, err)
 
@@ -231,7 +233,7 @@ def map_(
     kv_tile: KvTileOpt = None, batched_attention: BatchedOpt = False,
     system: SystemOpt = None, chips: ChipsOpt = None, tp: TpOpt = None, pp: PpOpt = None, ep: EpOpt = None,
     replicas: ReplicasOpt = None, micro_batches: MicroBatchesOpt = None, interconnect: InterconnectOpt = None,
-    launch_us: LaunchUsOpt = None,
+    launch_us: LaunchUsOpt = None, gpu_memory_utilization: GpuMemoryUtilizationOpt = None,
 ) -> None:
     """Map one layer on one accelerator and print the best mapping as a loop nest; with --network
     and no --layer, map every unique layer of the network and print a per-layer table and totals
@@ -249,9 +251,13 @@ def map_(
     sys_ = load_system(system, chips=chips, tp=tp, pp=pp, ep=ep, replicas=replicas, micro_batches=micro_batches,
                        interconnect=interconnect, launch_overhead_us=launch_us)
     workload = system_workload(workload, sys_)
+    share = memory_share(gpu_memory_utilization)
     if network and layer is None and not dims:
-        _map_network(network, arch, mapper, objective, seed, param or [], as_json, point, workload, sys_)
+        _map_network(network, arch, mapper, objective, seed, param or [], as_json, point, workload, sys_, share)
         return
+    if share is not None:
+        raise CampaignError("--gpu-memory-utilization", [Finding("--gpu-memory-utilization", share, "applies to a "
+                                                                 "whole transformer step (--network without --layer)")])
     lay = api.load_layer(network, layer, dims, **workload)
     acc = api.load_accelerator(load_arch(arch, point))
     params = dict(parse_param(p) for p in (param or []))
@@ -296,7 +302,7 @@ def _fs_text(fig: dict) -> str:
 
 def _map_network(network: str, arch: str, mapper: str, objective: str | None, seed: int,
                  param: list[str], as_json: bool, point: int | None = None, workload: dict | None = None,
-                 system=None) -> None:
+                 system=None, gpu_memory_utilization: float | None = None) -> None:
     """`sweep map --network N` without --layer: every unique layer, a Rich progress bar on stderr,
     then the per-layer table and the totals (or one JSON object)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -319,8 +325,12 @@ def _map_network(network: str, arch: str, mapper: str, objective: str | None, se
         def progress(done: int, total: int, name: str) -> None:
             bar.update(task, completed=done, total=total, description=f"mapping {what}: {name}" if name else "done")
 
-        res = (map_step_auto(network, workload, acc, mapper, objective, seed, params, progress) if auto
-               else map_network(net, acc, mapper, objective, seed, params, progress, system=system))
+        res = (map_step_auto(network, workload, acc, mapper, objective, seed, params, progress,
+                             gpu_memory_utilization=gpu_memory_utilization) if auto
+               else map_network(net, acc, mapper, objective, seed, params, progress, system=system,
+                                gpu_memory_utilization=gpu_memory_utilization))
+    from sweep.commands.llm_step import print_config_notes
+    print_config_notes(network, err)   # a config.json's notes, on stderr (the JSON on stdout stays one object)
     if as_json:
         _echo_json(res)
         text.exit_if_infeasible(res["layers"], err, dict(res["total"], layer=res["network"]))

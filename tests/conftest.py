@@ -1,11 +1,19 @@
 """Shared fixtures: one Ray instance for the whole test session, a deterministic Hypothesis profile."""
 
 import os
+import signal
 import tempfile
 
 import pytest
 
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+
+# The suite run as a background job of a shell without job control (`pytest &`, a CI runner's
+# script) starts with SIGINT ignored (POSIX), and so would every `sweep` it starts: the Ctrl-C tests
+# stand for a user at a terminal, where Ctrl-C is delivered. Children started from here get SIGINT's
+# default action back (a caught signal is reset on exec).
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 try:
     from hypothesis import settings

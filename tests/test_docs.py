@@ -2,12 +2,18 @@
 README.md and docs/*.md resolves (files and #anchors, GitHub's heading slugs), the README stays
 short, keeps the two fresh-machine commands verbatim (CI runs the test one) and links every docs
 page; docs/campaigns.md's key table names every key the campaign parser takes; the README's first
-campaign runs as written.
+campaign runs as written. The docs site (mkdocs.yml): its nav lists every page, and `mkdocs build
+--strict` (warnings as errors: broken links and anchors, pages left out of the nav, griffe's
+docstring warnings) builds it, the API reference generated from the docstrings, no asset fetched
+from outside.
 """
 
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -18,6 +24,8 @@ from paths import REPO
 README = REPO / "README.md"
 DOCS = REPO / "docs"
 PAGES = sorted(DOCS.glob("*.md"))
+API_PAGES = sorted((DOCS / "api").glob("*.md"))
+MKDOCS = REPO / "mkdocs.yml"
 MAIN_JOB = ("pip install -e . && sweep run campaigns/area16mm2.toml && sweep report results/area16mm2 "
             "--plots results/area16mm2/plots")
 TESTS = 'pip install -e ".[test]" && python -m pytest'
@@ -58,7 +66,7 @@ def _links(path: Path) -> list[str]:
     return _LINK.findall(_prose(path.read_text()))
 
 
-@pytest.mark.parametrize("path", [README, *PAGES], ids=lambda p: p.relative_to(REPO).as_posix())
+@pytest.mark.parametrize("path", [README, *PAGES, *API_PAGES], ids=lambda p: p.relative_to(REPO).as_posix())
 def test_every_relative_link_resolves(path):
     broken = []
     for target in _links(path):
@@ -159,3 +167,81 @@ def test_the_first_campaign_runs_as_the_readme_says(tmp_path):
         assert quoted, layer
         line = next(x for x in rep.output.splitlines() if layer in x)
         assert re.findall(r"\S+ uJ", line) == list(quoted.groups()), (line, quoted.groups())
+
+
+# -- the docs site ---------------------------------------------------------------------------------
+
+def _nav_pages(node) -> list[str]:
+    """Every page a mkdocs ``nav`` names, depth first (entries are "page.md", {title: "page.md"} or
+    {title: [entries]})."""
+    if isinstance(node, str):
+        return [node]
+    if isinstance(node, dict):
+        return [p for v in node.values() for p in _nav_pages(v)]
+    return [p for v in node for p in _nav_pages(v)]
+
+
+def _mkdocs_config() -> dict:
+    import yaml
+
+    class Loader(yaml.SafeLoader):
+        """mkdocs.yml's ``!!python/...`` tags (the slug function) read as plain data."""
+
+    Loader.add_multi_constructor("tag:yaml.org,2002:python/", lambda loader, suffix, node: None)
+    return yaml.load(MKDOCS.read_text(), Loader=Loader)
+
+
+def test_the_site_nav_lists_every_docs_page_once():
+    cfg = _mkdocs_config()
+    assert cfg["docs_dir"] == "docs" and cfg["strict"] is True
+    nav = _nav_pages(cfg["nav"])
+    pages = sorted(p.relative_to(DOCS).as_posix() for p in [*PAGES, *API_PAGES])
+    assert sorted(nav) == pages and len(nav) == len(set(nav)), sorted(set(nav) ^ set(pages))
+
+
+def test_the_api_pages_name_modules_that_exist():
+    import importlib.util
+
+    names = [m for p in API_PAGES for m in re.findall(r"^::: ([\w.]+)$", p.read_text(), re.M)]
+    assert len(names) >= 20
+    assert {n.split(".")[0] for n in names} == {"costmodel", "mappers", "sweep"}
+    assert [n for n in names if importlib.util.find_spec(n) is None] == []
+
+
+def _plain_prefix(doc: str) -> str:
+    """The first words of a docstring's first paragraph up to its first markup (backticks,
+    emphasis), as the site prints them."""
+    first = doc.strip().split("\n\n", 1)[0]
+    return re.split(r"[`*_]", " ".join(first.split()), maxsplit=1)[0].strip()
+
+
+@pytest.mark.slow
+def test_the_site_builds_strict_with_the_api_reference(tmp_path):
+    """``mkdocs build --strict`` exits 0 (any warning fails it: a broken link or anchor, a page out
+    of the nav, a docstring griffe cannot parse); every page is built; the API reference holds the
+    docstrings' own sentences; no built page loads a script or stylesheet from outside."""
+    from costmodel import workload
+    from mappers import base
+    from sweep import api
+
+    site = tmp_path / "site"
+    start = time.perf_counter()
+    res = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site)],
+                         cwd=REPO, capture_output=True, text=True, timeout=300)
+    took = time.perf_counter() - start
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "WARNING" not in res.stderr, res.stderr
+    for page in [*PAGES, *API_PAGES]:
+        rel = page.relative_to(DOCS).with_suffix("")
+        built = site / ("index.html" if rel.as_posix() == "index" else rel / "index.html")
+        assert built.is_file(), built
+    html = {name: (site / "api" / name / "index.html").read_text() for name in ("sweep", "mappers", "costmodel")}
+    for name, doc in (("sweep", api.__doc__), ("sweep", api.map_layer.__doc__), ("mappers", base.__doc__),
+                      ("costmodel", workload.__doc__)):
+        sentence = _plain_prefix(doc)
+        assert len(sentence) > 15 and sentence in html[name], (name, sentence)
+    assert 'id="sweep.api.map_layer"' in html["sweep"]
+    outside = [p.relative_to(site).as_posix() for p in site.rglob("*.html")
+               if re.search(r"<(?:script|link)\b[^>]*\b(?:src|href)=\"(?:https?:)?//", p.read_text())]
+    assert outside == []
+    assert took < 60, f"the site took {took:.1f} s to build"

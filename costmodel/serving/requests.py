@@ -334,8 +334,10 @@ def synthetic(rate: float, *, count: int | None = None, duration_s: float | None
     Args:
         rate: mean arrivals per second (> 0).
         count: requests (>= 1); or ``duration_s``: those arriving before it (one of the two).
-        prompt, output: `Lengths` or their text (`parse_lengths`); ``trace`` for either samples
-            (prompt, output) pairs with replacement from ``lengths_from`` (both then come from it).
+        prompt: prompt lengths, `Lengths` or their text (`parse_lengths`); ``trace`` for either
+            samples (prompt, output) pairs with replacement from ``lengths_from`` (both then come
+            from it).
+        output: output lengths, as ``prompt``.
         cv: coefficient of variation of the gaps (> 0; 1: Poisson; > 1 burstier).
         seed: the generator's seed.
 

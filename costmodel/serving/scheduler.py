@@ -45,6 +45,8 @@ import math
 from dataclasses import dataclass, fields
 from typing import Any
 
+from costmodel.capacity import GPU_MEMORY_UTILIZATION, check_memory_utilization
+
 __all__ = ["SchedulerConfig", "vllm_defaults", "kv_blocks", "capture_sizes", "GRAPH_MODES", "SOURCE"]
 
 SOURCE = "vLLM v0.11.0 (V1 engine): v1/core/sched/scheduler.py, v1/core/kv_cache_manager.py, engine/arg_utils.py"
@@ -85,7 +87,8 @@ class SchedulerConfig:
         block_size: tokens per KV block.
         chunked_prefill: split prompts over iterations (True) or schedule a prompt whole.
         max_model_len: the longest sequence (prompt + output tokens) served.
-        gpu_memory_utilization: the share of each chip's memory the server may use.
+        gpu_memory_utilization: the share of each chip's memory the server may use (the one meaning and
+            default of `costmodel.capacity`: the capacity checks of steps, systems and campaigns).
         long_prefill_token_threshold: at most this many prompt tokens of one request per iteration
             (0: no limit).
         num_blocks: the KV blocks, when given instead of derived from the memory (`kv_blocks`).
@@ -103,7 +106,7 @@ class SchedulerConfig:
     block_size: int = 16
     chunked_prefill: bool = True
     max_model_len: int = 8192
-    gpu_memory_utilization: float = 0.9
+    gpu_memory_utilization: float = GPU_MEMORY_UTILIZATION   # the capacity model's one default (costmodel.capacity)
     long_prefill_token_threshold: int = 0
     num_blocks: int | None = None
     graphs: str = "vllm"
@@ -124,9 +127,7 @@ class SchedulerConfig:
         if not self.chunked_prefill and self.max_num_batched_tokens < self.max_model_len:
             raise ValueError(f"max_num_batched_tokens = {self.max_num_batched_tokens}: with chunked prefill off it "
                              f"must hold a whole prompt, at least max_model_len = {self.max_model_len}")
-        u = self.gpu_memory_utilization
-        if isinstance(u, bool) or not isinstance(u, (int, float)) or not (0 < u <= 1):
-            raise ValueError(f"gpu_memory_utilization = {u!r}: expected a fraction in (0, 1]")
+        check_memory_utilization(self.gpu_memory_utilization)
         if self.num_blocks is not None:
             _int("num_blocks", self.num_blocks, 1)
         if self.graphs not in GRAPH_MODES:

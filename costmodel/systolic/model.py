@@ -82,10 +82,12 @@ def evaluate(layers: Sequence[Layer], J, K, fsram_kib, isram_kib, psram_kib,
 
     Args:
         layers: the L layers (``costmodel.workload.Layer``).
-        J, K: PE-array rows and columns, 1-D integer array-likes of length P.
-        fsram_kib, isram_kib, psram_kib: filter / ifmap / psum SRAM sizes in KiB (1 KiB = 8192
-            bits), 1-D integer array-likes of length P; each must be a size of the CACTI table
-            (4..512 KiB).
+        J: PE-array rows, a 1-D integer array-like of length P.
+        K: PE-array columns, a 1-D integer array-like of length P.
+        fsram_kib: filter SRAM sizes in KiB (1 KiB = 8192 bits), a 1-D integer array-like of
+            length P; each must be a size of the CACTI table (4..512 KiB).
+        isram_kib: ifmap SRAM sizes in KiB, as ``fsram_kib``.
+        psram_kib: psum SRAM sizes in KiB, as ``fsram_kib``.
         params: technology constants and switches.
         breakdown: also return ``dram_bits`` and ``stall_cycles`` (P, L, 5).
 

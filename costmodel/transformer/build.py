@@ -145,10 +145,13 @@ def build_transformer(model: str | TransformerConfig, *, phase: str | None = Non
         batched_attention: True: attention's batch x kv_heads instances per block are one batched
             matmul each (loop dim G, which a mapper may unroll over an array dim whose hint allows G,
             or order temporally); False / None (default): one instance after another (repeats).
-        tp, pp, ep: tensor, pipeline and expert parallelism (None or 1: one chip): the network is
-            then ONE chip's share (`costmodel.system.parallel`: heads, K/V heads, FFN and vocabulary
-            / tp; the last pipeline stage's blocks / pp with the LM head; batch / ep sequences and
-            their experts' share); ``batch`` stays the whole system's.
+        tp: tensor parallelism (None or 1: one chip): the network is then ONE chip's share
+            (`costmodel.system.parallel`: heads, K/V heads, FFN and vocabulary / tp); ``batch``
+            stays the whole system's, as with ``pp`` and ``ep``.
+        pp: pipeline parallelism (None or 1: one chip): the last pipeline stage's blocks / pp
+            with the LM head.
+        ep: expert parallelism (None or 1: one chip): batch / ep sequences and their experts'
+            share.
 
     Returns:
         A `Network` named ``<model>/prefill/b<batch>/seq<seq>`` or

@@ -120,6 +120,7 @@ def transformer_info(spec: str | os.PathLike | TransformerConfig) -> dict:
 def file_info(path: str | os.PathLike) -> dict:
     """What a config.json gives (`sweep list networks --file`): `transformer_info` plus ``read`` (the
     config fields read, with their values), ``defaulted`` (those the file left to the class's
-    default) and ``architecture``. Raises as `read_hf_config`."""
+    default), ``notes`` (`costmodel.transformer.hf`'s, one line each) and ``architecture``. Raises as
+    `read_hf_config`."""
     cfg, read = read_hf_config(path)
     return {**transformer_info(cfg), "architecture": cfg.architecture, **read}

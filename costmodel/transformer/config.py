@@ -37,14 +37,20 @@ _CHOICES = {"kind": MODEL_KINDS, "ffn_kind": FFN_KINDS, "norm": ("layernorm", "r
             "attention": ATTENTION_KINDS, "router": ("softmax", "sigmoid")}
 _POSITIVE = ("hidden", "layers", "heads", "kv_heads", "head_dim", "ffn", "max_context", "seq", "batch")
 #: The fields that do not shape a step (names and citations): left out of `TransformerConfig.shape`.
-SHAPE_EXCLUDED = ("name", "description", "source", "published_params", "published_params_source", "architecture")
+#: The checkpoint's precision fields are left out too, until a step is costed with them: a step's
+#: recorded shapes (and its task ids) are what they were before they were read.
+SHAPE_EXCLUDED = ("name", "description", "source", "published_params", "published_params_source", "architecture",
+                  "checkpoint_weight_bits", "checkpoint_act_bits", "checkpoint_dtype")
 
 
 @dataclass(frozen=True)
 class TransformerConfig:
     """One transformer model (module docstring; `costmodel.transformer.hf` names the config.json
     field behind each). ``published_params`` is the checkpoint's published parameter count (0 where
-    none is known, as for a user's file); ``seq``, ``context``, ``batch`` the default step.
+    none is known, as for a user's file); ``seq``, ``context``, ``batch`` the default step;
+    ``checkpoint_weight_bits`` / ``checkpoint_act_bits`` (bits; None: not stated) and
+    ``checkpoint_dtype`` the checkpoint's precision as its config.json states it (read, recorded,
+    not yet costed; out of `shape`).
 
     Raises:
         ValueError: a mistyped or inconsistent field; the message names the model and the field.
@@ -102,6 +108,12 @@ class TransformerConfig:
     router_bias: bool = False     # DeepSeek-V3's e_score_correction_bias: one value per routed expert
     routing_groups: tuple[int, int] = (0, 0)  # DeepSeek's (n_group, topk_group); (0, 0): none
     not_modelled: tuple[str, ...] = ()  # what the config has that no operation costs (said in not_costed)
+    # -- the checkpoint's precision as its config.json states it (`costmodel.importers.hf_config.checkpoint_precision`:
+    # torch_dtype, quantization_config); None / "" when the file says nothing. Read and recorded only: no step
+    # is costed with them yet (a step's precisions are its weight_bits / act_bits or the accelerator's).
+    checkpoint_weight_bits: int | None = None  # bits of the stored weights (bfloat16: 16; fbgemm_fp8: 8; GPTQ: bits)
+    checkpoint_act_bits: int | None = None     # bits of the activations the checkpoint runs with (FP8 dynamic: 8)
+    checkpoint_dtype: str = ""                 # e.g. "bfloat16", "fp8 (fbgemm_fp8)", "int4 (gptq)"
 
     def _bad(self, key: str, why: str) -> ValueError:
         return ValueError(f"transformer {self.name!r}: {key} {why}")
@@ -121,6 +133,10 @@ class TransformerConfig:
                 raise self._bad(f.name, f"must be true or false, got {v!r}")
             elif f.type == "str" and not isinstance(v, str):
                 raise self._bad(f.name, f"must be a string, got {v!r}")
+        for k in ("checkpoint_weight_bits", "checkpoint_act_bits"):
+            v = getattr(self, k)
+            if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
+                raise self._bad(k, f"must be None or an integer >= 1 (bits), got {v!r}")
         for k in ("description", "source"):
             if not getattr(self, k):
                 raise self._bad(k, "must be a non-empty string")

@@ -46,7 +46,7 @@ def network_file(path: str, workload: dict | None = None) -> dict:
         info = network_file_info(path)
         doc = _layers_doc(net, path, info.get("source", ""), ["config"] * len(net), [])
         doc.update(_transformer_doc(net, info), architecture=info["architecture"], read=info["read"],
-                   defaulted=info["defaulted"])
+                   defaulted=info["defaulted"], notes=info.get("notes", []))
         return doc
     try:
         net = load_network_file(path)

@@ -35,10 +35,12 @@ def _value(tot: dict[str, Any], objective: str) -> float:
 
 def map_step_auto(network: str, workload: dict[str, Any], arch, mapper_name: str, objective: str | None = None,
                   seed: int = 0, params: dict[str, Any] | None = None,
-                  progress: Callable[[int, int, str], None] | None = None) -> dict[str, Any]:
+                  progress: Callable[[int, int, str], None] | None = None,
+                  gpu_memory_utilization: float | None = None) -> dict[str, Any]:
     """Map every attention variant of the transformer step ``network`` (a zoo model or a step's name)
     with ``workload`` (`sweep.commands.map_eval.WORKLOAD_OPTIONS`; ``fusion`` "auto", no tiles) on
-    the loop-nest accelerator ``arch`` and keep the best (module docstring).
+    the loop-nest accelerator ``arch`` and keep the best (module docstring); its capacity checked
+    at ``gpu_memory_utilization`` of the DRAM (`map_network`'s).
 
     Returns:
         `map_network`'s dict of the chosen variant with ``fusion_choice``: rows ``{"network",
@@ -73,7 +75,8 @@ def map_step_auto(network: str, workload: dict[str, Any], arch, mapper_name: str
         net = base if v["fusion"] == "unfused" else resolve_network(network, {**workload, **v})
         if progress:
             progress(i, len(variants), net.name)
-        results.append(map_network(net, arch, mapper_name, objective, seed, params, cache=cache))
+        results.append(map_network(net, arch, mapper_name, objective, seed, params, cache=cache,
+                                   gpu_memory_utilization=gpu_memory_utilization))
     if progress:
         progress(len(variants), len(variants), "")
     used = results[0]["objective"]

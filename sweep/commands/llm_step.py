@@ -15,8 +15,9 @@ from sweep.common import fmt
 
 __all__ = ["SystemOpt", "ChipsOpt", "TpOpt", "PpOpt", "EpOpt", "ReplicasOpt", "MicroBatchesOpt", "InterconnectOpt", "LaunchUsOpt",
            "print_system", "PhaseOpt", "BatchOpt", "SeqOpt", "ContextOpt", "WeightBitsOpt", "ActBitsOpt", "KvBitsOpt", "AttentionOpt",
-           "FusionOpt", "QueryTileOpt", "KvTileOpt",
-           "list_step_options", "workload_of", "print_step", "print_fusion_choice", "print_vector_ops", "memory_text"]
+           "FusionOpt", "QueryTileOpt", "KvTileOpt", "GpuMemoryUtilizationOpt", "memory_share",
+           "list_step_options", "workload_of", "print_step", "print_fusion_choice", "print_vector_ops", "memory_text",
+           "print_config_notes"]
 
 _PANEL = "Transformer step (the zoo's LLMs, BERT and ViT; `sweep list networks`)"
 PhaseOpt = Annotated[Optional[str], typer.Option("--phase", help="prefill (the prompt, compute-bound) or decode (one new token per sequence, weights and KV cache read from DRAM); encoders (bert_base, vit_b16) are prefill only. Default: the model's.", rich_help_panel=_PANEL)]
@@ -39,8 +40,27 @@ EpOpt = Annotated[Optional[int], typer.Option("--ep", min=1, help="Expert parall
 ReplicasOpt = Annotated[Optional[int], typer.Option("--replicas", min=1, help="Copies of the model serving independent batches (data parallel).", rich_help_panel=_SYSTEM)]
 MicroBatchesOpt = Annotated[Optional[int], typer.Option("--micro-batches", min=1, help="Micro-batches through the pipeline stages (divides the batch / ep; default 1).", rich_help_panel=_SYSTEM)]
 LaunchUsOpt = Annotated[Optional[float], typer.Option("--launch-us", min=0.0, help="The host's fixed cost per kernel launch on each chip (us) over the accelerator's; 0 = every step captured once and replayed (CUDA graphs). A GPU preset replays decode already (\\[gpu] graph_phases) and pays its device time per kernel (\\[gpu] kernel_us) either way.", rich_help_panel=_SYSTEM)]
+GpuMemoryUtilizationOpt = Annotated[Optional[float], typer.Option("--gpu-memory-utilization", metavar="F", help="Share of each chip's memory that the weights, activations and KV cache may fill, in (0, 1] (vLLM's gpu_memory_utilization, default 0.9: the rest is the runtime's); sets the check that the step fits and the largest batch that fits. 1 counts every byte.", rich_help_panel=_SYSTEM)]
 InterconnectOpt = Annotated[Optional[str], typer.Option("--interconnect", help="The chips' links: nvlink3 (A100, default), nvlink4 (H100), pcie4_x16, or a table in --system.", rich_help_panel=_SYSTEM)]
 FusionOpt = Annotated[Optional[str], typer.Option("--fusion", help="unfused (default: every operation reads and writes its tensors), fused (attention as one group, score -> softmax -> context on chip per query tile, K/V streamed; element-wise ops applied as the accumulators drain), or auto (sweep map only: maps unfused and fused with every query tile 64..1024 and K/V tile 64..512, keeps the best under --objective and prints the table of choices).", rich_help_panel=_PANEL)]
+
+
+def memory_share(value: float | None, key: str = "--gpu-memory-utilization") -> float | None:
+    """``--gpu-memory-utilization`` (or the keyword ``key``) checked
+    (`costmodel.capacity.check_memory_utilization`): None when not given (the default, 0.9, applies).
+
+    Raises:
+        CampaignError: a value outside (0, 1] (``key`` and the value named; exit 2).
+    """
+    if value is None:
+        return None
+    from costmodel.capacity import check_memory_utilization
+    from sweep.common.errors import CampaignError, Finding
+    try:
+        return check_memory_utilization(value, key)
+    except ValueError as e:
+        why = str(e).split(": ", 1)[-1]   # the message without its "key = value" (the finding says it)
+        raise CampaignError(key, [Finding(key, value, why)]) from None
 
 
 def workload_of(phase: str | None, batch: int | None, seq: int | None, context: int | None,
@@ -83,6 +103,22 @@ def print_vector_ops(doc: dict, console: Any) -> None:
                    "elements per step", ops, console)
     for line in doc.get("not_costed") or []:
         console.print(f"not costed: {line}", highlight=False, markup=False)
+    for line in doc.get("notes") or []:   # a config.json's notes (costmodel.transformer.hf)
+        console.print(f"note: {line}", highlight=False, markup=False, soft_wrap=True)
+
+
+def print_config_notes(network: str | None, console: Any) -> None:
+    """The notes of the Hugging Face config.json ``network`` (`costmodel.transformer.hf`: keys its
+    class does not define, an ``architectures`` that disagrees with ``model_type``, an implausible
+    size, the checkpoint's precision where unread), one ``note: ...`` line each on ``console``;
+    nothing for any other network. Call it after the file was read once (its errors raised then)."""
+    from pathlib import Path
+
+    from costmodel.transformer import is_config_file, read_hf_config
+    if network is None or not is_config_file(network) or not Path(network).is_file():
+        return
+    for line in read_hf_config(network)[1]["notes"]:
+        console.print(f"note: {line}", highlight=False, markup=False, soft_wrap=True)
 
 
 def _traffic_text(dram: dict | None) -> str:
@@ -170,9 +206,11 @@ def attention_text(w: dict) -> str:
     return f"attention: unfused (scores and probabilities through memory), mask {mask}{blocks}{counts}"
 
 def memory_text(llm: dict, per_chip: bool = False) -> str:
-    """The step's DRAM footprint against the capacity and the largest batch that fits (``llm``'s
-    ``memory`` and ``max_batch``, `sweep.engine.totals.step_memory`)."""
-    from costmodel.capacity import gb
+    """The step's DRAM footprint against the usable share of the capacity and the largest batch that
+    fits (``llm``'s ``memory`` and ``max_batch``, `sweep.engine.totals.step_memory`): ``memory per
+    chip: 85.9 GB (80 GiB) in 5 HBM2E stacks x 0.90 usable (gpu_memory_utilization) = 77.3 GB (72 GiB);
+    the step needs 36.7 GB (weights ...); largest batch that fits at context 4,096: 122``."""
+    from costmodel.capacity import GPU_MEMORY_UTILIZATION, capacity_text, gb
     m = llm.get("memory")
     head = "memory per chip" if per_chip else "memory"
     if not m:
@@ -183,7 +221,8 @@ def memory_text(llm: dict, per_chip: bool = False) -> str:
         return f"{head}: needs {gb(m['total_bytes'])} ({parts}); capacity not declared (no [dram] kind): not checked"
     w = llm["workload"]
     at = f"context {w['context']:,}" if w.get("phase") == "decode" else f"{w.get('seq'):,} tokens per prompt"
-    return (f"{head}: {gb(m['total_bytes'])} of {gb(m['capacity_bytes'])} in {m['memory']} ({parts}); "
+    cap = capacity_text(m["capacity_bytes"], m["memory"], m.get("gpu_memory_utilization", GPU_MEMORY_UTILIZATION))
+    return (f"{head}: {cap}; the step needs {gb(m['total_bytes'])} ({parts}); "
             f"largest batch that fits at {at}: {llm.get('max_batch'):,}")
 
 

@@ -402,7 +402,7 @@ def map_network(network: Network, arch, mapper_name: str, objective: str | None 
                 params: dict[str, Any] | None = None,
                 progress: Callable[[int, int, str], None] | None = None,
                 cache: dict[Layer, dict[str, Any]] | None = None, system=None,
-                traffic: bool = True) -> dict[str, Any]:
+                traffic: bool = True, gpu_memory_utilization: float | None = None) -> dict[str, Any]:
     """Map every unique layer of ``network`` once (`Network.unique`: equal shapes merged, repeats
     added) with `map_layer`, in order, and total the results.
 
@@ -426,9 +426,11 @@ def map_network(network: Network, arch, mapper_name: str, objective: str | None 
     with a ``system`` (`costmodel.system.serving.System`), is mapped as that chip's share and gets the
     system's figures (`sweep.commands.system_step.map_on_system`: ``res["system"]``).
 
-    A transformer step whose DRAM footprint exceeds the accelerator's capacity is refused before
-    any layer is mapped (`costmodel.capacity`); a step that fits has ``llm["memory"]`` (its
-    footprint) and ``llm["max_batch"]`` (the largest batch that fits at its context).
+    A transformer step whose DRAM footprint exceeds ``gpu_memory_utilization`` of the accelerator's
+    capacity (the share a serving stack may fill; None: vLLM's 0.9, `costmodel.capacity`) is refused
+    before any layer is mapped; a step that fits has ``llm["memory"]`` (its footprint, the
+    utilisation and the usable bytes) and ``llm["max_batch"]`` (the largest batch that fits at its
+    context).
 
     ``traffic=False`` leaves out each layer's DRAM traffic by role (``dram_bits``: one evaluation of
     every layer's mapping; no latency or energy depends on it), as a serving cost table does.
@@ -451,17 +453,20 @@ def map_network(network: Network, arch, mapper_name: str, objective: str | None 
         from sweep.commands.system_step import map_on_system
         return map_on_system(network, arch, system, lambda share, acc: _map_share(share, acc, mapper_name, objective,
                                                                                  seed, params, progress, cache,
-                                                                                 traffic))
-    return _map_share(network, arch, mapper_name, objective, seed, params, progress, cache, traffic)
+                                                                                 traffic, gpu_memory_utilization),
+                             gpu_memory_utilization)
+    return _map_share(network, arch, mapper_name, objective, seed, params, progress, cache, traffic,
+                      gpu_memory_utilization)
 
 
 def _map_share(network: Network, arch, mapper_name: str, objective: str | None, seed: int,
                params: dict[str, Any] | None, progress: Callable[[int, int, str], None] | None,
-               cache: dict[Layer, dict[str, Any]] | None, traffic: bool = True) -> dict[str, Any]:
+               cache: dict[Layer, dict[str, Any]] | None, traffic: bool = True,
+               gpu_memory_utilization: float | None = None) -> dict[str, Any]:
     """`map_network` of a loop-nest ``network`` on one chip (checked: its kind, its capacity)."""
     from sweep.engine.totals import check_fits
     _, used = _checked(arch, mapper_name, objective)
-    check_fits(network, arch)
+    check_fits(network, arch, gpu_memory_utilization)
     if getattr(arch, "array_by_bits", None):   # the tensor cores' rate at the step's operand bits (FP8: 2x BF16)
         from costmodel.gpu.spec import at_step_bits
         arch = at_step_bits(arch, network.layers)
@@ -506,11 +511,12 @@ def _map_share(network: Network, arch, mapper_name: str, objective: str | None, 
            "mapper": mapper_name, "objective": used,
            "layers": rows, "total": tot}
     if network.vector_ops or network.workload:
-        _add_step_figures(out, network, arch, traffic)
+        _add_step_figures(out, network, arch, traffic, gpu_memory_utilization)
     return out
 
 
-def _add_step_figures(res: dict[str, Any], network: Network, arch, traffic: bool = True) -> None:
+def _add_step_figures(res: dict[str, Any], network: Network, arch, traffic: bool = True,
+                      gpu_memory_utilization: float | None = None) -> None:
     """A transformer step's figures beside `map_network`'s layer totals (in place): each layer's
     DRAM traffic by role (``dram_bits`` per layer row; `costmodel.llm.dram_traffic`), then
     `sweep.engine.totals.step_totals`: ``res["vector"]`` (the vector operations), ``total`` split
@@ -533,7 +539,7 @@ def _add_step_figures(res: dict[str, Any], network: Network, arch, traffic: bool
         for k, v in by_role.items():
             dram[k] += v * rep
     vec, llm = step_totals(res["total"], network, arch, dram, [r["latency_cycles"] for r in res["layers"]],
-                           [r["energy_pj"] for r in res["layers"]])
+                           [r["energy_pj"] for r in res["layers"]], gpu_memory_utilization=gpu_memory_utilization)
     res["vector"] = vec
     for row, k in zip(res["layers"], res["total"].get("gpu_kernels") or ()):
         if k is not None:   # the layer as the GPU's kernel (sweep.engine.totals.gpu_kernels)

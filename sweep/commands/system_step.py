@@ -81,12 +81,15 @@ def system_workload(workload: dict[str, Any], system) -> dict[str, Any]:
     return out
 
 
-def map_on_system(network, arch, system, map_share: Callable[[Any, Any], dict[str, Any]]) -> dict[str, Any]:
+def map_on_system(network, arch, system, map_share: Callable[[Any, Any], dict[str, Any]],
+                  gpu_memory_utilization: float | None = None) -> dict[str, Any]:
     """``network`` (a transformer step, one chip's share when split: `costmodel.system.parallel`) on
     ``system`` (None: the split the step records, on the default interconnect): its capacity checked at
     the whole batch, its share for one micro-batch mapped by ``map_share(network, arch)`` (`map_network`;
     ``arch`` with the system's fixed cost per launch where it sets one), then ``res["system"]`` = `costmodel.system.serving.system_step` and ``res["llm"]``'s
     memory and figures those of the system (the share's own under ``res["llm"]["share"]`` for a split step).
+    Each chip's capacity counts ``gpu_memory_utilization`` of its DRAM (None: vLLM's 0.9,
+    `costmodel.capacity`).
 
     Raises:
         CampaignError: the system splits differently from ``network``, the micro-batches do not
@@ -117,7 +120,7 @@ def map_on_system(network, arch, system, map_share: Callable[[Any, Any], dict[st
     if system.launch_overhead_us is not None and hasattr(arch, "launch_overhead_us"):  # the serving software's
         import dataclasses
         arch = dataclasses.replace(arch, launch_overhead_us=float(system.launch_overhead_us))
-    check_fits(network, arch)  # the whole batch's KV cache is on the chip, whatever the micro-batches
+    check_fits(network, arch, gpu_memory_utilization)  # the whole batch's KV cache is on the chip, whatever the micro-batches
     model = config_of(w)
     micro = network if m == 1 else build_transformer(model, **{**step_params(w), "batch": int(w["batch"]) // m})
     res = map_share(micro, arch)
@@ -135,7 +138,7 @@ def map_on_system(network, arch, system, map_share: Callable[[Any, Any], dict[st
         res["micro_network"] = micro.name
     if res.get("llm"):
         res["llm"].pop("system", None)  # the default system's (step_totals): this system's is res["system"]
-        res["llm"].update(step_memory(network, arch))
+        res["llm"].update(step_memory(network, arch, gpu_memory_utilization))
         res["llm"]["workload"] = dict(w)
         if figs is not None:
             res["llm"].update({k: figs[k] for k in ("latency_s", "energy_j", "tokens", "tokens_per_s",

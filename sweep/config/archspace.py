@@ -15,7 +15,9 @@ in a fixed, deterministic order (J, K, fsram, isram, psram ascending).
 
 ``kind = "loopnest"`` (accelerators with a memory hierarchy, `costmodel.loopnest.arch`) or
 ``kind = "npu"`` (Flexer's multi-NPU architectures, `costmodel.npu`): ``presets`` and/or ``files``,
-and for loopnest an optional ``spatial`` unrolling override; the result is an `ArchSet`.
+and for loopnest an optional ``spatial`` unrolling override and ``gpu_memory_utilization`` (the
+share of each accelerator's DRAM a transformer step may fill, in (0, 1]; vLLM's default 0.9,
+`costmodel.capacity`; `parse_memory_share`); the result is an `ArchSet`.
 """
 
 from __future__ import annotations
@@ -26,14 +28,20 @@ from typing import Any, Callable
 
 import numpy as np
 
+from costmodel.capacity import GPU_MEMORY_UTILIZATION, check_memory_utilization
 from costmodel.systolic.points import HW_COLUMNS, SystolicPoints
 from sweep.config.validation import NOT_FINITE, is_finite, is_number, read_toml_file, resolve_path
 from sweep.config.expr import ExprError, evaluate, parse
 
-__all__ = ["parse_points", "parse_archset", "ArchSet", "axis_values", "area_window"]
+__all__ = ["parse_points", "parse_archset", "ArchSet", "axis_values", "area_window", "parse_memory_share",
+           "MEMORY_SHARE_KEY"]
 
 _ARCH_KEYS = {"kind", "preset", "file", "points", "grid"}
-_ARCHSET_KEYS = {"kind", "presets", "files", "spatial"}  # kinds "loopnest" and "npu" ("spatial": loopnest only)
+#: The key of ``[architectures]`` (loop-nest sets and architecture searches) that sets the share of
+#: each DRAM a transformer step may fill (`costmodel.capacity`; a serving campaign's is
+#: ``[serving.scheduler] gpu_memory_utilization``, the same meaning and default).
+MEMORY_SHARE_KEY = "gpu_memory_utilization"
+_ARCHSET_KEYS = {"kind", "presets", "files", "spatial", MEMORY_SHARE_KEY}  # kinds "loopnest" and "npu" ("spatial", the share: loopnest only)
 _GRID_KEYS = set(HW_COLUMNS) | {"constraints", "area_budget_mm2", "min_area_fraction"}
 
 
@@ -221,15 +229,30 @@ def parse_points(value: Any, base_dir: Path,
     return SystolicPoints(**cols, area_mm2=np.atleast_1d(area), spec=spec)
 
 
+def parse_memory_share(value: dict, bad) -> float:
+    """``[architectures] gpu_memory_utilization``: the share of each DRAM a transformer step may
+    fill, a number in (0, 1] (`costmodel.capacity.check_memory_utilization`); the default (vLLM's
+    0.9, `costmodel.capacity.GPU_MEMORY_UTILIZATION`) when absent or bad (a finding naming the key)."""
+    if MEMORY_SHARE_KEY not in value:
+        return GPU_MEMORY_UTILIZATION
+    try:
+        return check_memory_utilization(value[MEMORY_SHARE_KEY])
+    except ValueError as e:
+        bad(f"architectures.{MEMORY_SHARE_KEY}", value[MEMORY_SHARE_KEY], str(e).split(": ", 1)[-1])
+        return GPU_MEMORY_UTILIZATION
+
+
 @dataclass(frozen=True)
 class ArchSet:
     """The accelerators of a ``kind = "loopnest"`` campaign ((name, `costmodel.loopnest.arch.Accelerator`)
-    pairs) or of a ``kind = "npu"`` one ((name, `costmodel.npu.NPUArch`) pairs), and an optional
-    spatial unrolling override (loopnest only; None = each accelerator's default)."""
+    pairs) or of a ``kind = "npu"`` one ((name, `costmodel.npu.NPUArch`) pairs), an optional
+    spatial unrolling override (loopnest only; None = each accelerator's default) and the share of
+    each DRAM a transformer step may fill (``gpu_memory_utilization``, `costmodel.capacity`)."""
 
     archs: tuple
     spatial: Any = None
     spec: Any = None
+    gpu_memory_utilization: float = GPU_MEMORY_UTILIZATION
 
     def __len__(self) -> int:
         return len(self.archs)
@@ -327,6 +350,10 @@ def parse_archset(value: dict, base_dir: Path, bad, list_presets: Callable[[], l
     if len(set(names)) != len(names):
         bad("architectures", value, f"{what} names must be unique, got {names}")
     override = None
+    if MEMORY_SHARE_KEY in value and not spatial:
+        bad(f"architectures.{MEMORY_SHARE_KEY}", value[MEMORY_SHARE_KEY], f"not used by kind {kind!r} (no DRAM "
+            "capacity is checked on it)")
+    share = parse_memory_share(value, bad)
     if "spatial" in value:
         if not spatial:
             bad("architectures.spatial", value["spatial"], f"not used by kind {kind!r}")
@@ -334,4 +361,4 @@ def parse_archset(value: dict, base_dir: Path, bad, list_presets: Callable[[], l
             override = parse_spatial(value["spatial"], "architectures.spatial", bad)
             if override is not None:
                 _check_spatial_fits(override, archs, value["spatial"], bad)
-    return ArchSet(tuple(archs), override, spec={k: value[k] for k in value})
+    return ArchSet(tuple(archs), override, spec={k: value[k] for k in value}, gpu_memory_utilization=share)

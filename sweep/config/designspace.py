@@ -7,6 +7,8 @@ Campaign form (``campaigns/archsearch_eyeriss.toml``)::
     kind = "loopnest"
     template = "eyeriss_like"             # a preset, or an accelerator TOML file (also one
                                           # written by `sweep import zigzag`)
+    gpu_memory_utilization = 0.9          # optional: the share of each design's DRAM a transformer
+                                          # step may fill (costmodel.capacity; vLLM's default 0.9)
     [architectures.grid]                  # dotted names of the template's parameters
     array.D1 = [7, 14, 28]                # value lists, {start, stop, step}, {pow2 = [lo, hi]}
     array.D2 = [6, 12, 24]
@@ -77,7 +79,8 @@ from typing import Any
 import numpy as np
 
 from costmodel.loopnest.template import CATEGORICAL, DATAFLOW, DRAM_KIND
-from sweep.config.archspace import area_window, axis_values
+from costmodel.capacity import GPU_MEMORY_UTILIZATION
+from sweep.config.archspace import MEMORY_SHARE_KEY, area_window, axis_values, parse_memory_share
 from sweep.config.validation import Bad, check_seed, check_table, is_int, resolve_path
 from sweep.config.expr import ExprError, evaluate, parse
 from sweep.common.ids import stable_hash
@@ -96,7 +99,7 @@ SEARCH_OBJECTIVES = ("edp", "energy_pj", "latency_cycles", "area_mm2", "time_per
 #: any step): the geometric mean over the campaign's steps that have the figure.
 STEP_OBJECTIVES = {"time_per_token_s": "decode", "ttft_s": "prefill", "energy_per_token_j": None,
                    "request_latency_s": "mix", "energy_per_request_j": "mix"}
-_ARCH_KEYS = {"kind", "template", "grid", "dataflows"}
+_ARCH_KEYS = {"kind", "template", "grid", "dataflows", MEMORY_SHARE_KEY}
 _WINDOW_KEYS = {"constraints", "area_budget_mm2", "min_area_fraction"}
 _SEARCH_KEYS = {"sampler", "trials", "seed", "objectives", "batch", "prune"}
 #: ``[search] prune`` values: "bound" (`sweep.search.grid`), or absent / "none".
@@ -144,6 +147,8 @@ class DesignSpace:
         area_mm2: (n,) each valid design's area, mm^2 (`costmodel.loopnest.physics`).
         dropped: reason -> number of grid points dropped for it.
         total: grid points before dropping.
+        gpu_memory_utilization: the share of each design's DRAM a transformer step may fill
+            (``[architectures] gpu_memory_utilization``, `costmodel.capacity`; vLLM's 0.9).
     """
 
     template: Any
@@ -155,6 +160,7 @@ class DesignSpace:
     dropped: dict[str, int] = field(default_factory=dict)
     total: int = 0
     spec: Any = None
+    gpu_memory_utilization: float = GPU_MEMORY_UTILIZATION
     _index: Any = field(default=None, repr=False, compare=False)
 
     def __len__(self) -> int:
@@ -377,6 +383,7 @@ def parse_design_space(value: dict, base_dir: Path, bad: Bad) -> DesignSpace | N
     to ``bad``; None if unusable."""
     from costmodel.loopnest.template import ArchTemplate
     check_table(value, "architectures", _ARCH_KEYS, bad)
+    share = parse_memory_share(value, bad)
     template = _load_template(value.get("template"), base_dir, bad)
     if template is not None:
         dfs = _dataflows(value.get("dataflows"), template.base, bad)
@@ -454,7 +461,7 @@ def parse_design_space(value: dict, base_dir: Path, bad: Bad) -> DesignSpace | N
             f"no valid design: {total:,} grid points, dropped {dropped}")
         return None
     return DesignSpace(template, str(value.get("template")), tuple(names), axes, values[keep], area[keep],
-                       dropped, total, spec=_canonical_spec(value, flat))
+                       dropped, total, spec=_canonical_spec(value, flat), gpu_memory_utilization=share)
 
 
 def _canonical_spec(value: dict, flat: dict[str, Any]) -> dict[str, Any]:

@@ -141,20 +141,67 @@ def parse_networks(value: Any, base_dir: Path, bad: Callable[[str, Any, str], No
     return nets
 
 
-_WORKLOAD_KEYS = ("model", "prompt", "output_tokens", "output", "batch", "points", "fusion")
+_WORKLOAD_KEYS = ("model", "config", "prompt", "output_tokens", "output", "batch", "points", "fusion")
 
 
-def parse_workload(value: Any, bad: Callable[[str, Any, str], None]):
+def _workload_model(value: dict, base_dir: Path, bad: Callable[[str, Any, str], None]) -> tuple[str, Any] | None:
+    """(name, `TransformerConfig` or None) of a ``[workload]`` table's model, as a campaign's networks
+    take one (`_transformer_steps`): ``model`` a bundled decoder (config None), or ``model`` /
+    ``config`` the path of a decoder's Hugging Face config.json (``*.json``, relative to
+    ``base_dir``; its name `costmodel.transformer.hf.model_name`). None after reporting the problem
+    through ``bad`` (``workload.model`` / ``workload.config``: both given, an unknown name, a missing
+    or unreadable file, an encoder or a ViT, which have no decode step)."""
+    from costmodel.transformer import is_config_file, list_transformers, read_hf_config, transformer_config
+    decoders = [m for m in list_transformers() if transformer_config(m).kind == "decoder"]
+    if "model" in value and "config" in value:
+        bad("workload.config", value["config"], "give a zoo decoder or a config.json as model = ..., not both")
+        return None
+    key = "workload.config" if "config" in value else "workload.model"
+    model = value.get("config", value.get("model"))
+    want = (f"a serving mix needs a decoder: a zoo decoder {decoders}, or the path of a decoder's Hugging Face "
+            "config.json (model = \"models/config.json\", relative to the campaign file)")
+    if key == "workload.config" and not is_config_file(model):
+        bad(key, model, f"expected the path of a Hugging Face config.json (*.json); {want}")
+        return None
+    if is_config_file(model):
+        path = Path(model) if Path(model).is_absolute() else base_dir / model
+        if not path.is_file():
+            bad(key, model, f"no such file: {path}")
+            return None
+        try:
+            cfg = read_hf_config(path)[0]
+        except ValueError as e:  # HfConfigError: the file, the field and its value
+            bad(key, model, str(e))
+            return None
+        name = cfg.name
+    elif isinstance(model, str) and model in list_transformers():
+        cfg, name = None, model
+    else:
+        from costmodel.zoo import list_networks
+        why = "required" if model is None else (f"{model} is a network of layers, not a transformer"
+                                                  if model in list_networks() else "unknown model")
+        bad(key, model, f"{why}; {want}")
+        return None
+    kind = (cfg or transformer_config(name)).kind
+    if kind != "decoder":  # `costmodel.transformer.step.resolve_step`: only a decoder decodes
+        bad(key, model, f"{name} is an {kind} model: {'an encoder' if kind == 'encoder' else 'a ViT'} has no "
+            f"decode step; {want}")
+        return None
+    return name, cfg
+
+
+def parse_workload(value: Any, bad: Callable[[str, Any, str], None], base_dir: Path = Path(".")):
     """The ``[workload]`` table, a serving mix (`costmodel.llm.ServingMix`): ``model`` (a zoo
-    decoder), ``prompt`` and ``output_tokens`` per request (``output``, its earlier spelling, still
+    decoder, or a decoder's Hugging Face config.json relative to ``base_dir``, the campaign file's
+    folder; ``config``, the networks' spelling for a file, also read), ``prompt`` and
+    ``output_tokens`` per request (``output``, its earlier spelling, still
     read: it shared its name with the campaign's result directory), ``batch`` requests served together
     (default 1), ``points`` decode contexts mapped (default 3), ``fusion`` how its steps are built
     (``unfused`` or ``fused``, default unfused); None if absent. Problems go to
-    ``bad`` naming ``workload.<key>``."""
+    ``bad`` naming ``workload.<key>`` (`_workload_model` for the model's)."""
     if value is None:
         return None
     from costmodel.llm import ServingMix
-    from costmodel.transformer import list_transformers, transformer_config
     if not isinstance(value, dict):
         bad("workload", value, "expected a table {model = \"llama3_8b\", prompt = 2048, output = 256, batch = 16}")
         return None
@@ -162,10 +209,8 @@ def parse_workload(value: Any, bad: Callable[[str, Any, str], None]):
         if k not in _WORKLOAD_KEYS:
             bad(f"workload.{k}", value[k], f"no such key; known: {list(_WORKLOAD_KEYS)}")
             return None
-    model = value.get("model")
-    decoders = [m for m in list_transformers() if transformer_config(m).kind == "decoder"]
-    if model not in decoders:
-        bad("workload.model", model, f"expected a zoo decoder: {decoders}")
+    got = _workload_model(value, base_dir, bad)
+    if got is None:
         return None
     if "output" in value and "output_tokens" in value:
         bad("workload.output", value["output"], "the earlier spelling of output_tokens: give one of them")
@@ -176,25 +221,37 @@ def parse_workload(value: Any, bad: Callable[[str, Any, str], None]):
             bad(f"workload.{k}", None, "required: tokens per request")
             return None
     try:
-        return ServingMix(model, value["prompt"], value[out_key], value.get("batch", 1), value.get("points", 3),
-                          value.get("fusion", "unfused"))
+        return ServingMix(got[0], value["prompt"], value[out_key], value.get("batch", 1), value.get("points", 3),
+                          value.get("fusion", "unfused"), config=got[1])
     except ValueError as e:
         key = str(e).split(" = ")[0].replace("workload.output", f"workload.{out_key}")
         bad(key, value.get(key.split(".")[-1]), str(e).split(": ", 1)[-1])
         return None
 
 
-def mix_networks(mix, bad: Callable[[str, Any, str], None]) -> list[Network]:
+def mix_networks(mix, bad: Callable[[str, Any, str], None], networks=()) -> list[Network]:
     """The steps a serving mix maps: its prefill (batch x prompt tokens), then a decode step at
-    each of its contexts (`costmodel.llm.ServingMix.contexts`)."""
-    from costmodel.zoo import load_network
+    each of its contexts (`costmodel.llm.ServingMix.contexts`), built from its model
+    (`costmodel.llm.ServingMix.spec`: a bundled name or the config read from a file). With
+    ``networks`` (the campaign's), only the steps not among them; a network of a step's name that is
+    another step (a config.json named like a zoo model, with other shapes) is reported through
+    ``bad`` (``workload.model``), as two networks of one name are."""
+    from costmodel.transformer import build_transformer
     try:
         f = {"fusion": "fused"} if mix.fusion == "fused" else {}
-        return [load_network(mix.model, phase="prefill", batch=mix.batch, seq=mix.prompt, **f),
-                *(load_network(mix.model, phase="decode", batch=mix.batch, context=c, **f) for c in mix.contexts())]
+        steps = [build_transformer(mix.spec, phase="prefill", batch=mix.batch, seq=mix.prompt, **f),
+                 *(build_transformer(mix.spec, phase="decode", batch=mix.batch, context=c, **f)
+                   for c in mix.contexts())]
     except ValueError as e:  # e.g. a prompt past a learned position table
         bad(f"workload.{str(e).split(':')[0]}", mix.to_dict(), str(e))
         return []
+    have = {n.name: n for n in networks}
+    same = ("layers", "repeats", "vector_ops", "vector_repeats")
+    for n in steps:
+        if n.name in have and any(getattr(n, k) != getattr(have[n.name], k) for k in same):
+            bad("workload.model", mix.model, f"its step {n.name} is not the network of that name in `networks` "
+                "(another model of the same name): rename the config.json")
+    return [n for n in steps if n.name not in have]
 
 
 def parse_system(value: Any, bad: Callable[[str, Any, str], None]):

@@ -20,8 +20,9 @@ Tables of a task (every row carries ``task_id`` and ``status``):
   ``latency_cycles``, ``edp`` (= energy x latency of the network), ``latency_s`` and ``edp_js`` (the
   same at the design's clock: seconds, J x s), ``layers``, ``macs``,
   ``evaluations``, ``wall_s``, ``seed``, ``mapper``, ``objective``, ``error`` and the parameters;
-  a transformer step whose weights, KV cache and live activations exceed the design's DRAM
-  (`costmodel.capacity`) is checked before mapping: a totals row with status ``infeasible``,
+  a transformer step whose weights, KV cache and live activations exceed the usable share of the
+  design's DRAM (``[architectures] gpu_memory_utilization``, `costmodel.capacity`; a key of the
+  task id of steps' searches) is checked before mapping: a totals row with status ``infeasible``,
   ``error`` "does not fit: needs ..." and NaN figures (never an answer), and one ``rows`` row
   saying the same (`step_row`: ``layer_index`` -1; it also marks the task stored when no layer of
   its designs fits);
@@ -43,6 +44,7 @@ from typing import Any, Iterator, Sequence
 import numpy as np
 import pyarrow as pa
 
+from costmodel.capacity import GPU_MEMORY_UTILIZATION
 from costmodel.loopnest.reference import MODEL_VERSION
 from costmodel.loopnest.template import DATAFLOW
 from mappers import get_mapper
@@ -76,6 +78,7 @@ class DesignTask:
     workload: Any = None               # the campaign's serving mix (`costmodel.llm.ServingMix`), or None
     system: Any = None                 # the campaign's [system] (`costmodel.system.serving.System`), or None
     skip_by_floor: bool = False        # a grid pruned by bound: units that cannot win are not run (`Problem.solve`)
+    gpu_memory_utilization: float = GPU_MEMORY_UTILIZATION  # the share of each DRAM a step may fill (costmodel.capacity)
 
     def run(self) -> dict[str, pa.Table]:
         """The task's ``rows``, ``totals`` and ``archs`` tables (module docstring)."""
@@ -84,7 +87,8 @@ class DesignTask:
         archs: list[dict] = []
         for did, values in self.designs:
             r, t, a = evaluate_design(self.template, did, values, self.networks, self.mapper, self.params,
-                                      self.objective, self.seed, self.system, self.skip_by_floor)
+                                      self.objective, self.seed, self.system, self.skip_by_floor,
+                                      self.gpu_memory_utilization)
             if self.workload is not None:
                 t.append(mix_row(self.workload, t, a))
             rows += r
@@ -97,11 +101,13 @@ class DesignTask:
 
 def evaluate_design(template, design_id: str, values: dict, networks: Sequence, mapper_name: str,
                     params: dict, objective: str, seed: int, system=None,
-                    skip_by_floor: bool = False) -> tuple[list[dict], list[dict], list[dict]]:
+                    skip_by_floor: bool = False,
+                    gpu_memory_utilization: float | None = None) -> tuple[list[dict], list[dict], list[dict]]:
     """Map every unique layer of ``networks`` on one design; returns (layer rows, network totals,
     [the design's arch row]) as lists of dicts (module docstring). A failure (a layer no mapping
     fits, a mapper error) gives rows with status "error" and NaN totals for that network.
-    ``skip_by_floor``: `mapped_layer`'s."""
+    ``skip_by_floor``: `mapped_layer`'s. ``gpu_memory_utilization``: the share of the design's DRAM
+    a step may fill (`costmodel.capacity`; None: vLLM's 0.9), for the fits check and ``max_batch``."""
     from costmodel.capacity import step_footprint
     from costmodel.loopnest.physics import design_area_mm2
     from sweep.engine.totals import network_totals
@@ -124,8 +130,9 @@ def evaluate_design(template, design_id: str, values: dict, networks: Sequence, 
     view = mapper_view(acc)
     rows, totals = [], []
     steps = any(n.workload for n in networks)  # transformer steps: the STEP_TOTALS columns
+    share = GPU_MEMORY_UTILIZATION if gpu_memory_utilization is None else gpu_memory_utilization
     for net in networks:
-        fp = step_footprint(net, acc) if net.workload else None
+        fp = step_footprint(net, acc, share) if net.workload else None
         if fp is not None and not fp.fits:  # checked before mapping: an infeasible total and one row saying why
             err = f"does not fit: {fp.reason()}"
             tot = dict(common, network=net.name, area_mm2=area, mapper=mapper_name, objective=objective, seed=seed,
@@ -156,7 +163,7 @@ def evaluate_design(template, design_id: str, values: dict, networks: Sequence, 
             t = network_totals(net_rows)
             if steps:  # a transformer step: its vector operations join the totals, as in `sweep map`
                 step_columns(t, net, acc, area, [r["latency_cycles"] for r in net_rows],
-                             [r["energy_pj"] for r in net_rows], system)
+                             [r["energy_pj"] for r in net_rows], system, share)
             tot.update(status="ok", error="", **{k: v for k, v in t.items() if k != "dram_bits"})
             _in_seconds(tot, acc.clock_mhz)
         if steps:
@@ -202,15 +209,16 @@ def _step_keys(net) -> dict:
 
 
 def step_columns(t: dict, net, acc, area: float, unique_latency: list | None = None,
-                 unique_energy: list | None = None, system=None) -> None:
+                 unique_energy: list | None = None, system=None, gpu_memory_utilization: float | None = None) -> None:
     """``t`` (`network_totals` of ``net``'s layers on ``acc``) in place: the step's totals with its
-    vector operations and the serving figures (`STEP_TOTALS`); nothing for a network that is not
-    a transformer step."""
+    vector operations and the serving figures (`STEP_TOTALS`; ``max_batch`` in
+    ``gpu_memory_utilization`` of the DRAM, `sweep.engine.totals.step_memory`); nothing for a
+    network that is not a transformer step."""
     from sweep.engine.totals import step_totals
 
     if not (net.vector_ops or net.workload):
         return
-    _, llm = step_totals(t, net, acc, None, unique_latency, unique_energy, system)
+    _, llm = step_totals(t, net, acc, None, unique_latency, unique_energy, system, gpu_memory_utilization)
     w = net.workload
     t.update({k: w.get(k) for k in ("phase", "batch", "seq", "context")})
     for k in ("ttft_s", "time_per_token_s", "tokens_per_s", "energy_per_token_j"):
@@ -441,6 +449,8 @@ def _task_id(campaign, designs: Sequence[tuple[str, dict]]) -> str:
         base = campaign.architectures.template.base
         doc["step_model"] = STEP_MODEL_VERSION
         doc["vector"] = base.vector.to_dict() if base.vector is not None else None
+        # the usable share of each DRAM: which steps fit, and max_batch (costmodel.capacity)
+        doc["gpu_memory_utilization"] = campaign.architectures.gpu_memory_utilization
     return stable_hash(doc, 24)
 
 
@@ -454,7 +464,7 @@ def make_task(campaign, indices: Sequence[int]) -> DesignTask:
     spec = campaign.mappers[0]
     return DesignTask(_task_id(campaign, designs), tuple(designs), space.template, tuple(campaign.networks),
                       spec.name, dict(spec.params), campaign.objectives[0], campaign.seeds[0], space.names,
-                      campaign.workload, campaign.system, _skips(campaign))
+                      campaign.workload, campaign.system, _skips(campaign), space.gpu_memory_utilization)
 
 
 def _skips(campaign) -> bool:

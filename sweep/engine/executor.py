@@ -11,7 +11,17 @@
   limit-pending-tasks pattern, `ray.wait`), items are pulled from the stream only as slots free
   up (so a lazy stream is never listed), a call whose worker dies is retried by Ray
   (``max_retries``), results are consumed in completion order, and leaving the ``with`` block
-  cancels what is still pending and shuts down a Ray it started.
+  shuts down a Ray it started, which ends what is still pending.
+
+Ctrl-C and SIGTERM while Ray runs (`sweep.engine.signals.interrupts_flagged`): the first only
+raises a flag, read between Ray calls (`ray.wait` waits in slices of `POLL_S`), never a
+KeyboardInterrupt inside one; `imap` then yields the calls finished by that moment and raises
+KeyboardInterrupt in the caller's loop, which stores them; leaving the ``with`` block shuts Ray
+down (about 2 s on 2 cores) and ends whatever the local Ray left running (`_RayProcesses`). No
+`ray.cancel`: its forced form raced with a task completing and aborted the driver (the Check
+failed of `sweep.engine.signals`); a driver's shutdown ends its job, and Ray's raylets then stop
+that job's workers (Ray's ``NodeManager::HandleJobFinished``). A second signal ends the process at
+once with exit 130 after killing the local Ray's processes.
 
 A call that raises (or whose worker died more than ``max_retries`` times) yields its exception as
 ``error`` and the stream goes on: the caller decides what a failure means (an error row for
@@ -24,10 +34,11 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import signal
 import time
 from typing import Any, Callable, Iterable, Iterator
 
-__all__ = ["Executor", "ordered", "TIMERS", "EXECUTORS"]
+__all__ = ["Executor", "ordered", "TIMERS", "EXECUTORS", "POLL_S"]
 
 #: The executor kinds.
 EXECUTORS = ("ray", "local")
@@ -37,6 +48,12 @@ EXECUTORS = ("ray", "local")
 #: ``ray.wait`` (the cluster computing, scheduling), ``get_s`` fetching and deserialising results,
 #: ``compute_s`` the calls' own run time summed over workers (CPU-seconds of useful work).
 TIMERS = ("submit_s", "wait_s", "get_s", "compute_s")
+
+#: Seconds `ray.wait` blocks at most before the driver reads its interrupt flag again: how late a
+#: Ctrl-C is noticed while no call finishes.
+POLL_S = 0.2
+#: Seconds the processes of a local Ray get, after `ray.shutdown`, to end on SIGTERM before SIGKILL.
+REAP_S = 3.0
 
 
 #: The logger of Ray's token-authentication set-up, and the start of the warning it logs on every
@@ -100,61 +117,87 @@ class Executor:
         self.timers = dict.fromkeys(TIMERS, 0.0)
         self._started = False
         self._pending: list = []
+        self._procs = _RayProcesses()
+        self._signals = contextlib.ExitStack()
+        self.flag: Any = None   # the interrupt flag while Ray runs (`interrupts_flagged`)
 
     def __enter__(self) -> "Executor":
         if self.name == "ray":
+            from sweep.engine.signals import interrupts_flagged
             ray = _import_ray()
             os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-            if not ray.is_initialized():
-                self._start_ray(ray)
-            self._remote = ray.remote(_timed).options(max_retries=self.max_retries, retry_exceptions=False)
+            self.flag = self._signals.enter_context(interrupts_flagged())
+            self.flag.at_forced_exit.append(self._procs.kill)
+            try:
+                if not ray.is_initialized():
+                    self._start_ray(ray)
+                self._remote = ray.remote(_timed).options(max_retries=self.max_retries, retry_exceptions=False)
+            except BaseException:
+                self._signals.close()
+                self.flag = None
+                raise
         return self
 
     def _start_ray(self, ray) -> None:
-        """`ray.init` with Ctrl-C / SIGTERM held back until it returns (`interrupts_deferred`): a
-        KeyboardInterrupt inside it left a half-started driver that segfaulted at exit (exit 139,
-        1 run in 3 with Ctrl-C 2.3-2.6 s after `sweep run` on 2 cores). A signal that arrived
-        meanwhile then stops the fully started Ray and raises KeyboardInterrupt (exit 130)."""
+        """`ray.init` with Ctrl-C / SIGTERM only flagged until it returns (`interrupts_flagged`,
+        entered by `__enter__`): a KeyboardInterrupt inside it left a half-started driver that
+        segfaulted at exit (exit 139, 1 run in 3 with Ctrl-C 2.3-2.6 s after `sweep run` on 2
+        cores). A flagged signal then stops the fully started Ray and raises KeyboardInterrupt (exit
+        130); a second one meanwhile ends the process at once. The processes a new local Ray starts
+        are noted (`_RayProcesses`) so that none outlives it."""
         from sweep.engine import cluster
-        from sweep.engine.signals import interrupts_deferred
         kw = dict(include_dashboard=False, log_to_driver=True, configure_logging=False)
         if self.address:  # the cluster's token as Ray finds it; one line if it cannot be joined
             with _quiet_token_notice():
                 cluster.use_available_token()
             cluster.check_reachable(self.address)
-        with interrupts_deferred() as got, _quiet_token_notice():
+        if self.flag:  # a signal before Ray starts: do not start it
+            raise KeyboardInterrupt
+        with _quiet_token_notice():
             try:
                 if self.address:
                     ray.init(address=self.address, **kw)
                 else:  # "local": a new Ray, whatever ray_current_cluster names or runs beside
-                    ray.init(address="local", num_cpus=self.num_cpus, **kw)
+                    self._procs.before = _children(os.getpid())
+                    try:
+                        ray.init(address="local", num_cpus=self.num_cpus, **kw)
+                    finally:
+                        self._procs.roots = _children(os.getpid()) - self._procs.before
+                        self._procs.before = None
                 self._started = True
             except Exception as e:
-                if not got:  # a real start-up failure, not the interrupt's side effect
+                if not self.flag:  # a real start-up failure, not the interrupt's side effect
                     if self.address:
                         raise cluster.connect_failed(self.address, e) from None
                     raise
-        if got:
+        if self.flag:
             self._started = self._started or ray.is_initialized()  # (ray.init may have half-connected)
             self._stop_ray(ray)
             raise KeyboardInterrupt
 
     def _stop_ray(self, ray) -> None:
-        """Cancel what is pending and shut down a Ray this executor started, with Ctrl-C held back
-        until it is down; a second Ctrl-C meanwhile is dropped (the run is stopping anyway)."""
-        from sweep.engine.signals import interrupts_deferred
-        with interrupts_deferred():
+        """Shut down a Ray this executor started, then end what the local Ray left running
+        (`_RayProcesses.reap`). Meanwhile a first Ctrl-C is only flagged (the run is stopping anyway)
+        and, once one came, the next ends the process at once (`interrupts_flagged`). A Ray started
+        by someone else stays up: the calls still pending there are cancelled (not forced:
+        ``ray.cancel(force=True)`` races with a call completing, module docstring)."""
+        if not self._started:
             for ref in self._pending:
-                ray.cancel(ref, force=True)
-            self._pending = []
-            if self._started:
-                ray.shutdown()
-                self._started = False
+                ray.cancel(ref)
+        self._pending = []
+        if self._started:
+            ray.shutdown()
+            self._started = False
+        self._procs.reap()
 
     def __exit__(self, *exc) -> bool:
         if self.name == "ray":
             import ray
-            self._stop_ray(ray)
+            try:
+                self._stop_ray(ray)
+            finally:
+                self._signals.close()
+                self.flag = None
         return False
 
     def _beat(self) -> None:
@@ -165,7 +208,13 @@ class Executor:
              ) -> Iterator[tuple[Any, Any, BaseException | None]]:
         """``(item, fn(item), None)``, or ``(item, None, error)`` for a call that failed, in
         completion order, with at most ``limit`` (default ``max_in_flight``) calls pending.
-        ``fn`` must be a module-level function (Ray sends it by reference)."""
+        ``fn`` must be a module-level function (Ray sends it by reference).
+
+        Raises:
+            KeyboardInterrupt: (Ray) a Ctrl-C or SIGTERM came (module docstring): raised after the
+                calls finished by then are yielded, or at once if it came before this call; calls
+                that failed after it are not yielded (a worker stopped with the run is no failure
+                of its call; ``--resume`` runs them again)."""
         if self.name == "local":
             yield from self._imap_local(fn, items)
         else:
@@ -185,14 +234,17 @@ class Executor:
     def _imap_ray(self, fn, items, limit):
         import ray
 
+        if self.flag:
+            raise KeyboardInterrupt
         limit = limit or self.max_in_flight or max(2, 2 * int(ray.cluster_resources().get("CPU", 1)))
         by_ref: dict = {}
         it = iter(items)
         exhausted = False
         tm = self.timers
+        last_beat = time.monotonic()
         while True:
             t0 = time.perf_counter()
-            while not exhausted and len(by_ref) < limit:
+            while not exhausted and len(by_ref) < limit and not self.flag:
                 item = next(it, _END)
                 if item is _END:
                     exhausted = True
@@ -202,23 +254,126 @@ class Executor:
             tm["submit_s"] += t1 - t0
             self._pending = list(by_ref)
             if not by_ref:
+                if self.flag:
+                    raise KeyboardInterrupt
                 return
             done, _ = ray.wait(self._pending, num_returns=len(by_ref), timeout=0)
-            while not done:
-                done, _ = ray.wait(self._pending, num_returns=1, timeout=self.beat_s if self.beat else None)
-                self._beat()
+            while not done and not self.flag:
+                done, _ = ray.wait(self._pending, num_returns=1, timeout=POLL_S)
+                if self.beat and time.monotonic() - last_beat >= self.beat_s:
+                    self._beat()
+                    last_beat = time.monotonic()
+            if self.flag:  # everything finished by now is the caller's to store, then stop
+                done, _ = ray.wait(self._pending, num_returns=len(by_ref), timeout=0)
             tm["wait_s"] += time.perf_counter() - t1
-            for ref in done:
-                item = by_ref.pop(ref)
-                t3 = time.perf_counter()
-                try:
-                    result, dt = ray.get(ref)
-                    tm["compute_s"] += dt
-                    error = None
-                except Exception as e:  # noqa: BLE001 - RayTaskError, a worker died too often, ...
-                    result, error = None, e
-                tm["get_s"] += time.perf_counter() - t3
+            yield from self._results(ray, done, by_ref)
+            if self.beat:
+                self._beat()
+                last_beat = time.monotonic()
+            if self.flag:
+                self._pending = list(by_ref)
+                raise KeyboardInterrupt
+
+    def _results(self, ray, done: list, by_ref: dict):
+        """``(item, result, error)`` of the finished calls ``done`` (removed from ``by_ref``); once
+        the interrupt flag is up, only the calls that succeeded."""
+        tm = self.timers
+        for ref in done:
+            item = by_ref.pop(ref)
+            t3 = time.perf_counter()
+            try:
+                result, dt = ray.get(ref)
+                tm["compute_s"] += dt
+                error = None
+            except Exception as e:  # noqa: BLE001 - RayTaskError, a worker died too often, ...
+                result, error = None, e
+            tm["get_s"] += time.perf_counter() - t3
+            if error is None or not self.flag:
                 yield item, result, error
+
+
+class _RayProcesses:
+    """The processes a new local Ray started in this driver (``roots``: its direct children that
+    appeared during `ray.init`: the GCS, the raylet, the log monitor, ...) and theirs (workers,
+    the dashboard and runtime-env agents). Linux (``/proc``); elsewhere it does nothing."""
+
+    def __init__(self) -> None:
+        self.roots: set[int] = set()
+        self.before: set[int] | None = None   # this driver's children before `ray.init` (while it runs)
+
+    def _tree(self) -> dict[int, str]:
+        """pid -> start time (``/proc/PID/stat`` field 22) of every live process of the tree."""
+        procs = _proc_table()
+        out: dict[int, str] = {}
+        todo = [p for p in self.roots if p in procs]
+        while todo:
+            pid = todo.pop()
+            if pid in out:
+                continue
+            out[pid] = procs[pid][1]
+            todo += [c for c, (ppid, _) in procs.items() if ppid == pid]
+        return out
+
+    def reap(self, grace_s: float = REAP_S) -> list[int]:
+        """End what is still running after `ray.shutdown` (normally nothing): SIGTERM, then SIGKILL
+        after ``grace_s`` seconds. Returns the pids it signalled."""
+        tree = self._tree()
+        if not tree:
+            self.roots = set()
+            return []
+        _signal_all(tree, signal.SIGTERM)
+        deadline = time.monotonic() + grace_s
+        while time.monotonic() < deadline and _alive(tree):
+            time.sleep(0.05)
+        _signal_all(_alive(tree), signal.SIGKILL)
+        self.roots = set()
+        return sorted(tree)
+
+    def kill(self) -> None:
+        """SIGKILL every process of the tree at once (a forced exit; during `ray.init`, the
+        children this driver has gained since it began, and theirs)."""
+        if not self.roots and self.before is not None:
+            self.roots = _children(os.getpid()) - self.before
+        _signal_all(self._tree(), signal.SIGKILL)
+
+
+def _proc_table() -> dict[int, tuple[int, str]]:
+    """pid -> (parent pid, start time) of every process but zombies, from ``/proc`` ({} without it)."""
+    out: dict[int, tuple[int, str]] = {}
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return out
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if fields[0] not in ("Z", "X"):
+            out[int(name)] = (int(fields[1]), fields[19])
+    return out
+
+
+def _children(pid: int) -> set[int]:
+    """The live child processes of ``pid``."""
+    return {c for c, (ppid, _) in _proc_table().items() if ppid == pid}
+
+
+def _alive(tree: dict[int, str]) -> dict[int, str]:
+    """The processes of ``tree`` (pid -> start time) still running (same pid, same start time)."""
+    now = _proc_table()
+    return {p: t for p, t in tree.items() if p in now and now[p][1] == t}
+
+
+def _signal_all(tree: dict[int, str], sig: int) -> None:
+    for pid in _alive(tree):
+        try:
+            os.kill(pid, sig)
+        except OSError:
+            pass
 
 
 _END = object()

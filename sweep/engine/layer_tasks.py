@@ -8,7 +8,9 @@ Each unit becomes one ``rows`` row (its best value, cost, evaluations, wall time
 problem is the minimum over its unit rows (`SearchResult` reduction, ties to the lowest unit), so
 a run can be resumed at any point with nothing to re-reduce. The ``problems`` table maps every
 (network, layer) to its problem_id; it is written with the task holding the problem's unit 0. A
-transformer step that does not fit an accelerator's DRAM (`step_fits`) has no problems on it.
+transformer step that does not fit an accelerator's DRAM (`step_fits`: its usable share,
+``[architectures] gpu_memory_utilization``, `memory_share`) has no problems on it; problem ids do
+not hold that share (no mapping depends on it), only which problems there are.
 
 Columns of ``rows``: those every unit has (`_HEAD`, `_TAIL`: ids, cost, the mapping, the rest of
 the result's ``extra`` as JSON) and, between them, the `mappers.base.ExtraColumn` figures that the
@@ -36,7 +38,7 @@ from sweep.common.ids import canonical_json, stable_hash
 from sweep.engine.problem import Problem, problem_id
 
 __all__ = ["LayerRules", "LayerTask", "LayerUnit", "expand_layers", "count_layer_tasks", "execute_layers", "problem_id",
-           "step_fits", "unfit_steps"]
+           "step_fits", "unfit_steps", "memory_share"]
 
 
 class LayerRules(NamedTuple):
@@ -106,8 +108,9 @@ def _problems(campaign, rules: LayerRules) -> tuple[list[tuple[str, str, Problem
     problems: list[tuple[str, str, Problem]] = []
     aliases: dict[str, list] = {}
     model, spatial = rules.model, campaign.architectures.spatial
+    share = memory_share(campaign)
     for net in campaign.networks:
-        fitting = [(a, acc) for a, acc in campaign.architectures.archs if step_fits(net, acc)]
+        fitting = [(a, acc) for a, acc in campaign.architectures.archs if step_fits(net, acc, share)]
         for li, (layer, rep) in enumerate(net.unique()):
             if model is None:   # only the loop-nest model reads the unpadded input size: not in the id
                 layer = layer.with_(in_rows=None, in_cols=None)
@@ -131,26 +134,37 @@ def _problems(campaign, rules: LayerRules) -> tuple[list[tuple[str, str, Problem
     return problems, aliases
 
 
-def step_fits(network, acc) -> bool:
-    """False only for a transformer step whose DRAM footprint exceeds a loop-nest accelerator's
-    declared capacity (`costmodel.capacity.step_footprint`): its layers are not mapped on that
-    accelerator (`sweep validate` and the report say so); True for everything else."""
+def memory_share(campaign) -> float:
+    """The share of each DRAM a campaign's transformer steps may fill: ``[architectures]
+    gpu_memory_utilization`` (`sweep.config.archspace.parse_memory_share`), else vLLM's 0.9
+    (`costmodel.capacity.GPU_MEMORY_UTILIZATION`)."""
+    from costmodel.capacity import GPU_MEMORY_UTILIZATION
+    return getattr(campaign.architectures, "gpu_memory_utilization", GPU_MEMORY_UTILIZATION)
+
+
+def step_fits(network, acc, gpu_memory_utilization: float | None = None) -> bool:
+    """False only for a transformer step whose DRAM footprint exceeds ``gpu_memory_utilization``
+    (None: vLLM's 0.9) of a loop-nest accelerator's declared capacity
+    (`costmodel.capacity.step_footprint`): its layers are not mapped on that accelerator (`sweep
+    validate` and the report say so); True for everything else."""
     if not network.workload or getattr(acc, "dram", None) is None:
         return True
-    from costmodel.capacity import step_footprint
-    fp = step_footprint(network, acc)
+    from costmodel.capacity import GPU_MEMORY_UTILIZATION, step_footprint
+    fp = step_footprint(network, acc, GPU_MEMORY_UTILIZATION if gpu_memory_utilization is None
+                        else gpu_memory_utilization)
     return fp is None or fp.fits
 
 
 def unfit_steps(campaign) -> list[tuple[str, str, str]]:
     """(step name, arch name, the footprint in words) of each transformer step that does not fit
-    an accelerator of a layer campaign, in campaign order."""
+    the usable share (`memory_share`) of an accelerator of a layer campaign, in campaign order."""
     from costmodel.capacity import step_footprint
+    share = memory_share(campaign)
     out = []
     for net in campaign.networks:
         for arch_name, acc in campaign.architectures.archs:
-            if not step_fits(net, acc):
-                out.append((net.name, arch_name, step_footprint(net, acc).reason()))
+            if not step_fits(net, acc, share):
+                out.append((net.name, arch_name, step_footprint(net, acc, share).reason()))
     return out
 
 

@@ -50,6 +50,9 @@ class RunSummary:
 
     output: str
     tasks_total: int = 0
+    #: tasks already stored in the directory when the run started (``--resume`` skips them; a
+    #: grid pruned by bound: its mapped tasks, not the batches of pruned designs' rows)
+    tasks_before: int = 0
     tasks_skipped: int = 0
     tasks_run: int = 0
     tasks_failed: int = 0
@@ -81,6 +84,32 @@ class RunSummary:
         if "error" in self.rows_by_status and pc.any(pc.equal(rows.column("status"), "error")).as_py():
             self.tasks_failed += 1
 
+    def interrupted_text(self) -> str:
+        """What an interrupted run stored, in the units of `done_text`: the tasks stored by this run
+        and in all (what ``--resume`` then counts as already stored: `tasks_before`); a grid pruned
+        by bound first its designs done (``search``: mapped + pruned, of the grid's)."""
+        head, g = "", self.search
+        if "pruned" in g:
+            head = (f"{g['mapped'] + g['pruned']:,} of {g['designs']:,} designs done ({g['mapped']:,} mapped, "
+                    f"{g['pruned']:,} pruned by the bound), ")
+        total = "" if g else f" of {self.tasks_total:,}"
+        return (head + f"{self.tasks_run:,} task(s) stored by this run, {self.tasks_before + self.tasks_run:,}{total} "
+                       f"in all, in {self.output}")
+
+    def done_text(self, study: bool) -> str:
+        """A finished run: tasks run, already stored (an Optuna ``study``: suggestions answered from
+        storage), failed, rows; a grid pruned by bound first its designs done of the grid's (mapped +
+        pruned: every design is one or the other)."""
+        head, g = "", self.search
+        if "pruned" in g:
+            head = (f"{g['mapped'] + g['pruned']:,}/{g['designs']:,} designs ({g['mapped']:,} mapped, "
+                    f"{g['pruned']:,} pruned by the bound): ")
+        skipped = ("suggested design(s) told their stored figures" if study and "pruned" not in g
+                   else "already stored")
+        return (head + f"{self.tasks_run:,} task(s) run, {self.tasks_skipped:,} {skipped}, {self.tasks_failed} failed, "
+                       f"{self.rows_written:,} rows in {self.seconds:.1f} s (executor start "
+                       f"{self.executor_start_s:.1f} s) -> {self.output}")
+
     @property
     def nothing_feasible(self) -> bool:
         """Rows were written in this run and none has status "ok", some "infeasible"."""
@@ -96,47 +125,33 @@ def run_campaign(campaign: Campaign, *, resume: bool = False, executor: str = "r
         resume: complete an existing output directory of the same campaign (skips stored tasks).
         executor: "ray" or "local".
         address: Ray cluster address (None: ``RAY_ADDRESS`` or a new local Ray).
-        progress: called as progress(done, total) after every finished task (and once at start).
+        progress: called as progress(done, total) after every finished task (and once at start):
+            tasks stored of the campaign's tasks; for a campaign that runs a study (an Optuna
+            search, a grid pruned by bound), designs done of its designs (the study's own count).
 
     Raises:
-        StoreError: the output directory holds something else (nothing is written).
-        Interrupted: Ctrl-C; finished tasks are stored.
+        StoreError: the output directory holds something else, or cannot be written (nothing is
+            written, nothing started).
+        Interrupted: Ctrl-C or SIGTERM; the tasks finished by then are stored (with the Ray
+            executor the signal only raises a flag read between Ray calls:
+            `sweep.engine.executor`), the executor stopped, and the run can be resumed.
     """
     t0 = time.perf_counter()
     store = Store(campaign.output)
     store.check_new_or_resumable(campaign.config_hash(), resume)
+    store.check_writable()
     done_ids = store.stored_task_ids() if resume else set()   # 100k ids: ~10 MB
     t1 = time.perf_counter()
     total = count_tasks(campaign)
-    summary = RunSummary(str(campaign.output), total, resumed=bool(done_ids))
+    summary = RunSummary(str(campaign.output), total, tasks_before=len(done_ids), resumed=bool(done_ids))
     summary.timings["count_s"] = time.perf_counter() - t1
-    store.create({"name": campaign.name, "source": campaign.source,
-                  "config_hash": campaign.config_hash(), "config": campaign.resolved_config(),
-                  "campaign": campaign.raw, "base_dir": str(Path(campaign.source).resolve().parent),
-                  "tasks": total, "report": campaign.report})
+    store.create(_manifest(campaign, total))
     stamp = {"code_version": code_version(), "config_hash": campaign.config_hash()}
     timings = summary.timings
     timings.update(expand_s=0.0, write_s=0.0)
 
-    def todo() -> Iterator[AnyTask]:
-        """Tasks not yet stored, expanded lazily (the executor pulls them as slots free up)."""
-        it = expand(campaign)
-        first = True
-        while True:
-            t1 = time.perf_counter()
-            task = next(it, None)
-            timings["expand_s"] += time.perf_counter() - t1
-            if task is None:
-                return
-            if first:  # before the first task reaches a worker (e.g. compile the loop-nest kernel)
-                campaign.plan.warm_up(task)
-            first = False
-            if task.task_id in done_ids:
-                summary.tasks_skipped += 1
-                continue
-            yield task
-
-    if progress:
+    study = campaign.plan.runs_study(campaign)
+    if progress and not study:   # a study counts its own unit (designs) from its start
         progress(len(done_ids), summary.tasks_total)
     buf: list = []
     buf_rows = 0
@@ -152,34 +167,73 @@ def run_campaign(campaign: Campaign, *, resume: bool = False, executor: str = "r
         buf, buf_rows, last_flush = [], 0, time.monotonic()
         timings["write_s"] += time.perf_counter() - t1
 
-    if campaign.plan.runs_study(campaign):
+    if study:
         return _study(campaign, store, stamp, summary, resume, executor, address, progress, t0)
     ex = Executor(executor, address, campaign.run.num_cpus, campaign.run.max_in_flight,
                   campaign.run.max_retries)
+    interrupted = False
     try:
         t1 = time.perf_counter()
         with ex, sigterm_as_interrupt():
             summary.executor_start_s = time.perf_counter() - t1
-            for task, tables, error in ex.imap(execute, todo()):
-                if error is not None:  # the worker died more than max_retries times, or similar
-                    tables = {"rows": error_table(task, f"{type(error).__name__}: {error}")}
-                buf.append((task.task_id, tables))
-                rows = tables["rows"]
-                buf_rows += rows.num_rows
-                summary.tasks_run += 1
-                summary.count_rows(rows)
-                if buf_rows >= campaign.run.flush_rows or time.monotonic() - last_flush > 30:
-                    flush()
-                if progress:
-                    progress(len(done_ids) + summary.tasks_run, summary.tasks_total)
-            flush()
-        _tidy(store, summary)
-    except KeyboardInterrupt:
+            try:
+                for task, tables, error in ex.imap(execute, _todo(campaign, done_ids, summary)):
+                    if error is not None:  # the worker died more than max_retries times, or similar
+                        tables = {"rows": error_table(task, f"{type(error).__name__}: {error}")}
+                    buf.append((task.task_id, tables))
+                    rows = tables["rows"]
+                    buf_rows += rows.num_rows
+                    summary.tasks_run += 1
+                    summary.count_rows(rows)
+                    if buf_rows >= campaign.run.flush_rows or time.monotonic() - last_flush > 30:
+                        flush()
+                    if progress:
+                        progress(len(done_ids) + summary.tasks_run, summary.tasks_total)
+            except KeyboardInterrupt:
+                interrupted = True
+            flush()   # what finished, stored before Ray stops (a second Ctrl-C meanwhile: exit at once)
+    except KeyboardInterrupt:   # while Ray started or stopped, or (local executor) while storing
+        interrupted = True
         flush()
-        _tidy(store, summary, compact=False)
-        _finish(summary, ex, t0)
-        raise Interrupted(summary) from None
-    return _finish(summary, ex, t0)
+    try:
+        _tidy(store, summary, compact=not interrupted)
+    except KeyboardInterrupt:   # (local executor) compacting: crash-safe, every task stays stored
+        interrupted = True
+    _finish(summary, ex, t0)
+    if interrupted:
+        raise Interrupted(summary)
+    return summary
+
+
+def _todo(campaign: Campaign, done_ids: set[str], summary: RunSummary) -> Iterator[AnyTask]:
+    """Tasks not yet stored, expanded lazily (the executor pulls them as slots free up); the time
+    spent expanding in ``summary.timings["expand_s"]``, the tasks skipped in ``tasks_skipped``."""
+    it = expand(campaign)
+    first = True
+    while True:
+        t1 = time.perf_counter()
+        task = next(it, None)
+        summary.timings["expand_s"] += time.perf_counter() - t1
+        if task is None:
+            return
+        if first:  # before the first task reaches a worker (e.g. compile the loop-nest kernel)
+            campaign.plan.warm_up(task)
+        first = False
+        if task.task_id in done_ids:
+            summary.tasks_skipped += 1
+            continue
+        yield task
+
+
+def _manifest(campaign: Campaign, tasks: int) -> dict:
+    """What ``manifest.json`` records of a run (`Store.create`); a grid pruned by bound also its
+    ``designs`` (how many tasks it stores depends on what the bound prunes; its designs do not)."""
+    m = {"name": campaign.name, "source": campaign.source, "config_hash": campaign.config_hash(),
+         "config": campaign.resolved_config(), "campaign": campaign.raw,
+         "base_dir": str(Path(campaign.source).resolve().parent), "tasks": tasks, "report": campaign.report}
+    if getattr(getattr(campaign, "search", None), "prune", "none") != "none":
+        m["designs"] = len(campaign.architectures)
+    return m
 
 
 def _tidy(store: Store, summary: RunSummary, compact: bool = True) -> None:

@@ -21,6 +21,7 @@ import json
 import os
 import shutil
 import subprocess
+import tempfile
 from functools import lru_cache
 from pathlib import Path
 from typing import Iterable
@@ -109,6 +110,39 @@ class Store:
         if not resume:
             raise StoreError(f"{self.root}: already holds results of this campaign; "
                              "pass --resume to complete it, or choose another --out")
+
+    def check_writable(self) -> None:
+        """Refuse an output directory this process cannot write, before anything starts (a
+        progress bar, Ray): the directory if it exists, else the nearest existing folder above it,
+        must be a directory this process may create files in: ``os.access`` (its permissions, a
+        read-only file system), then a directory made there and removed at once (a virtual file
+        system such as /proc refuses it; nothing stays).
+
+        Raises:
+            StoreError: names the output path, the folder that cannot be written and why (not a
+                directory, a read-only file system, no write permission, the system's reason).
+        """
+        probe = self.root.absolute()
+        while not os.path.lexists(probe) and probe != probe.parent:
+            probe = probe.parent
+        what = ("cannot write into the output directory" if probe == self.root.absolute() else
+                f"cannot create the output directory in {probe}")
+        if not probe.is_dir():
+            raise StoreError(f"{self.root}: cannot create the output directory: {probe} is not a directory; "
+                             "choose another --out")
+        why = ""
+        if not os.access(probe, os.W_OK | os.X_OK):
+            try:
+                why = "a read-only file system" if os.statvfs(probe).f_flag & os.ST_RDONLY else "no write permission"
+            except OSError:
+                why = "no write permission"
+        else:
+            try:
+                os.rmdir(tempfile.mkdtemp(prefix=".sweep-check-", dir=probe))
+            except OSError as e:
+                why = e.strerror or type(e).__name__
+        if why:
+            raise StoreError(f"{self.root}: {what} ({why}); choose another --out")
 
     def create(self, manifest: dict) -> None:
         """Create the directory and write the manifest (if absent).

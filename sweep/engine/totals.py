@@ -96,7 +96,8 @@ def gpu_kernels(tot: dict[str, Any], network, arch, unique_latency: list | None)
 
 
 def step_totals(tot: dict[str, Any], network, arch, dram: dict[str, float] | None = None,
-                unique_latency: list | None = None, unique_energy: list | None = None, system=None):
+                unique_latency: list | None = None, unique_energy: list | None = None, system=None,
+                gpu_memory_utilization: float | None = None):
     """A transformer step's totals from its matmuls' (``tot``: ``energy_pj`` in pJ and
     ``latency_cycles``, x repeats, as `network_totals` gives them), in place: ``matmul_energy_pj``
     / ``matmul_latency_cycles`` keep the matmuls' part, ``vector_energy_pj`` /
@@ -117,6 +118,9 @@ def step_totals(tot: dict[str, Any], network, arch, dram: dict[str, float] | Non
     None: nvlink3, one copy, the accelerator's launch cost; one micro-batch either way; ``unique_energy``, pJ
     of one execution of each unique layer, prices the LM head's part under pipeline stages): the
     serving figures are the system's and ``llm["system"]`` has its collectives.
+
+    ``gpu_memory_utilization``: the share of each chip's DRAM the step may fill (`step_memory`;
+    None: `costmodel.capacity.GPU_MEMORY_UTILIZATION`).
 
     Returns:
         (`vector_part`'s dict, the serving figures of `costmodel.llm.step_metrics` with
@@ -166,7 +170,7 @@ def step_totals(tot: dict[str, Any], network, arch, dram: dict[str, float] | Non
         return vec, None
     llm = {**step_metrics(network.workload, tot["energy_pj"], tot["latency_cycles"], clock),
            "clock_mhz": clock, "workload": dict(network.workload), "matmul_only": not vec["costed"],
-           "precisions": step_precisions(network, arch), **step_memory(network, arch)}
+           "precisions": step_precisions(network, arch), **step_memory(network, arch, gpu_memory_utilization)}
     if split and unique_latency is not None and tot["latency_cycles"] is not None and tot["energy_pj"] is not None:
         from costmodel.system.serving import System, system_step
         from costmodel.transformer.shard import split_of
@@ -233,17 +237,19 @@ def head_part(network, arch, tot: dict[str, Any], vector_rows: list[dict], uniqu
             "head_latency_s": head_cyc / clock, "head_energy_j": head_pj * 1e-12}
 
 
-def step_memory(network, arch) -> dict[str, Any]:
+def step_memory(network, arch, gpu_memory_utilization: float | None = None) -> dict[str, Any]:
     """``{"memory": footprint dict or None, "max_batch": int or None}`` of a transformer step on
     ``arch`` (`costmodel.capacity.step_footprint` and `max_batch`: bytes of weights, KV cache and
-    live activations against the DRAM's capacity; the largest batch that fits at the step's
+    live activations against ``gpu_memory_utilization`` of the DRAM's capacity, None: vLLM's 0.9,
+    `costmodel.capacity.GPU_MEMORY_UTILIZATION`; the largest batch that fits at the step's
     context); None where the capacity is not declared or the network is no zoo step."""
     if not hasattr(arch, "precisions"):
         return {"memory": None, "max_batch": None}
-    from costmodel.capacity import max_batch, step_footprint
-    fp = step_footprint(network, arch)
+    from costmodel.capacity import GPU_MEMORY_UTILIZATION, max_batch, step_footprint
+    u = GPU_MEMORY_UTILIZATION if gpu_memory_utilization is None else gpu_memory_utilization
+    fp = step_footprint(network, arch, u)
     return {"memory": fp.to_dict() if fp is not None else None,
-            "max_batch": max_batch(network, arch) if fp is not None else None}
+            "max_batch": max_batch(network, arch, gpu_memory_utilization=u) if fp is not None else None}
 
 
 def step_precisions(network, arch) -> dict[str, int] | None:
@@ -262,20 +268,22 @@ def step_precisions(network, arch) -> dict[str, int] | None:
             "kv_cache": operand_bits(kv, arch)["W"] if kv is not None else bits["I"]}
 
 
-def check_fits(network, arch) -> None:
+def check_fits(network, arch, gpu_memory_utilization: float | None = None) -> None:
     """Raise `DoesNotFitError` (exit 1) when ``network`` is a transformer step whose weights, KV
-    cache and live activations do not fit ``arch``'s DRAM (`costmodel.capacity.step_footprint`);
-    checked before any layer is mapped. Nothing for other networks or a DRAM of no declared
-    capacity."""
+    cache and live activations do not fit ``gpu_memory_utilization`` of ``arch``'s DRAM
+    (`costmodel.capacity.step_footprint`; None: vLLM's 0.9); checked before any layer is mapped.
+    Nothing for other networks or a DRAM of no declared capacity."""
     if not network.workload or not hasattr(arch, "memories"):
         return
-    from costmodel.capacity import max_batch, step_footprint
+    from costmodel.capacity import GPU_MEMORY_UTILIZATION, max_batch, step_footprint
     from sweep.common.errors import DoesNotFitError
-    fp = step_footprint(network, arch)
+    u = GPU_MEMORY_UTILIZATION if gpu_memory_utilization is None else gpu_memory_utilization
+    fp = step_footprint(network, arch, u)
     if fp is not None and not fp.fits:
-        mb = max_batch(network, arch)
+        mb = max_batch(network, arch, gpu_memory_utilization=u)
         fix = ("fewer tokens per step (--seq), fewer bits per activation (--act-bits), or a larger "
                f"{fp.activations_home}" if not fp.activations_fit else
-               "a larger DRAM (more units, another kind) or fewer bits per weight (--weight-bits), or several chips")
+               "a larger DRAM (more units, another kind) or fewer bits per weight (--weight-bits), or several chips"
+               + (f", or a larger usable share (--gpu-memory-utilization, now {u:g})" if u < 1 else ""))
         hint = f"; the largest batch that fits is {mb}" if mb else f"; not even batch 1 fits: {fix}"
         raise DoesNotFitError(f"{network.name} does not fit {fp.arch}: {fp.reason()}{hint}")

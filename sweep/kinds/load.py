@@ -72,11 +72,10 @@ def parse_campaign(data: dict[str, Any], source: str = "<campaign>", base_dir: P
     # a [workload] mix brings its own steps: then `networks` may be left out
     networks = parse_networks(data.get("networks"), base_dir, bad) \
         if not own and ("networks" in data or "workload" not in data) else []
-    workload = parse_workload(data.get("workload"), bad)
+    workload = parse_workload(data.get("workload"), bad, base_dir)
     system = parse_system(data.get("system"), bad)
-    if workload is not None:  # the mix's steps join the networks (once each)
-        have = {n.name for n in networks}
-        networks += [n for n in mix_networks(workload, bad) if n.name not in have]
+    if workload is not None:  # the mix's steps join the networks (once each; a namesake must be the same step)
+        networks += mix_networks(workload, bad, networks)
     objectives = (parse_objectives(data, kind.name, kind.objectives, kind.objective_defaults(), bad)
                   if kind is not None else [])
     seeds = parse_seeds(data.get("seeds", [0]), bad)

@@ -42,9 +42,11 @@ from costmodel.loopnest.template import DATAFLOW
 from sweep.common import fmt
 from sweep.common.fmt import print_wide
 from sweep.reports import dataflow
-from sweep.reports.summary import print_plots, print_summary, read_rows, summary
-from sweep.reports.designs import (_py, _record, best_per_budget, design_clocks, edp_unit, latency_edp_text,
-                                   parameter_effects, pareto_designs, rank_columns, time_basis)
+from sweep.reports.summary import (DOES_NOT_FIT, does_not_fit_mask, print_does_not_fit, print_failures, print_head,
+                                   print_plots, read_rows, summary)
+from sweep.reports.designs import (ENERGY_DYNAMIC, _py, _record, best_per_budget, design_clocks, design_failures,
+                                   edp_unit, energy_basis, latency_edp_text, parameter_effects, pareto_designs,
+                                   rank_columns, time_basis)
 from sweep.reports.plots import category_ticks, figure, log_axis, save
 
 __all__ = [
@@ -307,13 +309,13 @@ def build(directory: Path, manifest: dict, plots_dir: str | Path | None = None) 
     top_k = int(rcfg.get("top_k", 10))
     rep.update(template=space.get("template"), params=params, search=search, top_objective=objective)
     df = design_table(designs, design_clocks(archs))
-    rep["time_basis"] = time_basis(df)
+    rep["time_basis"], rep["energy_basis"] = time_basis(df), energy_basis(archs)
     if not designs.empty:
         d = designs.drop_duplicates(["design_id", "network"], keep="first")
-        status = d["status"].astype(str).value_counts()
+        status = d["status"].astype(str).where(~does_not_fit_mask(d), DOES_NOT_FIT).value_counts()
         rep["design_rows"] = {k: int(status[k]) for k in sorted(status.index, key=lambda k: (k != "ok", k))}
         rep["designs_evaluated"] = int(d["design_id"].nunique())
-        rep["design_failures"] = _design_failures(d[d["status"].astype(str) != "pruned"])
+        rep["design_failures"] = design_failures(d[d["status"].astype(str) != "pruned"])
         pruned = d.groupby("design_id")["status"].agg(lambda x: bool((x.astype(str) == "pruned").all()))
         if pruned.any():  # a grid pruned by bound (sweep.search.grid): what the tables cover
             rep["designs_pruned"] = int(pruned.sum())
@@ -338,10 +340,13 @@ def build(directory: Path, manifest: dict, plots_dir: str | Path | None = None) 
         if llm:
             rep["llm"] = llm
             rep["plots"] = rep.get("plots", []) + llm.get("plots", [])
-        from sweep.reports.systems import design_costs, system_answers
-        systems = system_answers(designs, rcfg.get("slo"), design_costs(archs) if len(archs) else None)
+        from sweep.reports.systems import design_costs, system_answers, write_systems_plots
+        systems = system_answers(designs, rcfg.get("slo"), design_costs(archs) if len(archs) else None,
+                                 [p for p in params if p in df and df[p].nunique() > 1])
         if systems:
             rep["systems"] = systems
+            if plots_dir is not None:  # the answer's plot first
+                rep["plots"] = write_systems_plots(systems, plots_dir) + rep.get("plots", [])
     return rep
 
 
@@ -351,19 +356,6 @@ def _campaign_networks(directory: Path, manifest: dict) -> list:
     from sweep.reports.llm import _campaign
     c, _ = _campaign(directory, manifest)
     return list(c.networks) if c is not None else []
-
-
-def _design_failures(d: pd.DataFrame) -> list[dict[str, Any]]:
-    """Per (network, status) of the (design, network) rows that did not finish: how many designs,
-    and the first one's ``error`` (e.g. a step that does not fit the design's DRAM: "does not fit:
-    needs ..."), in the totals' order."""
-    bad = d[d["status"].astype(str) != "ok"]
-    out = []
-    for (net, status), g in bad.groupby(["network", "status"], sort=False, observed=True):
-        first = g.iloc[0]
-        out.append({"network": str(net), "status": str(status), "designs": int(len(g)),
-                    "design_id": str(first["design_id"]), "error": str(first.get("error") or "").split("\n")[0]})
-    return out
 
 
 def _design_entries(directory: Path, manifest: dict, archs: pd.DataFrame, reports: dict[str, dict],
@@ -416,15 +408,15 @@ def _safe(name: str) -> str:
 
 
 def write_plots(rep: dict[str, Any], per: dict[str, pd.DataFrame], plots_dir: str | Path) -> list[str]:
-    """Per network: area (mm^2) vs EDP of every design (grey) with the (area, EDP) Pareto front
-    (red), per parameter the best and median EDP over its values, and with a dataflow axis
-    `sweep.reports.dataflow.write_plot`. Returns the paths written."""
+    """Per network of at least 2 designs: area (mm^2) vs EDP of every design (grey) with the (area,
+    EDP) Pareto front (red), per parameter of at least 2 values the best and median EDP over them,
+    and with a dataflow axis `sweep.reports.dataflow.write_plot`. Returns the paths written."""
     plots_dir = Path(plots_dir)
     plots_dir.mkdir(parents=True, exist_ok=True)
     written = []
     for net, nrep in rep.get("networks", {}).items():
         df = per[net]
-        if df.empty:
+        if len(df) < 2:  # one design: a plot of one dot says nothing the tables do not
             continue
         fig, ax = figure(figsize=(6.5, 4.2))
         edp, unit = ("edp_js", "J x s") if rep.get("time_basis") == "s" else ("edp", "pJ x cycles")
@@ -438,7 +430,7 @@ def write_plots(rep: dict[str, Any], per: dict[str, pd.DataFrame], plots_dir: st
         ax.legend(fontsize=8)
         written.append(save(fig, plots_dir / f"archsearch_{_safe(net)}_area_edp.png",
                             f"{net}: EDP over area of every design"))
-        effects = nrep["parameter_effects"]
+        effects = {p: recs for p, recs in nrep["parameter_effects"].items() if len(recs) > 1}  # one value: one dot
         if effects:
             written.append(_effects_plot(net, effects, plots_dir / f"archsearch_{_safe(net)}_parameters.png", unit))
         f = dataflow.write_plot(net, nrep, df, plots_dir / f"archsearch_{_safe(net)}_dataflows.png")
@@ -545,11 +537,18 @@ def _show_network(net: str, n: dict[str, Any], params: list[str], top_objective:
 
 
 def show(rep: dict[str, Any], console) -> None:
-    """Print ``rep`` (from `build`) as Rich tables: the summary, then per network the Pareto
+    """Print ``rep`` (from `build`) as Rich tables: the head line and, over systems of chips, the answer
+    (`sweep.reports.systems.print_systems`: the cheapest system meeting the targets, the front); the
+    steps that do not fit a design's DRAM (counted, neutral) and what failed; then per network the Pareto
     fronts (at most 15 rows each), the best design per area budget, the parameter effects (the
     dataflow's in its own section, `sweep.reports.dataflow.show_network`) and the top designs,
     then the design files with their `sweep map` commands."""
-    print_summary(rep, console)
+    print_head(rep, console)
+    if rep.get("systems"):  # the answer first, then the detail
+        from sweep.reports.systems import print_systems
+        print_systems(rep["systems"], console)
+    print_does_not_fit(rep, console)
+    print_failures(rep, console)
     s = rep.get("search") or {}
     console.print(f"architecture search on {rep.get('template')}: parameters {fmt.words(rep.get('params', []))}; "
                   f"sampler {s.get('sampler')}, objective(s) {fmt.words(s.get('objectives') or [])}; "
@@ -561,7 +560,7 @@ def show(rep: dict[str, Any], console) -> None:
                       "(its rows say by which); the answer per phase (fronts, the best, the best per mm^2) is the "
                       "whole grid's, the per-network tables (EDP, energy) and the parameter effects are over the "
                       "mapped designs", soft_wrap=True, highlight=False, markup=False)
-    for f in rep.get("design_failures") or []:
+    for f in [f for f in rep.get("design_failures") or [] if not f["error"].startswith("does not fit")]:
         console.print(f"  {f['status']}: {f['network']}: {f['designs']} design(s), e.g. {f['design_id']}: {f['error']}",
                       soft_wrap=True, highlight=False, markup=False)
     if not rep.get("networks") and rep.get("failures"):
@@ -573,6 +572,8 @@ def show(rep: dict[str, Any], console) -> None:
         console.print("the designs' clocks differ: designs are ranked by latency in seconds and EDP in J*s (the "
                       "cycles and pJ*cycles of each are in `sweep report --json`)", soft_wrap=True, highlight=False,
                       markup=False)
+    if rep.get("networks"):
+        console.print(ENERGY_DYNAMIC, soft_wrap=True, highlight=False, markup=False)
     for net, n in rep.get("networks", {}).items():
         _show_network(net, n, params, rep.get("top_objective", "edp"), console, basis)
     if rep.get("designs"):
@@ -590,7 +591,4 @@ def show(rep: dict[str, Any], console) -> None:
     if rep.get("llm"):
         from sweep.reports.llm import print_llm_designs
         print_llm_designs(rep, console)
-    if rep.get("systems"):
-        from sweep.reports.systems import print_systems
-        print_systems(rep["systems"], console)
     print_plots(rep, console)

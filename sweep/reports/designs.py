@@ -17,8 +17,14 @@ import pandas as pd
 from sweep.common import fmt
 from sweep.reports.pareto import even_budgets, pareto_front
 
-__all__ = ["best_per_budget", "parameter_effects", "pareto_designs", "rank_columns", "time_basis", "design_clocks",
-           "latency_edp_text", "edp_unit"]
+__all__ = ["ENERGY_DYNAMIC", "best_per_budget", "design_failures", "energy_basis", "parameter_effects", "pareto_designs",
+           "rank_columns", "time_basis", "design_clocks", "latency_edp_text", "edp_unit"]
+
+#: What a design's energy (``energy_pj`` of its totals, and so its EDP) includes: the model's per-access
+#: energies (`sweep.engine.totals.ENERGY_BASIS`); static energy is never in it.
+ENERGY_DYNAMIC = ("energy: dynamic only (the mappings' and vector operations' accesses and MACs at the model's "
+                  "per-access figures: CACTI 22 nm SRAM, Horowitz 45 nm MACs, the DRAM kind's pJ/bit); no static "
+                  "energy; EDP = that energy x the latency")
 
 
 def rank_columns(df: pd.DataFrame) -> tuple[str, str]:
@@ -129,3 +135,28 @@ def latency_edp_text(r: dict, basis: str) -> tuple[str, str]:
 def edp_unit(basis: str) -> str:
     """The EDP unit of a report on ``basis`` (`time_basis`)."""
     return "J*s" if basis == "s" else "pJ*cycles"
+
+
+def energy_basis(archs: pd.DataFrame) -> str:
+    """What the energies per token and per request of a search's designs include: "dynamic only", or
+    "dynamic + static" where a design's accelerator has an idle power (``[power] idle_w``, its static
+    energy the idle power x the step's time x its chips, `sweep.engine.totals.static_energy`)."""
+    powered = False
+    if not archs.empty and "arch" in archs:
+        powered = any(isinstance(a, str) and ((json.loads(a).get("power") or {}).get("idle_w") is not None)
+                      for a in archs.drop_duplicates("design_id")["arch"])
+    return ("dynamic + static (idle power x time) where a design states an idle power" if powered
+            else "dynamic only (no static energy)")
+
+
+def design_failures(d: pd.DataFrame) -> list[dict[str, Any]]:
+    """Per (network, status) of the (design, network) rows that did not finish: how many designs,
+    and the first one's ``error`` (e.g. a step that does not fit the design's DRAM: "does not fit:
+    needs ..."), in the totals' order."""
+    bad = d[d["status"].astype(str) != "ok"]
+    out = []
+    for (net, status), g in bad.groupby(["network", "status"], sort=False, observed=True):
+        first = g.iloc[0]
+        out.append({"network": str(net), "status": str(status), "designs": int(len(g)),
+                    "design_id": str(first["design_id"]), "error": str(first.get("error") or "").split("\n")[0]})
+    return out

@@ -8,9 +8,10 @@ The networks and accelerators come from the campaign stored in the directory's m
 again; a directory whose inputs no longer parse gets no step table and a note why). A step is
 totalled only where every one of its unique layers has a finished row for that mapper;
 otherwise its figures are None and ``missing_layers`` says how many are absent. Each row has the
-step's DRAM footprint (``memory_bytes``) and the largest batch that fits (``max_batch``); a step
-that does not fit an accelerator's DRAM was not mapped there and has a row of its own with the
-reason in ``does_not_fit`` (`costmodel.capacity`).
+step's DRAM footprint (``memory_bytes``) and the largest batch that fits (``max_batch``) in the
+usable share of the DRAM (``gpu_memory_utilization`` of the report, the campaign's ``[architectures]``
+key); a step that does not fit it was not mapped there and has a row of its own with the reason in
+``does_not_fit`` (`costmodel.capacity`).
 """
 
 from __future__ import annotations
@@ -86,7 +87,7 @@ def _dram(network, arch, best: pd.DataFrame) -> dict[str, float] | None:
 
 def llm_steps(directory: Path, manifest: dict, layers: list[dict[str, Any]],
               best: pd.DataFrame | None = None) -> dict[str, Any]:
-    """``{"steps": [rows], "note": str}``: one row per (transformer step, arch, objective,
+    """``{"steps": [rows], "note": str, "gpu_memory_utilization": the usable share}``: one row per (transformer step, arch, objective,
     mapper label) of the per-layer records ``layers`` (`sweep.reports.loopnest.layer_report`'s
     ``layers``: ``network``, ``layer_index``, ``arch``, ``objective``, ``label``, ``energy_pj``,
     ``latency_cycles``, ``repeat``). With ``best`` (the best unit row per problem, with its
@@ -99,6 +100,7 @@ def llm_steps(directory: Path, manifest: dict, layers: list[dict[str, Any]],
     campaign, why = _campaign(directory, manifest)
     if campaign is None:
         return {"steps": [], "note": f"no LLM step figures: {why}"}
+    from sweep.engine.layer_tasks import memory_share
     from sweep.engine.totals import step_totals
     archs = dict(campaign.architectures.archs)
     steps = {n.name: n for n in campaign.networks if n.workload}
@@ -121,7 +123,8 @@ def llm_steps(directory: Path, manifest: dict, layers: list[dict[str, Any]],
                 dram = _dram(network, archs[arch], sel[sel["seed"].isna() if pd.isna(first) else sel["seed"] == first])
         lat = None if missing else list(g.drop_duplicates("layer_index").sort_values("layer_index")["latency_cycles"])
         en = None if missing else list(g.drop_duplicates("layer_index").sort_values("layer_index")["energy_pj"])
-        vec, llm = (step_totals(tot, network, archs[arch], dram, lat, en, getattr(campaign, "system", None))
+        vec, llm = (step_totals(tot, network, archs[arch], dram, lat, en, getattr(campaign, "system", None),
+                                memory_share(campaign))
                     if arch in archs else ({"not_costed": ""}, None))
         w = network.workload
         row = {k: w.get(k) for k in STEP_COLUMNS}
@@ -153,7 +156,7 @@ def llm_steps(directory: Path, manifest: dict, layers: list[dict[str, Any]],
                     "not_costed": ""})
     order = {name: i for i, name in enumerate(steps)}  # the campaign's order of its steps
     out.sort(key=lambda r: order[r["network"]])
-    return {"steps": out, "note": ""}
+    return {"steps": out, "note": "", "gpu_memory_utilization": memory_share(campaign)}
 
 
 def _bytes(v: Any) -> str:
@@ -195,6 +198,10 @@ def print_llm_steps(rep: dict[str, Any], console) -> None:
                   _shares(r), "does not fit" if r.get("does_not_fit") else _bytes(r.get("memory_bytes")),
                   "-" if r.get("max_batch") is None else f"{r['max_batch']:,}")
     print_wide(console, t)
+    if llm.get("gpu_memory_utilization") is not None:
+        console.print(f"memory, max batch: against {llm['gpu_memory_utilization']:.2f} of each accelerator's DRAM "
+                      "(gpu_memory_utilization, [architectures]; vLLM's default 0.9, the rest the runtime's)",
+                      soft_wrap=True, highlight=False, markup=False)
     for arch in dict.fromkeys(r["arch"] for r in steps if r.get("launch_s")):
         sel = [r for r in steps if r["arch"] == arch and r.get("launch_s")]
         lo, hi = min(sel, key=lambda r: r["launch_s"]), max(sel, key=lambda r: r["launch_s"])

@@ -15,7 +15,12 @@ from sweep.engine.store import Store
 from sweep.common.errors import StoreError
 from sweep.common.fmt import counts, words
 
-__all__ = ["failures", "print_failures", "print_plots", "print_summary", "read_rows", "summary"]
+__all__ = ["DOES_NOT_FIT", "does_not_fit", "does_not_fit_mask", "failures", "print_does_not_fit", "print_failures",
+           "print_head", "print_plots", "print_summary", "read_rows", "summary"]
+
+#: How a report names a step not mapped on a design because it does not fit the design's DRAM (its
+#: weights, KV cache and activations exceed it, `costmodel.capacity`): an expected result, not an error.
+DOES_NOT_FIT = "does not fit (memory)"
 
 #: Columns with few distinct strings: as categories, filters and groupbys on them are fast.
 _CATEGORICAL = ("network", "pm", "network_pm", "status", "mapper", "branch")
@@ -57,12 +62,39 @@ def summary(directory: Path, manifest: dict, rows: pd.DataFrame,
         "row_code_versions": sorted(rows["code_version"].dropna().unique().tolist()) if "code_version" in rows else [],
         "row_config_hashes": sorted(rows["config_hash"].dropna().unique().tolist()) if "config_hash" in rows else [],
     }
-    errors = rows[~rows["status"].isin(["ok", "pruned"])]   # pruned: a design left unmapped by bound, not a failure
+    if "pruned" in status and "design_id" in rows:
+        rep.update(_pruned_grid_counts(rows, manifest))
+    unfit = does_not_fit_mask(rows)
+    if unfit.any():
+        rep["does_not_fit"] = does_not_fit(rows)
+    # pruned: a design left unmapped by bound; does not fit: the step exceeds the design's DRAM; neither fails
+    errors = rows[~rows["status"].isin(["ok", "pruned"]) & ~unfit]
     if not errors.empty:
         cols = [c for c in ("task_id", "error") if c in errors]
         rep["errors"] = errors[cols].drop_duplicates().head(20).to_dict("records")
         rep["failures"] = failures(rows, problems)
     return rep
+
+
+def does_not_fit_mask(rows: pd.DataFrame) -> pd.Series:
+    """True on each row (of ``rows`` or ``totals``) of a step that was not mapped because it does not
+    fit the design's DRAM: status "infeasible" and an ``error`` starting "does not fit"
+    (`sweep.engine.design_tasks`: the footprint is checked before mapping)."""
+    if rows.empty or "status" not in rows or "error" not in rows:
+        return pd.Series(False, index=rows.index)
+    err = rows["error"].astype(object).where(rows["error"].notna(), "").astype(str)
+    return (rows["status"].astype(str) == "infeasible") & err.str.startswith("does not fit")
+
+
+def does_not_fit(rows: pd.DataFrame) -> dict[str, Any]:
+    """The rows of ``rows`` that do not fit (`does_not_fit_mask`): ``rows`` counted, ``networks``
+    (network -> rows, in the order first met: one row per design a step does not fit) and ``example``,
+    the first one's reason (``needs 71 GB: weights 70.6 GB, ...; design_x has 34.4 GB ...``)."""
+    d = rows[does_not_fit_mask(rows)]
+    nets = d["network"].astype(str).value_counts(sort=False) if "network" in d else pd.Series(dtype=int)
+    first = str(d["error"].iloc[0]).split("\n")[0] if len(d) else ""
+    return {"rows": int(len(d)), "networks": {str(k): int(v) for k, v in nets.items()},
+            "example": first.removeprefix("does not fit: ")}
 
 
 #: Failure groups shown in a report; the rest are counted.
@@ -77,15 +109,16 @@ def _first_line(error: Any) -> str:
 
 
 def failures(rows: pd.DataFrame, problems: pd.DataFrame | None = None) -> dict[str, Any]:
-    """What did not finish among ``rows`` (status not "ok" nor "pruned": "error", the code failed;
-    "infeasible", nothing valid found; "skipped", the mapper declined the search): ``rows`` and
+    """What did not finish among ``rows`` (status not "ok" nor "pruned", and not a step that does
+    not fit the design's DRAM, `does_not_fit_mask`: "error", the code failed; "infeasible", nothing
+    valid found; "skipped", the mapper declined the search): ``rows`` and
     ``tasks`` counted, and ``groups``, one per (status, mapper, network, layer) in the order first
     met (network and layer None where a row does not say, e.g. a task that failed as a whole): its
     ``rows`` and its most common ``error`` (the reason; first line only; `sweep report --json`'s
     ``errors`` keep the tracebacks); where its rows give several reasons, ``more_reasons`` (the next
     two, with their rows) and ``other_reasons`` (how many more). At most 20 groups;
     ``more_groups`` counts the rest."""
-    err = rows[~rows["status"].astype(str).isin(["ok", "pruned"])].copy()
+    err = rows[~rows["status"].astype(str).isin(["ok", "pruned"]) & ~does_not_fit_mask(rows)].copy()
     if problems is not None and not problems.empty and "problem_id" in err and "problem_id" in problems:
         names = problems.drop_duplicates("problem_id").set_index("problem_id")
         for c in ("network", "layer"):
@@ -109,18 +142,79 @@ def failures(rows: pd.DataFrame, problems: pd.DataFrame | None = None) -> dict[s
             "more_groups": max(0, len(groups) - _SHOWN_FAILURES)}
 
 
+def _status_counts(rep: dict[str, Any]) -> dict[str, int]:
+    """The rows by status as a report names them: those that do not fit the design's DRAM counted
+    apart from the other "infeasible" rows, as `DOES_NOT_FIT`."""
+    status = dict(rep.get("rows") or {})
+    unfit = (rep.get("does_not_fit") or {}).get("rows", 0)
+    if unfit:
+        status["infeasible"] = status.get("infeasible", 0) - unfit
+        status = {k: n for k, n in status.items() if n} | {DOES_NOT_FIT: unfit}
+    return status
+
+
 def print_summary(rep: dict[str, Any], console) -> None:
     """Print the head of ``rep`` (`summary`): the campaign, the rows by status, the code and
-    configuration, and what failed (count, first error per mapper and layer)."""
+    configuration, the steps that do not fit a design's DRAM (counted, neutral: an expected result)
+    and what failed (count, first error per mapper and layer)."""
+    print_head(rep, console)
+    print_does_not_fit(rep, console)
+    print_failures(rep, console)
+
+
+def _pruned_grid_counts(rows: pd.DataFrame, manifest: dict) -> dict[str, Any]:
+    """A grid pruned by bound (`sweep.search.grid`): ``pruned_grid``, its designs done (mapped or
+    pruned: a pruned design is done, not missing) of the grid's ``designs`` (``manifest["designs"]``,
+    None in directories written before it was recorded), and its tasks: the mapped ones (a batch of pruned designs' rows has a
+    task_id but is no task of the grid's), all expected once every design is done (None before:
+    how many the rest needs depends on what the bound prunes)."""
+    pruned = rows["status"].astype(str) == "pruned"
+    n_pruned = int(rows.loc[pruned, "design_id"].nunique())
+    done = int(rows["design_id"].dropna().nunique())
+    expected = manifest.get("designs")
+    tasks = int(rows.loc[~pruned, "task_id"].nunique())
+    return {"pruned_grid": {"designs": expected, "done": done, "mapped": done - n_pruned, "pruned": n_pruned},
+            "tasks_stored": tasks, "tasks_expected": tasks if expected is not None and done >= expected else None}
+
+
+def stored_text(rep: dict[str, Any]) -> str:
+    """``30/30 tasks stored``; a grid pruned by bound first its designs: ``64/64 designs done (36
+    mapped, 28 pruned by the bound), 20/20 tasks stored`` (`_pruned_grid_counts`; ``?`` where a count
+    is not known yet)."""
+    d = rep.get("pruned_grid")
+    head = ""
+    if d:
+        of = f"/{d['designs']:,}" if d.get("designs") is not None else ""
+        head = f"{d['done']:,}{of} designs done ({d['mapped']:,} mapped, {d['pruned']:,} pruned by the bound), "
+    expected = rep.get("tasks_expected")
+    stored = rep.get("tasks_stored")
+    return head + f"{'?' if stored is None else f'{stored:,}'}/{'?' if expected is None else f'{expected:,}'} tasks stored"
+
+
+def print_head(rep: dict[str, Any], console) -> None:
+    """The first lines of every report: the campaign, its directory and code, the tasks stored and
+    the rows by status (`_status_counts`), and which code and configuration produced them."""
     console.print(f"[bold]{escape(str(rep['campaign']))}[/] in {escape(rep['directory'])} (code {rep['code_version']}): "
-                  f"{rep['tasks_stored']}/{rep['tasks_expected']} tasks stored, rows: {counts(rep['rows'])}",
+                  f"{stored_text(rep)}, rows: {escape(counts(_status_counts(rep)))}",
                   soft_wrap=True, highlight=False)
     if rep.get("row_code_versions"):
         console.print(f"rows from code {words(rep['row_code_versions'])}, config "
                       f"{words(h[:12] for h in rep['row_config_hashes'])} (manifest.json: the full "
                       f"resolved configuration; rerun with `sweep rerun {rep['directory']} --out NEW`)",
                       soft_wrap=True, highlight=False, markup=False)
-    print_failures(rep, console)
+
+
+def print_does_not_fit(rep: dict[str, Any], console) -> None:
+    """One neutral line for the steps not mapped on a design because they do not fit its DRAM
+    (``rep["does_not_fit"]``, `does_not_fit`): how many (design, step) rows, per step, and the first
+    reason; nothing when every step fits. Not an error: a model too large for few chips needs more."""
+    d = rep.get("does_not_fit")
+    if not d:
+        return
+    per = ", ".join(f"{n} {k}" for k, n in d["networks"].items())
+    console.print(f"{DOES_NOT_FIT}: {d['rows']:,} (design, step) row(s) not mapped, the step's weights, KV cache "
+                  f"and activations exceed the design's DRAM (expected, not an error): {per}; e.g. {d['example']}",
+                  soft_wrap=True, highlight=False, markup=False)
 
 
 def print_failures(rep: dict[str, Any], console) -> None:
@@ -129,7 +223,7 @@ def print_failures(rep: dict[str, Any], console) -> None:
     f = rep.get("failures")
     if not f:
         return
-    status = {k: n for k, n in rep.get("rows", {}).items() if k != "pruned"}
+    status = {k: n for k, n in _status_counts(rep).items() if k not in ("pruned", DOES_NOT_FIT)}
     ok = status.get("ok", 0)
     kinds = ", ".join(f"{n:,} {k}" for k, n in status.items() if k != "ok")
     verb = "failed" if set(status) <= {"ok", "error"} else "did not finish"

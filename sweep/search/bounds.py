@@ -120,8 +120,8 @@ def design_bounds(campaign, progress=None) -> DesignBounds:
         cap = (tuple(sorted(acc.precisions.items())), acc.dram, acc.dram_gib_per_unit)
         for net in nets:
             ok = fits.get((net.name, cap))
-            if ok is None:
-                fp = step_footprint(net, acc) if net.workload else None
+            if ok is None:   # against the share of the DRAM the run checks (`evaluate_design`)
+                fp = step_footprint(net, acc, space.gpu_memory_utilization) if net.workload else None
                 ok = fits[(net.name, cap)] = fp is None or fp.fits
             if ok:
                 step_s[net.name] = step_bounds(net, acc, u, layers, unique[net.name])["latency_s"]

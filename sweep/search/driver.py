@@ -189,16 +189,21 @@ class _DesignObjective:
         idx = [a.state for a in active]
         space, known = self.space, self.known
         new = sorted({i for i in idx if i is not None and space.design_id(space.point(i)) not in known})
-        batch = []
-        for task, tables, error in self.ex.imap(execute, [make_task(self.c, [i]) for i in new]):
-            if error is not None:
-                tables = {"rows": error_table(task, f"{type(error).__name__}: {error}")}
-            batch.append((task.task_id, tables))
-            if "totals" in tables:
-                for rec in tables["totals"].to_pylist():
-                    known.setdefault(rec["design_id"], []).append(rec)
-            self.summary.tasks_run += 1
+        batch: list = []
+        try:
+            for task, tables, error in self.ex.imap(execute, [make_task(self.c, [i]) for i in new]):
+                if error is not None:
+                    tables = {"rows": error_table(task, f"{type(error).__name__}: {error}")}
+                batch.append((task.task_id, tables))
+                if "totals" in tables:
+                    for rec in tables["totals"].to_pylist():
+                        known.setdefault(rec["design_id"], []).append(rec)
+        except KeyboardInterrupt:   # the designs mapped by then are stored; the round's trials stay
+            self.flush(batch)       # RUNNING, and --resume finishes it without mapping them again
+            self.summary.tasks_run += len(batch)
+            raise
         self.flush(batch)
+        self.summary.tasks_run += len(batch)
         self.summary.tasks_skipped += sum(1 for i in idx if i is not None) - len(new)
         return idx
 

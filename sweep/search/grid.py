@@ -98,76 +98,135 @@ def _tasks(campaign, indices: list[int], views: np.ndarray) -> list[list[int]]:
     return out
 
 
+def _stored_tasks(store: Store) -> set[str]:
+    """task_ids of the stored mapped tasks (rows not "pruned": a batch of pruned designs' rows has a
+    task_id of its own, no task of the grid's)."""
+    if not store.fragments("rows"):
+        return set()
+    rows = store.read("rows", columns=["task_id", "status"])
+    return set(rows.loc[rows["status"] != "pruned", "task_id"].astype(str))
+
+
+class _Done:
+    """The designs of a pruned grid done so far, mapped or pruned, stored by this run or an earlier
+    one: ``info`` (`RunSummary.search`: ``mapped``, ``pruned``) counts those stored, ``progress`` is
+    told (designs done, designs of the grid) as tasks finish, the round's not yet stored included."""
+
+    def __init__(self, info: dict, stored: dict[str, list[dict]], progress):
+        self.info, self.progress = info, progress
+        self.pruned = {d for d, recs in stored.items() if any(r.get("status") == "pruned" for r in recs)}
+        self.mapped = set(stored) - self.pruned
+        self.staged: tuple[set, set] = (set(), set())   # (mapped, pruned) of the batch being made
+        self.told = -1
+        self.commit()
+
+    def add(self, design_ids, pruned: bool = False) -> None:
+        """Designs of the batch being made (stored with it: `commit`)."""
+        done = self.pruned if pruned else self.mapped
+        self.staged[pruned].update(d for d in design_ids if d not in done)
+        self._tell()
+
+    def commit(self) -> None:
+        """The batch is stored: its designs count as done."""
+        self.mapped |= self.staged[0]
+        self.pruned |= self.staged[1]
+        self.staged = (set(), set())
+        self.info.update(mapped=len(self.mapped), pruned=len(self.pruned))
+        self._tell()
+
+    def _tell(self) -> None:
+        n = len(self.mapped) + len(self.pruned) + len(self.staged[0]) + len(self.staged[1])
+        if self.progress and n != self.told:
+            self.progress(n, self.info["designs"])
+        self.told = n
+
+
 def run_pruned_grid(campaign, summary, *, resume: bool, executor: str, address: str | None,
                     progress: Callable[[int, int], None] | None, flush: Callable[[list], None],
                     say: Callable[[str], None] | None = None) -> dict:
     """Run the pruned grid of ``campaign`` (module docstring) into its output directory (created by
-    the caller, `sweep.engine.runner.run_campaign`). ``flush(batch)`` stores (task_id, tables) pairs;
-    ``progress(done, total)`` counts designs mapped or pruned; ``say`` prints a line (the bounds'
-    progress). ``summary.tasks_run`` / ``tasks_skipped`` count tasks mapped / already stored.
+    the caller, `sweep.engine.runner.run_campaign`). ``flush(batch)`` stores (task_id, tables) pairs:
+    a round's at its end, or the part finished when interrupted; ``progress(done, total)`` counts
+    designs done (mapped or pruned, stored) of the grid's designs, after every task; ``say`` prints a
+    line (the bounds' progress). ``summary.tasks_run`` / ``tasks_skipped`` count the mapped tasks run /
+    already stored, ``summary.tasks_before`` the mapped tasks stored when the run started.
 
     Returns:
-        {"designs", "mapped", "pruned", "rounds", "bounds_s", "driver_s"} of the whole grid: ``bounds_s``
-        the bounds of every design, ``driver_s`` the rounds' own work (the pruning tests, the pruned
-        designs' rows, the tasks' making, the mapped figures), seconds; the executor's timers
-        (submit, wait, get, compute) go to ``summary.timings``.
+        ``summary.search``: {"designs", "mapped", "pruned", "rounds", "bounds_s", "driver_s"} of the
+        whole grid (``mapped`` + ``pruned`` = ``designs`` once it is done; kept current while it runs):
+        ``bounds_s`` the bounds of every design, ``driver_s`` the rounds' own work (the pruning tests,
+        the pruned designs' rows, the tasks' making, the mapped figures), seconds; the executor's
+        timers (submit, wait, get, compute) go to ``summary.timings``.
 
     Raises:
-        KeyboardInterrupt: Ctrl-C / SIGTERM; finished rounds' designs stay stored (``--resume``).
+        KeyboardInterrupt: Ctrl-C / SIGTERM; what finished is stored (``--resume`` completes it).
     """
     space, nets, mix = campaign.architectures, list(campaign.networks), campaign.workload
+    info = summary.search = {"designs": len(space), "mapped": 0, "pruned": 0, "rounds": 0, "bounds_s": 0.0,
+                             "driver_s": 0.0}
     t0 = time.perf_counter()
     b = design_bounds(campaign, (lambda d, n: say(f"bounds: {d:,} of {n:,} designs")) if say else None)
-    bounds_s = time.perf_counter() - t0
+    info["bounds_s"] = time.perf_counter() - t0
     order = priority_order(b)
-    stored = _stored(Store(Path(campaign.output)))
+    store = Store(Path(campaign.output))
+    stored, stored_tasks = _stored(store), _stored_tasks(store)
+    summary.tasks_before = len(stored_tasks)
+    done = _Done(info, stored, progress)
+    pruned_ids: set[str] = set()   # task_ids of the batches of pruned designs' rows
     ids = [space.design_id(space.point(int(i))) for i in range(len(space))]
     fig = np.full_like(b.lower, np.nan)
     is_mapped = np.zeros(len(space), dtype=bool)
-    n_pruned = n_mapped = rounds = 0
-    driver_s = 0.0
     size = round_size(campaign)
     t_ex = time.perf_counter()
     with Executor(executor, address, campaign.run.num_cpus, campaign.run.max_in_flight,
                   campaign.run.max_retries) as ex:
         summary.executor_start_s = time.perf_counter() - t_ex   # starting (or joining) Ray
-        for start in range(0, len(order), size):
-            rounds += 1
-            t1 = time.perf_counter()
-            idx = order[start:start + size]
-            m = np.flatnonzero(is_mapped)
-            beaten = dominated(b.lower[idx], b.area[idx], fig[m], b.area[m])
-            prune = [int(i) for i, x in zip(idx, beaten) if x]
-            keep = [int(i) for i, x in zip(idx, beaten) if not x]
-            batch = []
-            if prune:
-                new = [i for i in prune if ids[i] not in stored]
-                if new:
-                    batch.append(_pruned(campaign, new, b, idx, m, fig, ids))
-                n_pruned += len(prune)
-            todo = [i for i in keep if ids[i] not in stored]
-            summary.tasks_skipped += len(_tasks(campaign, [i for i in keep if ids[i] in stored], b.views))
-            tasks = [make_task(campaign, t) for t in _tasks(campaign, todo, b.views)]
-            driver_s += time.perf_counter() - t1
-            for task, tables, error in ex.imap(execute, tasks):
-                if error is not None:
-                    tables = {"rows": error_table(task, f"{type(error).__name__}: {error}")}
-                batch.append((task.task_id, tables))
-                for rec in (tables.get("totals") or pa.table({})).to_pylist():
-                    stored.setdefault(rec["design_id"], []).append(rec)
-                summary.tasks_run += 1
-            flush(batch)
-            t1 = time.perf_counter()
-            for i in keep:
-                fig[i] = mapped_figures(stored.get(ids[i], []), b.dims, nets, mix)
-                is_mapped[i] = True
-            driver_s += time.perf_counter() - t1
-            n_mapped += len(keep)
-            if progress:
-                progress(n_mapped + n_pruned, len(space))
-        summary.timings.update(ex.timers)
-    return {"designs": len(space), "mapped": n_mapped, "pruned": n_pruned, "rounds": rounds, "bounds_s": bounds_s,
-            "driver_s": driver_s}
+        try:
+            for start in range(0, len(order), size):
+                info["rounds"] += 1
+                t1 = time.perf_counter()
+                idx = order[start:start + size]
+                m = np.flatnonzero(is_mapped)
+                beaten = dominated(b.lower[idx], b.area[idx], fig[m], b.area[m])
+                prune = [int(i) for i, x in zip(idx, beaten) if x]
+                keep = [int(i) for i, x in zip(idx, beaten) if not x]
+                batch: list = []
+                stop = None
+                try:
+                    new = [i for i in prune if ids[i] not in stored]
+                    if new:
+                        batch.append(_pruned(campaign, new, b, idx, m, fig, ids))
+                        pruned_ids.add(batch[-1][0])
+                    done.add([ids[i] for i in prune], pruned=True)   # stored with this batch
+                    tasks = [make_task(campaign, t) for t in _tasks(campaign, keep, b.views)]
+                    todo = [t for t in tasks if t.task_id not in stored_tasks]
+                    summary.tasks_skipped += len(tasks) - len(todo)
+                    for t in tasks:   # stored earlier (a failed task's designs have no totals row)
+                        if t.task_id in stored_tasks:
+                            done.mapped.update(d for d, _ in t.designs)
+                    info["driver_s"] += time.perf_counter() - t1
+                    for task, tables, error in ex.imap(execute, todo):
+                        if error is not None:
+                            tables = {"rows": error_table(task, f"{type(error).__name__}: {error}")}
+                        batch.append((task.task_id, tables))
+                        for rec in (tables.get("totals") or pa.table({})).to_pylist():
+                            stored.setdefault(rec["design_id"], []).append(rec)
+                        done.add([d for d, _ in task.designs])
+                except KeyboardInterrupt as e:   # the part of the round finished is stored
+                    stop = e
+                flush(batch)
+                summary.tasks_run += sum(1 for tid, _ in batch if tid not in pruned_ids)
+                done.commit()
+                if stop is not None:
+                    raise stop
+                t1 = time.perf_counter()
+                for i in keep:
+                    fig[i] = mapped_figures(stored.get(ids[i], []), b.dims, nets, mix)
+                    is_mapped[i] = True
+                info["driver_s"] += time.perf_counter() - t1
+        finally:
+            summary.timings.update(ex.timers)
+    return info
 
 
 def _pruned(campaign, new: list[int], b, idx, m, fig, ids) -> tuple[str, dict[str, pa.Table]]:

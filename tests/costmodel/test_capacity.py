@@ -33,19 +33,26 @@ def test_llama3_70b_decode_by_hand(llm_ws):
     r = fp.reason()
     assert "needs 156.5 GB" in r and "weights 70.6 GB" in r and "KV cache 85.9 GB" in r
     assert "llm_ws has 17.2 GB (16 GiB) in 1 HBM2E stack" in r
+    # vLLM's default share, 0.9: floor(0.9 x 16 GiB) = 15,461,882,265 B (14.4 GiB)
+    assert fp.gpu_memory_utilization == 0.9 and fp.usable_bytes == 15_461_882_265
+    assert "x 0.90 usable (gpu_memory_utilization) = 15.5 GB (14.4 GiB)" in r
     assert max_batch(build_transformer("llama3_70b", phase="decode", batch=64, context=8192), llm_ws) == 0
 
 
 def test_largest_batch_that_fits_by_hand(llm_ws):
     """Llama-3-8B decode at context 4,096 on one 16 GiB stack: weights 8,030,261,248 B; per sequence
-    a KV cache of 4096 x 32 x 2 x 1024 B = 268,435,456 B; (16 GiB - weights) / that = 34.09, and the
-    few kB of live activations leave 34."""
+    a KV cache of 4096 x 32 x 2 x 1024 B = 268,435,456 B. Every byte (gpu_memory_utilization 1):
+    (16 GiB - weights) / that = 34.09, and the few kB of live activations leave 34. vLLM's default
+    0.9: (floor(0.9 x 16 GiB) - weights) / that = 27.69: 27."""
     net = build_transformer("llama3_8b", phase="decode", batch=1, context=4096)
-    free = 16 * GIB - 8_030_261_248
-    assert free // (4096 * 32 * 2 * 1024) == 34
-    assert max_batch(net, llm_ws) == 34
-    assert step_footprint(build_transformer("llama3_8b", phase="decode", batch=34, context=4096), llm_ws).fits
-    assert not step_footprint(build_transformer("llama3_8b", phase="decode", batch=35, context=4096), llm_ws).fits
+    per_seq = 4096 * 32 * 2 * 1024
+    assert (16 * GIB - 8_030_261_248) // per_seq == 34
+    assert (15_461_882_265 - 8_030_261_248) // per_seq == 27
+    assert max_batch(net, llm_ws, gpu_memory_utilization=1.0) == 34
+    assert max_batch(net, llm_ws) == 27
+    at = lambda b: build_transformer("llama3_8b", phase="decode", batch=b, context=4096)  # noqa: E731
+    assert step_footprint(at(34), llm_ws, 1.0).fits and not step_footprint(at(35), llm_ws, 1.0).fits
+    assert step_footprint(at(27), llm_ws).fits and not step_footprint(at(28), llm_ws).fits
 
 
 def test_precisions_and_units_change_the_footprint(llm_ws):
@@ -224,6 +231,249 @@ params = {{ lpf_limit = 4 }}
     res = r.invoke(app, ["report", str(tmp_path / "out")])
     out = " ".join(res.output.split())
     assert res.exit_code == 0, res.output
-    assert "1 ok, 1 infeasible" in out
-    assert "infeasible: llama3_2_1b/decode/b1/ctx64/w16/fused: 1 design(s)" in out
-    assert "does not fit: needs 2.47 GB" in out and "in 1 LPDDR5 x16 channel" in out
+    assert "rows: 1 ok, 1 does not fit (memory)" in out
+    assert "not mapped, the step's weights, KV cache and activations exceed the design's DRAM" in out
+    assert "1 llama3_2_1b/decode/b1/ctx64/w16/fused" in out
+    assert "e.g. needs 2.47 GB" in out and "in 1 LPDDR5 x16 channel" in out
+
+
+# ----------------------------------------------------------------------------- the usable share
+
+QWEN72 = "tests/data/hf/qwen2_5_72b.json"   # Qwen/Qwen2.5-72B's config.json (tests/data/hf/SOURCES.md)
+
+
+def _qwen72_by_hand(share: float) -> tuple[int, int, int, int]:
+    """Qwen2.5-72B decode at context 4,096, TP 4, 16-bit weights, activations and cache (the a100
+    preset's [precision]), by hand from its config (hidden 8192, intermediate 29568, 80 blocks, 64
+    heads and 8 K/V heads of 128, vocabulary 152,064, untied embeddings, Q/K/V biases).
+
+    One chip's weights (Megatron-LM's split: heads, FFN and vocabulary / 4; the RMSNorm weights held
+    by every chip): per block Q 8192 x 2048 + 2048, K and V 8192 x 256 + 256 each, O 2048 x 8192,
+    gate / up / down 3 x 8192 x 7392, two norms 2 x 8192; the embedding rows and the LM head 2 x
+    38,016 x 8192; the final norm 8192. KV cache per sequence: 2 x 80 blocks x 2 K/V heads x 128 x 2
+    bytes x 4096 tokens. Activations per sequence: the residual stream (8192) and the largest
+    operation's input and output, the LM head's share (8192 + 38,016), 2 bytes each.
+
+    Returns (weights bytes, usable bytes, bytes per sequence, the largest batch).
+    """
+    block = 8192 * 2048 + 2048 + 2 * (8192 * 256 + 256) + 2048 * 8192 + 3 * 8192 * 7392 + 2 * 8192
+    weights = 2 * (80 * block + 2 * 38_016 * 8192 + 8192)
+    usable = int(85_899_345_920 * share)          # 80 GiB: five 16 GiB HBM2E stacks
+    per_seq = 2 * 80 * 2 * 128 * 2 * 4096 + (8192 + 8192 + 38_016) * 2
+    return weights, usable, per_seq, (usable - weights) // per_seq
+
+
+def test_qwen2_5_72b_tp4_on_a100_by_hand():
+    """The user's case: every byte gives 147 sequences, vLLM's 0.9 leaves 122 (= (77,309,411,328 -
+    36,355,080,192) // 335,653,120; vLLM itself would also set aside its profiled activations of a
+    max_num_batched_tokens pass and its non-torch memory, hence the user's "about 121")."""
+    from costmodel.transformer import param_count, read_hf_config
+    assert param_count(read_hf_config(QWEN72)[0])["total"] == 72_706_203_648   # the published count
+    a100 = load_accelerator("a100")
+    weights, usable, per_seq, best = _qwen72_by_hand(0.9)
+    assert (weights, usable, per_seq, best) == (36_355_080_192, 77_309_411_328, 335_653_120, 122)
+    assert _qwen72_by_hand(1.0)[3] == 147
+    step = lambda b: build_transformer(QWEN72, phase="decode", batch=b, context=4096, tp=4,  # noqa: E731
+                                       fusion="unfused")
+    fp = step(best)
+    assert fp.workload["tp"] == 4
+    f = step_footprint(fp, a100)
+    assert f.weights_bytes == weights and f.kv_cache_bytes == best * 2 * 80 * 2 * 128 * 2 * 4096
+    assert f.largest == "lm_head" and f.activations_bytes == best * (8192 + 8192 + 38_016) * 2
+    assert f.usable_bytes == usable and f.fits and not step_footprint(step(best + 1), a100).fits
+    assert max_batch(step(1), a100) == 122
+    assert max_batch(step(1), a100, gpu_memory_utilization=1.0) == 147
+
+
+def _map(*args: str):
+    from typer.testing import CliRunner
+    from sweep.cli import app
+    return CliRunner().invoke(app, ["map", "--network", QWEN72, "--phase", "decode", "--context", "4096", "--tp", "4",
+                                    "--arch", "a100", "--mapper", "salsa", "--fusion", "unfused", *args])
+
+
+@pytest.mark.parametrize("share, printed, best", [
+    (None, "x 0.90 usable (gpu_memory_utilization) = 77.3 GB (72 GiB)", 122),
+    ("1", "x 1.00 usable (gpu_memory_utilization) = 85.9 GB (80 GiB)", 147),
+    ("0.95", "x 0.95 usable (gpu_memory_utilization) = 81.6 GB (76 GiB)", None),
+])
+def test_sweep_map_states_the_share_and_prints_the_hand_counted_batch(share, printed, best):
+    """`sweep map` on a system of 4 chips: the text and --json say the share and the largest batch,
+    which equals the hand count at that share."""
+    import json
+    opt = [] if share is None else ["--gpu-memory-utilization", share]
+    best = _qwen72_by_hand(float(share or 0.9))[3] if best is None else best
+    r = _map("--batch", "1", *opt)
+    assert r.exit_code == 0, r.output
+    out = " ".join(r.output.split())
+    assert f"memory per chip: 85.9 GB (80 GiB) in 5 HBM2E stacks {printed}; the step needs 36.7 GB" in out
+    assert f"largest batch that fits at context 4,096: {best:,}" in out
+    j = _map("--batch", "1", "--json", *opt)
+    assert j.exit_code == 0, j.output
+    llm = json.loads(j.stdout)["llm"]
+    assert llm["max_batch"] == best and llm["memory"]["gpu_memory_utilization"] == float(share or 0.9)
+    assert llm["memory"]["usable_bytes"] == _qwen72_by_hand(float(share or 0.9))[1]
+
+
+def test_a_system_past_the_share_does_not_fit_and_fits_at_every_byte():
+    """Batch 123 is one past the hand count at 0.9: refused before mapping (exit 1) with the largest
+    batch that fits; with every byte counted it fits and is mapped."""
+    r = _map("--batch", "123")
+    assert r.exit_code == 1
+    out = " ".join(r.output.split())
+    assert "does not fit a100" in out and "x 0.90 usable (gpu_memory_utilization) = 77.3 GB" in out
+    assert "the largest batch that fits is 122" in out
+    assert _map("--batch", "123", "--gpu-memory-utilization", "1").exit_code == 0
+
+
+@pytest.mark.parametrize("value", ["0", "-0.5", "1.5", "nan"])
+def test_a_share_outside_0_1_exits_2_naming_the_option_and_value(value):
+    r = _map("--batch", "1", "--gpu-memory-utilization", value)
+    assert r.exit_code == 2
+    out = " ".join(r.output.split())
+    assert f"--gpu-memory-utilization = {float(value)}: expected a fraction in (0, 1]" in out
+
+
+@pytest.mark.parametrize("value", [0, -0.1, 1.01, float("nan"), True, "0.9", None])
+def test_the_model_refuses_a_share_outside_0_1_as_the_scheduler_does(llm_ws, value):
+    """One rule and one message for the capacity model and the serving scheduler."""
+    from costmodel.serving import SchedulerConfig
+    net = build_transformer("gpt2", phase="decode", batch=1, context=64)
+    with pytest.raises(ValueError, match=r"gpu_memory_utilization = .*: expected a fraction in \(0, 1\]") as a:
+        step_footprint(net, llm_ws, value)
+    with pytest.raises(ValueError) as b:
+        SchedulerConfig(gpu_memory_utilization=value)
+    assert str(a.value) == str(b.value)
+    with pytest.raises(ValueError, match="gpu_memory_utilization"):
+        max_batch(net, llm_ws, gpu_memory_utilization=value)
+
+
+def test_one_default_for_the_capacity_model_and_the_scheduler(llm_ws):
+    """vLLM's 0.9 (CacheConfig.gpu_memory_utilization) is the default of both; the KV blocks the
+    scheduler derives fill the same usable bytes the capacity check allows."""
+    from costmodel.capacity import GPU_MEMORY_UTILIZATION
+    from costmodel.serving import SchedulerConfig, kv_blocks
+    assert GPU_MEMORY_UTILIZATION == 0.9 and SchedulerConfig().gpu_memory_utilization == GPU_MEMORY_UTILIZATION
+    fp = step_footprint(build_transformer("llama3_8b", phase="decode", batch=1, context=4096), llm_ws)
+    kv = kv_blocks(fp.capacity_bytes, fp.weights_bytes, 0, 1, SchedulerConfig())
+    assert kv["kv_bytes"] == pytest.approx(fp.usable_bytes - fp.weights_bytes, abs=1)
+
+
+# ----------------------------------------------------------------------------- campaigns
+
+def _loopnest_campaign(tmp_path, extra: str = "") -> str:
+    p = tmp_path / "c.toml"
+    p.write_text(f'''name = "share"
+output = "{(tmp_path / 'out').as_posix()}"
+networks = [{{model = "llama3_8b", phase = "decode", batch = 30, context = 4096, fusion = "unfused"}}]
+objectives = ["latency"]
+[architectures]
+kind = "loopnest"
+presets = ["llm_ws"]
+{extra}
+[[mappers]]
+name = "loma"
+params = {{ lpf_limit = 4 }}
+''')
+    return str(p)
+
+
+def test_loopnest_campaign_checks_its_steps_against_the_share(tmp_path):
+    """Llama-3-8B decode at batch 30, context 4,096 on llm_ws (16 GiB): 30 > 27 sequences fit 0.9
+    of it (by hand above), 30 <= 34 fit all of it. At the default the step is not mapped and
+    `sweep validate` says why; ``[architectures] gpu_memory_utilization = 1.0`` maps it."""
+    from typer.testing import CliRunner
+    from sweep.cli import app
+    from sweep.engine.layer_tasks import _problems, unfit_steps
+    from sweep.kinds.load import load_campaign
+    from sweep.kinds.loopnest import LoopnestKind
+    res = CliRunner().invoke(app, ["validate", _loopnest_campaign(tmp_path)])
+    assert res.exit_code == 0, res.output
+    out = " ".join(res.output.split())
+    assert "1 step(s) do not fit" in out and "x 0.90 usable (gpu_memory_utilization) = 15.5 GB" in out
+    c = load_campaign(_loopnest_campaign(tmp_path))
+    assert [u[:2] for u in unfit_steps(c)] == [("llama3_8b/decode/b30/ctx4096", "llm_ws")]
+    assert _problems(c, LoopnestKind.rules)[0] == []
+    full = load_campaign(_loopnest_campaign(tmp_path, "gpu_memory_utilization = 1.0"))
+    assert full.architectures.gpu_memory_utilization == 1.0 and unfit_steps(full) == []
+    assert len(_problems(full, LoopnestKind.rules)[0]) > 0
+
+
+ARCHSEARCH = '''name = "as_share"
+output = "{out}"
+networks = [{{model = "llama3_2_1b", phase = "decode", batch = 12, context = 4096, fusion = "unfused"}}]
+objectives = ["latency"]
+[architectures]
+kind = "loopnest"
+template = "llm_ws"
+{extra}
+[architectures.grid]
+dram = ["lpddr5"]
+dram_units = [1]
+[search]
+objectives = ["time_per_token_s"]
+[[mappers]]
+name = "loma"
+params = {{ lpf_limit = 4 }}
+'''
+
+
+@pytest.mark.parametrize("kind, value", [("loopnest", "0"), ("loopnest", "1.5"), ("loopnest", '"0.9"'),
+                                         ("archsearch", "-1"), ("archsearch", "2")])
+def test_a_campaign_share_outside_0_1_exits_2_naming_the_key(tmp_path, kind, value):
+    from typer.testing import CliRunner
+    from sweep.cli import app
+    if kind == "loopnest":
+        path = _loopnest_campaign(tmp_path, f"gpu_memory_utilization = {value}")
+    else:
+        path = tmp_path / "as.toml"
+        path.write_text(ARCHSEARCH.format(out=(tmp_path / "out").as_posix(), extra=f"gpu_memory_utilization = {value}"))
+    res = CliRunner().invoke(app, ["validate", str(path)])
+    assert res.exit_code == 2
+    out = " ".join(res.output.split())
+    assert f"architectures.gpu_memory_utilization = {value.strip(chr(34))!s}" in out.replace("'", "")
+    assert "expected a fraction in (0, 1]" in out and not (tmp_path / "out").exists()
+
+
+def test_archsearch_design_past_the_share_is_infeasible_and_the_share_is_in_the_task_id(tmp_path, llm_ws):
+    """Llama-3.2-1B (1,235,814,400 parameters, 8 bits) decode at batch 12, context 4,096 on one
+    LPDDR5 channel (2 GiB): weights + 12 x 16 blocks x 2 x 8 K/V heads x 64 x 4096 B of cache =
+    2,041,120,768 B and a few hundred kB of activations: under 2 GiB, over floor(0.9 x 2 GiB) =
+    1,932,735,283 B. At 0.9 the design's step is infeasible before any mapping; the share is part of
+    the task id."""
+    from costmodel.loopnest.template import ArchTemplate
+    from sweep.engine.design_tasks import design_tasks, evaluate_design
+    from sweep.kinds.load import load_campaign
+    net = build_transformer("llama3_2_1b", phase="decode", batch=12, context=4096, fusion="unfused")
+    design = ArchTemplate(llm_ws).design({"dram": "lpddr5", "dram_units": 1})
+    need = 1_235_814_400 + 12 * 16 * 2 * 8 * 64 * 4096
+    fp = step_footprint(net, design, 1.0)
+    assert fp.weights_bytes + fp.kv_cache_bytes == need and fp.fits
+    assert not step_footprint(net, design).fits and fp.total_bytes > int(2 * GIB * 0.9)
+    rows, totals, _ = evaluate_design(ArchTemplate(llm_ws), "d0", {"dram": "lpddr5", "dram_units": 1}, [net],
+                                      "loma", {"lpf_limit": 4}, "latency", 0)
+    assert totals[0]["status"] == "infeasible" and rows[0]["evaluations"] == 0
+    assert "x 0.90 usable (gpu_memory_utilization) = 1.93 GB" in totals[0]["error"]
+    ids = {}
+    for extra in ("", "gpu_memory_utilization = 0.9", "gpu_memory_utilization = 1.0"):
+        p = tmp_path / f"as{len(ids)}.toml"
+        p.write_text(ARCHSEARCH.format(out=(tmp_path / "out").as_posix(), extra=extra))
+        (task,) = design_tasks(load_campaign(p))
+        ids[extra] = (task.task_id, task.gpu_memory_utilization)
+    assert ids[""][1] == ids["gpu_memory_utilization = 0.9"][1] == 0.9
+    assert ids[""][0] == ids["gpu_memory_utilization = 0.9"][0]
+    assert ids["gpu_memory_utilization = 1.0"] [1] == 1.0 and ids["gpu_memory_utilization = 1.0"][0] != ids[""][0]
+
+
+def test_api_takes_the_share_and_refuses_a_bad_one(llm_ws):
+    """GPT-2 decode at context 64 on llm_ws at half its 16 GiB: per sequence 12 x 2 x 768 x 64 B of
+    cache and the residual stream plus the LM head's input and output (768 + 768 + 50,257 B at 8
+    bits); (8 GiB - 124,439,808 B of weights) // 1,231,441 = 6,874."""
+    from sweep import api
+    from sweep.common.errors import CampaignError
+    net = build_transformer("gpt2", phase="decode", batch=1, context=64, fusion="unfused")
+    res = api.map_network(net, llm_ws, "loma", params={"lpf_limit": 4}, gpu_memory_utilization=0.5)
+    assert res.llm["memory"]["gpu_memory_utilization"] == 0.5 and res.llm["memory"]["usable_bytes"] == 8 * GIB
+    assert res.llm["max_batch"] == (8 * GIB - 124_439_808) // (12 * 2 * 768 * 64 + 768 + 768 + 50_257) == 6_874
+    with pytest.raises(CampaignError, match=r"gpu_memory_utilization = 1\.5: expected a fraction in \(0, 1\]"):
+        api.map_step("gpt2", llm_ws, "loma", params={"lpf_limit": 4}, gpu_memory_utilization=1.5)

@@ -311,3 +311,91 @@ def _bounded_top() -> dict:
 def test_bad_input_is_refused_with_the_value(like, call, match):
     with pytest.raises(ValueError, match=match):
         call(like)
+
+
+# ------------------------------------------------------------------------------ fused attention
+# Fused attention (Dao et al., "FlashAttention", NeurIPS 2022, Algorithm 1): per query tile and KV
+# head, each K and V tile is streamed from DRAM once; the score tile and the partial output stay on
+# chip (`Layer.onchip`), so their accesses are no DRAM traffic. Llama-3.2-1B's published config
+# (costmodel/transformer/models/llama3_2_1b.json, Hugging Face LlamaForCausalLM): head_dim 64,
+# 32 query heads over 8 KV heads (GQA group 4), 16 layers; the default tiles are 128 query
+# positions by 128 keys (costmodel.transformer.attention.FUSED_TILE); on llm_ws every tensor is
+# 8-bit at DRAM (its [precision]: W = I = O_final = 8), so an element is one byte.
+
+def _llama1b() -> dict:
+    import json
+    return json.loads((REPO / "costmodel" / "transformer" / "models" / "llama3_2_1b.json").read_text())
+
+
+def _fused_hand_bytes(phase: str) -> tuple[dict[str, int], int]:
+    """Per fused tile layer its DRAM bytes by hand, and the whole attention's bytes per step (sum
+    over query tiles, KV heads and layers). Decode b1 at context 512: one query position, 4 K/V
+    tiles of 128 keys; prefill b1 of 256 tokens (causal): 2 query tiles of 128 positions, the first
+    attending 1 K/V tile, the second 2."""
+    cfg = _llama1b()
+    hd, group = cfg["head_dim"], cfg["num_attention_heads"] // cfg["num_key_value_heads"]
+    heads = cfg["num_key_value_heads"] * cfg["num_hidden_layers"]     # batch 1
+    prec = tomllib.loads((PRESETS / "llm_ws.toml").read_text())["precision"]
+    kv, act, out = prec["W"] // 8, prec["I"] // 8, prec["O_final"] // 8  # bytes per element
+    if phase == "decode":
+        rows, keys, kv_tile, q_tiles = group * 1, 512, 128, 1
+        tag = "1x128"
+    else:
+        rows, keys, kv_tile, q_tiles = group * 128, 128 + 256, 128, 2  # keys streamed over both query tiles
+        tag = "128x128"
+    k_tile = v_tile = kv_tile * hd * kv                               # a K or a V tile: 128 keys x 64
+    q_read, o_write = rows * hd * act, rows * hd * out                 # a query tile's Q in, its output out
+    per_tile = {f"score_tile_{tag}_first": k_tile + q_read, f"score_tile_{tag}": k_tile,
+                f"context_tile_{tag}": v_tile, f"context_tile_{tag}_last": v_tile + o_write}
+    step = heads * (2 * keys * hd * kv + q_tiles * (q_read + o_write))
+    return per_tile, step
+
+
+FUSED_STEPS = {"decode": {"phase": "decode", "batch": 1, "context": 512},
+               "prefill": {"phase": "prefill", "batch": 1, "seq": 256}}
+
+
+@pytest.fixture(scope="module")
+def llm_ws():
+    return load_accelerator("llm_ws")
+
+
+@pytest.mark.parametrize("phase", list(FUSED_STEPS))
+def test_fused_tile_compulsory_bytes_by_hand(llm_ws, phase):
+    """No mapping: a fused tile's compulsory bytes are its K or V tile (plus Q read by a query
+    tile's first score tile, the output written by its last context tile), never its on-chip score
+    tile or partial output. Decode: K tile 128 x 64 = 8,192 B, Q 4 x 64 = 256 B; prefill: Q and
+    output 512 x 64 = 32,768 B."""
+    from costmodel.zoo import load_network
+    hand, _ = _fused_hand_bytes(phase)
+    net = load_network("llama3_2_1b", fusion="fused", **FUSED_STEPS[phase])
+    tiles = {layer.name: layer for layer, _ in net.unique() if "_tile_" in layer.name}
+    assert set(tiles) == set(hand)
+    for name, layer in tiles.items():
+        assert R.compulsory_bytes(layer, llm_ws) == hand[name], name
+
+
+@pytest.mark.parametrize("phase", list(FUSED_STEPS))
+def test_mapped_fused_step_on_its_roofline_with_one_count(llm_ws, phase):
+    """A fused step mapped by SALSA (latency): each tile's DRAM bytes are the hand count (each K and
+    V tile streamed once per query tile), the same count `costmodel.llm.dram_traffic` gives (what
+    `sweep map` prints), and no layer is above its roof: attained <= min(peak, bandwidth x
+    intensity). The whole attention moves, per KV head and layer, K and V of every attended key
+    once plus each query tile's Q and output: decode 2 x 512 x 64 + 256 + 256 = 66,048 B x 128."""
+    from costmodel.zoo import load_network
+    hand, step = _fused_hand_bytes(phase)
+    net = load_network("llama3_2_1b", fusion="fused", **FUSED_STEPS[phase])
+    res = map_network(net, llm_ws, "salsa", "latency", params={"spatial": "search"})
+    pts = R.roofline_points(net, llm_ws, res["layers"])
+    # llm_ws's TOML: 128 x 128 MACs; one HBM2E stack, 409.6 GB/s at 1 GHz = 409.6 B per cycle
+    peak, bw = 128 * 128, 409.6e9 / 1e9
+    for p, (layer, _), row in zip(pts, net.unique(), res["layers"]):
+        traffic = dram_traffic(layer, llm_ws, Mapping.from_dict(row["mapping"]))
+        assert p.dram_bytes == sum(traffic.values()) / 8, layer.name
+        if layer.name in hand:
+            assert p.dram_bytes == hand[layer.name], layer.name
+            assert set(R.dram_bits(layer, llm_ws, evaluate(layer, llm_ws, Mapping.from_dict(row["mapping"])))) \
+                == {"W", "I", "O"} - set(layer.onchip)
+        assert p.attained <= min(peak, bw * p.intensity) * (1 + 1e-9), layer.name
+    assert R.dram_bytes_per_cycle(llm_ws) == pytest.approx(bw, rel=1e-12)
+    assert sum(p.dram_bytes * p.repeat for p in pts if p.layer in hand) == step

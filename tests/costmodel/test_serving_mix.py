@@ -45,3 +45,31 @@ def test_request_figures_by_hand():
 def test_bad_values_name_the_key(kw, key):
     with pytest.raises(ValueError, match=f"workload.{key}"):
         ServingMix(**{"model": "gpt2", "prompt": 10, "output": 4, **kw})
+
+
+def test_a_mix_is_of_a_decoder_bundled_or_read_from_a_file(tmp_path):
+    """An encoder or a ViT has no decode step (`costmodel.transformer.step.resolve_step`), so no mix;
+    a model read from a config.json is named by the file and identified by its shapes."""
+    import shutil
+    from pathlib import Path
+
+    from costmodel.transformer import read_hf_config
+    models = Path(__file__).resolve().parents[2] / "costmodel" / "transformer" / "models"
+    for name in ("bert_base", "vit_b16"):
+        with pytest.raises(ValueError, match=f"workload.model = '{name}'.*no decode step"):
+            ServingMix(name, prompt=10, output=4)
+        shutil.copy(models / f"{name}.json", tmp_path / f"{name}_copy.json")
+        cfg = read_hf_config(tmp_path / f"{name}_copy.json")[0]
+        with pytest.raises(ValueError, match="no decode step"):
+            ServingMix(cfg.name, prompt=10, output=4, config=cfg)
+    with pytest.raises(ValueError, match="workload.model = 'resnet50'"):
+        ServingMix("resnet50", prompt=10, output=4)
+    shutil.copy(models / "gpt2.json", tmp_path / "mine.json")
+    cfg = read_hf_config(tmp_path / "mine.json")[0]
+    m = ServingMix(cfg.name, prompt=10, output=4, config=cfg)
+    assert m.name == "mine/mix/b1/p10/o4" and m.spec is cfg
+    # GPT-2's shapes (Radford et al. 2019): 12 blocks of 768, 12 heads, FFN 3,072, 50,257 tokens
+    d = m.to_dict()
+    assert {k: d["config"][k] for k in ("layers", "hidden", "heads", "ffn", "vocab")} == \
+        {"layers": 12, "hidden": 768, "heads": 12, "ffn": 3072, "vocab": 50257}
+    assert "config" not in ServingMix("gpt2", prompt=10, output=4).to_dict()  # a bundled model: its name

@@ -82,13 +82,13 @@ def test_an_interrupted_resume_counts_the_tasks_stored_before_it_too(tmp_path, m
     from paths import REPO
 
     def stop(*a, **k):
-        raise runner.Interrupted(runner.RunSummary(output=str(tmp_path), tasks_total=100, tasks_skipped=47,
-                                                   tasks_run=28))
+        raise runner.Interrupted(runner.RunSummary(output=str(tmp_path), tasks_total=100, tasks_before=47,
+                                                   tasks_skipped=47, tasks_run=28))
     monkeypatch.setattr(runner, "run_campaign", stop)
     r = CliRunner().invoke(app, ["run", str(REPO / "campaigns" / "salsa_eyeriss.toml"), "--out", str(tmp_path / "o"),
                                  "--resume"])
     assert r.exit_code == 130
-    assert "interrupted: 28 task(s) stored by this run, 75 in all in" in r.output
+    assert "interrupted: 28 task(s) stored by this run, 75 of 100 in all, in" in r.output
 
 
 def _mix_campaign(tmp_path, workload: str):

@@ -96,22 +96,72 @@ class Page:
         attr = f' class="{cls}"' if cls else ""
         self.blocks.append(f"<ul{attr}>" + "".join(f"<li>{html.escape(line)}</li>" for line in lines) + "</ul>")
 
+    def table(self, header: list[str], rows: list[list[str]], caption: str = "", cls: str = "",
+              marked: list[bool] | None = None) -> None:
+        """A plain HTML table of text cells (``rows``: one list of cells per row, as ``header``), with
+        ``caption`` above it; rows where ``marked`` is True carry the class "marked" (highlighted)."""
+        attr = f' class="{cls}"' if cls else ""
+        cap = f"<caption>{html.escape(caption)}</caption>" if caption else ""
+        head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
+        mark = ' class="marked"'
+        body = "".join(f"<tr{mark if marked and marked[i] else ''}>"
+                       + "".join(f"<td>{html.escape(str(c))}</td>" for c in r) + "</tr>" for i, r in enumerate(rows))
+        self.blocks.append(f"<table{attr}>{cap}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
+
+    def answer(self, lines: list[str], element_id: str = "answer") -> None:
+        """The answer of the report in a box at this point of the page: its first line as the box's
+        heading, the others as paragraphs (plain text)."""
+        if not lines:
+            return
+        paras = "".join(f"<p>{html.escape(line)}</p>" for line in lines[1:])
+        self.blocks.append(f'<div class="answer" id="{html.escape(element_id)}"><p class="answer-head">'
+                           f"{html.escape(lines[0])}</p>{paras}</div>")
+
     def summary(self, rep: dict[str, Any]) -> None:
         """The head every `sweep run` report has (`sweep.reports.summary.summary`): campaign,
-        directory, code, tasks and rows stored, and what did not finish (`unfinished`)."""
-        rows = ", ".join(f"{k} {v}" for k, v in (rep.get("rows") or {}).items())
-        self.text(f"{rep.get('campaign')} in {rep.get('directory')} (code {rep.get('code_version')}): "
-                  f"{rep.get('tasks_stored')}/{rep.get('tasks_expected')} tasks stored; rows: {rows}.")
+        directory, code, tasks and rows stored (`head`), and what did not finish (`unfinished`)."""
+        self.head(rep)
         self.unfinished(rep)
 
+    def head(self, rep: dict[str, Any]) -> None:
+        """The report's first line: campaign, directory, code, tasks and rows stored (the rows that do
+        not fit a design's DRAM named as such, not as "infeasible")."""
+        from sweep.reports.summary import DOES_NOT_FIT, stored_text
+        status = dict(rep.get("rows") or {})
+        unfit = (rep.get("does_not_fit") or {}).get("rows", 0)
+        if unfit:
+            status["infeasible"] = status.get("infeasible", 0) - unfit
+            status = {k: n for k, n in status.items() if n} | {DOES_NOT_FIT: unfit}
+        rows = ", ".join(f"{k} {v}" for k, v in status.items())
+        self.text(f"{rep.get('campaign')} in {rep.get('directory')} (code {rep.get('code_version')}): "
+                  f"{stored_text(rep)}; rows: {rows}.")
+
+    def does_not_fit(self, rep: dict[str, Any]) -> None:
+        """The steps not mapped on a design because they do not fit its DRAM (``rep["does_not_fit"]``,
+        `sweep.reports.summary.does_not_fit`), as one neutral note of counts: an expected result,
+        not an error. Nothing when every step fits."""
+        from sweep.reports.summary import DOES_NOT_FIT
+        d = rep.get("does_not_fit")
+        if not d:
+            return
+        per = ", ".join(f"{k}: {n}" for k, n in d["networks"].items())
+        self.text(f"{DOES_NOT_FIT}: {d['rows']:,} (design, step) pair(s) not mapped, the step's weights, KV cache "
+                  f"and activations exceed the design's DRAM (expected, not an error). Per step: {per}. "
+                  f"E.g. {d['example']}.", "note does-not-fit")
+
     def unfinished(self, rep: dict[str, Any]) -> None:
-        """The rows of ``rep`` whose status is not "ok" (error, infeasible, ...), as `sweep report`
-        prints them (`sweep.reports.summary.print_failures`): how many of each status, and the
-        first reason per mapper and layer (``rep["failures"]``; else the first failed tasks'
-        errors, ``rep["errors"]``). Nothing when every row is ok."""
+        """The rows of ``rep`` that did not finish, as `sweep report` prints them
+        (`sweep.reports.summary.print_does_not_fit` and `print_failures`): the steps that do not fit
+        a design's DRAM as a neutral count (`does_not_fit`); the others (error, infeasible, ...) in
+        red, how many of each status, and the first reason per mapper and layer (``rep["failures"]``;
+        else the first failed tasks' errors, ``rep["errors"]``). Nothing when every row is ok."""
+        self.does_not_fit(rep)
         f, errors = rep.get("failures"), rep.get("errors") or []
         if f:
-            status = rep.get("rows") or {}
+            from sweep.reports.summary import DOES_NOT_FIT
+            status = dict(rep.get("rows") or {})
+            status["infeasible"] = status.get("infeasible", 0) - (rep.get("does_not_fit") or {}).get("rows", 0)
+            status = {k: n for k, n in status.items() if n and k != DOES_NOT_FIT}
             ok = status.get("ok", 0)
             kinds = ", ".join(f"{n:,} {k}" for k, n in status.items() if k != "ok")
             what = "no row finished" if not ok else f"{f['rows']:,} of {f['rows'] + ok:,} rows did not finish"
@@ -137,6 +187,12 @@ h1 { font-size: 1.5em; } h2 { font-size: 1.2em; margin-top: 1.6em; border-bottom
 .errors { color: #a40000; font-size: 0.9em; }
 pre { background: #f6f6f6; padding: 0.6em; white-space: pre-wrap; word-break: break-all; font-size: 0.85em; }
 #render-status { color: #888; font-size: 0.8em; }
+.answer { border: 2px solid #2ca02c; background: #f3faf3; padding: 0.4em 1em; margin: 1em 0; }
+.answer p { margin: 0.35em 0; } .answer-head { font-weight: bold; }
+table { border-collapse: collapse; font-size: 0.88em; margin: 0.6em 0 1em; }
+th, td { border: 1px solid #ddd; padding: 0.2em 0.6em; text-align: right; } th { background: #f2f2f2; }
+td:first-child, th:first-child { text-align: left; } caption { text-align: left; font-weight: bold; padding: 0.3em 0; }
+tr.marked td { background: #fff3c4; font-weight: bold; }
 """
 
 #: Draw every figure, run the page's script, then fill in the status line (module docstring).

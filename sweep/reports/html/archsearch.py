@@ -31,10 +31,11 @@ from sweep.reports.archsearch import (
     pareto_designs,
     write_design_files,
 )
-from sweep.reports.designs import _record, design_clocks, rank_columns, time_basis
+from sweep.reports.designs import ENERGY_DYNAMIC, _record, design_clocks, rank_columns, time_basis
 from sweep.reports.html import COLOURS, Page, short, write_page
 from sweep.reports.html.axes import category_axis, log_axis, pad_axis
 from sweep.reports.html.breakdown import UNSPLIT, level_breakdown
+from sweep.reports.html.systems import add_systems
 from sweep.reports.llm import best_columns
 from sweep.reports.summary import read_rows
 
@@ -79,7 +80,7 @@ def _describe(r: dict[str, Any], fronts: list[str], command: str | None) -> list
     secs = f" ({fmt.seconds(r['latency_s'])})" if r.get("latency_s") is not None else ""
     edp_js = f" = {fmt.sig(r['edp_js'])} J*s" if r.get("edp_js") is not None else ""
     lines = [f"design {r['design_id']}", f"area {fmt.area(r['area_mm2'])}, EDP {fmt.edp(r['edp'])}{edp_js}",
-             f"energy {fmt.energy(r['energy_pj'])}, latency {fmt.cycles(r['latency_cycles'])}{secs}"]
+             f"energy {fmt.energy(r['energy_pj'])}, latency {fmt.cycles(r['latency_cycles'])}{secs} (energy: dynamic only)"]
     lines += [f"{k} = {short(v)}" for k, v in r["params"].items()]
     if fronts:
         lines.append("on the " + " and the ".join(fronts) + " Pareto front")
@@ -198,10 +199,13 @@ def build(directory: Path, manifest: dict, out_file: str | Path, rep: dict[str, 
     commands, problems = design_commands(Path(directory), manifest, archs, df, rep)
     bd = level_breakdown(rows, archs, manifest, set(zip(df["design_id"], df["network"])) if not df.empty else set())
     page = Page(f"{rep.get('campaign')}: architecture search on {rep.get('template')}")
-    page.summary(rep)
+    page.head(rep)
+    add_systems(page, rep)  # the answer first, then the detail
+    page.unfinished(rep)
     page.text(f"{rep.get('designs_evaluated', 0)} design(s) evaluated, parameters {', '.join(params)}; "
               "hover a design for its figures and the command reproducing them, click it for its energy per "
-              "layer and memory level (the stored mappings re-costed by the reference model).", "note")
+              "layer and memory level (the stored mappings re-costed by the reference model). " + ENERGY_DYNAMIC + ".",
+              "note")
     if rep.get("designs_pruned"):
         page.text(f"{rep['designs_mapped']:,} design(s) mapped, {rep['designs_pruned']:,} pruned by bound (beaten on every "
                   "figure of the answer by a mapped design: the answer per phase is the whole grid's; the plots "
@@ -212,6 +216,12 @@ def build(directory: Path, manifest: dict, out_file: str | Path, rep: dict[str, 
     for net in rep.get("networks", {}):
         d = df[df["network"] == net]
         if d.empty or net not in bd:
+            continue
+        if len(d) < 2:  # a plot of one point says nothing: the design in a sentence
+            r = _record(d.iloc[0], params)
+            page.text(f"{net}: one design finished, {r['design_id']}: area {fmt.area(r['area_mm2'])}, energy "
+                      f"{fmt.energy(r['energy_pj'])}, latency {fmt.cycles(r['latency_cycles'])}, EDP {fmt.edp(r['edp'])} "
+                      "(no plot of one point).", "note")
             continue
         lat, edp = rank_columns(d)
         fronts = [set(pareto_designs(d, c)["design_id"]) for c in (("area_mm2", edp), ("energy_pj", lat))]
@@ -274,8 +284,9 @@ def add_llm_answer(page: Page, rep: dict[str, Any]) -> None:
     if not best:
         return
     page.heading("Which accelerator: the best design for prefill, decode and the serving mix")
-    names = ["design", "area", *rep.get("params", []), "TTFT", "time per token", "tokens/s", "energy per token",
-             "request latency", "J per request"]
+    basis = rep.get("energy_basis") or "dynamic only (no static energy)"
+    names = ["design", "area", *rep.get("params", []), "TTFT", "time per token", "tokens/s",
+             f"energy per token, {basis}", "request latency", f"J per request, {basis}"]
     cols = [[b["design_id"], fmt.area(b["area_mm2"]), *(str(b.get(p)) for p in rep.get("params", [])),
              fmt.seconds(b.get("ttft_s")), fmt.seconds(b.get("time_per_token_s")), fmt.sig(b.get("tokens_per_s")),
              fmt.energy(None if b.get("energy_per_token_j") is None else b["energy_per_token_j"] * 1e12),

@@ -144,13 +144,40 @@ def _round_ticks(lo: float, hi: float, max_ticks: int) -> list[float]:
     return ticks
 
 
+#: The plotting width (px) of a figure spanning the page (its max-width less Plotly's margins), the
+#: height (px) Plotly's margins take from a figure, a tick label's character (Plotly's 12 px font)
+#: and the least room between two labels (px): what `_crowded` assumes of the drawn page.
+_PLOT_WIDTH_PX, _MARGIN_HEIGHT_PX, _CHAR_PX, _LABEL_GAP_PX, _LINE_PX = 1000.0, 180.0, 7.0, 14.0, 16.0
+
+
+def _axis_px(fig: Any, name: str) -> float:
+    """The length (px) the axis ``name`` of ``fig`` is drawn at on the page (`_PLOT_WIDTH_PX`, the
+    layout's height, the axis's domain)."""
+    dom = fig.layout[name].domain or (0.0, 1.0)
+    full = _PLOT_WIDTH_PX if name.startswith("x") else max(fig.layout.height or 450, 200) - _MARGIN_HEIGHT_PX
+    return full * (dom[1] - dom[0])
+
+
+def _crowded(vals: list[float], text: list[str], rng: list[float], px: float, horizontal: bool) -> bool:
+    """True if two neighbouring labels of the log ticks ``vals`` (``text``) on an axis of ``px`` pixels
+    over ``rng`` (log10) would run into each other: side by side on an x axis (half of each label's
+    width plus `_LABEL_GAP_PX`), one line high on a y axis."""
+    span = (rng[1] - rng[0]) or 1.0
+    for a, b, ta, tb in zip(vals, vals[1:], text, text[1:]):
+        gap = (math.log10(b) - math.log10(a)) / span * px
+        if gap < ((len(ta) + len(tb)) / 2 * _CHAR_PX + _LABEL_GAP_PX if horizontal else _LINE_PX):
+            return True
+    return False
+
+
 def log_axis(fig: Any, axis: str, unit: str = "", row: int | None = None, col: int | None = None,
              max_ticks: int = 6, **props: Any) -> None:
     """Make ``axis`` ("x" or "y") of ``fig`` (its subplot at ``row``, ``col``; the only one
     without) a log axis over its traces' positive values, padded (`PAD`), with at most
-    ``max_ticks`` round ticks labelled by `tick_text` in ``unit``, zoom candidates for the page's
-    script (module docstring), and ``props`` (e.g. ``title_text``). Call it once every trace is
-    added."""
+    ``max_ticks`` round ticks labelled by `tick_text` in ``unit``, every other one dropped while two
+    labels would overlap on the drawn axis (`_crowded`; slanted when even 2 would), zoom candidates
+    for the page's script (module docstring), and ``props`` (e.g. ``title_text``). Call it once
+    every trace is added."""
     name = _axis_name(fig, axis, row, col)
     rng = _padded(_values(fig, name, True), True)
     if rng is None:
@@ -158,6 +185,11 @@ def log_axis(fig: Any, axis: str, unit: str = "", row: int | None = None, col: i
         return
     vals = _round_ticks(rng[0], rng[1], max_ticks)
     text = [tick_text(v, unit) for v in vals]
+    px, horizontal = _axis_px(fig, name), name.startswith("x")
+    while len(vals) > 2 and _crowded(vals, text, rng, px, horizontal):
+        vals, text = vals[::2], text[::2]
+    if horizontal and _crowded(vals, text, rng, px, horizontal):
+        props = {"tickangle": -30, **props}
     fig.layout[name].update(type="log", range=rng, tickmode="array", tickvals=vals, ticktext=text, **props)
     cands = [(float(f"{m * 10.0 ** e:.12g}"), sum(1 << k for k, s in enumerate(_SETS) if m in s))
              for e in range(math.floor(rng[0]) - 1, math.ceil(rng[1]) + 1) for m in _SETS[-1]]

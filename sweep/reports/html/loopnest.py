@@ -215,7 +215,7 @@ def add_llm_steps(page: Page, rep: dict[str, Any]) -> None:
                                                   "step energy", "TTFT / time per token",
                                                   "tokens/s", "energy per token", "DRAM per step",
                                                   "DRAM: weights / KV cache / activations", "memory",
-                                                  "largest batch that fits"]},
+                                                  "largest batch that fits" + _share(llm)]},
                                cells={"values": cells, "height": 30},
                                columnwidth=[2.4, 0.8, 0.6, 0.9, 1, 1, 1, 1.3, 0.8, 1.1, 1, 1.9, 1, 1]))
     table.update_layout(height=90 + 32 * len(steps), margin={"l": 10, "r": 10, "t": 10, "b": 10})
@@ -231,6 +231,13 @@ def add_llm_steps(page: Page, rep: dict[str, Any]) -> None:
     log_axis(fig, "y", "J", title_text="energy per token")
     fig.update_layout(height=420, template="plotly_white", title="energy per token against time per token")
     page.figure(fig, "llm-steps")
+
+
+def _share(llm: dict[str, Any]) -> str:
+    """`` (0.90 of the DRAM)``: the usable share the memory figures count (``gpu_memory_utilization``
+    of `sweep.reports.llm.llm_steps`), "" when the report does not say."""
+    u = llm.get("gpu_memory_utilization")
+    return "" if u is None else f" ({u:.2f} of the DRAM, gpu_memory_utilization)"
 
 
 def _memory(r: dict[str, Any]) -> str:
