@@ -120,8 +120,11 @@ class ServingMix:
     output: int
     batch: int = 1
     points: int = 3
-    fusion: str = "unfused"   # `costmodel.transformer.attention.FUSION`: how its steps are built
+    fusion: str = "fused"   # `costmodel.transformer.attention.FUSION`: how its steps are built
     config: Any = None        # a model read from a config.json: its `TransformerConfig`; None: bundled
+    weight_bits: int | None = None  # the steps' precisions (bits; None: the checkpoint's, else the accelerator's)
+    act_bits: int | None = None
+    kv_bits: int | None = None
 
     def __post_init__(self) -> None:
         from costmodel.transformer.attention import FUSION
@@ -131,6 +134,12 @@ class ServingMix:
             v = getattr(self, k)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ValueError(f"workload.{k} = {v!r}: expected a positive integer")
+        from costmodel.transformer.step import resolve_bits
+        try:
+            resolve_bits(self.weight_bits, self.act_bits, self.kv_bits)
+        except ValueError as e:  # "weight_bits: must be one of ..."
+            key, why = str(e).split(": ", 1)
+            raise ValueError(f"workload.{key} = {getattr(self, key)!r}: {why}") from None
         if self.points < 2 and self.output > 1:
             raise ValueError(f"workload.points = {self.points}: at least 2 decode contexts (the first and the last)")
         cfg = self.transformer()
@@ -162,15 +171,29 @@ class ServingMix:
         file, else the bundled model's name."""
         return self.config if self.config is not None else self.model
 
+    def _tags(self) -> str:
+        """The tags its steps' names carry after the size (`costmodel.transformer.build_transformer`):
+        the precisions given (``/w8/a8``), then ``/unfused`` for unfused attention."""
+        bits = "".join(f"/{t}{v}" for t, v in (("w", self.weight_bits), ("a", self.act_bits), ("kv", self.kv_bits))
+                       if v is not None)
+        return bits + ("/unfused" if self.fusion == "unfused" else "")
+
+    def step_options(self) -> dict[str, Any]:
+        """The `costmodel.transformer.build_transformer` keywords of its steps: ``fusion`` and the
+        precisions given."""
+        return {"fusion": self.fusion, **{k: getattr(self, k) for k in ("weight_bits", "act_bits", "kv_bits")
+                                          if getattr(self, k) is not None}}
+
     @property
     def name(self) -> str:
-        """``<model>/mix/b<batch>/p<prompt>/o<output>``: the mix's row in the totals."""
-        return f"{self.model}/mix/b{self.batch}/p{self.prompt}/o{self.output}" + ("/fused" if self.fusion == "fused" else "")
+        """``<model>/mix/b<batch>/p<prompt>/o<output>`` (with its steps' tags): the mix's row in the
+        totals."""
+        return f"{self.model}/mix/b{self.batch}/p{self.prompt}/o{self.output}" + self._tags()
 
     def step_names(self) -> list[str]:
         """The names of its steps (`costmodel.transformer.build_transformer`): the prefill,
         then a decode step per context of `contexts`."""
-        tag = "/fused" if self.fusion == "fused" else ""
+        tag = self._tags()
         return ([f"{self.model}/prefill/b{self.batch}/seq{self.prompt}{tag}"]
                 + [f"{self.model}/decode/b{self.batch}/ctx{c}{tag}" for c in self.contexts()])
 
@@ -205,8 +228,11 @@ class ServingMix:
         from a file."""
         d = {"model": self.model, "prompt": self.prompt, "output": self.output, "batch": self.batch,
              "points": self.points}
-        if self.fusion != "unfused":  # only where set: the hashes of unfused mixes stay
+        if self.fusion != "fused":  # only where set: fused is the default
             d["fusion"] = self.fusion
+        for k in ("weight_bits", "act_bits", "kv_bits"):  # likewise
+            if getattr(self, k) is not None:
+                d[k] = getattr(self, k)
         if self.config is not None:  # a model read from a file: its shapes (a bundled one: its name only)
             d["config"] = self.config.shape()
         return d

@@ -19,6 +19,11 @@ as a Markdown table and written with the raw JSON to ``--out``:
   fusing attention would save at most (the vector operations' memory traffic and the DRAM traffic of
   the scores and probabilities).
 
+Every step is Llama-3-8B at 8-bit weights and activations (``--weight-bits 8 --act-bits 8``, the
+cache taking the activations' 8 bits: the INT8 datapath of these presets; the bfloat16 checkpoint
+would be costed at 16 bits) with unfused attention (``--fusion unfused``: each matmul whole and
+each vector operation through memory, the execution whose saving by fusion ``breakdown`` bounds).
+
     python scripts/bench_llm.py [speed bound breakdown] [--repeat 3] [--out /tmp/bench_llm]
 """
 
@@ -34,8 +39,10 @@ import sys
 import time
 from pathlib import Path
 
-STEPS = {"decode": ["--phase", "decode", "--batch", "1", "--context", "4096"],
-         "prefill": ["--phase", "prefill", "--batch", "1", "--seq", "2048"]}
+STEP = {"weight_bits": 8, "act_bits": 8, "fusion": "unfused"}  # W8A8, unfused (module docstring)
+_OPTS = ["--weight-bits", "8", "--act-bits", "8", "--fusion", "unfused"]
+STEPS = {"decode": ["--phase", "decode", "--batch", "1", "--context", "4096", *_OPTS],
+         "prefill": ["--phase", "prefill", "--batch", "1", "--seq", "2048", *_OPTS]}
 CONFIGS = [("loma", []), ("salsa", []), ("loma", ["--param", "spatial=search"]),
            ("salsa", ["--param", "spatial=search"])]
 
@@ -85,7 +92,8 @@ def bound(batches: list[int]) -> list[dict]:
         w_bits = acc.precisions.get("W", 8)
         crossover = None
         for b in batches:
-            layer = next(l for l, _ in load_network("llama3_8b", phase="decode", batch=b) if l.name == "ffn_gate")
+            layer = next(l for l, _ in load_network("llama3_8b", phase="decode", batch=b, **STEP)
+                     if l.name == "ffn_gate")
             res = map_layer(layer, acc, "loma", "latency", params={"spatial": "search", "lpf_limit": 7})
             bd = evaluate(layer, acc, Mapping.from_dict(res["mapping"])).breakdown
             dram_cycles = layer.weight_count * w_bits / dram.read_bw
@@ -119,7 +127,7 @@ def breakdown(contexts: list[int]) -> list[dict]:
     acc = load_accelerator("tpu_like")
     out = []
     for ctx in contexts:
-        net = load_network("llama3_8b", phase="decode", batch=1, context=ctx)
+        net = load_network("llama3_8b", phase="decode", batch=1, context=ctx, **STEP)
         res = map_network(net, acc, "loma", "energy", params={"spatial": "search", "lpf_limit": 7})
         b = energy_breakdown(net, acc, [Mapping.from_dict(r["mapping"]) for r in res["layers"]])
         out.append({"context": ctx, "total_pj": b["total_pj"], "step_energy_pj": res["total"]["energy_pj"],

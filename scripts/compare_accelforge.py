@@ -32,7 +32,7 @@ Cases (rows: our ``loma`` best mapping, lpf_limit 6, energy objective, seed 0):
   layer4.0.conv2 of ``costmodel/zoo/resnet18.csv`` (the ZigZag table's layers) on our preset.
 * ``tpu_like``: the same five layers on our ``tpu_like`` preset.
 * ``llama``: Llama-3-8B decode q_proj and ffn_up at batch 1 and batch 8 (context 4096) on
-  eyeriss_like and on tpu_like.
+  eyeriss_like and on tpu_like (the unfused step in the accelerator's precision, as pinned).
 
 Printed per row: energy and latency of the same mapping in both tools, ratio ours / AccelForge,
 then the decomposition of the energy per (operand, memory): ours, then ours with each of
@@ -85,6 +85,7 @@ sys.path.insert(0, str(ROOT))
 from costmodel.loopnest.arch import load_accelerator  # noqa: E402
 from costmodel.loopnest.mapping import Mapping  # noqa: E402
 from costmodel.loopnest.reference import evaluate, operand_bits  # noqa: E402
+from costmodel.transformer import build_transformer, transformer_config  # noqa: E402
 from costmodel.zoo import load_network  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -115,7 +116,10 @@ def case_rows(case: str, layers: list[str] | None = None) -> list[tuple[str, str
         rows = []
         for arch in ("eyeriss_like", "tpu_like"):
             for b in LLAMA_BATCHES:
-                net = load_network("llama3_8b", phase="decode", batch=b, context=4096)
+                # pinned with the unfused step in the accelerator's precision (INT8), not the
+                # bfloat16 checkpoint's 16 bits
+                net = build_transformer(transformer_config("llama3_8b").at_accelerator_precision(), phase="decode",
+                                        batch=b, context=4096, fusion="unfused")
                 by = {l.name: l for l, _ in net}
                 for n in layers or LLAMA_LAYERS:
                     rows.append((f"{arch}:b{b}:{n}", arch, by[n]))

@@ -23,10 +23,9 @@ from typing import Annotated, Optional
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
 from mappers import mappers_by_kind
-from sweep.commands import text
+from sweep.commands import map_text, text
 from sweep.commands.llm_step import (ActBitsOpt, AttentionOpt, BatchOpt, ContextOpt, FusionOpt, KvBitsOpt, PhaseOpt,
                                      QueryTileOpt, KvTileOpt, BatchedOpt, SeqOpt, WeightBitsOpt, list_step_options,
                                      workload_of, SystemOpt, ChipsOpt, TpOpt, PpOpt, EpOpt, ReplicasOpt,
@@ -35,7 +34,7 @@ from sweep.commands.text import param_option, plain_help, seed_option
 from sweep.common import fmt
 from sweep.common.errors import CampaignError, Finding, StoreError, SweepError
 from sweep.common.ids import strict_json
-from sweep.kinds.registry import for_mapper_kind, kind_named
+from sweep.kinds.registry import for_mapper_kind
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, rich_markup_mode="rich",
                   help="dse-sweep: distributed design-space exploration of DNN accelerators.\n\n"
@@ -268,9 +267,9 @@ def map_(
         return
     wide = Console(width=max(out.width, 160), soft_wrap=True)
     if "branch" in res:  # DeepOpt on a systolic hardware point
-        wide.print(f"{mapper} on {_point_text(res['point'])}: layer {res['layer']}: LOS branch {res['branch']}, "
+        wide.print(f"{mapper} on {map_text.point_text(res['point'])}: layer {res['layer']}: LOS branch {res['branch']}, "
                    f"energy {fmt.energy(res['energy_pj'])}, {fmt.cycles(res['latency_cycles'])} per image, "
-                   f"PM {res['objective']} {fmt.sig(res['value'])}; {_fs_text(res)}", highlight=False, markup=False)
+                   f"PM {res['objective']} {fmt.sig(res['value'])}; {map_text.fs_text(res)}", highlight=False, markup=False)
         return
     wide.print(res.get("loop_nest", ""), highlight=False, markup=False)
     if "transferred_bytes" in res:  # multi-NPU schedule
@@ -287,17 +286,6 @@ def map_(
               f"evaluations in {res['wall_s']:.3f} s", markup=False)
     text.print_low_utilization(wide, [res], acc, res)
     text.exit_if_infeasible([res], err)
-
-
-def _point_text(p: dict) -> str:
-    """A systolic hardware point in words (``point`` of `sweep.commands.map_eval.map_network`'s result)."""
-    return (f"point {p['index']} (J x K = {p['J']} x {p['K']}, fSRAM {p['fsram_kib']}, iSRAM {p['isram_kib']}, "
-            f"pSRAM {p['psram_kib']} KiB, {p['area_mm2']:.3f} mm^2)")
-
-
-def _fs_text(fig: dict) -> str:
-    """The fixed-scheduling (FS) PMs of a DeepOpt result, one per branch (``fs_<branch>`` keys)."""
-    return "FS: " + ", ".join(f"{k[3:]} {fmt.sig(v)}" for k, v in fig.items() if k.startswith("fs_"))
 
 
 def _map_network(network: str, arch: str, mapper: str, objective: str | None, seed: int,
@@ -335,55 +323,10 @@ def _map_network(network: str, arch: str, mapper: str, objective: str | None, se
         _echo_json(res)
         text.exit_if_infeasible(res["layers"], err, dict(res["total"], layer=res["network"]))
         return
-    _print_network(res, arch, mapper)
+    map_text.print_network(res, arch, mapper, Console(width=max(out.width, 160), soft_wrap=True))
     if any("utilization" in r for r in res["layers"]):  # loop-nest layers: their PE utilisation
         text.print_low_utilization(Console(width=max(out.width, 160)), res["layers"], acc, {"params": params})
     text.exit_if_infeasible(res["layers"], err, dict(res["total"], layer=res["network"]))
-
-
-def _print_network(res: dict, arch: str, mapper: str) -> None:
-    """The per-layer table and the totals of `sweep.commands.map_eval.map_network`'s result ``res``; on a
-    systolic hardware point also each layer's LOS branch, the network PM and the FS PMs."""
-    t = Table(title=f"{res['network']} on {arch}: {mapper}, objective {res['objective']}")
-    searched = any(r.get("spatial_candidates", 1) > 1 for r in res["layers"])
-    branches = "point" in res  # DeepOpt: the schedule (branch) of each layer
-    cols = ("layer", "repeats") + (("LOS branch",) if branches else ()) + \
-        ("energy", "latency", "EDP pJ*cycles", "evaluations", "wall s") + (("spatial unrolling",) if searched else ())
-    for c in cols:
-        t.add_column(c, justify="left" if c in ("layer", "LOS branch", "spatial unrolling") else "right")
-    if any(r.get("merged") for r in res["layers"]):
-        t.caption = "a layer's repeats count every layer of its shape, mapped once: (+ names) lists the others"
-        t.caption_justify = "left"
-    for r in res["layers"]:
-        name = r["layer"] + (f" (+ {', '.join(r['merged'])})" if r.get("merged") else "")
-        t.add_row(name, f"{r['repeat']:,}", *((r["branch"],) if branches else ()),
-                  fmt.energy(r["energy_pj"]), fmt.cycles(r["latency_cycles"]),
-                  fmt.edp(r["edp"], unit=False), f"{r['evaluations']:,}", text.num(r["wall_s"], ".3f"),
-                  *((text.spatial_text(r.get("spatial")),) if searched else ()))
-    tot = res["total"]
-    e_mm, l_mm = tot.get("matmul_energy_pj", tot["energy_pj"]), tot.get("matmul_latency_cycles", tot["latency_cycles"])
-    t.add_row("total (x repeats)", f"{tot['executed_layers']:,}", *(("",) if branches else ()),
-              fmt.energy(e_mm), fmt.cycles(l_mm), fmt.edp(None if e_mm is None or l_mm is None else e_mm * l_mm, unit=False),
-              f"{tot['evaluations']:,}", f"{tot['wall_s']:.3f}", style="bold")
-    wide = Console(width=max(out.width, 160), soft_wrap=True)
-    wide.print(t)
-    wide.print(f"network {res['network']}: {len(res['layers'])} {'' if branches else 'unique '}layer(s), "
-               f"{tot['executed_layers']} executed{', vector operations included' if 'vector_energy_pj' in tot else ''}; "
-               f"energy {fmt.energy(tot['energy_pj'])}, latency "
-               f"{fmt.cycles(tot['latency_cycles'])} (layers one after another"
-               f"{', kernel launches included' if tot.get('launch_cycles') else ''}), EDP = total energy x total "
-               f"latency {fmt.edp(tot['edp'])}", highlight=False, markup=False)
-    if branches:
-        wide.print(f"{_point_text(res['point'])}: network PM {res['objective']} ({res['network_pm']} over the layers) "
-                   f"{fmt.sig(tot['pm_value'])}; {_fs_text(tot)}", highlight=False, markup=False)
-    if "vector" in res or "llm" in res:
-        from sweep.commands.llm_step import print_fusion_choice, print_step, print_system
-        print_step(res, wide)
-        print_fusion_choice(res, wide)
-        print_system(res, wide)
-    if not kind_named(res["arch_kind"]).energy_model:
-        wide.print("multi-NPU archs have no energy model: energy and EDP are n/a (NaN); "
-                   f"{tot.get('transferred_bytes', 0):,} bytes transferred in total", highlight=False)
 
 
 @app.command("eval")
@@ -406,31 +349,7 @@ def eval_(
         return
     wide = Console(width=max(out.width, 160), soft_wrap=True)
     wide.print(rep.pop("loop_nest", ""), highlight=False, markup=False)
-    _print_cost_report(rep, wide)
-
-
-def _print_cost_report(rep: dict, console: Console) -> None:
-    """Per operand and memory level accesses and energy, then the latency split."""
-    if not rep.get("valid", True):
-        console.print(f"invalid mapping: {rep.get('reason')}", style="red", markup=False)
-        return
-    b = rep.get("breakdown", {})
-    t = Table(title="Accesses and energy per operand and memory level")
-    for c in ("operand", "memory", "reads", "writes", "fills", "psum read-backs", "tile bits",
-              "instances", "energy"):
-        t.add_column(c, justify="left" if c in ("operand", "memory") else "right")
-    for op, levels in b.get("operands", {}).items():
-        for lv in levels:
-            t.add_row(op, lv["memory"], f"{lv['reads']:,}", f"{lv['writes']:,}", f"{lv['fills']:,}",
-                      f"{lv['readbacks']:,}", f"{lv['tile_bits']:,}", f"{lv['instances']:,}",
-                      fmt.energy(lv['energy_pj']))
-    t.add_row("MAC", "", f"{b.get('macs', 0):,}", "", "", "", "", "", fmt.energy(b.get('mac_energy_pj', 0)))
-    console.print(t)
-    stalls = {k: v for k, v in b.get("stall_cycles", {}).items() if v}
-    console.print(f"energy {fmt.energy(rep['energy_pj'])}; latency {fmt.cycles(rep['latency_cycles'])} = "
-                  f"compute {b.get('compute_cycles', 0):,} + stall (largest of "
-                  f"{', '.join(f'{k} {v:,.0f}' for k, v in stalls.items()) or 'none'}); "
-                  f"utilisation {b.get('utilization', 1):.1%}; EDP {fmt.edp(rep['edp'])}", markup=False)
+    map_text.print_cost_report(rep, wide)
 
 
 class ListWhat(str, Enum):

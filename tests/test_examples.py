@@ -122,9 +122,10 @@ def test_llm_steps_prints_what_sweep_map_finds_and_a_search_that_accounts_for_ev
     out = _example("llm_steps.py", tmp_path, "llm")
     m = re.search(r"decode, batch 1, 2,048 tokens of context: (\S+) ms per token, (\S+) mJ per token", out)
     assert m, out
+    # the example's docstring's command (W8A8, attention fused by default)
     cli = _sweep_json(["map", "--network", "llama3_8b", "--phase", "decode", "--batch", "1", "--context", "2048",
-                       "--fusion", "fused", "--arch", "llm_ws", "--mapper", "loma", "--param", "lpf_limit=4"],
-                      tmp_path)
+                       "--weight-bits", "8", "--act-bits", "8", "--arch", "llm_ws", "--mapper", "loma",
+                       "--param", "lpf_limit=4"], tmp_path)
     assert float(m[1]) == pytest.approx(cli["llm"]["time_per_token_s"] * 1e3, rel=1e-5)
     assert float(m[2]) == pytest.approx(cli["llm"]["energy_per_token_j"] * 1e3, rel=1e-5)
     run_dir = _results_dir(out)
@@ -134,7 +135,8 @@ def test_llm_steps_prints_what_sweep_map_finds_and_a_search_that_accounts_for_ev
     _sweep_json(["report", str(run_dir)], tmp_path)                      # writes the design files
     best = re.search(r"fastest by time_per_token_s: ([0-9a-f]{16}) .* (\S+) ms, ", out)
     single = _sweep_json(["map", "--network", "llama3_8b", "--phase", "decode", "--batch", "1", "--context", "2048",
-                          "--fusion", "fused", "--arch", str(run_dir / "designs" / f"{best[1]}.toml"),
+                          "--weight-bits", "8", "--act-bits", "8",
+                          "--arch", str(run_dir / "designs" / f"{best[1]}.toml"),
                           "--mapper", "loma", "--param", "lpf_limit=4"], tmp_path)
     assert float(best[2]) == pytest.approx(single["llm"]["time_per_token_s"] * 1e3, rel=1e-5)
 

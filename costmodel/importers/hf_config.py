@@ -130,12 +130,14 @@ class Precision:
     """A checkpoint's precision as its config.json states it: ``weight_bits`` and ``act_bits`` (the
     activations the quantized matmuls take; None where the file says nothing), ``dtype`` (a name:
     ``bfloat16``, ``fp8 (fbgemm_fp8)``, ``int4 (gptq)``, ``nf4 (bitsandbytes)``; "" when none) and
-    ``notes`` (what could not be read, one line each)."""
+    ``notes`` (what could not be read, one line each); ``kv_bits`` the KV cache's, torch_dtype's
+    (vLLM's ``kv_cache_dtype="auto"`` keeps the cache in the model's dtype, an FP8 checkpoint's too)."""
 
     weight_bits: int | None = None
     act_bits: int | None = None
     dtype: str = ""
     notes: tuple[str, ...] = ()
+    kv_bits: int | None = None
 
 
 def _dtype(data: dict[str, Any], source: str, key: str, notes: list[str]) -> tuple[int | None, str]:
@@ -211,7 +213,7 @@ def checkpoint_precision(data: dict[str, Any], source: str) -> Precision:
     bits, name = _dtype(data, source, key, notes)
     q = data.get("quantization_config")
     if q is None:
-        return Precision(bits, bits, name, tuple(notes))
+        return Precision(bits, bits, name, tuple(notes), bits)
     if not isinstance(q, dict):
         raise HfConfigError(source, "quantization_config", q, "must be a JSON object (transformers' quantizer "
                             "config, with quant_method)")
@@ -221,4 +223,4 @@ def checkpoint_precision(data: dict[str, Any], source: str) -> Precision:
         notes.append(f"quantization_config keeps {len(kept)} module(s) in {name or 'torch_dtype'} "
                      f"(modules_to_not_convert: {', '.join(map(str, kept[:3]))}{', ...' if len(kept) > 3 else ''}): "
                      f"{qname} is the precision of the quantized linear layers")
-    return Precision(weights, acts, qname or name, tuple(notes))
+    return Precision(weights, acts, qname or name, tuple(notes), bits)

@@ -41,7 +41,7 @@ from costmodel.transformer.attention import attention_layers, computed_pairs, fu
 from costmodel.transformer.catalog import resolve_model
 from costmodel.transformer.config import TransformerConfig
 from costmodel.transformer.mla import attention_dims
-from costmodel.transformer.step import with_bits, resolve_bits
+from costmodel.transformer.step import resolve_bits, served_bits, with_bits
 from costmodel.workload import Network, VectorOp
 
 __all__ = ["Deployment", "ATTENTION_OPS", "HEAD_LAYERS", "HEAD_OPS", "dense_part", "head_part", "attention_part",
@@ -61,7 +61,8 @@ class Deployment:
 
     Attributes:
         model: a bundled name, a config.json path or a `TransformerConfig` (resolved in `config`).
-        weight_bits, act_bits, kv_bits: precisions (bits; None: the accelerator's), as
+        weight_bits, act_bits, kv_bits: precisions (bits; None: the checkpoint's where its
+            config.json states one, else the accelerator's), as
             `costmodel.transformer.build_transformer` takes them.
         fusion: ``fused`` (FlashAttention-style kernels, as every serving stack runs; the default
             here) or ``unfused``.
@@ -108,6 +109,15 @@ class Deployment:
             if getattr(self, k) > 1:
                 opts[k] = getattr(self, k)
         return opts
+
+    def precision(self) -> dict[str, Any]:
+        """The bits its steps are costed at and where each comes from
+        (`costmodel.transformer.step.precision_record`: given, the checkpoint's, or None: the
+        accelerator's ``[precision]``), with ``text`` (`precision_text`)."""
+        from costmodel.transformer.step import precision_record, precision_text
+        given = (self.weight_bits, self.act_bits, self.kv_bits)
+        rec = precision_record(self.config, given, served_bits(self.config, *given))
+        return {**rec, "text": precision_text(rec)}
 
     def to_dict(self) -> dict[str, Any]:
         """Its fields (the model by name, or its shapes when read from a file)."""
@@ -207,7 +217,8 @@ def _chunk_attention(dep: Deployment, q: int, p: int, name: str) -> Network:
         groups = [("", cfg.layers, 0)]
     fused = dep.fusion == "fused"
     tq, tk = dep.query_tile or FUSED_TILE, dep.kv_tile or FUSED_TILE
-    bits = resolve_bits(dep.weight_bits, dep.act_bits, dep.kv_bits)
+    w_bits, act_bits, kv_bits = served_bits(cfg, dep.weight_bits, dep.act_bits, dep.kv_bits)
+    bits = resolve_bits(w_bits, act_bits, kv_bits)
     layers, reps, ops, op_reps = [], [], [], []
     for suffix, blocks, window in groups:
         att, att_reps = attention_layers(d.group, d.qk_dim, q, attended, True, dep.fusion, d.kv_heads * blocks,
@@ -216,7 +227,7 @@ def _chunk_attention(dep: Deployment, q: int, p: int, name: str) -> Network:
         layers += [with_bits(l, bits) for l in att]
         reps += att_reps
         if fused:
-            got, got_reps = fused_attention_ops(d.group, d.v_dim, q, attended, True, d.kv_heads * blocks, dep.act_bits,
+            got, got_reps = fused_attention_ops(d.group, d.v_dim, q, attended, True, d.kv_heads * blocks, act_bits,
                                                 tuple(l.name for l in att), tq, tk, window, prefix=p)
             for o, r in zip(got, got_reps):
                 if cfg.softcap and o.op == "online_softmax":
@@ -229,9 +240,9 @@ def _chunk_attention(dep: Deployment, q: int, p: int, name: str) -> Network:
             n = cfg.heads * computed_pairs(q, attended, True, "unfused", window=window, prefix=p)
             rows = cfg.heads * q
             if cfg.softcap:
-                ops.append(VectorOp(f"attn_softcap{suffix}", "softcap", n, 1, rows, dep.act_bits))
+                ops.append(VectorOp(f"attn_softcap{suffix}", "softcap", n, 1, rows, act_bits))
                 op_reps.append(blocks)
-            ops.append(VectorOp(f"softmax{suffix}", "softmax", n, 1, rows, dep.act_bits))
+            ops.append(VectorOp(f"softmax{suffix}", "softmax", n, 1, rows, act_bits))
             op_reps.append(blocks)
     return Network(name, tuple(layers), tuple(reps), full.source, tuple(ops), tuple(op_reps), {})
 

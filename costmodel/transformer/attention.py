@@ -58,7 +58,8 @@ __all__ = ["ATTENTION", "FUSION", "CAUSAL_BLOCK", "FUSED_TILE", "QUERY_TILES", "
 #: Attention masks: a decoder's prefill is ``causal`` by default (query i attends keys 0..i), an
 #: encoder's and a ViT's ``dense`` (every query every key).
 ATTENTION = ("causal", "dense")
-#: How a step's operations meet memory (module docstring); ``unfused`` is the default.
+#: How a step's operations meet memory (module docstring); ``fused`` is the default (as LLMs are
+#: served: FlashAttention-style kernels in vLLM, SGLang and TensorRT-LLM).
 FUSION = ("unfused", "fused")
 #: The query / key block of a causal prefill (tokens): blocks wholly above the diagonal are skipped,
 #: the diagonal blocks computed in full and masked. Our choice, the block FlashAttention-2 runs for

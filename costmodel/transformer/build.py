@@ -35,8 +35,12 @@ covers the computed pairs. ``workload["attention_pairs"]`` gives the pairs ``exa
 per head and sequence) and ``computed`` (with the diagonal blocks): `Network.macs` counts the
 computed ones. At decode the mask changes nothing (the new token attends the whole cache).
 
-Precisions (bits): none given -> no ``fixed_bits`` anywhere (the accelerator's ``[precision]``
-applies; `costmodel.loopnest.reference.operand_bits` gives a KV-cache W operand its I precision).
+Precisions (bits): each given wins; else the checkpoint's (config.json's ``torch_dtype`` /
+``quantization_config``: a bfloat16 Llama is costed in 16 bits, an FP8 checkpoint's weights and
+activations in 8; `costmodel.transformer.step.served_bits`); none given or stated -> no
+``fixed_bits`` (the accelerator's ``[precision]`` applies; `costmodel.loopnest.reference.operand_bits`
+gives a KV-cache W operand its I precision). ``workload["precision"]`` records the bits costed and
+where each comes from.
 ``weight_bits`` (16, 8 or 4) fixes W of the weight layers; ``act_bits`` fixes I and O_final of
 every layer (and the ``bits`` of every vector op); ``kv_bits`` (else ``act_bits`` where given)
 fixes the cache: W of ``score`` / ``context`` and O_final of the layers that write the cache.
@@ -58,8 +62,8 @@ from costmodel.transformer.ffn import ffn_layers
 from costmodel.transformer.mla import attention_dims, attention_groups, mla_form, mla_layers
 from costmodel.transformer.ops import not_costed, pairs, vector_ops
 from costmodel.transformer.params import attention_weights, head_weights
-from costmodel.transformer.step import (PHASES, WEIGHT_BITS, Step, positive, resolve_attention, resolve_bits,
-                                        resolve_step, with_bits)
+from costmodel.transformer.step import (PHASES, WEIGHT_BITS, Step, positive, precision_record, resolve_attention,
+                                        resolve_bits, resolve_step, served_bits, with_bits)
 from costmodel.workload import Layer, Network
 
 __all__ = ["build_transformer", "parse_step_name", "step_params", "WORKLOAD_PARAMS", "PHASES", "WEIGHT_BITS", "ATTENTION",
@@ -135,11 +139,13 @@ def build_transformer(model: str | TransformerConfig, *, phase: str | None = Non
         context: tokens in the KV cache at a decode step, the new token included; default the
             model's ``context``.
         weight_bits: 16, 8 or 4: the weights' precision (bits); act_bits, kv_bits: the
-            activations' and the KV cache's precision (bits). None: the accelerator's.
+            activations' and the KV cache's precision (bits). None: the checkpoint's where its
+            config.json states one (`served_bits`), else the accelerator's.
         attention: the prefill's mask, ``causal`` (decoders' default: the blocks of
             `causal_blocks`) or ``dense`` (encoders and ViT, always); no effect at decode.
-        fusion: ``unfused`` (default) or ``fused`` (attention as one tiled group, element-wise ops
-            in their producers' drain; `costmodel.transformer.attention`).
+        fusion: ``fused`` (default, as every LLM serving stack runs: attention as one tiled
+            FlashAttention-style group, element-wise ops in their producers' drain;
+            `costmodel.transformer.attention`) or ``unfused`` (every operation through memory).
         query_tile: fused attention's query tile (positions; default 128); fused steps only.
         kv_tile: fused attention's K/V tile (keys; default 128); fused steps only.
         batched_attention: True: attention's batch x kv_heads instances per block are one batched
@@ -157,7 +163,7 @@ def build_transformer(model: str | TransformerConfig, *, phase: str | None = Non
         A `Network` named ``<model>/prefill/b<batch>/seq<seq>`` or
         ``<model>/decode/b<batch>/ctx<context>``, with ``/w<weight_bits>``, ``/a<act_bits>``,
         ``/kv<kv_bits>`` appended for the precisions given, ``/dense`` for a decoder's dense
-        prefill, ``/fused`` for a fused step, ``/qt<query_tile>`` and ``/kt<kv_tile>`` for tiles other than 128, ``/batched`` for batched attention,
+        prefill, ``/unfused`` for an unfused step, ``/qt<query_tile>`` and ``/kt<kv_tile>`` for tiles other than 128, ``/batched`` for batched attention,
         ``/tp<n>/pp<n>/ep<n>`` for a split step's share (degrees above 1); block
         layers repeat ``layers`` times (score / context batch*kv_heads*layers, or ``layers`` with G =
         batch*kv_heads when batched); ``workload`` holds model, phase, batch, seq (None at
@@ -181,7 +187,8 @@ def build_transformer(model: str | TransformerConfig, *, phase: str | None = Non
     attention = resolve_attention(cfg, phase, attention)
     st = _with_options(resolve_step(cfg, phase, batch, seq, context, attention), fusion, query_tile, kv_tile,
                        batched_attention)
-    bits = resolve_bits(weight_bits, act_bits, kv_bits)
+    served = served_bits(cfg, weight_bits, act_bits, kv_bits)  # given, else the checkpoint's
+    bits = resolve_bits(*served)
     from costmodel.transformer.shard import resolve_split, shard_config
     split, st_full, whole = resolve_split(cfg, st.batch, tp, pp, ep), st, cfg
     if split.split:  # one chip's share
@@ -190,8 +197,9 @@ def build_transformer(model: str | TransformerConfig, *, phase: str | None = Non
     layers, reps, n_e = _block_layers(cfg, st, split.ep)
     pre, post = _outer_layers(cfg, st)
     layers, reps = pre + layers + post, [1] * len(pre) + reps + [1] * len(post)
-    vops, vreps = vector_ops(cfg, st, act_bits, {l.name for l in layers})
+    vops, vreps = vector_ops(cfg, st, served[1], {l.name for l in layers})
     workload = _workload(whole, cfg, st, st_full, (weight_bits, act_bits, kv_bits), attention, n_e)
+    workload["precision"] = precision_record(whole, (weight_bits, act_bits, kv_bits), served)
     size = f"seq{st.seq}" if st.phase == "prefill" else f"ctx{st.context}"
     size += _name_tags(st, (weight_bits, act_bits, kv_bits), attention == "dense" and cfg.kind == "decoder")
     size += split.tags()
@@ -211,7 +219,7 @@ def _workload(whole: TransformerConfig, cfg: TransformerConfig, st: Step, st_ful
                 "experts_touched": n_e, "not_costed": not_costed(cfg, st), "attention": attention,
                 "fusion": st.fusion, "query_tile": st.query_tile if st.fusion == "fused" else None,
                 "attention_pairs": _attention_pairs(cfg, st)}
-    if st.fusion == "fused":  # only here: the workload of an unfused step (its config hash) is what it was
+    if st.fusion == "fused":
         workload["kv_tile"] = st.kv_tile
     if st.batched:  # likewise: only where set
         workload["batched_attention"] = True
@@ -234,8 +242,8 @@ def step_params(workload: dict[str, Any]) -> dict[str, Any]:
     for k in ("attention", "query_tile", "kv_tile", "batched_attention", "tp", "pp", "ep"):
         if workload.get(k) is not None:
             params[k] = workload[k]
-    if workload.get("fusion") == "fused":
-        params["fusion"] = "fused"
+    if workload.get("fusion") == "unfused":  # fused is the default
+        params["fusion"] = "unfused"
     return params
 
 
@@ -247,9 +255,9 @@ def _with_options(st: Step, fusion, query_tile, kv_tile, batched_attention) -> S
                          f"`sweep.api.map_step`); a step itself is built one of {FUSION}")
     if fusion is not None and fusion not in FUSION:
         raise ValueError(f"fusion: must be one of {FUSION} (or 'auto' when mapping), got {fusion!r}")
-    st = dataclasses.replace(st, fusion=fusion or "unfused")
+    st = dataclasses.replace(st, fusion=fusion or "fused")
     for key, tile in (("query_tile", query_tile), ("kv_tile", kv_tile)):
-        if tile is not None and fusion != "fused":
+        if tile is not None and st.fusion != "fused":
             raise ValueError(f"{key}: {tile!r} applies to fused attention (fusion='fused'), "
                              f"not to fusion={st.fusion!r}")
     if batched_attention is not None and not isinstance(batched_attention, bool):
@@ -266,13 +274,14 @@ def _with_options(st: Step, fusion, query_tile, kv_tile, batched_attention) -> S
 def _name_tags(st: Step, given: tuple, dense_decoder: bool) -> str:
     """The step name's tags after its size (`build_transformer`'s Returns): the precisions given
     (``given``: weight_bits, act_bits, kv_bits or None), ``/dense`` for a decoder's dense prefill,
-    ``/fused`` with tiles other than the default, ``/batched``."""
+    ``/unfused`` for an unfused step, fused tiles other than the default, ``/batched``."""
     tags = "".join(f"/{tag}{v}" for tag, v in zip(("w", "a", "kv"), given) if v is not None)
     if dense_decoder:  # a decoder's prefill is causal unless named dense
         tags += "/dense"
-    if st.fusion == "fused":
-        tags += "/fused" + "".join(f"/{tag}{v}" for tag, v in (("qt", st.query_tile), ("kt", st.kv_tile))
-                                   if v != FUSED_TILE)
+    if st.fusion == "unfused":  # fused is the default (as LLMs are served), unnamed
+        tags += "/unfused"
+    else:
+        tags += "".join(f"/{tag}{v}" for tag, v in (("qt", st.query_tile), ("kt", st.kv_tile)) if v != FUSED_TILE)
     return tags + ("/batched" if st.batched else "")
 
 
@@ -297,8 +306,8 @@ def parse_step_name(name: str, any_model: bool = False) -> tuple[str, dict[str, 
         if part == "dense" and "attention" not in params:  # a decoder's prefill named dense
             params["attention"] = "dense"
             continue
-        if part == "fused" and "fusion" not in params:
-            params["fusion"] = "fused"
+        if part in ("fused", "unfused") and "fusion" not in params:  # "fused": the default, named
+            params["fusion"] = part
             continue
         if part == "batched" and "batched_attention" not in params:
             params["batched_attention"] = True

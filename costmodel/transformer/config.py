@@ -37,10 +37,9 @@ _CHOICES = {"kind": MODEL_KINDS, "ffn_kind": FFN_KINDS, "norm": ("layernorm", "r
             "attention": ATTENTION_KINDS, "router": ("softmax", "sigmoid")}
 _POSITIVE = ("hidden", "layers", "heads", "kv_heads", "head_dim", "ffn", "max_context", "seq", "batch")
 #: The fields that do not shape a step (names and citations): left out of `TransformerConfig.shape`.
-#: The checkpoint's precision fields are left out too, until a step is costed with them: a step's
-#: recorded shapes (and its task ids) are what they were before they were read.
-SHAPE_EXCLUDED = ("name", "description", "source", "published_params", "published_params_source", "architecture",
-                  "checkpoint_weight_bits", "checkpoint_act_bits", "checkpoint_dtype")
+#: The checkpoint's precision is in the shapes: a step is costed in it unless its bits are given
+#: (`costmodel.transformer.step.served_bits`), so a step rebuilt from its recorded shapes is the same.
+SHAPE_EXCLUDED = ("name", "description", "source", "published_params", "published_params_source", "architecture")
 
 
 @dataclass(frozen=True)
@@ -49,8 +48,8 @@ class TransformerConfig:
     field behind each). ``published_params`` is the checkpoint's published parameter count (0 where
     none is known, as for a user's file); ``seq``, ``context``, ``batch`` the default step;
     ``checkpoint_weight_bits`` / ``checkpoint_act_bits`` (bits; None: not stated) and
-    ``checkpoint_dtype`` the checkpoint's precision as its config.json states it (read, recorded,
-    not yet costed; out of `shape`).
+    ``checkpoint_dtype`` the checkpoint's precision as its config.json states it (the default
+    precision of its steps, `costmodel.transformer.step.served_bits`).
 
     Raises:
         ValueError: a mistyped or inconsistent field; the message names the model and the field.
@@ -109,10 +108,11 @@ class TransformerConfig:
     routing_groups: tuple[int, int] = (0, 0)  # DeepSeek's (n_group, topk_group); (0, 0): none
     not_modelled: tuple[str, ...] = ()  # what the config has that no operation costs (said in not_costed)
     # -- the checkpoint's precision as its config.json states it (`costmodel.importers.hf_config.checkpoint_precision`:
-    # torch_dtype, quantization_config); None / "" when the file says nothing. Read and recorded only: no step
-    # is costed with them yet (a step's precisions are its weight_bits / act_bits or the accelerator's).
+    # torch_dtype, quantization_config); None / "" when the file says nothing. A step is costed in them unless
+    # its weight_bits / act_bits are given (`costmodel.transformer.step.served_bits`).
     checkpoint_weight_bits: int | None = None  # bits of the stored weights (bfloat16: 16; fbgemm_fp8: 8; GPTQ: bits)
     checkpoint_act_bits: int | None = None     # bits of the activations the checkpoint runs with (FP8 dynamic: 8)
+    checkpoint_kv_bits: int | None = None      # bits of its KV cache: torch_dtype's (vLLM kv_cache_dtype "auto")
     checkpoint_dtype: str = ""                 # e.g. "bfloat16", "fp8 (fbgemm_fp8)", "int4 (gptq)"
 
     def _bad(self, key: str, why: str) -> ValueError:
@@ -133,7 +133,7 @@ class TransformerConfig:
                 raise self._bad(f.name, f"must be true or false, got {v!r}")
             elif f.type == "str" and not isinstance(v, str):
                 raise self._bad(f.name, f"must be a string, got {v!r}")
-        for k in ("checkpoint_weight_bits", "checkpoint_act_bits"):
+        for k in ("checkpoint_weight_bits", "checkpoint_act_bits", "checkpoint_kv_bits"):
             v = getattr(self, k)
             if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
                 raise self._bad(k, f"must be None or an integer >= 1 (bits), got {v!r}")
@@ -284,6 +284,14 @@ class TransformerConfig:
         """The config `shape` gave (``name`` its model; description and source say so)."""
         return cls(name=name, description=f"{name} (from its recorded shapes)", source="the step's workload",
                    published_params=0, published_params_source="", **shape)
+
+    def at_accelerator_precision(self) -> "TransformerConfig":
+        """A copy whose checkpoint states no precision, so its steps are costed in the accelerator's
+        ``[precision]`` where no bits are given (`costmodel.transformer.step.served_bits`); e.g. a
+        bfloat16 Llama on an INT8 template as figures before checkpoints' precisions were read.
+        Its steps record its shapes (it is no longer the bundled model)."""
+        return self.replace(checkpoint_weight_bits=None, checkpoint_act_bits=None, checkpoint_kv_bits=None,
+                            checkpoint_dtype="")
 
     def replace(self, **changes: Any) -> "TransformerConfig":
         """A copy with ``changes`` (`dataclasses.replace`), validated again."""

@@ -485,7 +485,8 @@ def _build(data: dict[str, Any], name: str, source: str, arch: str) -> tuple[Tra
         cfg = TransformerConfig(name=name, description=f"{arch} read from {source}", source=source,
                                 published_params=0, published_params_source="", seq=seq, batch=1, context=context,
                                 architecture=arch, checkpoint_weight_bits=prec.weight_bits,
-                                checkpoint_act_bits=prec.act_bits, checkpoint_dtype=prec.dtype, **fields)
+                                checkpoint_act_bits=prec.act_bits, checkpoint_kv_bits=prec.kv_bits,
+                                checkpoint_dtype=prec.dtype, **fields)
     except ValueError as e:  # a combination the fields allow one by one but no model has
         raise HfConfigError(source, "architectures[0]", arch, str(e)) from None
     return cfg, r, prec

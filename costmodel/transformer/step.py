@@ -15,7 +15,7 @@ from costmodel.transformer.attention import ATTENTION, FUSED_TILE
 TransformerConfig = Any
 
 __all__ = ["PHASES", "WEIGHT_BITS", "ACT_BITS", "KV_BITS", "Step", "Bits", "positive", "resolve_step", "resolve_attention", "resolve_bits",
-           "with_bits"]
+           "with_bits", "served_bits", "precision_record", "precision_text", "costed_precision"]
 
 PHASES = ("prefill", "decode")
 #: The weight precisions `costmodel.transformer.build_transformer` takes (bits): FP16 / BF16 (the
@@ -47,7 +47,7 @@ class Step:
     q_len: int
     attended: int
     causal: bool = False  # a causal prefill: score / context as the blocks of `causal_blocks`
-    fusion: str = "unfused"  # `costmodel.transformer.attention.FUSION`
+    fusion: str = "fused"  # `costmodel.transformer.attention.FUSION`
     query_tile: int = FUSED_TILE  # fused attention's query tile (positions)
     kv_tile: int = FUSED_TILE  # fused attention's K/V tile (keys)
     batched: bool = False  # attention's instances as the loop dim G of one batched matmul
@@ -142,3 +142,76 @@ def with_bits(layer: Layer, bits: Bits) -> Layer:
     if not ch:
         return layer
     return layer.with_(**ch, fixed_bits=tuple(o for o in ("W", "I", "O_final") if o in fixed))
+
+
+def _served(checkpoint: int | None, allowed: tuple[int, ...]) -> int | None:
+    """The format a checkpoint of ``checkpoint`` bits is served in: at most 16 bits (a float32
+    checkpoint runs in 16-bit: vLLM's ``dtype="auto"`` serves FP32 and FP16 checkpoints in FP16,
+    BF16 ones in BF16), else the narrowest of ``allowed`` that holds it (GPTQ's 3 bits in 4)."""
+    if checkpoint is None:
+        return None
+    return min((b for b in allowed if b >= min(checkpoint, 16)), default=max(allowed))
+
+
+def served_bits(cfg: TransformerConfig, weight_bits: int | None, act_bits: int | None,
+                kv_bits: int | None) -> tuple[int | None, int | None, int | None]:
+    """The precisions (bits) a step of model ``cfg`` is costed at: each one given (the campaign's or
+    the command line's) wins; else the checkpoint's (``cfg.checkpoint_weight_bits`` /
+    ``checkpoint_act_bits``, read from config.json's ``torch_dtype`` and ``quantization_config``:
+    `costmodel.importers.hf_config.checkpoint_precision`), as `_served` maps it onto the formats
+    served; else None (the accelerator's ``[precision]``). The KV cache: ``kv_bits`` given, else the
+    activations' when ``act_bits`` is given (`resolve_bits`), else the checkpoint's torch_dtype
+    (``checkpoint_kv_bits``: vLLM's ``kv_cache_dtype="auto"`` keeps the cache in the model's dtype,
+    an FP8 checkpoint's in BF16). Returns (weight_bits, act_bits, kv_bits)."""
+    w = weight_bits if weight_bits is not None else _served(cfg.checkpoint_weight_bits, WEIGHT_BITS)
+    a = act_bits if act_bits is not None else _served(cfg.checkpoint_act_bits, ACT_BITS)
+    kv = kv_bits if kv_bits is not None or act_bits is not None else _served(cfg.checkpoint_kv_bits, KV_BITS)
+    return w, a, kv
+
+
+def precision_record(cfg: TransformerConfig, given: tuple, served: tuple) -> dict[str, Any]:
+    """A step's ``workload["precision"]``: the bits it is costed at (``weight_bits``, ``act_bits``,
+    ``kv_bits``; None: the accelerator's ``[precision]``) and where each comes from (``weight_from``,
+    ``act_from``, ``kv_from``: "given", "checkpoint", "activations" for a cache in the given
+    activations' precision, or "accelerator"), with ``checkpoint_dtype`` (config.json's, "" when
+    unstated)."""
+    bits = resolve_bits(*served)
+    rec: dict[str, Any] = {"weight_bits": bits.weight, "act_bits": bits.act, "kv_bits": bits.kv}
+    for key, g, v in (("weight", given[0], bits.weight), ("act", given[1], bits.act)):
+        rec[f"{key}_from"] = "given" if g is not None else "checkpoint" if v is not None else "accelerator"
+    rec["kv_from"] = ("given" if given[2] is not None else "activations" if given[1] is not None
+                      else "checkpoint" if served[2] is not None else "accelerator")
+    rec["checkpoint_dtype"] = cfg.checkpoint_dtype
+    return rec
+
+
+def precision_text(rec: dict[str, Any] | None) -> str:
+    """``workload["precision"]`` in words: "W/A/KV 16/16/16 bits (the checkpoint's bfloat16)",
+    "W/A/KV 4/8/16 bits (W given; A, KV the checkpoint's fp8 (fbgemm_fp8))", "the accelerator's
+    [precision]" when the step fixes none."""
+    keys = (("W", "weight"), ("A", "act"), ("KV", "kv"))
+    if not rec or all(rec.get(f"{k}_bits") is None for _, k in keys):
+        return "the accelerator's [precision]"
+    said = {"given": "given", "checkpoint": f"the checkpoint's {rec.get('checkpoint_dtype') or 'dtype'}",
+            "activations": "as A", "accelerator": "the accelerator's [precision]"}
+    bits = "/".join(str(rec.get(f"{k}_bits")) if rec.get(f"{k}_bits") is not None else "-" for _, k in keys)
+    by: dict[str, list[str]] = {}
+    for short, k in keys:
+        by.setdefault(said.get(str(rec.get(f"{k}_from")), "?"), []).append(short)
+    why = next(iter(by)) if len(by) == 1 else "; ".join(f"{', '.join(v)} {w}" for w, v in by.items())
+    return f"W/A/KV {bits} bits ({why})"
+
+
+def costed_precision(rec: dict[str, Any] | None, bits: dict[str, int] | None) -> dict[str, Any] | None:
+    """``workload["precision"]`` (`precision_record`) with the accelerator's bits filled in where the
+    step fixes none (``bits``: ``weights``, ``activations``, ``kv_cache`` as
+    `sweep.engine.totals.step_precisions` reads them off the architecture), ``text`` its
+    `precision_text`. None without ``bits`` (an architecture without operand precisions)."""
+    if bits is None:
+        return None
+    out = dict(rec or {"weight_from": "accelerator", "act_from": "accelerator", "kv_from": "accelerator",
+                       "checkpoint_dtype": ""})
+    for k, b in (("weight_bits", "weights"), ("act_bits", "activations"), ("kv_bits", "kv_cache")):
+        out[k] = bits.get(b)
+    out["text"] = precision_text(out)
+    return out

@@ -62,7 +62,7 @@ def map_step_auto(network: str, workload: dict[str, Any], arch, mapper_name: str
             raise CampaignError("--fusion", [Finding(WORKLOAD_OPTIONS[k], workload[k],
                                                      "--fusion auto chooses the tiles; give --fusion fused with "
                                                      "a tile to map that one")])
-    base = resolve_network(network, {**workload, "fusion": None})
+    base = resolve_network(network, {**workload, "fusion": "unfused"})
     w = base.workload or {}
     if not w.get("model"):
         raise CampaignError("--fusion", [Finding("--fusion", AUTO, f"{base.name} is not a transformer step")])

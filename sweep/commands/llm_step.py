@@ -42,7 +42,7 @@ MicroBatchesOpt = Annotated[Optional[int], typer.Option("--micro-batches", min=1
 LaunchUsOpt = Annotated[Optional[float], typer.Option("--launch-us", min=0.0, help="The host's fixed cost per kernel launch on each chip (us) over the accelerator's; 0 = every step captured once and replayed (CUDA graphs). A GPU preset replays decode already (\\[gpu] graph_phases) and pays its device time per kernel (\\[gpu] kernel_us) either way.", rich_help_panel=_SYSTEM)]
 GpuMemoryUtilizationOpt = Annotated[Optional[float], typer.Option("--gpu-memory-utilization", metavar="F", help="Share of each chip's memory that the weights, activations and KV cache may fill, in (0, 1] (vLLM's gpu_memory_utilization, default 0.9: the rest is the runtime's); sets the check that the step fits and the largest batch that fits. 1 counts every byte.", rich_help_panel=_SYSTEM)]
 InterconnectOpt = Annotated[Optional[str], typer.Option("--interconnect", help="The chips' links: nvlink3 (A100, default), nvlink4 (H100), pcie4_x16, or a table in --system.", rich_help_panel=_SYSTEM)]
-FusionOpt = Annotated[Optional[str], typer.Option("--fusion", help="unfused (default: every operation reads and writes its tensors), fused (attention as one group, score -> softmax -> context on chip per query tile, K/V streamed; element-wise ops applied as the accumulators drain), or auto (sweep map only: maps unfused and fused with every query tile 64..1024 and K/V tile 64..512, keeps the best under --objective and prints the table of choices).", rich_help_panel=_PANEL)]
+FusionOpt = Annotated[Optional[str], typer.Option("--fusion", help="fused (default, as LLM serving stacks run: attention as one FlashAttention-style group, score -> softmax -> context on chip per query tile, K/V streamed; element-wise ops applied as the accumulators drain), unfused (every operation reads and writes its tensors through memory), or auto (sweep map only: maps unfused and fused with every query tile 64..1024 and K/V tile 64..512, keeps the best under --objective and prints the table of choices).", rich_help_panel=_PANEL)]
 
 
 def memory_share(value: float | None, key: str = "--gpu-memory-utilization") -> float | None:
@@ -169,11 +169,8 @@ def print_step(res: dict, console: Any) -> None:
     if llm["workload"].get("note"):
         console.print(f"note: {llm['workload']['note']}", highlight=False, markup=False)
     w = llm["workload"]
-    p = llm.get("precisions") or {}
-    given = [k for k in ("weight_bits", "act_bits", "kv_bits") if w.get(k)]
-    prec = (", ".join(f"{k.replace('_', ' ')} {v}" for k, v in p.items()) + " bits "
-            + (f"({', '.join(given)} set by the step, the rest the accelerator's [precision])" if given
-               else "(the accelerator's [precision])")) if p else "n/a"
+    from costmodel.transformer.step import costed_precision
+    prec = (costed_precision(w.get("precision"), llm.get("precisions")) or {}).get("text", "n/a")
     head = (f"prefill of {w['batch']} x {w['seq']} tokens: time to first token {fmt.seconds(llm['ttft_s'])}"
             if llm["phase"] == "prefill" else
             f"decode at batch {w['batch']}, context {w['context']}: time per output token "

@@ -25,15 +25,21 @@ from typing import Any
 
 __all__ = ["PLATFORMS", "CONVENTIONS", "load_peer", "peer_arch", "our_case", "compare"]
 
-#: Each peer's A100 platform as ours: DRAM GB/s per HBM2E stack (5 stacks), interconnect, launch cost.
+#: Each peer's A100 platform as ours: DRAM GB/s per HBM2E stack (5 stacks), interconnect, launch cost;
+#: and the attention it models as our ``fusion``: both FlashAttention-style (the score matrix never
+#: in DRAM): GenZ's Logit keeps its output and Attend its input on chip (attention.py,
+#: ResidencyInfo.C_onchip / A_onchip), llm-analysis's attention traffic is that of flash_attn=True
+#: (its default: 2 s b h + 4 n_head s b activations, no s^2 term, analysis.py
+#: get_activation_memory_per_layer_attn).
 PLATFORMS: dict[str, dict[str, Any]] = {
     "genz": {"gbps_per_unit": 2039 * 2 ** 30 / 1e9 / 5,   # 2,039 x 2^30 B/s (GenZ's unit.py: binary GB)
              "interconnect": {"name": "genz_a100", "links": 1, "gbps_per_link": 150 * 2 ** 30 / 1e9,
                               "latency_us": 1.0, "collective_us": 5.0},
-             "file": "genz.json", "platform": "builtin_A100_80GB_GPU"},
+             "file": "genz.json", "platform": "builtin_A100_80GB_GPU", "fusion": "fused"},
     "llm-analysis": {"gbps_per_unit": 2039 / 5,
                      "interconnect": {"name": "llma_a100", "links": 1, "gbps_per_link": 300.0, "latency_us": 0.0},
-                     "file": "llm_analysis.json", "platform": "builtin_a100-sxm-80gb", "variant": "swiglu_equiv"},
+                     "file": "llm_analysis.json", "platform": "builtin_a100-sxm-80gb", "variant": "swiglu_equiv",
+                     "fusion": "fused"},
 }
 
 #: Conventions of each peer that differ from ours (their source, from the installed packages).
@@ -112,7 +118,8 @@ def our_case(peer: str, arch, rec: dict[str, Any], mapper: str = "salsa", cache:
 
     model, phase, b, n = _MODELS[rec["model"]], rec["phase"], int(rec["batch"]), int(rec["seq_or_context"])
     split = {k: int(rec[k]) for k in ("tp", "pp", "ep") if int(rec[k]) > 1}
-    step = {"phase": phase, "batch": b, **({"seq": n, "attention": "dense"} if phase == "prefill" else {"context": n})}
+    step = {"phase": phase, "batch": b, "fusion": PLATFORMS[peer]["fusion"],
+            **({"seq": n, "attention": "dense"} if phase == "prefill" else {"context": n})}
     if split.get("ep", 1) > b:  # one sequence cannot be split over expert-parallel groups
         return {"status": "n/a", "reason": f"ep {split['ep']} > batch {b}: attention is data parallel in ours"}
     net = build_transformer(model, **step, **split)

@@ -141,7 +141,8 @@ def parse_networks(value: Any, base_dir: Path, bad: Callable[[str, Any, str], No
     return nets
 
 
-_WORKLOAD_KEYS = ("model", "config", "prompt", "output_tokens", "output", "batch", "points", "fusion")
+_WORKLOAD_KEYS = ("model", "config", "prompt", "output_tokens", "output", "batch", "points", "fusion", "weight_bits",
+                  "act_bits", "kv_bits")
 
 
 def _workload_model(value: dict, base_dir: Path, bad: Callable[[str, Any, str], None]) -> tuple[str, Any] | None:
@@ -197,7 +198,8 @@ def parse_workload(value: Any, bad: Callable[[str, Any, str], None], base_dir: P
     ``output_tokens`` per request (``output``, its earlier spelling, still
     read: it shared its name with the campaign's result directory), ``batch`` requests served together
     (default 1), ``points`` decode contexts mapped (default 3), ``fusion`` how its steps are built
-    (``unfused`` or ``fused``, default unfused); None if absent. Problems go to
+    (``fused``, the default, or ``unfused``), ``weight_bits`` / ``act_bits`` / ``kv_bits`` their
+    precisions (bits; default the checkpoint's, else the accelerator's); None if absent. Problems go to
     ``bad`` naming ``workload.<key>`` (`_workload_model` for the model's)."""
     if value is None:
         return None
@@ -222,7 +224,8 @@ def parse_workload(value: Any, bad: Callable[[str, Any, str], None], base_dir: P
             return None
     try:
         return ServingMix(got[0], value["prompt"], value[out_key], value.get("batch", 1), value.get("points", 3),
-                          value.get("fusion", "unfused"), config=got[1])
+                          value.get("fusion", "fused"), config=got[1], weight_bits=value.get("weight_bits"),
+                          act_bits=value.get("act_bits"), kv_bits=value.get("kv_bits"))
     except ValueError as e:
         key = str(e).split(" = ")[0].replace("workload.output", f"workload.{out_key}")
         bad(key, value.get(key.split(".")[-1]), str(e).split(": ", 1)[-1])
@@ -238,7 +241,7 @@ def mix_networks(mix, bad: Callable[[str, Any, str], None], networks=()) -> list
     ``bad`` (``workload.model``), as two networks of one name are."""
     from costmodel.transformer import build_transformer
     try:
-        f = {"fusion": "fused"} if mix.fusion == "fused" else {}
+        f = mix.step_options()
         steps = [build_transformer(mix.spec, phase="prefill", batch=mix.batch, seq=mix.prompt, **f),
                  *(build_transformer(mix.spec, phase="decode", batch=mix.batch, context=c, **f)
                    for c in mix.contexts())]
@@ -279,7 +282,7 @@ def parse_system(value: Any, bad: Callable[[str, Any, str], None]):
         return System.from_dict(dict(value), "campaign")
     except ValueError as e:
         msg = str(e).split(": ", 1)[-1]
-        key = next((f"system.{k}" for k in value if f".{k} " in msg or msg.startswith(f"interconnect")
+        key = next((f"system.{k}" for k in value if f".{k} " in msg or msg.startswith("interconnect")
                     and k == "interconnect"), "system")
         bad(key, value.get(key.split(".")[-1], value), msg)
         return None

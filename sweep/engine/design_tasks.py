@@ -177,8 +177,10 @@ def evaluate_design(template, design_id: str, values: dict, networks: Sequence, 
 #: architecture searches over steps only (CNN campaigns' ids unchanged). 2: capacity, fusion, overlap.
 #: 3: one home per tensor (vector operations read and write DRAM unless a fused group keeps their
 #: tensors on chip, `costmodel.vector` rule b). 4: a GPU preset's execution effects (`costmodel.gpu`:
-#: its kernels, the host's and the device's launch parts, CUDA graphs) and static energy.
-STEP_MODEL_VERSION = 4
+#: its kernels, the host's and the device's launch parts, CUDA graphs) and static energy. 5: steps as
+#: models are served: fused attention and element-wise fusion by default, and the checkpoint's
+#: precision (config.json's torch_dtype / quantization_config) where no bits are given.
+STEP_MODEL_VERSION = 5
 
 #: The totals columns of a campaign with transformer steps (None for its other networks and for a
 #: failed design): the step's parameters, the matmul / vector split (pJ, cycles) and the serving

@@ -63,7 +63,8 @@ __all__ = ["ServingDesign", "ServingDesigns", "ServingSpec", "ServingTask", "ser
            "serving_groups", "GROUP_DESIGNS"]
 
 #: Bumped when a task's rows change meaning for the same inputs (part of every task id).
-SERVING_TASK_VERSION = 3   # 2: the fixed-batch step columns, mapping_refs; 3: GPU presets' execution effects
+SERVING_TASK_VERSION = 4   # 2: the fixed-batch step columns, mapping_refs; 3: GPU presets' execution effects;
+#: 4: the checkpoint's precision where no bits are given, and the fixed-batch steps fused by default
 
 #: The module that serves a load (`setup`, `serve`, `Load`), named rather than imported: it sits
 #: above `sweep.commands` (its setup checks the mapper against the accelerator and maps the cost

@@ -71,18 +71,25 @@ def interrupts_deferred() -> Iterator[list[int]]:
     previous handlers are restored afterwards. Outside the main thread it does nothing (the list
     stays empty)."""
     got: list[int] = []
+    with _handling(lambda signum, frame: got.append(signum), keep_ignored=False):
+        yield got
 
-    def handler(signum, frame):
-        got.append(signum)
+
+@contextlib.contextmanager
+def _handling(handler: Callable, keep_ignored: bool) -> Iterator[None]:
+    """Install ``handler`` for SIGINT and SIGTERM within the block (not over a SIG_IGN when
+    ``keep_ignored``), restoring the previous handlers after; outside the main thread, nothing."""
     previous = {}
     try:
         for sig in (signal.SIGINT, signal.SIGTERM):
-            previous[sig] = signal.signal(sig, handler)
+            if not (keep_ignored and signal.getsignal(sig) is signal.SIG_IGN):
+                previous[sig] = signal.signal(sig, handler)
     except ValueError:  # not the main thread
-        yield got
-        return
+        for sig, h in previous.items():
+            signal.signal(sig, h)
+        previous = {}
     try:
-        yield got
+        yield
     finally:
         for sig, h in previous.items():
             signal.signal(sig, h)
@@ -130,16 +137,5 @@ def interrupts_flagged() -> Iterator[Flag]:
         if flag.signals:
             flag.force_exit()
         flag.signals.append(signum)
-    previous = {}
-    try:
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            if signal.getsignal(sig) is not signal.SIG_IGN:
-                previous[sig] = signal.signal(sig, handler)
-    except ValueError:  # not the main thread
+    with _handling(handler, keep_ignored=True):
         yield flag
-        return
-    try:
-        yield flag
-    finally:
-        for sig, h in previous.items():
-            signal.signal(sig, h)

@@ -333,7 +333,8 @@ def build(directory: Path, manifest: dict, plots_dir: str | Path | None = None) 
     if plots_dir is not None:
         rep["plots"] = write_plots(rep, per, plots_dir)
     if "phase" in designs:  # transformer steps: which design for prefill, decode, the serving mix
-        from sweep.reports.llm import llm_designs
+        from sweep.reports.llm import llm_designs, step_precisions_text
+        rep["precisions"] = step_precisions_text(_campaign_networks(directory, manifest))
         from sweep.engine.store import Store
         layer_rows = Store(directory).read("rows") if "loops" in rows else None
         llm = llm_designs(designs, layer_rows, archs, params, _campaign_networks(directory, manifest), plots_dir)
@@ -544,6 +545,9 @@ def show(rep: dict[str, Any], console) -> None:
     dataflow's in its own section, `sweep.reports.dataflow.show_network`) and the top designs,
     then the design files with their `sweep map` commands."""
     print_head(rep, console)
+    for text, steps in (rep.get("precisions") or {}).items():
+        console.print(f"precisions of {len(steps)} step(s) ({steps[0]}{', ...' if len(steps) > 1 else ''}): "
+                      f"{text}", soft_wrap=True, highlight=False, markup=False)
     if rep.get("systems"):  # the answer first, then the detail
         from sweep.reports.systems import print_systems
         print_systems(rep["systems"], console)

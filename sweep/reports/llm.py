@@ -100,6 +100,7 @@ def llm_steps(directory: Path, manifest: dict, layers: list[dict[str, Any]],
     campaign, why = _campaign(directory, manifest)
     if campaign is None:
         return {"steps": [], "note": f"no LLM step figures: {why}"}
+    from costmodel.transformer.step import costed_precision
     from sweep.engine.layer_tasks import memory_share
     from sweep.engine.totals import step_totals
     archs = dict(campaign.architectures.archs)
@@ -139,12 +140,15 @@ def llm_steps(directory: Path, manifest: dict, layers: list[dict[str, Any]],
         row["memory_bytes"] = ((llm or {}).get("memory") or {}).get("total_bytes")
         row["max_batch"] = (llm or {}).get("max_batch")
         row["does_not_fit"] = ""
+        row["precision"] = (costed_precision(w.get("precision"), (llm or {}).get("precisions")) or {}).get("text")
         d = tot.get("dram_bits")
         row["dram_bits"] = sum(d.values()) if d else None
         for k in ("weights", "kv_cache", "activations"):
             row[f"dram_{k}_share"] = d[k] / sum(d.values()) if d and sum(d.values()) else None
         out.append(row)
+    from costmodel.transformer.step import costed_precision
     from sweep.engine.layer_tasks import unfit_steps
+    from sweep.engine.totals import step_precisions
     for net, arch, why in unfit_steps(campaign):  # not mapped: the footprint says why
         w = steps[net].workload
         out.append({**{k: w.get(k) for k in STEP_COLUMNS}, "network": net, "arch": arch, "objective": "-",
@@ -153,7 +157,8 @@ def llm_steps(directory: Path, manifest: dict, layers: list[dict[str, Any]],
                                      "latency_s", "ttft_s", "time_per_token_s", "tokens_per_s",
                                      "energy_per_token_j", "memory_bytes", "max_batch", "dram_bits",
                                      "dram_weights_share", "dram_kv_cache_share", "dram_activations_share")),
-                    "not_costed": ""})
+                    "not_costed": "", "precision": (costed_precision(w.get("precision"), step_precisions(
+                        steps[net], archs[arch])) or {}).get("text") if arch in archs else None})
     order = {name: i for i, name in enumerate(steps)}  # the campaign's order of its steps
     out.sort(key=lambda r: order[r["network"]])
     return {"steps": out, "note": "", "gpu_memory_utilization": memory_share(campaign)}
@@ -171,6 +176,23 @@ def _shares(r: dict[str, Any]) -> str:
     return "n/a" if any(v is None for v in vals) else " / ".join(f"{v:.3g}%" for v in (100 * v for v in vals))
 
 
+def step_precisions_text(networks) -> dict[str, list[str]]:
+    """``{precision text: [step names]}`` of the transformer steps among ``networks``
+    (`costmodel.transformer.step.precision_text` of each ``workload["precision"]``: the bits and
+    where they come from, the checkpoint, given or the accelerator's ``[precision]``)."""
+    from costmodel.transformer.step import precision_text
+    out: dict[str, list[str]] = {}
+    for n in networks:
+        if getattr(n, "workload", None) and n.workload.get("model"):
+            out.setdefault(precision_text(n.workload.get("precision")), []).append(n.name)
+    return out
+
+
+def _bits(text: str | None) -> str:
+    """``16/16/16`` of a row's precision text ("W/A/KV 16/16/16 bits (...)"), n/a when unknown."""
+    return text.split()[1] if text and text.startswith("W/A/KV ") else "n/a"
+
+
 def print_llm_steps(rep: dict[str, Any], console) -> None:
     """The step table of `llm_steps` (``rep["llm"]``) with engineering units."""
     from rich.table import Table
@@ -184,7 +206,7 @@ def print_llm_steps(rep: dict[str, Any], console) -> None:
     t = Table(title="LLM steps: matmuls (best mapping per layer) + vector operations; per token at the accelerator's clock")
     cols = ("step", "phase", "batch", "seq", "context", "arch", "objective", "mapper", "energy", "vector share",
             "TTFT / time per token", "tokens/s", "energy per token", "DRAM per step", "weights / KV / act.",
-            "memory", "max batch")
+            "memory", "max batch", "W/A/KV bits")
     for c in cols:
         t.add_column(c, justify="left" if c in ("step", "phase", "arch", "objective", "mapper") else "right")
     for r in steps:
@@ -196,8 +218,12 @@ def print_llm_steps(rep: dict[str, Any], console) -> None:
                   fmt.energy(r["energy_pj"]), "n/a" if share is None else f"{share:.2%}",
                   fmt.seconds(per), fmt.sig(r["tokens_per_s"]), fmt.energy(ept), fmt.bits(r.get("dram_bits")),
                   _shares(r), "does not fit" if r.get("does_not_fit") else _bytes(r.get("memory_bytes")),
-                  "-" if r.get("max_batch") is None else f"{r['max_batch']:,}")
+                  "-" if r.get("max_batch") is None else f"{r['max_batch']:,}", _bits(r.get("precision")))
     print_wide(console, t)
+    for text in dict.fromkeys(r["precision"] for r in steps if r.get("precision")):
+        names = [r["network"] for r in steps if r.get("precision") == text]
+        console.print(f"precisions of {len(names)} step row(s) ({names[0]}{', ...' if len(names) > 1 else ''}): {text}",
+                      soft_wrap=True, highlight=False, markup=False)
     if llm.get("gpu_memory_utilization") is not None:
         console.print(f"memory, max batch: against {llm['gpu_memory_utilization']:.2f} of each accelerator's DRAM "
                       "(gpu_memory_utilization, [architectures]; vLLM's default 0.9, the rest the runtime's)",

@@ -194,7 +194,7 @@ def setup(network: str, arch: str | Any, *, mapper: str = "salsa", objective: st
             table.meta["launch_us"] = launch_us
     opts = {"network": network, "arch": getattr(acc, "name", str(arch)), "mapper": mapper, "objective": objective,
             "seed": seed, "params": dict(params or {}), "deployment": dep.to_dict(),
-            "interconnect": system.interconnect.name, "launch_us": table.meta.get("launch_us"),
+            "precision": dep.precision(), "interconnect": system.interconnect.name, "launch_us": table.meta.get("launch_us"),
             "host_s": table.host_s, "scheduler": cfg.to_dict()}
     return ServeSetup(dep, acc, cfg, kv, num_blocks, table, opts)
 

@@ -15,15 +15,22 @@ def _att(net):
 
 
 def test_the_step_by_hand():
-    # Llama-3-8B: 8 KV heads, groups of 4 query heads, head dim 128, 32 blocks
-    serial = build_transformer("llama3_8b", phase="decode", batch=8, context=4096)
-    batched = build_transformer("llama3_8b", phase="decode", batch=8, context=4096, batched_attention=True)
+    # Llama-3-8B: 8 KV heads, groups of 4 query heads, head dim 128, 32 blocks; unfused attention
+    # (score and context whole, through memory)
+    kw = dict(phase="decode", batch=8, context=4096, fusion="unfused")
+    serial = build_transformer("llama3_8b", **kw)
+    batched = build_transformer("llama3_8b", batched_attention=True, **kw)
     assert _att(serial) == [("score", 4, 128, 4096, 1, 8 * 8 * 32), ("context", 4, 4096, 128, 1, 8 * 8 * 32)]
     assert _att(batched) == [("score", 4, 128, 4096, 64, 32), ("context", 4, 4096, 128, 64, 32)]
     assert batched.macs == serial.macs and batched.vector_ops == serial.vector_ops
-    assert batched.name == "llama3_8b/decode/b8/ctx4096/batched"
+    assert batched.name == "llama3_8b/decode/b8/ctx4096/unfused/batched"
     assert parse_step_name(batched.name) == ("llama3_8b", {"phase": "decode", "batch": 8, "context": 4096,
-                                                           "batched_attention": True})
+                                                           "fusion": "unfused", "batched_attention": True})
+    # the default (fused) step: no fusion tag
+    fused = build_transformer("llama3_8b", phase="decode", batch=8, context=4096, batched_attention=True)
+    assert fused.name == "llama3_8b/decode/b8/ctx4096/batched" and fused.workload["fusion"] == "fused"
+    assert parse_step_name(fused.name) == ("llama3_8b", {"phase": "decode", "batch": 8, "context": 4096,
+                                                         "batched_attention": True})
     # only a batched step's workload names it (the serial step's config hash is what it was)
     assert batched.workload["batched_attention"] is True and "batched_attention" not in serial.workload
     # causal prefill, fused: every tile batched, repeats per block
@@ -45,7 +52,7 @@ def test_on_an_array_without_g_the_figures_are_the_serial_steps():
 
 
 def test_on_the_a100_the_sms_take_the_instances():
-    kw = dict(phase="decode", batch=8, context=1024)
+    kw = dict(phase="decode", batch=8, context=1024, fusion="unfused")   # context: one matmul per instance
     a = api.map_network(build_transformer("llama3_2_1b", **kw), "a100", "salsa", "latency")
     b = api.map_network(build_transformer("llama3_2_1b", batched_attention=True, **kw), "a100", "salsa", "latency")
     ctx_a = next(r for r in a.rows if r["layer"] == "context")

@@ -8,7 +8,11 @@ import pytest
 
 from costmodel.bounds import layer_bound, step_bounds
 from costmodel.loopnest.arch import load_accelerator
-from costmodel.transformer import build_transformer
+from costmodel.transformer import build_transformer, transformer_config
+
+#: Llama 3 8B in the accelerator's [precision] (8-bit on llm_ws) where no bits are given, as the hand
+#: counts below assume (the bundled model is a bfloat16 checkpoint, served at 16 bits by default).
+LLAMA3_8B_INT8 = transformer_config("llama3_8b").at_accelerator_precision()
 
 
 def test_decode_q_proj_on_llm_ws_by_hand():
@@ -17,7 +21,7 @@ def test_decode_q_proj_on_llm_ws_by_hand():
     # reads and writes on one bus. Llama-3-8B q_proj at decode batch 1: 4,096 x 4,096 8-bit weights,
     # one 4,096-wide 8-bit input and output.
     acc = load_accelerator("llm_ws")
-    layer = next(iter(build_transformer("llama3_8b", phase="decode", batch=1, context=64).unique()))[0]
+    layer = next(iter(build_transformer(LLAMA3_8B_INT8, phase="decode", batch=1, context=64).unique()))[0]
     assert (layer.name, layer.K, layer.C, layer.B) == ("q_proj", 4096, 4096, 1)
     bits = 4096 * 4096 * 8 + 4096 * 8 + 4096 * 8
     b = layer_bound(layer, acc)
@@ -94,7 +98,7 @@ def test_dram_refetch_floor_by_hand():
                               "unified_buffer": {"size_kib": [1024], "word_bits": [1024]}})
     bw = 38.4e9 * 8 / 1.4e9
     assert acc.memories[-1].read_bw == pytest.approx(bw)
-    layer = next(l for l, _ in build_transformer("llama3_8b", phase="prefill", batch=1, seq=2048).unique()
+    layer = next(l for l, _ in build_transformer(LLAMA3_8B_INT8, phase="prefill", batch=1, seq=2048).unique()
                  if l.name == "ffn_gate")
     assert (layer.B, layer.K, layer.C) == (2048, 14336, 4096)
     W, I, O = 14336 * 4096, 2048 * 4096, 2048 * 14336

@@ -9,9 +9,16 @@ import pytest
 
 from costmodel.capacity import max_batch, step_footprint
 from costmodel.loopnest.arch import load_accelerator
-from costmodel.transformer import build_transformer
+from costmodel.transformer import build_transformer, transformer_config
 
 GIB = 2**30
+
+
+def _at_accelerator(model: str):
+    """Bundled ``model`` with its checkpoint's precision unstated: its steps take the accelerator's
+    [precision] (8 bits on llm_ws and tpu_like), as the hand counts below assume where they give no
+    bits (the bundled Llama 3 and Mixtral models are bfloat16 checkpoints, served at 16 bits)."""
+    return transformer_config(model).at_accelerator_precision()
 
 
 @pytest.fixture(scope="module")
@@ -24,7 +31,8 @@ def test_llama3_70b_decode_by_hand(llm_ws):
     batch 64, context 8,192, 8-bit weights and cache: weights 70,553,706,496 B; KV cache
     64 x 8192 x 80 x 2 x 1024 x 1 B = 85,899,345,920 B; the largest live operation is the LM head
     (64 x 8192 inputs + 64 x 128,256 outputs, 8 bits) on top of the residual stream 64 x 8192."""
-    fp = step_footprint(build_transformer("llama3_70b", phase="decode", batch=64, context=8192), llm_ws)
+    step = build_transformer(_at_accelerator("llama3_70b"), phase="decode", batch=64, context=8192)
+    fp = step_footprint(step, llm_ws)
     assert fp.weights_bytes == 70_553_706_496
     assert fp.kv_cache_bytes == 64 * 8192 * 80 * 2 * 1024
     assert fp.largest == "lm_head"
@@ -36,7 +44,7 @@ def test_llama3_70b_decode_by_hand(llm_ws):
     # vLLM's default share, 0.9: floor(0.9 x 16 GiB) = 15,461,882,265 B (14.4 GiB)
     assert fp.gpu_memory_utilization == 0.9 and fp.usable_bytes == 15_461_882_265
     assert "x 0.90 usable (gpu_memory_utilization) = 15.5 GB (14.4 GiB)" in r
-    assert max_batch(build_transformer("llama3_70b", phase="decode", batch=64, context=8192), llm_ws) == 0
+    assert max_batch(step, llm_ws) == 0
 
 
 def test_largest_batch_that_fits_by_hand(llm_ws):
@@ -44,25 +52,32 @@ def test_largest_batch_that_fits_by_hand(llm_ws):
     a KV cache of 4096 x 32 x 2 x 1024 B = 268,435,456 B. Every byte (gpu_memory_utilization 1):
     (16 GiB - weights) / that = 34.09, and the few kB of live activations leave 34. vLLM's default
     0.9: (floor(0.9 x 16 GiB) - weights) / that = 27.69: 27."""
-    net = build_transformer("llama3_8b", phase="decode", batch=1, context=4096)
+    net = build_transformer(_at_accelerator("llama3_8b"), phase="decode", batch=1, context=4096)
     per_seq = 4096 * 32 * 2 * 1024
     assert (16 * GIB - 8_030_261_248) // per_seq == 34
     assert (15_461_882_265 - 8_030_261_248) // per_seq == 27
     assert max_batch(net, llm_ws, gpu_memory_utilization=1.0) == 34
     assert max_batch(net, llm_ws) == 27
-    at = lambda b: build_transformer("llama3_8b", phase="decode", batch=b, context=4096)  # noqa: E731
+    at = lambda b: build_transformer(_at_accelerator("llama3_8b"), phase="decode", batch=b, context=4096)  # noqa: E731
     assert step_footprint(at(34), llm_ws, 1.0).fits and not step_footprint(at(35), llm_ws, 1.0).fits
     assert step_footprint(at(27), llm_ws).fits and not step_footprint(at(28), llm_ws).fits
 
 
 def test_precisions_and_units_change_the_footprint(llm_ws):
-    """16-bit weights double the weights' bytes; a 4-bit cache halves the KV cache (8-bit
-    activations); 4 HBM2E stacks hold 64 GiB."""
-    base = step_footprint(build_transformer("llama3_8b", phase="decode", batch=8, context=4096), llm_ws)
-    w16 = step_footprint(build_transformer("llama3_8b", phase="decode", batch=8, context=4096, weight_bits=16), llm_ws)
-    kv4 = step_footprint(build_transformer("llama3_8b", phase="decode", batch=8, context=4096, kv_bits=4), llm_ws)
+    """On llm_ws's 8-bit [precision]: 16-bit weights double the weights' bytes; a 4-bit cache halves
+    the KV cache (8-bit activations); 4 HBM2E stacks hold 64 GiB. The bundled model's default step
+    (no bits given) takes its bfloat16 checkpoint's 16 bits: the weights of the 16-bit step and
+    twice the 8-bit KV cache."""
+    llama = _at_accelerator("llama3_8b")
+    base = step_footprint(build_transformer(llama, phase="decode", batch=8, context=4096), llm_ws)
+    w16 = step_footprint(build_transformer(llama, phase="decode", batch=8, context=4096, weight_bits=16), llm_ws)
+    kv4 = step_footprint(build_transformer(llama, phase="decode", batch=8, context=4096, kv_bits=4), llm_ws)
     assert w16.weights_bytes == 2 * base.weights_bytes
     assert kv4.kv_cache_bytes * 2 == base.kv_cache_bytes
+    assert base.kv_cache_bytes == 8 * 4096 * 32 * 2 * 1024    # 8 sequences x 4096 tokens x 32 blocks x K, V
+    default = step_footprint(build_transformer("llama3_8b", phase="decode", batch=8, context=4096), llm_ws)
+    assert default.weights_bytes == w16.weights_bytes == 2 * 8_030_261_248
+    assert default.kv_cache_bytes == 2 * base.kv_cache_bytes
     from costmodel.loopnest.template import ArchTemplate
     big = ArchTemplate(llm_ws).design({"dram_units": 4})
     assert step_footprint(build_transformer("llama3_8b"), big).capacity_bytes == 64 * GIB
@@ -72,7 +87,7 @@ def test_mixtral_counts_every_expert_and_no_capacity_means_unchecked():
     """An MoE holds all its experts (Mixtral 8x7B: 46,702,792,704 parameters, at 8 bits), however
     few a step touches; tpu_like's DRAM is a plain level: no capacity, not checked."""
     tpu = load_accelerator("tpu_like")
-    fp = step_footprint(build_transformer("mixtral_8x7b", phase="decode", batch=1, context=512), tpu)
+    fp = step_footprint(build_transformer(_at_accelerator("mixtral_8x7b"), phase="decode", batch=1, context=512), tpu)
     assert fp.weights_bytes == 46_702_792_704
     assert fp.capacity_bytes is None and fp.fits and "not checked" in fp.reason()
     assert max_batch(build_transformer("mixtral_8x7b"), tpu) is None
@@ -82,11 +97,13 @@ def test_mixtral_counts_every_expert_and_no_capacity_means_unchecked():
 
 def test_sweep_map_refuses_a_step_that_does_not_fit_before_mapping():
     """Exit 1 with the numbers, in well under the minutes a 70B step takes to map (no layer is
-    mapped: the message comes before the progress bar's first layer)."""
+    mapped: the message comes before the progress bar's first layer). 8-bit weights, activations
+    and cache (``--weight-bits 8 --act-bits 8``), as counted by hand above."""
     from typer.testing import CliRunner
     from sweep.cli import app
     res = CliRunner().invoke(app, ["map", "--network", "llama3_70b", "--phase", "decode", "--batch", "64",
-                                   "--context", "8192", "--arch", "llm_ws", "--mapper", "salsa"])
+                                   "--context", "8192", "--weight-bits", "8", "--act-bits", "8",
+                                   "--arch", "llm_ws", "--mapper", "salsa"])
     assert res.exit_code == 1
     out = " ".join(res.output.split())
     assert "does not fit llm_ws: needs 156.5 GB: weights 70.6 GB, KV cache 85.9 GB" in out
@@ -128,7 +145,8 @@ def test_archsearch_design_too_small_is_infeasible_without_mapping(llm_ws):
 
 def test_loopnest_campaign_does_not_map_a_step_that_does_not_fit(tmp_path):
     """A campaign of GPT-2 and Llama-3-70B decode steps on llm_ws: `sweep validate` names the 70B
-    step and its numbers; only GPT-2's problems are expanded."""
+    step (at 8-bit weights and activations: 70.6 GB of weights, as above) and its numbers; only
+    GPT-2's problems are expanded."""
     from typer.testing import CliRunner
     from sweep.cli import app
     from sweep.kinds.load import load_campaign
@@ -137,7 +155,8 @@ def test_loopnest_campaign_does_not_map_a_step_that_does_not_fit(tmp_path):
     p = tmp_path / "c.toml"
     p.write_text(f'''name = "fit"
 output = "{(tmp_path / 'out').as_posix()}"
-networks = [{{model = "gpt2", phase = "decode", context = 64}}, {{model = "llama3_70b", phase = "decode", context = 64}}]
+networks = [{{model = "gpt2", phase = "decode", context = 64}},
+            {{model = "llama3_70b", phase = "decode", context = 64, weight_bits = 8, act_bits = 8}}]
 objectives = ["latency"]
 [architectures]
 kind = "loopnest"
@@ -149,9 +168,9 @@ params = {{ lpf_limit = 4 }}
     res = CliRunner().invoke(app, ["validate", str(p)])
     assert res.exit_code == 0, res.output
     out = " ".join(res.output.split())
-    assert "1 step(s) do not fit" in out and "llama3_70b/decode/b1/ctx64 on llm_ws: needs 70.6 GB" in out
+    assert "1 step(s) do not fit" in out and "llama3_70b/decode/b1/ctx64/w8/a8 on llm_ws: needs 70.6 GB" in out
     c = load_campaign(p)
-    assert [u[:2] for u in unfit_steps(c)] == [("llama3_70b/decode/b1/ctx64", "llm_ws")]
+    assert [u[:2] for u in unfit_steps(c)] == [("llama3_70b/decode/b1/ctx64/w8/a8", "llm_ws")]
     problems, aliases = _problems(c, LoopnestKind.rules)
     assert {a[0] for al in aliases.values() for a in al} == {"gpt2/decode/b1/ctx64"}
     assert not (tmp_path / "out").exists()
@@ -178,14 +197,23 @@ def test_a_design_too_small_for_one_step_has_no_figure_for_that_phase():
 
 
 def test_a_fused_serving_mix_names_its_fused_steps():
-    """`[workload] fusion = "fused"`: the mix maps fused steps and finds them by name."""
+    """Fused attention is the default (`[workload] fusion = "fused"` or unset): the mix maps fused
+    steps, named without a tag as `build_transformer` names them, and finds them by name; an
+    unfused mix's steps and name end in "/unfused", and only it states its fusion in its table."""
     from costmodel.llm import ServingMix
     from sweep.config.networks import mix_networks
     mix = ServingMix("gpt2", 32, 16, 2, fusion="fused")
     nets = mix_networks(mix, lambda *a: pytest.fail(str(a)))
     assert [n.name for n in nets] == mix.step_names()
-    assert mix.step_names()[0] == "gpt2/prefill/b2/seq32/fused" and mix.name.endswith("/fused")
-    assert "fusion" not in ServingMix("gpt2", 32, 16).to_dict()   # unfused mixes hash as before
+    assert all(n.workload["fusion"] == "fused" for n in nets)
+    assert mix.step_names()[0] == "gpt2/prefill/b2/seq32" and mix.name == "gpt2/mix/b2/p32/o16"
+    assert ServingMix("gpt2", 32, 16, 2) == mix and "fusion" not in mix.to_dict()   # the default
+    unfused = ServingMix("gpt2", 32, 16, 2, fusion="unfused")
+    nets = mix_networks(unfused, lambda *a: pytest.fail(str(a)))
+    assert [n.name for n in nets] == unfused.step_names()
+    assert all(n.workload["fusion"] == "unfused" for n in nets)
+    assert unfused.step_names()[0] == "gpt2/prefill/b2/seq32/unfused" and unfused.name.endswith("/unfused")
+    assert unfused.to_dict()["fusion"] == "unfused"
     with pytest.raises(ValueError, match="workload.fusion = 'auto'"):
         ServingMix("gpt2", 32, 16, fusion="auto")
 
@@ -233,7 +261,7 @@ params = {{ lpf_limit = 4 }}
     assert res.exit_code == 0, res.output
     assert "rows: 1 ok, 1 does not fit (memory)" in out
     assert "not mapped, the step's weights, KV cache and activations exceed the design's DRAM" in out
-    assert "1 llama3_2_1b/decode/b1/ctx64/w16/fused" in out
+    assert "1 llama3_2_1b/decode/b1/ctx64/w16;" in out   # fused: the default, not tagged in the name
     assert "e.g. needs 2.47 GB" in out and "in 1 LPDDR5 x16 channel" in out
 
 
@@ -354,7 +382,7 @@ def test_one_default_for_the_capacity_model_and_the_scheduler(llm_ws):
     from costmodel.capacity import GPU_MEMORY_UTILIZATION
     from costmodel.serving import SchedulerConfig, kv_blocks
     assert GPU_MEMORY_UTILIZATION == 0.9 and SchedulerConfig().gpu_memory_utilization == GPU_MEMORY_UTILIZATION
-    fp = step_footprint(build_transformer("llama3_8b", phase="decode", batch=1, context=4096), llm_ws)
+    fp = step_footprint(build_transformer(_at_accelerator("llama3_8b"), phase="decode", batch=1, context=4096), llm_ws)
     kv = kv_blocks(fp.capacity_bytes, fp.weights_bytes, 0, 1, SchedulerConfig())
     assert kv["kv_bytes"] == pytest.approx(fp.usable_bytes - fp.weights_bytes, abs=1)
 
@@ -365,7 +393,9 @@ def _loopnest_campaign(tmp_path, extra: str = "") -> str:
     p = tmp_path / "c.toml"
     p.write_text(f'''name = "share"
 output = "{(tmp_path / 'out').as_posix()}"
-networks = [{{model = "llama3_8b", phase = "decode", batch = 30, context = 4096, fusion = "unfused"}}]
+networks = [
+    {{model = "llama3_8b", phase = "decode", batch = 30, context = 4096, weight_bits = 8, act_bits = 8, fusion = "unfused"}},
+]
 objectives = ["latency"]
 [architectures]
 kind = "loopnest"
@@ -379,7 +409,8 @@ params = {{ lpf_limit = 4 }}
 
 
 def test_loopnest_campaign_checks_its_steps_against_the_share(tmp_path):
-    """Llama-3-8B decode at batch 30, context 4,096 on llm_ws (16 GiB): 30 > 27 sequences fit 0.9
+    """Llama-3-8B decode at batch 30, context 4,096, 8-bit weights and activations (cache with
+    them) on llm_ws (16 GiB): 30 > 27 sequences fit 0.9
     of it (by hand above), 30 <= 34 fit all of it. At the default the step is not mapped and
     `sweep validate` says why; ``[architectures] gpu_memory_utilization = 1.0`` maps it."""
     from typer.testing import CliRunner
@@ -392,7 +423,7 @@ def test_loopnest_campaign_checks_its_steps_against_the_share(tmp_path):
     out = " ".join(res.output.split())
     assert "1 step(s) do not fit" in out and "x 0.90 usable (gpu_memory_utilization) = 15.5 GB" in out
     c = load_campaign(_loopnest_campaign(tmp_path))
-    assert [u[:2] for u in unfit_steps(c)] == [("llama3_8b/decode/b30/ctx4096", "llm_ws")]
+    assert [u[:2] for u in unfit_steps(c)] == [("llama3_8b/decode/b30/ctx4096/w8/a8/unfused", "llm_ws")]
     assert _problems(c, LoopnestKind.rules)[0] == []
     full = load_campaign(_loopnest_campaign(tmp_path, "gpu_memory_utilization = 1.0"))
     assert full.architectures.gpu_memory_utilization == 1.0 and unfit_steps(full) == []
@@ -401,7 +432,9 @@ def test_loopnest_campaign_checks_its_steps_against_the_share(tmp_path):
 
 ARCHSEARCH = '''name = "as_share"
 output = "{out}"
-networks = [{{model = "llama3_2_1b", phase = "decode", batch = 12, context = 4096, fusion = "unfused"}}]
+networks = [
+    {{model = "llama3_2_1b", phase = "decode", batch = 12, context = 4096, weight_bits = 8, act_bits = 8, fusion = "unfused"}},
+]
 objectives = ["latency"]
 [architectures]
 kind = "loopnest"
@@ -444,7 +477,7 @@ def test_archsearch_design_past_the_share_is_infeasible_and_the_share_is_in_the_
     from costmodel.loopnest.template import ArchTemplate
     from sweep.engine.design_tasks import design_tasks, evaluate_design
     from sweep.kinds.load import load_campaign
-    net = build_transformer("llama3_2_1b", phase="decode", batch=12, context=4096, fusion="unfused")
+    net = build_transformer(_at_accelerator("llama3_2_1b"), phase="decode", batch=12, context=4096, fusion="unfused")
     design = ArchTemplate(llm_ws).design({"dram": "lpddr5", "dram_units": 1})
     need = 1_235_814_400 + 12 * 16 * 2 * 8 * 64 * 4096
     fp = step_footprint(net, design, 1.0)

@@ -97,28 +97,30 @@ def test_step_launches_by_hand():
     # Llama-3-8B decode, unfused: per block 7 weight matmuls (q, k, v, o, gate, up, down), score and
     # context (one batched launch each), 9 vector ops (2 norms, 2 RoPE, softmax, 2 residuals, SiLU,
     # the gate multiply); then lm_head and the final norm: 32 x 18 + 2
-    net = build_transformer("llama3_8b", phase="decode", batch=8, context=4096)
+    net = build_transformer("llama3_8b", phase="decode", batch=8, context=4096, fusion="unfused")
     assert step_launches(net) == 32 * (7 + 2 + 9) + 2
     # fused: attention one kernel, its online softmax inside it, the element-wise ops (RoPE, residuals,
     # SiLU, gate multiply) in their producers' drain: 7 + 1 + 2 norms per block
     fused = build_transformer("llama3_8b", phase="decode", batch=8, context=4096, fusion="fused")
     assert step_launches(fused) == 32 * (7 + 1 + 2) + 2
-    # causal prefill: the score / context rectangles are one launch each per block, as dense
-    assert step_launches(build_transformer("llama3_8b", phase="prefill", batch=1, seq=2048)) == 578
+    # fused is the default (as LLMs are served)
+    assert step_launches(build_transformer("llama3_8b", phase="decode", batch=8, context=4096)) == 32 * 10 + 2
+    # causal prefill, unfused: the score / context rectangles are one launch each per block, as dense
+    assert step_launches(build_transformer("llama3_8b", phase="prefill", batch=1, seq=2048, fusion="unfused")) == 578
 
 
 def test_step_latency_adds_launches_times_the_fixed_cost():
     from sweep import api
-    r = api.map_network(build_transformer("llama3_2_1b", phase="decode", batch=1, context=256), "a100", "loma",
-                        "latency", lpf_limit=4)
+    r = api.map_network(build_transformer("llama3_2_1b", phase="decode", batch=1, context=256, fusion="unfused"),
+                        "a100", "loma", "latency", lpf_limit=4)
     tot = r.total
-    n = 16 * 18 + 2   # Llama-3.2-1B: 16 blocks
+    n = 16 * 18 + 2   # Llama-3.2-1B, unfused: 16 blocks
     assert tot["launches"] == n
     # decode replays as a CUDA graph ([gpu] graph_phases): no host cost, the device's 2 us per kernel
     assert tot["launch_cycles"] == pytest.approx(n * 2e-6 * 1410e6)
     assert tot["launch_host_cycles"] == 0 and tot["launch_device_cycles"] == tot["launch_cycles"]
-    pre = api.map_network(build_transformer("llama3_2_1b", phase="prefill", batch=1, seq=64), "a100", "loma",
-                          "latency", lpf_limit=4).total
+    pre = api.map_network(build_transformer("llama3_2_1b", phase="prefill", batch=1, seq=64, fusion="unfused"),
+                          "a100", "loma", "latency", lpf_limit=4).total
     # prefill is launched eagerly: the host's 19 us and the device's 2 us per kernel (LLMCompass's 21 us)
     assert pre["launch_cycles"] == pytest.approx(pre["launches"] * (19e-6 + 2e-6) * 1410e6)
     assert tot["latency_cycles"] == pytest.approx(tot["matmul_latency_cycles"] + tot["vector_latency_cycles"]

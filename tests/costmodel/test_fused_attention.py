@@ -94,9 +94,12 @@ def test_online_softmax_and_rescale_counts(llm_ws):
 def test_elementwise_ops_fused_into_their_producers(llm_ws):
     """Fused: SiLU on ffn_gate's drain touches no memory; the SwiGLU multiply reads only the
     activated gate (ffn_up's output in flight) and writes nothing; the residual adds read only the
-    residual; norms stay a second pass (read and write)."""
+    residual; norms stay a second pass (read and write). In llm_ws's 8-bit activations (the
+    bfloat16 checkpoint's 16 bits set aside)."""
+    from costmodel.transformer import transformer_config
     from costmodel.vector import vector_cost
-    net = build_transformer("llama3_8b", phase="decode", batch=1, context=256, fusion="fused")
+    llama = transformer_config("llama3_8b").at_accelerator_precision()
+    net = build_transformer(llama, phase="decode", batch=1, context=256, fusion="fused")
     ops = {o.name: o for o in net.vector_ops}
     assert ops["act"].in_flight == 1 and ops["act"].overlaps == ("ffn_gate",)
     assert vector_cost(ops["act"], llm_ws).memory == "-"
@@ -141,13 +144,17 @@ def test_query_tile_by_hand():
     assert sum(fused_tiles(2048, 2048, True).values()) == 136
     assert computed_pairs(2048, 2048, True, "fused", 512) == 40 * 512 * 128
     net = build_transformer("llama3_8b", phase="prefill", seq=2048, fusion="fused", query_tile=512)
-    assert net.name == "llama3_8b/prefill/b1/seq2048/fused/qt512" and net.workload["query_tile"] == 512
+    # fused is the default: not named, its tile is
+    assert net.name == "llama3_8b/prefill/b1/seq2048/qt512" and net.workload["query_tile"] == 512
+    assert build_transformer("llama3_8b", phase="prefill", seq=2048, query_tile=512).name == net.name
     from costmodel.transformer import parse_step_name
     assert parse_step_name(net.name)[1]["query_tile"] == 512
+    assert parse_step_name("llama3_8b/prefill/b1/seq2048/fused/qt512")[1] == {   # the tag named: the same step
+        "phase": "prefill", "batch": 1, "seq": 2048, "fusion": "fused", "query_tile": 512}
     keys = sum(l.K * r for l, r in net if l.name.startswith("score_tile")) // (8 * 32)   # per KV head and block
     assert keys == 5120
-    with pytest.raises(ValueError, match="^query_tile: 512 applies to fused attention"):
-        build_transformer("llama3_8b", phase="prefill", query_tile=512)
+    with pytest.raises(ValueError, match="^query_tile: 512 applies to fused attention.*fusion='unfused'"):
+        build_transformer("llama3_8b", phase="prefill", query_tile=512, fusion="unfused")
 
 
 def test_kv_tile_by_hand():
@@ -160,12 +167,13 @@ def test_kv_tile_by_hand():
                                                       (1, 512, False, True): 1}
     assert computed_pairs(1, 4096, False, "fused", 128, 512) == 4096
     net = build_transformer("llama3_8b", phase="decode", context=4096, fusion="fused", kv_tile=512)
-    assert net.name == "llama3_8b/decode/b1/ctx4096/fused/kt512" and net.workload["kv_tile"] == 512
+    assert net.name == "llama3_8b/decode/b1/ctx4096/kt512" and net.workload["kv_tile"] == 512
     assert parse_step_name("llama3_8b/decode/b1/ctx4096/kv4/fused/qt256/kt512")[1] == {
         "phase": "decode", "batch": 1, "context": 4096, "kv_bits": 4, "fusion": "fused", "query_tile": 256,
         "kv_tile": 512}
     rescale = {v.name: r for v, r in zip(net.vector_ops, net.vector_repeats) if v.name.startswith("attn_rescale")}
     assert rescale == {"attn_rescale_4": 7 * 8 * 32}   # 4 query rows of the GQA group; 8 KV heads x 32 blocks
-    assert "kv_tile" not in build_transformer("llama3_8b", phase="decode").workload   # unfused: as it was
-    with pytest.raises(ValueError, match="^kv_tile: 512 applies to fused attention"):
-        build_transformer("llama3_8b", phase="decode", kv_tile=512)
+    assert "kv_tile" not in build_transformer("llama3_8b", phase="decode", fusion="unfused").workload
+    assert build_transformer("llama3_8b", phase="decode").workload["kv_tile"] == 128   # fused, the default
+    with pytest.raises(ValueError, match="^kv_tile: 512 applies to fused attention.*fusion='unfused'"):
+        build_transformer("llama3_8b", phase="decode", kv_tile=512, fusion="unfused")

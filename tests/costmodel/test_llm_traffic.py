@@ -6,7 +6,10 @@ and the DRAM bound of a batch-1 decode matmul on tpu_like and eyeriss_like.
 
 Every expected number is worked out below from the published shapes of Llama 3 8B (hidden 4096,
 32 heads, 8 KV heads, head_dim 128, FFN 14336, SwiGLU; Meta-Llama-3-8B config.json) and the
-accelerators' TOML files (read here, not taken from the code under test)."""
+accelerators' TOML files (read here, not taken from the code under test). The block is built as
+those counts assume: unfused attention and the accelerator's precision (8 bits on tpu_like), not
+the default step (fused attention, the checkpoint's bfloat16), whose weight bytes are counted at
+the end on llm_ws."""
 
 from __future__ import annotations
 
@@ -20,7 +23,7 @@ from costmodel.loopnest.allocation import allocate
 from costmodel.loopnest.arch import load_accelerator
 from costmodel.loopnest.mapping import Mapping
 from costmodel.loopnest.reference import evaluate, operand_bits
-from costmodel.transformer import build_transformer
+from costmodel.transformer import build_transformer, transformer_config
 from paths import REPO
 from sweep.commands.map_eval import map_layer
 
@@ -60,11 +63,17 @@ def test_the_hardware_descriptions_used_below():
 # ----------------------------------------------------------------------------- one block, decode b1
 
 
+#: Llama 3 8B with its checkpoint's bfloat16 unstated: its steps take the accelerator's
+#: [precision] (8 bits on tpu_like) where no bits are given, as the hand counts below assume.
+LLAMA_AT_ACCELERATOR = transformer_config("llama3_8b").at_accelerator_precision()
+
+
 def _block(**bits) -> dict:
-    """The layers of one block of a Llama-3-8B decode step at batch 1, context 4096, each with its
-    executions per block (the network repeats block layers 32 times, score / context
-    batch x kv_heads x 32 times)."""
-    net = build_transformer("llama3_8b", phase="decode", batch=1, context=CTX, **bits)
+    """The layers of one block of a Llama-3-8B decode step at batch 1, context 4096, unfused
+    attention (score and context through memory), in the accelerator's precision except the
+    ``bits`` given, each with its executions per block (the network repeats block layers 32
+    times, score / context batch x kv_heads x 32 times)."""
+    net = build_transformer(LLAMA_AT_ACCELERATOR, phase="decode", batch=1, context=CTX, fusion="unfused", **bits)
     out = {}
     for layer, rep in net:
         if layer.name == "lm_head":
@@ -347,3 +356,43 @@ def test_energy_breakdown_adds_up_to_the_step_and_prices_dram_weights_by_hand():
     cell = {(c["where"], c["carries"]): c["energy_pj"] for c in b["cells"]}
     assert cell[("dram", "weights")] == pytest.approx(988_256_256 * 6.25)
     assert sum(c["share"] for c in b["cells"]) == pytest.approx(1.0)
+
+
+# ----------------------------------------------------------------------------- the default: the checkpoint's bits
+
+#: Llama 3 8B's weights a decode step reads (Meta-Llama-3-8B config.json: hidden 4096, 32 layers,
+#: 32 heads and 8 KV heads of head_dim 128, FFN 14336, vocab 128256, tie_word_embeddings false).
+#: Per block: q, o 4096 x 4096 = 16,777,216 each; k, v 4096 x (8 x 128) = 4,194,304 each; gate,
+#: up, down 4096 x 14336 = 58,720,256 each: 33,554,432 + 8,388,608 + 176,160,768 = 218,103,808.
+#: 32 blocks: 6,979,321,856; the LM head (its own matrix) 4096 x 128256 = 525,336,576; the step:
+#: 7,504,658,432 weights (the 525,336,576-entry embedding is looked up one row per token, no
+#: matmul: with it, 8,029,995,008, the published "8B").
+LLAMA3_8B_STEP_WEIGHTS = 32 * (2 * 4096 * 4096 + 2 * 4096 * 1024 + 3 * 4096 * 14336) + 4096 * 128256
+
+
+def _weight_bytes(net, arch) -> float:
+    """The DRAM bytes of weights one step ``net`` moves under each layer's best LOMA mapping."""
+    total = 0.0
+    for layer, rep in net:
+        if layer.w_role == "weight":
+            mapping = Mapping.from_dict(map_layer(layer, arch, "loma")["mapping"])
+            total += rep * dram_traffic(layer, arch, mapping)["weights"] / 8
+    return total
+
+
+def test_default_decode_step_moves_the_bfloat16_checkpoints_weights():
+    """llama3_8b's default decode step (batch 1, context 2048) states no bits, so it takes its
+    checkpoint's (config.json torch_dtype bfloat16): 16-bit weights, over llm_ws's [precision]
+    W = 8. Every weight is read once (batch 1: no weight reuse to lose): 7,504,658,432 weights x
+    2 B = 15,009,316,864 B, twice the 7,504,658,432 B of the same step at weight_bits=8."""
+    assert LLAMA3_8B_STEP_WEIGHTS == 7_504_658_432
+    assert LLAMA3_8B_STEP_WEIGHTS + 4096 * 128256 == 8_029_995_008
+    arch = load_accelerator("llm_ws")
+    assert arch.precisions["W"] == 8
+    default = build_transformer("llama3_8b", phase="decode", batch=1, context=2048)
+    w8 = build_transformer("llama3_8b", phase="decode", batch=1, context=2048, weight_bits=8)
+    assert default.name == "llama3_8b/decode/b1/ctx2048" and w8.name == "llama3_8b/decode/b1/ctx2048/w8"
+    rec = default.workload["precision"]
+    assert (rec["weight_bits"], rec["weight_from"], rec["checkpoint_dtype"]) == (16, "checkpoint", "bfloat16")
+    assert _weight_bytes(default, arch) == LLAMA3_8B_STEP_WEIGHTS * 2 == 15_009_316_864
+    assert _weight_bytes(w8, arch) == LLAMA3_8B_STEP_WEIGHTS == 7_504_658_432

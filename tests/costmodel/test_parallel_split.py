@@ -19,8 +19,9 @@ def _shapes(net):
 
 def test_tp8_shapes_by_hand():
     """Megatron's split: Q, K, V, gate, up by columns (heads, FFN width / 8), O and down by rows, the
-    LM head by vocabulary rows; 8 K/V heads over 8 chips: one each, a GQA group of 64 / 8 = 8."""
-    s = _shapes(build_transformer("llama3_70b", phase="decode", batch=32, context=4096, tp=8))
+    LM head by vocabulary rows; 8 K/V heads over 8 chips: one each, a GQA group of 64 / 8 = 8
+    (unfused attention: score and context one matmul each per sequence and K/V head)."""
+    s = _shapes(build_transformer("llama3_70b", phase="decode", batch=32, context=4096, tp=8, fusion="unfused"))
     assert s["q_proj"] == (32, 8192, 8 * 128, 80)
     assert s["k_proj"] == s["v_proj"] == (32, 8192, 128, 80)
     assert s["o_proj"] == (32, 1024, 8192, 80)
@@ -42,7 +43,7 @@ def test_kv_heads_replicated_past_their_count():
     """tp 16 over 8 K/V heads: each chip one K/V head (a copy on 2 chips), 4 query heads."""
     cfg = transformer_config("llama3_70b")
     assert kv_replicas(cfg, 16) == 2 and kv_replicas(cfg, 8) == 1
-    s = _shapes(build_transformer("llama3_70b", phase="decode", batch=32, context=4096, tp=16))
+    s = _shapes(build_transformer("llama3_70b", phase="decode", batch=32, context=4096, tp=16, fusion="unfused"))
     assert s["q_proj"][2] == 4 * 128 and s["k_proj"][2] == 128 and s["score"][0] == 4
     fp8 = step_footprint(build_transformer("llama3_70b", phase="decode", batch=32, context=4096, tp=8), A100)
     fp16 = step_footprint(build_transformer("llama3_70b", phase="decode", batch=32, context=4096, tp=16), A100)

@@ -320,7 +320,9 @@ def test_bad_input_is_refused_with_the_value(like, call, match):
 # (costmodel/transformer/models/llama3_2_1b.json, Hugging Face LlamaForCausalLM): head_dim 64,
 # 32 query heads over 8 KV heads (GQA group 4), 16 layers; the default tiles are 128 query
 # positions by 128 keys (costmodel.transformer.attention.FUSED_TILE); on llm_ws every tensor is
-# 8-bit at DRAM (its [precision]: W = I = O_final = 8), so an element is one byte.
+# 8-bit at DRAM (its [precision]: W = I = O_final = 8), so an element is one byte: the step is built
+# in the accelerator's precision (`TransformerConfig.at_accelerator_precision`; the bundled model is
+# a bfloat16 checkpoint, whose default steps fix 16 bits).
 
 def _llama1b() -> dict:
     import json
@@ -355,6 +357,13 @@ FUSED_STEPS = {"decode": {"phase": "decode", "batch": 1, "context": 512},
                "prefill": {"phase": "prefill", "batch": 1, "seq": 256}}
 
 
+def _fused_step(phase: str) -> Network:
+    """Llama-3.2-1B's fused ``phase`` step of `FUSED_STEPS` in the accelerator's precision."""
+    from costmodel.transformer import build_transformer, transformer_config
+    cfg = transformer_config("llama3_2_1b").at_accelerator_precision()
+    return build_transformer(cfg, fusion="fused", **FUSED_STEPS[phase])
+
+
 @pytest.fixture(scope="module")
 def llm_ws():
     return load_accelerator("llm_ws")
@@ -366,9 +375,8 @@ def test_fused_tile_compulsory_bytes_by_hand(llm_ws, phase):
     tile's first score tile, the output written by its last context tile), never its on-chip score
     tile or partial output. Decode: K tile 128 x 64 = 8,192 B, Q 4 x 64 = 256 B; prefill: Q and
     output 512 x 64 = 32,768 B."""
-    from costmodel.zoo import load_network
     hand, _ = _fused_hand_bytes(phase)
-    net = load_network("llama3_2_1b", fusion="fused", **FUSED_STEPS[phase])
+    net = _fused_step(phase)
     tiles = {layer.name: layer for layer, _ in net.unique() if "_tile_" in layer.name}
     assert set(tiles) == set(hand)
     for name, layer in tiles.items():
@@ -382,9 +390,8 @@ def test_mapped_fused_step_on_its_roofline_with_one_count(llm_ws, phase):
     `sweep map` prints), and no layer is above its roof: attained <= min(peak, bandwidth x
     intensity). The whole attention moves, per KV head and layer, K and V of every attended key
     once plus each query tile's Q and output: decode 2 x 512 x 64 + 256 + 256 = 66,048 B x 128."""
-    from costmodel.zoo import load_network
     hand, step = _fused_hand_bytes(phase)
-    net = load_network("llama3_2_1b", fusion="fused", **FUSED_STEPS[phase])
+    net = _fused_step(phase)
     res = map_network(net, llm_ws, "salsa", "latency", params={"spatial": "search"})
     pts = R.roofline_points(net, llm_ws, res["layers"])
     # llm_ws's TOML: 128 x 128 MACs; one HBM2E stack, 409.6 GB/s at 1 GHz = 409.6 B per cycle

@@ -35,14 +35,16 @@ def _write(tmp_path: Path, data: dict, name: str) -> Path:
 
 
 def test_sweep_map_takes_a_config_json(tmp_path):
+    """The unfused step (its score and context matmuls by name) through `sweep map` and the API: one answer."""
     cfg = _write(tmp_path, TINY_DEEPSEEK, "tiny_v3.json")
     r = CliRunner().invoke(app, ["map", "--arch", "llm_ws", "--mapper", "loma", "--network", str(cfg),
-                                 "--phase", "decode", "--batch", "2", "--context", "64", "--json"])
+                                 "--phase", "decode", "--batch", "2", "--context", "64", "--fusion", "unfused",
+                                 "--json"])
     assert r.exit_code == 0, r.output
     doc = json.loads(r.output)
-    assert doc["network"] == "tiny_v3/decode/b2/ctx64"
+    assert doc["network"] == "tiny_v3/decode/b2/ctx64/unfused"
     # the same step through the API: one answer
-    net = api.load_network(str(cfg), phase="decode", batch=2, context=64)
+    net = api.load_network(str(cfg), phase="decode", batch=2, context=64, fusion="unfused")
     assert {"q_absorb", "kv_a_proj", "score", "context", "o_absorb", "ffn_gate", "router", "expert_gate",
             "shared_gate"} <= {l.name for l, _ in net}
     assert {row["layer"] for row in doc["layers"]} <= {l.name for l, _ in net}

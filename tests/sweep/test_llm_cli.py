@@ -8,7 +8,11 @@ without a vector unit.
 Shapes: the published configs (GPT-2 small: hidden 768, 12 blocks, 12 heads of 64, FFN 3072,
 vocab 50257, LM head tied to the token embedding; Llama 3 8B: hidden 4096, 32 blocks, 32 heads,
 8 KV heads, head_dim 128, FFN 14336 SwiGLU, vocab 128256, untied head). Hardware: tpu_like.toml
-(32 x 32 array, 8-bit W / I / O_final, DRAM word 128 bits on one shared port, 700 MHz)."""
+(32 x 32 array, 8-bit W / I / O_final, DRAM word 128 bits on one shared port, 700 MHz).
+
+The hand counts are of unfused steps (score, softmax and context as separate operations through
+DRAM), so those steps are built with ``--fusion unfused`` (the default is fused attention); GPT-2's
+config.json states no dtype, so its steps keep tpu_like's 8-bit [precision]."""
 
 from __future__ import annotations
 
@@ -61,15 +65,17 @@ def test_list_llama3_8b_decode_step_by_hand():
       total 68,627,202,048.
     Parameters: embedding and untied head 2 x 128256 x 4096 = 1,050,673,152; attention
     32 x (2 x 4096^2 + 2 x 4096 x 1024) = 1,342,177,280; FFN 32 x 3 x 4096 x 14336 = 5,637,144,576;
-    RMSNorm gains (2 x 32 + 1) x 4096 = 266,240; total 8,030,261,248."""
-    d = _json(["list", "networks", "llama3_8b", "--phase", "decode", "--batch", "8", "--context", "4096", "--json"])
+    RMSNorm gains (2 x 32 + 1) x 4096 = 266,240; total 8,030,261,248. The unfused step: score,
+    softmax and context as operations of their own."""
+    d = _json(["list", "networks", "llama3_8b", "--phase", "decode", "--batch", "8", "--context", "4096",
+               "--fusion", "unfused", "--json"])
     B, L, h, q, kv, hd, ctx, f, V = 8, 32, 4096, 4096, 1024, 128, 4096, 14336, 128256
     block = 2 * B * h * q + 2 * B * h * kv + 2 * B * 32 * hd * ctx + 3 * B * h * f
     assert block == 2_013_265_920
     assert d["total_macs"] == L * block + B * h * V == 68_627_202_048
     assert d["params"] == d["published_params"] == 2 * V * h + L * (2 * h * q + 2 * h * kv) + L * 3 * h * f \
         + (2 * L + 1) * h == 8_030_261_248
-    assert d["network"] == "llama3_8b/decode/b8/ctx4096"
+    assert d["network"] == "llama3_8b/decode/b8/ctx4096/unfused"
     assert d["workload"]["tokens"] == 8 and d["workload"]["context"] == 4096
     # every matmul: (B rows, C contracted, K columns, repeats, MACs)
     layers = {r["name"]: (r["B"], r["C"], r["K"], r["repeat"], r["macs"]) for r in d["layers"]}
@@ -121,7 +127,7 @@ def test_bad_step_options_exit_2_naming_the_option(tmp_path, monkeypatch, args, 
 # ----------------------------------------------------------------------------- sweep map, GPT-2 decode
 
 GPT2_MAP = ["map", "--network", "gpt2", "--phase", "decode", "--batch", "1", "--context", "64",
-            "--arch", "tpu_like", "--mapper", "loma"]
+            "--fusion", "unfused", "--arch", "tpu_like", "--mapper", "loma"]
 
 
 @pytest.fixture(scope="module")
@@ -265,7 +271,8 @@ def _no_vector_unit(tmp_path):
     return p
 
 
-NO_VEC_MAP = ["map", "--network", "gpt2", "--phase", "decode", "--context", "16", "--mapper", "loma"]
+NO_VEC_MAP = ["map", "--network", "gpt2", "--phase", "decode", "--context", "16", "--fusion", "unfused",
+              "--mapper", "loma"]
 
 
 def test_accelerator_without_a_vector_unit(tmp_path):

@@ -149,10 +149,11 @@ def test_interrupt_then_resume_gives_the_same_rows(run, tmp_path):
 
 
 def test_a_design_the_model_does_not_fit_is_a_row_saying_why(tmp_path):
-    """Llama-3-8B's 8-bit weights (8 GB) in one LPDDR5 channel (2 GiB) of a template design: both
-    rows of the task are infeasible with the numbers, nothing is mapped, the run does not fail."""
+    """Llama-3-8B's 8-bit weights (W8A8: 8.03e9 parameters x 1 byte = 8.03 GB) in one LPDDR5 channel
+    (2 GiB) of a template design: both rows of the task are infeasible with the numbers, nothing is
+    mapped, the run does not fail."""
     text = CAMPAIGN.replace('presets = ["a100"]', 'template = "llm_ws"\ngrid = { dram = ["lpddr5"], '
-                            'dram_units = [1] }').replace('"llama3_2_1b"', '"llama3_8b"')
+                            'dram_units = [1] }').replace('"llama3_2_1b"', '"llama3_8b"\nweight_bits = 8\nact_bits = 8')
     text = text.replace("max_num_seqs = [64, 256]", "max_num_seqs = 64")
     c = load_campaign(write(tmp_path, text))
     s = run_campaign(c, executor="local")

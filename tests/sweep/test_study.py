@@ -258,7 +258,7 @@ def test_an_interrupted_search_counts_the_designs_stored_not_the_repeats_told(tm
     assert r.exit_code == 130, r.output
     designs = Store(out).read("totals")["design_id"].nunique()
     assert len(told) > designs + 3          # suggestions answered from storage were told
-    assert f"interrupted: {designs} task(s) stored by this run in" in r.output
+    assert f"interrupted: {designs} task(s) stored by this run, {designs} of 30 in all, in" in r.output  # 30 trials
 
 
 def test_a_resumed_search_reports_the_whole_study_not_its_last_session(tmp_path, monkeypatch):

@@ -39,9 +39,11 @@ def test_validate_lists_every_network_and_says_which_the_serving_mix_adds():
     assert r.exit_code == 0, r.output
     line = next(x for x in r.output.splitlines() if x.strip().startswith("networks ("))
     written, mix = line.split("; the serving mix's steps: ")
-    assert written.strip().startswith("networks (8): llama3_8b/prefill/b1/seq2048/fused")
+    # the campaign's steps are W8A8 (weight_bits = act_bits = 8: a "/w8/a8" tag) with attention fused
+    # (fusion = "fused": no fusion tag, only an unfused step's name ends in "/unfused")
+    assert written.strip().startswith("networks (8): llama3_8b/prefill/b1/seq2048/w8/a8")
     assert len(written.split(", ")) == 4 and len(mix.split(", ")) == 4
-    assert "llama3_8b/prefill/b16/seq2048/fused" in mix and "llama3_8b/decode/b16/ctx2304/fused" in mix
+    assert "llama3_8b/prefill/b16/seq2048/w8/a8" in mix and "llama3_8b/decode/b16/ctx2304/w8/a8" in mix
 
 
 def test_list_archs_name_shows_one_accelerator_by_hand():
@@ -62,14 +64,17 @@ def test_list_archs_name_shows_one_accelerator_by_hand():
 
 def test_a_layer_row_names_the_layers_of_its_shape_it_stands_for():
     # Llama-3-8B's q_proj and o_proj are both 4,096 x 4,096: mapped once, repeats 2 x 32 at decode
+    # (W8A8: the bfloat16 checkpoint's 16.1 GB of weights do not fit llm_ws's 16 GiB x 0.9)
     import json
+    w8a8 = ["--weight-bits", "8", "--act-bits", "8"]
     r = CliRunner().invoke(app, ["map", "--network", "llama3_8b", "--phase", "decode", "--arch", "llm_ws",
-                                 "--mapper", "loma", "--param", "lpf_limit=4"])
+                                 "--mapper", "loma", "--param", "lpf_limit=4", *w8a8])
     assert r.exit_code == 0, r.output
     assert "q_proj (+ o_proj)" in r.output and "k_proj (+ v_proj)" in r.output
     assert "ffn_gate (+ ffn_up)" in r.output and "(+ names) lists the others" in r.output
     js = json.loads(CliRunner().invoke(app, ["map", "--network", "llama3_8b", "--phase", "decode", "--arch",
-                                             "llm_ws", "--mapper", "loma", "--param", "lpf_limit=4", "--json"]).output)
+                                             "llm_ws", "--mapper", "loma", "--param", "lpf_limit=4", *w8a8,
+                                             "--json"]).output)
     rows = {x["layer"]: x for x in js["layers"]}
     assert rows["q_proj"]["merged"] == ["o_proj"] and rows["q_proj"]["repeat"] == 64
     assert rows["ffn_down"]["merged"] == [] and rows["ffn_down"]["repeat"] == 32

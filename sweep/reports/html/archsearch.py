@@ -200,6 +200,8 @@ def build(directory: Path, manifest: dict, out_file: str | Path, rep: dict[str, 
     bd = level_breakdown(rows, archs, manifest, set(zip(df["design_id"], df["network"])) if not df.empty else set())
     page = Page(f"{rep.get('campaign')}: architecture search on {rep.get('template')}")
     page.head(rep)
+    for text, steps in (rep.get("precisions") or {}).items():
+        page.text(f"precisions of {len(steps)} step(s) ({steps[0]}{', ...' if len(steps) > 1 else ''}): {text}", "note")
     add_systems(page, rep)  # the answer first, then the detail
     page.unfinished(rep)
     page.text(f"{rep.get('designs_evaluated', 0)} design(s) evaluated, parameters {', '.join(params)}; "

@@ -210,14 +210,15 @@ def add_llm_steps(page: Page, rep: dict[str, Any]) -> None:
              [" / ".join("n/a" if r.get(f"dram_{k}_share") is None else f"{100 * r[f'dram_{k}_share']:.3g}%"
                          for k in ("weights", "kv_cache", "activations")) for r in steps],
              [_memory(r) for r in steps],
-             ["-" if r.get("max_batch") is None else f"{r['max_batch']:,}" for r in steps]]
+             ["-" if r.get("max_batch") is None else f"{r['max_batch']:,}" for r in steps],
+             [r.get("precision") or "n/a" for r in steps]]
     table = go.Figure(go.Table(header={"values": ["step", "phase", "batch", "seq / context", "arch", "mapper",
                                                   "step energy", "TTFT / time per token",
                                                   "tokens/s", "energy per token", "DRAM per step",
                                                   "DRAM: weights / KV cache / activations", "memory",
-                                                  "largest batch that fits" + _share(llm)]},
+                                                  "largest batch that fits" + _share(llm), "precisions"]},
                                cells={"values": cells, "height": 30},
-                               columnwidth=[2.4, 0.8, 0.6, 0.9, 1, 1, 1, 1.3, 0.8, 1.1, 1, 1.9, 1, 1]))
+                               columnwidth=[2.4, 0.8, 0.6, 0.9, 1, 1, 1, 1.3, 0.8, 1.1, 1, 1.9, 1, 1, 2.2]))
     table.update_layout(height=90 + 32 * len(steps), margin={"l": 10, "r": 10, "t": 10, "b": 10})
     page.figure(table, "llm-steps-table")
     fig = go.Figure()

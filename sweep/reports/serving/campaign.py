@@ -148,11 +148,29 @@ def build(directory: Path, manifest: dict, plots_dir: str | Path | None = None) 
                rates=cfg.get("rates") or [], goodput_searched=bool(cfg.get("goodput")), load=cfg.get("load") or {},
                deployment=cfg.get("deployment") or {}, designs=designs, winners=winners(designs),
                per_rate=rate_table(rates), plots=[])
+    rep["precision"] = _precision(cfg)
     rep["fixed_batch"] = fixed.compare(designs)
     rep["shown"] = shown(designs)
     if plots_dir is not None:
         rep["plots"] = write_plots(rep, Path(plots_dir))
     return rep
+
+
+def _precision(cfg: dict[str, Any]) -> str | None:
+    """The served model's precisions in words (`costmodel.transformer.step.precision_text`: the bits
+    and where each comes from) from the stored ``[serving]`` configuration; None without its shapes."""
+    m = cfg.get("model") or {}
+    if not m.get("shape"):
+        return None
+    from costmodel.transformer import TransformerConfig
+    from costmodel.transformer.step import precision_record, precision_text, served_bits
+    try:
+        tc = TransformerConfig.from_shape(str(m.get("name")), dict(m["shape"]))
+    except (TypeError, ValueError):  # shapes stored by an older version
+        return None
+    d = cfg.get("deployment") or {}
+    given = tuple(d.get(k) for k in ("weight_bits", "act_bits", "kv_bits"))
+    return precision_text(precision_record(tc, given, served_bits(tc, *given)))
 
 
 def slo_text(slo: dict[str, Any]) -> str:
@@ -166,7 +184,8 @@ def show(rep: dict[str, Any], console) -> None:
     from sweep.common.fmt import print_wide
     print_summary(rep, console)
     console.print(f"{rep['model']} served on {len({r['design'] for r in rep['designs']})} design(s); SLO: "
-                  f"{slo_text(rep['slo'])}; offered rates {fmt.words(f'{r:g}' for r in rep['rates'])} req/s",
+                  f"{slo_text(rep['slo'])}; offered rates {fmt.words(f'{r:g}' for r in rep['rates'])} req/s"
+                  + (f"; precisions {rep['precision']}" if rep.get("precision") else ""),
                   soft_wrap=True, highlight=False, markup=False)
     print_wide(console, _design_rich(rep))
     if len(rep["shown"]) < len(rep["designs"]):

@@ -106,7 +106,9 @@ def summary_lines(doc: dict[str, Any]) -> list[str]:
              f"decode pool {lay['decode']['instances']} x {lay['decode']['arch']} (tp {lay['decode']['tp']}), K/V over "
              f"{lay['link']} (mean {fmt.seconds(s.get('kv_transfer_s'))} a request); {lay['chips']} chips"
              if "prefill" in lay else f"; {lay['replicas']} colocated copies, {lay['chips']} chips" if lay else "")
-    lines = [f"{st['network']} on {st['arch']} ({split}; {dep['fusion']} attention; mapper {st['mapper']}{pools}): "
+    prec = (st.get("precision") or {}).get("text")
+    lines = [f"{st['network']} on {st['arch']} ({split}; {dep['fusion']} attention; "
+             f"{prec + '; ' if prec else ''}mapper {st['mapper']}{pools}): "
              f"{s['requests']:,} requests from {doc['requests_source']}",
              f"scheduler (vLLM V1): max_num_seqs {sch['max_num_seqs']}, max_num_batched_tokens "
              f"{sch['max_num_batched_tokens']:,}, block_size {sch['block_size']}, chunked prefill "

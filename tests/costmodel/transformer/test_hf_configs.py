@@ -166,10 +166,10 @@ def test_sliding_window_limits_the_attended_context_and_the_cache():
     and block (the causal triangle would be 33,558,528); computed: the first 4096 queries' triangle
     in blocks, then 32 blocks of 128 queries x (4096 + 127) keys."""
     cfg, _ = read_hf_config(HF / "mistral_7b_v0_1.json")
-    net = build_transformer(cfg, phase="decode", context=8192)
+    net = build_transformer(cfg, phase="decode", context=8192, fusion="unfused")
     score = next(l for l, _ in net if l.name == "score")
     assert score.K == 4096 and cfg.cached(8192) == 4096 and cfg.cached(1000) == 1000
-    pre = build_transformer(cfg, phase="prefill", seq=8192)
+    pre = build_transformer(cfg, phase="prefill", seq=8192, fusion="unfused")  # causal_blocks / band_blocks
     per = 32 * 32  # heads x blocks
     assert pre.workload["attention_pairs"]["exact"] == per * (4096 * 4097 // 2 + 4096 * 4096) == per * 25_167_872
     band = {l.name: (l.B // 4, l.K, r // (8 * 32)) for l, r in pre if l.name.startswith("score_")}
@@ -212,7 +212,7 @@ def test_gemma_2_by_hand():
     block = 2 * 2304 * 2048 + 2 * 2304 * 1024 + 3 * 2304 * 9216 + 4 * 2304
     assert block == 77_865_984 and 26 * block + 256000 * 2304 + 2304 == param_count(cfg)["total"]
     assert cfg.window_blocks == tuple(range(0, 26, 2)) and cfg.sliding_window == 4096
-    net = build_transformer(cfg, phase="decode", context=8192, kv_bits=16)
+    net = build_transformer(cfg, phase="decode", context=8192, kv_bits=16, fusion="unfused")
     att = {l.name: (l.K if l.name.startswith("score") else l.C, r) for l, r in net if l.name.startswith(("score", "context"))}
     assert att == {"score": (8192, 13 * 4), "context": (8192, 13 * 4), "score_local": (4096, 13 * 4),
                    "context_local": (4096, 13 * 4)}
@@ -255,7 +255,7 @@ def test_gemma_3_local_and_global_blocks():
     assert cfg.qk_norm and not cfg.softcap and cfg.sliding_window == 512
     block = 1152 * 1024 + 2 * 1152 * 256 + 1024 * 1152 + 3 * 1152 * 6912 + 4 * 1152 + 2 * 256
     assert block == 26_842_112 and 26 * block + 262144 * 1152 + 1152 == param_count(cfg)["total"]
-    net = build_transformer(cfg, phase="decode", context=4096)
+    net = build_transformer(cfg, phase="decode", context=4096, fusion="unfused")
     assert {l.name: (l.K, r) for l, r in net if l.name.startswith("score")} == {"score": (4096, 4),
                                                                               "score_local": (512, 22)}
 

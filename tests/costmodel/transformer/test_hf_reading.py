@@ -239,7 +239,7 @@ def test_the_notes_are_printed_by_the_commands(tmp_path):
     res = CliRunner().invoke(app, ["map", "--network", str(p), "--phase", "decode", "--context", "64", "--fusion",
                                    "unfused", "--arch", "tpu_like", "--mapper", "loma", "--json"])
     assert res.exit_code == 0, res.output
-    assert json.loads(res.stdout)["network"] == "tiny/decode/b1/ctx64"
+    assert json.loads(res.stdout)["network"] == "tiny/decode/b1/ctx64/unfused"   # fused is the default, unfused named
     assert sum(l.startswith("note: ") for l in res.stderr.splitlines()) == 2
 
 
@@ -306,20 +306,76 @@ def test_mistyped_precision_fields_are_refused(fields, key):
     assert e.value.key == key and str(e.value).startswith(f"f.json: {key} = ")
 
 
-def test_the_precision_fields_leave_shapes_and_task_ids_as_they_were(tmp_path):
-    """The checkpoint_* fields are out of `TransformerConfig.shape`: a step of a file model records the
-    same shapes, so the same network JSON (its task ids), whatever torch_dtype / quantization_config
-    say; configs that set none compare equal to ones built without the fields."""
+def test_a_file_models_step_rebuilt_from_its_workload_keeps_its_precision(tmp_path):
+    """The checkpoint_* fields are in `TransformerConfig.shape`: a step of a file model is costed in
+    its checkpoint's precision (no bits given), so the step rebuilt from its workload alone
+    (`config_of` + `step_params`, as a worker on another machine does) must be at the same bits.
+    A bfloat16 file: every layer's W, I, O_final fixed at 16 bits; the same file with fbgemm_fp8
+    (FbgemmFp8Config: FP8 weights, activations quantized per row at run time, the dynamic scheme):
+    W and I at 8, the KV cache k_proj writes at torch_dtype's 16; a file stating no dtype: no fixed
+    bits."""
+    from costmodel.transformer import config_of
+    from costmodel.transformer.build import step_params
     from sweep.config.campaign import network_json
     plain = _data(LLAMA, num_hidden_layers=2, torch_dtype="<drop>")
+    bf16 = dict(plain, torch_dtype="bfloat16")
     fp8 = dict(plain, torch_dtype="bfloat16", quantization_config={"quant_method": "fbgemm_fp8"})
-    (tmp_path / "a").mkdir()
-    (tmp_path / "b").mkdir()
-    for d, data in (("a", plain), ("b", fp8)):
+    steps = {}
+    for d, data in (("plain", plain), ("bf16", bf16), ("fp8", fp8)):
+        (tmp_path / d).mkdir()
         (tmp_path / d / "tiny.json").write_text(json.dumps(data))
-    steps = [build_transformer(tmp_path / d / "tiny.json", phase="decode", context=64, fusion="unfused") for d in "ab"]
-    assert network_json(steps[0]) == network_json(steps[1])
-    assert not any(k.startswith("checkpoint_") for k in steps[1].workload["config"])
-    a, _ = read_hf_config(tmp_path / "a" / "tiny.json")
+        for fusion in ("fused", "unfused"):
+            net = build_transformer(tmp_path / d / "tiny.json", phase="decode", context=64, fusion=fusion)
+            again = build_transformer(config_of(net.workload), **step_params(net.workload))
+            assert list(again) == list(net) and again.name == net.name, (d, fusion)
+            assert network_json(again) == network_json(net), (d, fusion)
+            steps[d, fusion] = net
+    q = {d: next(l for l, _ in steps[d, "unfused"] if l.name == "q_proj") for d in ("plain", "bf16", "fp8")}
+    assert q["plain"].fixed_bits == ()
+    assert (q["bf16"].w_bits, q["bf16"].i_bits, q["bf16"].fixed_bits) == (16, 16, ("W", "I", "O_final"))
+    assert (q["fp8"].w_bits, q["fp8"].i_bits, q["fp8"].fixed_bits) == (8, 8, ("W", "I", "O_final"))
+    assert next(l for l, _ in steps["fp8", "unfused"] if l.name == "k_proj").o_bits == 16
+    assert steps["fp8", "unfused"].workload["config"]["checkpoint_weight_bits"] == 8
+    a, _ = read_hf_config(tmp_path / "plain" / "tiny.json")
     assert (a.checkpoint_weight_bits, a.checkpoint_act_bits, a.checkpoint_dtype) == (None, None, "")
     assert a == a.replace(checkpoint_weight_bits=None, checkpoint_act_bits=None, checkpoint_dtype="")
+
+
+def _bits(net, name):
+    l = next(l for l, _ in net if l.name == name)
+    return l.w_bits, l.i_bits, l.o_bits
+
+
+def test_the_fp8_405b_checkpoint_is_costed_at_8_8_16_bits():
+    """meta-llama/Llama-3.1-405B-Instruct-FP8 (quantization_config fbgemm_fp8, activation_scheme
+    dynamic; torch_dtype bfloat16): weights and activations in FP8, 8 bits; the KV cache in the
+    model's dtype, 16 bits (vLLM's kv_cache_dtype "auto" keeps it in torch_dtype). So q_proj reads
+    8-bit weights and inputs and writes 8 bits; k_proj writes the cache at 16; score reads the
+    16-bit cache (its W) with 8-bit queries. weight_bits=4 given replaces W only."""
+    cfg, _ = read_hf_config(HF / "llama3_1_405b_instruct_fp8.json")
+    net = build_transformer(cfg, phase="decode", context=256, fusion="unfused")
+    assert (_bits(net, "q_proj"), _bits(net, "k_proj"), _bits(net, "score")) == ((8, 8, 8), (8, 8, 16), (16, 8, 8))
+    assert net.workload["precision"] == {"weight_bits": 8, "act_bits": 8, "kv_bits": 16, "weight_from": "checkpoint",
+                                         "act_from": "checkpoint", "kv_from": "checkpoint",
+                                         "checkpoint_dtype": "fp8 (fbgemm_fp8)"}
+    w4 = build_transformer(cfg, phase="decode", context=256, fusion="unfused", weight_bits=4)
+    assert (_bits(w4, "q_proj"), _bits(w4, "k_proj"), _bits(w4, "score")) == ((4, 8, 8), (4, 8, 16), (16, 8, 8))
+    rec = w4.workload["precision"]
+    assert (rec["weight_from"], rec["act_from"], rec["kv_from"]) == ("given", "checkpoint", "checkpoint")
+
+
+def test_precision_text_says_the_bits_and_where_they_come_from():
+    """`precision_text`'s documented strings: the FP8 405B checkpoint's own 8/8/16, the same with
+    weight_bits=4 given, a bfloat16 Llama's 16/16/16, and a step that fixes none (GPT-2's config
+    states no dtype)."""
+    from costmodel.transformer.step import precision_text
+    cfg, _ = read_hf_config(HF / "llama3_1_405b_instruct_fp8.json")
+    fp8 = build_transformer(cfg, phase="decode", context=256)
+    w4 = build_transformer(cfg, phase="decode", context=256, weight_bits=4)
+    assert precision_text(fp8.workload["precision"]) == "W/A/KV 8/8/16 bits (the checkpoint's fp8 (fbgemm_fp8))"
+    assert precision_text(w4.workload["precision"]) == (
+        "W/A/KV 4/8/16 bits (W given; A, KV the checkpoint's fp8 (fbgemm_fp8))")
+    assert precision_text(build_transformer("llama3_8b").workload["precision"]) == (
+        "W/A/KV 16/16/16 bits (the checkpoint's bfloat16)")
+    assert precision_text(build_transformer("gpt2").workload["precision"]) == "the accelerator's [precision]"
+    assert precision_text(None) == "the accelerator's [precision]"

@@ -17,7 +17,7 @@ from costmodel.capacity import step_footprint
 from costmodel.llm import dram_traffic
 from costmodel.loopnest.arch import load_accelerator
 from costmodel.loopnest.mapping import Mapping
-from costmodel.transformer import build_transformer, read_hf_config
+from costmodel.transformer import build_transformer, read_hf_config, transformer_config
 from paths import REPO
 from sweep.commands.map_eval import map_layer
 
@@ -42,7 +42,7 @@ def test_decode_is_absorbed_and_its_macs_by_hand(v3):
     the one 576-wide cache), context 128 x 4096 x 512 (the latent as values), o_absorb per head 512
     x 128, o_proj 16384 x 7168. FFN: 3 dense blocks of 3 x 7168 x 18432; 58 MoE blocks of the router
     7168 x 256, 8 routed experts and the shared one, 3 x 7168 x 2048 each. LM head 7168 x 129280."""
-    net = build_transformer(v3, phase="decode", batch=1, context=CTX)
+    net = build_transformer(v3, phase="decode", batch=1, context=CTX, fusion="unfused")
     assert net.workload["mla_form"] == "absorbed"
     mla = (H * QR + QR * HEADS * (NOPE + ROPE) + HEADS * NOPE * KVR + H * (KVR + ROPE)
            + HEADS * (KVR + ROPE) * CTX + HEADS * CTX * KVR + HEADS * KVR * VD + HEADS * VD * H)
@@ -114,11 +114,14 @@ def test_decode_kv_traffic_by_role_on_llm_ws(v3):
     DRAM moves whole 2048-bit words (llm_ws's HBM word), so the padded 640-byte tile is 3 words, of
     which 576 / 640 is the layer's: 3 x 256 B x 0.9 = 691.2 B (the exact 576 B plus word and
     padding waste)."""
-    got = _traffic(build_transformer(v3, phase="decode", context=CTX), ("kv_a_proj", "score", "context"))
+    # the accelerator's precision (the checkpoints' FP8 / bfloat16 set aside) and unfused attention
+    got = _traffic(build_transformer(v3.at_accelerator_precision(), phase="decode", context=CTX, fusion="unfused"),
+                   ("kv_a_proj", "score", "context"))
     assert got["kv_a_proj"][1]["kv_cache"] == pytest.approx(3 * 2048 / 8 * 576 / 640) == 691.2
     assert got["score"][1]["kv_cache"] == CTX * (KVR + ROPE) and got["context"][1]["kv_cache"] == CTX * KVR
     assert got["score"][0] == got["context"][0] == BLOCKS
-    llama = _traffic(build_transformer("llama3_70b", phase="decode", context=CTX), ("score", "context"))
+    llama70 = transformer_config("llama3_70b").at_accelerator_precision()
+    llama = _traffic(build_transformer(llama70, phase="decode", context=CTX, fusion="unfused"), ("score", "context"))
     for name in ("score", "context"):
         rep, by_role = llama[name]
         assert rep == 8 * 80 and by_role["kv_cache"] == CTX * 128

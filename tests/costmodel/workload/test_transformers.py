@@ -195,8 +195,9 @@ def test_mixtral_prefill_macs_are_top2_per_token():
 
 def test_gqa_score_and_context_llama3_8b_decode():
     b, c = 8, 4096
-    net = build_transformer("llama3_8b", phase="decode", batch=b, context=c)
-    assert net.name == "llama3_8b/decode/b8/ctx4096"
+    net = build_transformer("llama3_8b", phase="decode", batch=b, context=c, fusion="unfused")
+    assert net.name == "llama3_8b/decode/b8/ctx4096/unfused"
+    assert build_transformer("llama3_8b", phase="decode", batch=b, context=c).name == "llama3_8b/decode/b8/ctx4096"
     score, r = layer(net, "score")
     assert (score.B, score.C, score.K) == (32 // 8, 128, c) and r == b * 8 * 32
     assert score.w_role == "kv_cache" and score.kind == "matmul"
@@ -214,20 +215,46 @@ def test_gqa_score_and_context_llama3_8b_decode():
 
 
 def test_layer_names_and_order():
-    names = [l.name for l, _ in build_transformer("llama3_8b")]
+    names = [l.name for l, _ in build_transformer("llama3_8b", fusion="unfused")]
     assert names == ["q_proj", "k_proj", "v_proj", "score", "context", "o_proj",
                      "ffn_gate", "ffn_up", "ffn_down", "lm_head"]
-    assert [l.name for l, _ in build_transformer("gpt2")] == [
+    assert [l.name for l, _ in build_transformer("gpt2", fusion="unfused")] == [
         "q_proj", "k_proj", "v_proj", "score", "context", "o_proj", "ffn_up", "ffn_down", "lm_head"]
-    assert [l.name for l, _ in build_transformer("bert_base")][-1] == "pooler"
-    assert [l.name for l, _ in build_transformer("vit_b16")] == [
+    assert [l.name for l, _ in build_transformer("bert_base", fusion="unfused")][-1] == "pooler"
+    assert [l.name for l, _ in build_transformer("vit_b16", fusion="unfused")] == [
         "patch_embed", "q_proj", "k_proj", "v_proj", "score", "context", "o_proj", "ffn_up", "ffn_down",
         "classifier"]
 
 
+def test_default_step_is_fused_attention_tiles():
+    """The default step is fused (FlashAttention's tiles, `costmodel.transformer.attention`): a
+    query tile of min(128, q_len) positions against K/V tiles of 128 keys, the first score tile of
+    each query tile reading Q, the last context tile writing O. Llama-3-8B decode at context 4,096:
+    one query position, 4,096 / 128 = 32 K/V tiles; repeats x (batch 1 x 8 KV heads x 32 blocks) =
+    256: score first 1 x 256, the other 31 score tiles 31 x 256 = 7,936, the 31 context tiles but the
+    last 7,936 and the last 256. ViT-B/16's 197 tokens: query and K/V tiles of 128 and 69."""
+    net = build_transformer("llama3_8b")
+    assert [(l.name, r) for l, r in net] == [
+        ("q_proj", 32), ("k_proj", 32), ("v_proj", 32),
+        ("score_tile_1x128_first", 256), ("context_tile_1x128", 7936),
+        ("score_tile_1x128", 7936), ("context_tile_1x128_last", 256),
+        ("o_proj", 32), ("ffn_gate", 32), ("ffn_up", 32), ("ffn_down", 32), ("lm_head", 1)]
+    s, _ = layer(net, "score_tile_1x128_first")
+    assert (s.B, s.C, s.K, s.onchip) == (4, 128, 128, ("O",))   # GQA group 4 as rows
+    assert [l.name for l, _ in build_transformer("bert_base")] == [
+        "q_proj", "k_proj", "v_proj", "score_tile_128x128_first", "context_tile_128x128_last", "o_proj",
+        "ffn_up", "ffn_down", "pooler"]
+    tiles = [f"{m}_tile_{r}x{c}{t}" for r in (128, 69)
+             for m, c, t in (("score", 128, "_first"), ("context", 128, ""), ("score", 69, ""), ("context", 69, "_last"))]
+    assert [l.name for l, _ in build_transformer("vit_b16")] == [
+        "patch_embed", "q_proj", "k_proj", "v_proj", *tiles, "o_proj", "ffn_up", "ffn_down", "classifier"]
+
+
 def test_prefill_lm_head_is_last_token_only_and_names():
-    net = build_transformer("gpt2", phase="prefill", batch=3, seq=100, attention="dense")
-    assert net.name == "gpt2/prefill/b3/seq100/dense"
+    net = build_transformer("gpt2", phase="prefill", batch=3, seq=100, attention="dense", fusion="unfused")
+    assert net.name == "gpt2/prefill/b3/seq100/dense/unfused"
+    assert build_transformer("gpt2", phase="prefill", batch=3, seq=100, attention="dense").name == (
+        "gpt2/prefill/b3/seq100/dense")   # fused, the default, is not named
     assert layer(net, "lm_head")[0].B == 3 and layer(net, "q_proj")[0].B == 300
     score, r = layer(net, "score")
     assert (score.B, score.K, r) == (100, 100, 3 * 12 * 12)   # MHA: group 1, q_len 100
@@ -271,7 +298,7 @@ def test_moe_split_over_touched_experts():
 
 def test_vector_ops_llama3_8b_decode():
     b, c, h = 4, 1000, 4096
-    net = build_transformer("llama3_8b", batch=b, context=c)
+    net = build_transformer("llama3_8b", batch=b, context=c, fusion="unfused")
     names = [v.name for v in net.vector_ops]
     assert names == ["attn_norm", "rope_q", "rope_k", "softmax", "attn_residual", "ffn_norm", "act",
                      "gate_mul", "ffn_residual", "final_norm"]
@@ -284,6 +311,15 @@ def test_vector_ops_llama3_8b_decode():
     assert (v.op, v.inputs, v.elements) == ("mul", 2, b * 14336)
     assert vop(net, "act")[0].op == "silu" and vop(net, "final_norm")[1] == 1
     assert (vop(net, "ffn_residual")[0].inputs, vop(net, "ffn_residual")[0].elements) == (2, b * h)
+    # fused (the default): the softmax is an online softmax per score tile, 7 K/V tiles of 128 keys
+    # and one of 1,000 - 7 x 128 = 104, rows = the GQA group of 4 query heads; it covers the same
+    # b x 32 heads x c scores per block as the unfused softmax
+    fused = build_transformer("llama3_8b", batch=b, context=c)
+    assert "softmax" not in [v.name for v in fused.vector_ops]
+    s128, r128 = vop(fused, "online_softmax_1x128")
+    s104, r104 = vop(fused, "online_softmax_1x104")
+    assert (s128.elements, r128, s104.elements, r104) == (4 * 128, 7 * b * 8 * 32, 4 * 104, b * 8 * 32)
+    assert s128.elements * r128 + s104.elements * r104 == b * 32 * c * 32
 
 
 def test_vector_ops_bert_gpt2_vit_mixtral():
@@ -309,23 +345,44 @@ def test_vector_ops_bert_gpt2_vit_mixtral():
 # ----------------------------------------------------------------------------- precisions
 
 def test_kv_bits_fix_the_cache():
-    net = build_transformer("llama3_8b", kv_bits=4)
+    net = build_transformer(transformer_config("llama3_8b").at_accelerator_precision(), kv_bits=4, fusion="unfused")
     score, _ = layer(net, "score")
     assert score.w_bits == 4 and score.fixed_bits == ("W",)
     k, _ = layer(net, "k_proj")
     assert k.o_bits == 4 and k.fixed_bits == ("O_final",)
     assert layer(net, "q_proj")[0].fixed_bits == ()
+    # the bundled bfloat16 checkpoint: the cache at the 4 bits given, the rest at its 16
+    net = build_transformer("llama3_8b", kv_bits=4, fusion="unfused")
+    score, _ = layer(net, "score")
+    assert (score.w_bits, score.i_bits, score.fixed_bits) == (4, 16, ("W", "I", "O_final"))
+    k, _ = layer(net, "k_proj")
+    assert (k.w_bits, k.i_bits, k.o_bits) == (16, 16, 4)
 
 
 def test_no_precision_no_fixed_bits():
+    """No bits given: a checkpoint whose config.json states no dtype (GPT-2, BERT, ViT) fixes none
+    (the accelerator's [precision]); the Llama 3 and Mixtral checkpoints are torch_dtype bfloat16,
+    so their steps fix W, I and O_final of every layer, and every vector op, at 16 bits."""
     for name in list_transformers():
-        net = build_transformer(name)
+        cfg = transformer_config(name)
+        net = build_transformer(cfg.at_accelerator_precision())
         assert all(l.fixed_bits == () for l, _ in net)
         assert all(v.bits is None for v in net.vector_ops)
+        net = build_transformer(name)
+        if name in ("gpt2", "bert_base", "vit_b16"):
+            assert all(l.fixed_bits == () for l, _ in net), name
+            assert all(v.bits is None for v in net.vector_ops), name
+            assert net.workload["precision"]["weight_from"] == "accelerator"
+        else:
+            assert cfg.checkpoint_dtype == "bfloat16", name
+            assert all(l.fixed_bits == ("W", "I", "O_final") for l, _ in net), name
+            assert all((l.w_bits, l.i_bits, l.o_bits) == (16, 16, 16) for l, _ in net), name
+            assert all(v.bits == 16 for v in net.vector_ops), name
 
 
 def test_weight_and_act_bits():
-    net = build_transformer("llama3_8b", weight_bits=4, act_bits=16)
+    llama = transformer_config("llama3_8b").at_accelerator_precision()
+    net = build_transformer(llama, weight_bits=4, act_bits=16, fusion="unfused")
     q, _ = layer(net, "q_proj")
     assert (q.w_bits, q.i_bits, q.o_bits, q.fixed_bits) == (4, 16, 16, ("W", "I", "O_final"))
     s, _ = layer(net, "score")          # the cache takes act_bits when kv_bits is not given
@@ -333,9 +390,17 @@ def test_weight_and_act_bits():
     v, _ = layer(net, "v_proj")
     assert (v.w_bits, v.o_bits) == (4, 16)
     assert all(op.bits == 16 for op in net.vector_ops)
-    net = build_transformer("llama3_8b", act_bits=8, kv_bits=4)
+    net = build_transformer(llama, act_bits=8, kv_bits=4, fusion="unfused")
     assert layer(net, "v_proj")[0].o_bits == 4 and layer(net, "context")[0].w_bits == 4
     assert net.workload["kv_bits"] == 4 and net.workload["weight_bits"] is None
+    assert layer(net, "q_proj")[0].fixed_bits == ("I", "O_final")   # W: the accelerator's
+    # the bundled bfloat16 checkpoint: act_bits given sets the cache too (8, not the checkpoint's
+    # 16); the weights not given are the checkpoint's 16
+    net = build_transformer("llama3_8b", act_bits=8, fusion="unfused")
+    assert (layer(net, "score")[0].w_bits, layer(net, "k_proj")[0].o_bits) == (8, 8)
+    assert layer(net, "q_proj")[0].w_bits == 16 and net.workload["weight_bits"] is None   # the bits given
+    assert net.workload["precision"] == {"weight_bits": 16, "act_bits": 8, "kv_bits": 8, "weight_from": "checkpoint",
+                                         "act_from": "given", "kv_from": "activations", "checkpoint_dtype": "bfloat16"}
 
 
 # ----------------------------------------------------------------------------- workload and errors
@@ -378,7 +443,7 @@ def test_rope_models_run_past_their_published_context_with_a_note():
     """RoPE defines the shapes at any position: Llama 3 8B's published max_position_embeddings is
     8,192, and a decode step at context 32,768 has the same shapes with a longer cache (the issue's
     long-context measurement); the step says it is past the published window."""
-    net = build_transformer("llama3_8b", phase="decode", context=32768)
+    net = build_transformer("llama3_8b", phase="decode", context=32768, fusion="unfused")
     score = next(l for l, _ in net if l.name == "score")
     assert score.K == 32768
     assert "8192" in net.workload["note"]
@@ -471,9 +536,9 @@ def test_causal_prefill_macs_by_hand():
     2,098,176 exact, 1,024^2 + 2 x 512^2 + 4 x 256^2 + 24 x 128^2 = 2,228,224 computed (the 16
     diagonal blocks of 128 in full); MACs = dense - 2 x 128 x (2,048^2 - 2,228,224) x 32 heads x
     32 blocks; the dense step names itself /dense and keeps today's count."""
-    causal = build_transformer("llama3_8b", phase="prefill", seq=2048)
-    dense = build_transformer("llama3_8b", phase="prefill", seq=2048, attention="dense")
-    assert causal.name == "llama3_8b/prefill/b1/seq2048" and dense.name.endswith("/dense")
+    causal = build_transformer("llama3_8b", phase="prefill", seq=2048, fusion="unfused")
+    dense = build_transformer("llama3_8b", phase="prefill", seq=2048, attention="dense", fusion="unfused")
+    assert causal.name == "llama3_8b/prefill/b1/seq2048/unfused" and dense.name.endswith("/dense/unfused")
     assert causal.workload["attention"] == "causal"
     assert causal.workload["attention_pairs"] == {"exact": 2_098_176 * 32 * 32, "computed": 2_228_224 * 32 * 32}
     assert dense.macs - causal.macs == 2 * 128 * (2048 ** 2 - 2_228_224) * 32 * 32

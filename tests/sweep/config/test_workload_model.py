@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from costmodel.transformer import build_transformer
 from sweep import api
 from sweep.cli import app
 from sweep.engine.design_tasks import make_task
@@ -34,7 +33,7 @@ prompt = {prompt}
 output_tokens = {output}
 batch = {batch}
 points = 2
-fusion = "unfused"
+fusion = "fused"
 
 [architectures]
 kind = "loopnest"
@@ -103,7 +102,7 @@ def test_a_config_json_mix_validates_and_its_steps_are_the_zoo_models(tmp_path, 
 
 def test_the_mix_identity_is_the_name_for_a_zoo_model_and_the_shapes_for_a_file(tmp_path):
     zoo = api.load_campaign(_campaign(tmp_path / "zoo", 'model = "gpt2"'))
-    # a zoo model's table is what it was before files were read: the task ids of existing campaigns stay
+    # a zoo model's table holds its name only (a file's, its shapes: below)
     assert zoo.workload.to_dict() == {"model": "gpt2", "prompt": 32, "output": 2, "batch": 2, "points": 2}
     f = _copy("gpt2", tmp_path / "m" / "gpt2x.json")
     p = _campaign(tmp_path / "m", 'model = "gpt2x.json"')
@@ -145,7 +144,7 @@ def test_a_bad_model_exits_2_naming_the_key_and_the_value(tmp_path, model, file,
 
 
 def test_a_file_named_like_a_zoo_model_with_other_shapes_is_refused(tmp_path):
-    nets = 'networks = [{model = "gpt2", phase = "decode", batch = 2, context = 33, fusion = "unfused"}]\n'
+    nets = 'networks = [{model = "gpt2", phase = "decode", batch = 2, context = 33, fusion = "fused"}]\n'
     _copy("gpt2", tmp_path / "a" / "gpt2.json", edit={"n_layer": 6})  # its steps are named gpt2/...
     res = runner.invoke(app, ["validate", str(_campaign(tmp_path / "a", 'model = "gpt2.json"', networks=nets))])
     assert res.exit_code == 2 and "workload.model" in res.output and "gpt2/decode/b2/ctx33" in res.output, res.output
@@ -183,7 +182,7 @@ def test_a_gqa_models_config_json_gives_the_zoo_models_mix(tmp_path):
     table = {"prompt": 64, "output_tokens": 8, "batch": 2, "points": 3, "fusion": "fused"}
     mine = parse_workload({"model": "Llama-3.2-1B/config.json", **table}, lambda *a: found.append(a), tmp_path)
     zoo = parse_workload({"model": "llama3_2_1b", **table}, lambda *a: found.append(a), tmp_path)
-    assert not found and mine.name == "Llama-3.2-1B/mix/b2/p64/o8/fused"
+    assert not found and mine.name == "Llama-3.2-1B/mix/b2/p64/o8"
     assert mine.contexts() == zoo.contexts() == [65, 69, 72]  # 65 + 7 x 1/2 = 68.5, rounded half up
     a, b = mix_networks(mine, lambda *a: found.append(a)), mix_networks(zoo, lambda *a: found.append(a))
     assert not found and [_shape(n) for n in a] == [_shape(n) for n in b]

@@ -8,8 +8,10 @@ per cycle, DRAM bytes per cycle x MACs per DRAM byte). The hand count of a fused
 streamed from DRAM once, Q read once by the first score tile, the output written once by the last
 context tile; the score tile and the partial output stay on chip. Llama-3.2-1B's published config
 (costmodel/transformer/models/llama3_2_1b.json, Hugging Face LlamaForCausalLM): head_dim 64, 32
-query heads over 8 KV heads (GQA group 4); tiles of 128 positions by 128 keys; the template's
-[precision] 8 bits at DRAM for W, I and O_final (one byte per element).
+query heads over 8 KV heads (GQA group 4); tiles of 128 positions by 128 keys; the steps are given
+W8A8 (``weight_bits = 8``, ``act_bits = 8``; the KV cache in the activations' 8 bits,
+`costmodel.transformer.step.resolve_bits`): K, V, Q and the output one byte per element. (At its
+bfloat16 checkpoint's 16 bits its 2.47 GB of weights do not fit the design's 2 GiB x 0.9 usable.)
 
 The design: llm_ws at 64 x 64 MACs and 1 GHz with one LPDDR5 x16 channel, 6,400 MT/s x 16 bits =
 12.8 GB/s (JESD209-5; costmodel/tech/dram.py) = 12.8 B per cycle; before one count, the report
@@ -30,8 +32,8 @@ from sweep.cli import app
 CAMPAIGN = """name = "fused_roofline"
 output = "{out}"
 networks = [
-    {{ model = "llama3_2_1b", phase = "prefill", batch = 1, seq = 256, fusion = "fused" }},
-    {{ model = "llama3_2_1b", phase = "decode", batch = 1, context = 512, fusion = "fused" }},
+    {{ model = "llama3_2_1b", phase = "prefill", batch = 1, seq = 256, fusion = "fused", weight_bits = 8, act_bits = 8 }},
+    {{ model = "llama3_2_1b", phase = "decode", batch = 1, context = 512, fusion = "fused", weight_bits = 8, act_bits = 8 }},
 ]
 objectives = ["latency"]
 seeds = [0]
@@ -63,6 +65,7 @@ params = {{ spatial = "search" }}
 
 PEAK = 64 * 64            # MACs per cycle
 BW = 12.8e9 / 1e9         # DRAM bytes per cycle: 12.8 GB/s at 1 GHz
+BITS = {"weight_bits": 8, "act_bits": 8}   # W8A8; the KV cache in the activations' bits
 STEPS = {"prefill": ["--phase", "prefill", "--batch", "1", "--seq", "256"],
          "decode": ["--phase", "decode", "--batch", "1", "--context", "512"]}
 
@@ -71,8 +74,7 @@ def _hand() -> dict[str, dict[str, int]]:
     """Per phase, each fused tile layer's DRAM bytes by hand (module docstring)."""
     cfg = json.loads((REPO / "costmodel" / "transformer" / "models" / "llama3_2_1b.json").read_text())
     hd, group = cfg["head_dim"], cfg["num_attention_heads"] // cfg["num_key_value_heads"]
-    prec = tomllib.loads((REPO / "costmodel" / "presets" / "llm_ws.toml").read_text())["precision"]
-    kv, act, out = prec["W"] // 8, prec["I"] // 8, prec["O_final"] // 8
+    kv, act, out = BITS["act_bits"] // 8, BITS["act_bits"] // 8, BITS["act_bits"] // 8  # K/V, Q, output bytes
     res = {}
     for phase, q_rows, tag in (("decode", 1, "1x128"), ("prefill", 128, "128x128")):
         kv_tile = 128 * hd * kv                     # a K or V tile: 128 keys x head_dim
@@ -156,13 +158,14 @@ def test_map_json_counts_as_the_report(run, phase):
     from costmodel.loopnest.arch import load_accelerator
     from costmodel.zoo import load_network
     args = ["map", "--arch", str(run["design"]), "--mapper", "salsa", "--param", "spatial=search",
-            "--objective", "latency", "--network", "llama3_2_1b", *STEPS[phase], "--fusion", "fused", "--json"]
+            "--objective", "latency", "--network", "llama3_2_1b", *STEPS[phase], "--fusion", "fused",
+            "--weight-bits", str(BITS["weight_bits"]), "--act-bits", str(BITS["act_bits"]), "--json"]
     r = CliRunner().invoke(app, args)
     assert r.exit_code == 0, r.output
     res = json.loads(r.stdout)
     acc = load_accelerator(str(run["design"]))
-    net = load_network("llama3_2_1b", fusion="fused", **{a.lstrip("-"): (v if a == "--phase" else int(v))
-                                                            for a, v in zip(STEPS[phase][::2], STEPS[phase][1::2])})
+    step = {a.lstrip("-"): (v if a == "--phase" else int(v)) for a, v in zip(STEPS[phase][::2], STEPS[phase][1::2])}
+    net = load_network("llama3_2_1b", fusion="fused", **BITS, **step)
     hand = _hand()[phase]
     seen = {}
     for row, (layer, _) in zip(res["layers"], net.unique()):
