@@ -89,7 +89,8 @@ def parse_campaign(data: dict[str, Any], source: str = "<campaign>", base_dir: P
                                            kind.mapper_kind if kind else None, base_dir, bad)
     if kind is not None:
         kind.check(networks, archs, mappers, bad)
-        kind.check_search(search, networks, bad, workload)
+        # a [workload] table that did not parse was reported already: not "add a [workload] table" too
+        kind.check_search(search, networks, bad, workload if workload is not None else data.get("workload"))
     run = parse_run(data.get("run", {}), bad)
     known = kind.report_keys if kind is not None else tuple(sorted({k for c in KINDS.values() for k in c.report_keys}))
     report = parse_report(data.get("report", {}), kind.name if kind else "unknown", known,

@@ -187,3 +187,28 @@ def test_a_gqa_models_config_json_gives_the_zoo_models_mix(tmp_path):
     a, b = mix_networks(mine, lambda *a: found.append(a)), mix_networks(zoo, lambda *a: found.append(a))
     assert not found and [_shape(n) for n in a] == [_shape(n) for n in b]
     assert [n.name for n in a] == mine.step_names()
+
+
+@pytest.mark.parametrize("line, key", [("weight_bits = 5", "workload.weight_bits"),
+                                       ("act_bits = 3", "workload.act_bits"),
+                                       ("kv_bits = 0", "workload.kv_bits")])
+def test_a_mix_precision_that_is_no_format_is_the_one_problem_named(tmp_path, line, key):
+    """A [workload] whose precision is no format served exits 2 naming it, and only it: the request
+    objective does not also ask for a [workload] table the campaign has."""
+    p = _campaign(tmp_path, f'model = "gpt2"\n{line}')
+    res = runner.invoke(app, ["validate", str(p)], env={"COLUMNS": "300"})
+    assert res.exit_code == 2, res.output
+    text = " ".join(res.output.split())
+    assert key in text and "1 problem(s)" in text and "[workload] table" not in text, res.output
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_mix_precision_given_names_its_steps_and_reaches_them(tmp_path):
+    """weight_bits / act_bits of a [workload] are its steps' (the names carry them, as a network
+    step's do: /w8/a8), and its table keeps them (so its task ids follow them)."""
+    c = api.load_campaign(_campaign(tmp_path, 'model = "gpt2"\nweight_bits = 8\nact_bits = 16'))
+    assert c.workload.step_names() == ["gpt2/prefill/b2/seq32/w8/a16", "gpt2/decode/b2/ctx33/w8/a16",
+                                       "gpt2/decode/b2/ctx34/w8/a16"] == [n.name for n in c.networks]
+    assert c.workload.to_dict()["weight_bits"] == 8 and c.workload.to_dict()["act_bits"] == 16
+    q = next(l for l, _ in c.networks[1] if l.name == "q_proj")
+    assert (q.w_bits, q.i_bits) == (8, 16) and set(q.fixed_bits) == {"W", "I", "O_final"}
