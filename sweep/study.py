@@ -60,8 +60,10 @@ from __future__ import annotations
 
 import json
 import os
+import io
 import pickle
 import socket
+import threading
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -360,10 +362,12 @@ class StudyDriver:
             self.study.sampler = real
 
     def _checkpoint(self, active: list[Active], objective: Objective) -> None:
+        """Write the sampler's state and the steps of the trials in flight (``CHECKPOINT``), aside
+        and renamed: what a resumed driver reloads to draw the trials an undisturbed one draws."""
         data = {"study": self.name, "driver": self.id, "sampler": self.study.sampler,
                 "steps": {a.trial.number: objective.step(a) for a in active}}
         tmp = self.out / f".{CHECKPOINT}.tmp"
-        tmp.write_bytes(pickle.dumps(data))
+        tmp.write_bytes(_pickled(data))
         os.replace(tmp, self.out / CHECKPOINT)
 
     def run(self, objective: Objective) -> None:
@@ -462,3 +466,23 @@ def importances_figure(study, target=None, target_name: str = "Objective Value")
     default fANOVA evaluator, as `param_importances`)."""
     import optuna.visualization as ov
     return ov.plot_param_importances(study, target=target, target_name=target_name)
+
+
+_LOCK = type(threading.Lock())
+
+
+class _Pickler(pickle.Pickler):
+    """Pickles a lock as a new, unlocked one: a lock guards a process's threads and means nothing
+    in another process (Optuna 5.1's GA samplers, NSGA-II among them, hold a ``threading.Lock``)."""
+
+    def reducer_override(self, obj: Any) -> Any:
+        if isinstance(obj, _LOCK):
+            return threading.Lock, ()
+        return NotImplemented
+
+
+def _pickled(data: Any) -> bytes:
+    """``data`` pickled with `_Pickler` (bytes)."""
+    buf = io.BytesIO()
+    _Pickler(buf, protocol=pickle.HIGHEST_PROTOCOL).dump(data)
+    return buf.getvalue()

@@ -292,3 +292,24 @@ def test_a_resumed_search_reports_the_whole_study_not_its_last_session(tmp_path,
     con = Console(record=True, width=200)
     print_run_outcome(s, con)
     assert "3 row(s) infeasible written by this run; the first: no mapping fits" in con.export_text()
+
+
+def test_the_checkpoint_pickles_a_sampler_holding_a_lock():
+    """Optuna 5.1's GA samplers (NSGA-II) hold a ``threading.Lock``, which plain pickle refuses
+    ("cannot pickle '_thread.lock' object": every NSGA-II search failed at its first checkpoint);
+    the checkpoint writes it as a new, unlocked lock, and the sampler draws on as before."""
+    import pickle
+    import threading
+
+    import optuna
+    from sweep.study import _pickled
+
+    held = {"lock": threading.Lock(), "n": 3}
+    held["lock"].acquire()
+    with pytest.raises(TypeError):
+        pickle.dumps(held)
+    back = pickle.loads(_pickled(held))
+    assert back["n"] == 3 and back["lock"].acquire(blocking=False)   # a fresh lock, not the held one
+    sampler = optuna.samplers.NSGAIISampler(seed=3)
+    again = pickle.loads(_pickled(sampler))
+    assert type(again) is type(sampler)
