@@ -289,7 +289,7 @@ def _tile_above(mi, mu, j, e1, e2, e3, L, C, lv, mem, par, SM):
     return _tile_bits(op, li, e, L, C, lv, par)[1]
 
 
-@_jit
+@_inline
 def _fits_above(mi, e1, e2, e3, L, C, lv, mem, par, SM):
     """`allocation.allocate`'s look-ahead: whether every memory above mi it checks
     (`_checked_above`) can hold the least tiles left to it when mi's operand slots end at e1, e2,
@@ -305,22 +305,28 @@ def _fits_above(mi, e1, e2, e3, L, C, lv, mem, par, SM):
     return True
 
 
-@_jit
-def _ahead_tables(mi, L, C, lv, mem, par, SM):
-    """`_fits_above`'s terms for every combination of memory mi's candidates at once: TA[k, mu, e]
+@_inline
+def _ahead_tables(mi, L, C, lv, mem, par, SM, TA, base):
+    """`_fits_above`'s terms for every combination of memory mi's candidates at once, into the
+    workspace's TA and base: TA[k, mu, e]
     the bits of slot k's operand at memory mu when slot k ends at e (0 where mu does not hold it or
     holds its top level: those are in base), base[mu] the bits of mu's other tiles, -1 for a memory
     `_fits_above` does not check. Then ``base[mu] + TA[0, mu, e1] + TA[1, mu, e2] + TA[2, mu, e3]``
     is `_fits_above`'s need of mu, each tile computed once per candidate instead of once per
     combination (the A100's register file decides most of its allocations by the look-ahead: 2x
-    faster on scripts/silicon_a100.py, the same choices)."""
+    faster on scripts/silicon_a100.py, the same choices). Only the entries `_choose` reads are
+    written: base for every memory, TA[k, mu, SM[S_LO, k] .. SM[S_HI, k]] of the memories checked
+    (the others' TA read as 0: slot k's operand not held there)."""
     nm = mem.shape[0]
-    TA = np.zeros((3, nm, L + 1), dtype=np.int64)
-    base = np.full(nm, -1, dtype=np.int64)
+    for mu in range(nm):
+        base[mu] = -1
     for mu in range(mi + 1, nm):
         if not _checked_above(mi, mu, mem):
             continue
         base[mu] = 0
+        for k in range(3):
+            for e in range(SM[S_LO, k], SM[S_HI, k]):
+                TA[k, mu, e] = 0
         for j in range(mem[mu, M_NOPS]):
             k = _slot_above(mi, mem[mu, M_OP + j], mem[mu, M_LI + j], mem, lv)
             if k < 0:   # the same tile for every combination
@@ -332,10 +338,10 @@ def _ahead_tables(mi, L, C, lv, mem, par, SM):
 
 
 @_inline
-def _choose(mi, mem, par, SM, CT, CC, TA, base):
+def _choose(mi, mem, par, SM, CT, CC, look, TA, base):
     """The combination of candidates (one per operand slot) of least total cost whose tiles fit mi
-    jointly and, where base[mu] >= 0, leave memory mu room for its tiles (`_ahead_tables`: the
-    look-ahead; an empty base checks nothing); ties to the last in the order where the first
+    jointly and, if look and where base[mu] >= 0, leave memory mu room for its tiles
+    (`_ahead_tables`: the look-ahead; look False checks nothing); ties to the last in the order where the first
     operand varies slowest (ZigZag's ``<=``); even mappings: all operands end at the same loop.
     Writes SM[S_CHOICE, j]; False if none. (A binary search over the last operand's candidates,
     whose tile bits mostly grow with the prefix, measured no faster: a memory has few candidates.)"""
@@ -355,7 +361,7 @@ def _choose(mi, mem, par, SM, CT, CC, TA, base):
                 if found and c > bc:
                     continue
                 room = True
-                for mu in range(base.shape[0]):
+                for mu in range(base.shape[0] if look else 0):
                     if base[mu] >= 0 and base[mu] + TA[0, mu, e1] + TA[1, mu, e2] + TA[2, mu, e3] > mem[mu, M_SIZE]:
                         room = False
                         break
@@ -367,20 +373,19 @@ def _choose(mi, mem, par, SM, CT, CC, TA, base):
 
 
 @_inline
-def _decide(mi, L, C, lv, mem, par, SM, CT, CC):
+def _decide(mi, L, C, lv, mem, par, SM, CT, CC, TA, BA):
     """`allocation.allocate`'s choice at memory mi: ZigZag's least-cost combination when the memories
     above can complete it (then it is also the least among those they can: the same choice), else
     the least among those they can (SM[S_FILT, mi] = 1: such a decision is never kept, since which
     combinations the memories above can complete depends on more than the loops it read). False if
-    none."""
+    none. TA, BA: the workspace's look-ahead tables (`_ahead_tables`)."""
     SM[S_FILT, mi] = 0
-    TA, base = np.zeros((3, 1, 1), dtype=np.int64), np.zeros(0, dtype=np.int64)   # no look-ahead
-    if _choose(mi, mem, par, SM, CT, CC, TA, base):
+    if _choose(mi, mem, par, SM, CT, CC, False, TA, BA):
         if _fits_above(mi, SM[S_CHOICE, 0], SM[S_CHOICE, 1], SM[S_CHOICE, 2], L, C, lv, mem, par, SM):
             return True
     SM[S_FILT, mi] = 1
-    TA, base = _ahead_tables(mi, L, C, lv, mem, par, SM)
-    return _choose(mi, mem, par, SM, CT, CC, TA, base)
+    _ahead_tables(mi, L, C, lv, mem, par, SM, TA, BA)
+    return _choose(mi, mem, par, SM, CT, CC, True, TA, BA)
 
 
 @_inline
@@ -423,7 +428,7 @@ def _kept_fits(mi, L, C, lv, mem, par, SM, RG, bnd):
 
 
 @_inline
-def _allocate(L, C, lv, mem, par, SM, RG, CT, CC, bnd):
+def _allocate(L, C, lv, mem, par, SM, RG, CT, CC, bnd, TA, BA):
     """LOMA's bottom-up allocation of the ordering (memories innermost first) into bnd[op, li];
     a memory whose last decision still holds (`_kept`) keeps it. Returns False if no allocation
     fits (a memory cannot hold even the tiles below it, or no combination of tiles fits it)."""
@@ -436,7 +441,7 @@ def _allocate(L, C, lv, mem, par, SM, RG, CT, CC, bnd):
                 SM[S_START, mem[mi, M_OP + j]] = bnd[mem[mi, M_OP + j], mem[mi, M_LI + j]]
             continue
         SM[S_DEP, mi] = _candidates(mi, L, C, lv, mem, par, SM, RG, CT, CC)
-        if SM[S_DEP, mi] < 0 or not _decide(mi, L, C, lv, mem, par, SM, CT, CC):
+        if SM[S_DEP, mi] < 0 or not _decide(mi, L, C, lv, mem, par, SM, CT, CC, TA, BA):
             SM[S_DEP, mi] = -1
             return False
         for op in range(3):  # the starts the look-ahead read (`_kept_fits`)
@@ -687,7 +692,7 @@ def evaluate_batch(O, ft, lv, lvf, mem, memf, par, mac_e, out, wi, wf):
     evaluated), else -1."""
     n, L = O.shape
     nm = mem.shape[0]
-    C, SM, RG, CT, CC, TE, TB, TR, GO, LK, bnd, PREV, FL, TK, TF, RW, ST = _carve(
+    C, SM, RG, CT, CC, TE, TB, TR, GO, LK, bnd, PREV, FL, TK, TA, BA, TF, RW, ST = _carve(
         wi, wf, L, nm, lv.shape[1], _sizes(L, nm, lv.shape[1])[0])
     total = par[P_TOTAL]
     for i in range(n):
@@ -702,7 +707,7 @@ def evaluate_batch(O, ft, lv, lvf, mem, memf, par, mac_e, out, wi, wf):
         _shared(k, RG, LK, TK)
         if not _prefix(O, i, k, ft, C):
             return i
-        if not _allocate(L, C, lv, mem, par, SM, RG, CT, CC, bnd):
+        if not _allocate(L, C, lv, mem, par, SM, RG, CT, CC, bnd, TA, BA):
             out[0, i], out[1, i], out[2, i], out[3, i] = np.inf, np.inf, np.inf, 0.0
             continue
         e, ne = _traffic(O, i, L, C, ft, lv, lvf, mem, par, bnd, TE, TK, RW, TB, TR, TF, LK)

@@ -215,13 +215,13 @@ def build_tables(layer, arch, fit, types, counts, even: bool) -> KernelTables:
 def work_sizes(L, nm, nl):
     """Element counts of the int work arrays in `carve`'s order, and of the float workspace."""
     return (((N_CUM + 2) * (L + 1), 9 * max(nm, 3), 9 * nm, 3 * nm * (L + 1), 3 * nm * (L + 1), 3 * nl, nm,
-             72 * nl, 4 * nm + 2, 12 * nl, 3 * nl, L, 2, 9 * nl), 30 * nl + nm)
+             72 * nl, 4 * nm + 2, 12 * nl, 3 * nl, L, 2, 9 * nl, 3 * nm * (L + 1), nm), 30 * nl + nm)
 
 
 def carve(wi, wf, L, nm, nl, z):
     """The kernel's work arrays as views of an int workspace wi and a float workspace wf (z: the
-    int sizes of `work_sizes`): C, SM, RG, CT, CC, TE, TB, TR, GO, LK, bnd, PREV, FL, TK (int);
-    TF, RW, ST (float). Slicing and reshaping only: the kernel compiles this very function."""
+    int sizes of `work_sizes`): C, SM, RG, CT, CC, TE, TB, TR, GO, LK, bnd, PREV, FL, TK, TA, BA
+    (int); TF, RW, ST (float). Slicing and reshaping only: the kernel compiles this very function."""
     o = [0]
     for x in z:
         o.append(o[-1] + x)
@@ -230,7 +230,8 @@ def carve(wi, wf, L, nm, nl, z):
             wi[o[4]:o[5]].reshape((nm, 3, L + 1)), wi[o[5]:o[6]].reshape((3, nl)), wi[o[6]:o[7]],
             wi[o[7]:o[8]].reshape((6, 12 * nl)), wi[o[8]:o[9]].reshape((2, 2 * nm + 1)),
             wi[o[9]:o[10]].reshape((3, nl, 4)), wi[o[10]:o[11]].reshape((3, nl)), wi[o[11]:o[12]],
-            wi[o[12]:o[13]], wi[o[13]:o[14]].reshape((3, nl, 3)), wf[0:24 * nl].reshape((2, 12 * nl)),
+            wi[o[12]:o[13]], wi[o[13]:o[14]].reshape((3, nl, 3)), wi[o[14]:o[15]].reshape((3, nm, L + 1)),
+            wi[o[15]:o[16]], wf[0:24 * nl].reshape((2, 12 * nl)),
             wf[24 * nl:30 * nl].reshape((3, nl, 2)), wf[30 * nl:30 * nl + nm])
 
 
@@ -245,7 +246,7 @@ def workspace(L: int, nm: int, nl: int) -> tuple[np.ndarray, np.ndarray]:
     leading loops the next ordering shares with the one they were computed for."""
     ni, nf = work_sizes(L, nm, nl)
     wi, wf = np.zeros(sum(ni), dtype=np.int64), np.zeros(nf)
-    C, SM, RG, _, _, _, _, _, _, LK, _, _, _, TK, _, _, _ = views(wi, wf, L, nm, nl)
+    C, SM, RG, _, _, _, _, _, _, LK, _, _, _, TK, _, _, _, _, _ = views(wi, wf, L, nm, nl)
     C[:, 0] = 1
     SM[S_DEP, :] = -1
     RG[:] = -1
