@@ -146,7 +146,9 @@ SPATIAL_PARAMS = (
           "absent = fixed if the accelerator has a [spatial], search if it has only a hint",
           choices=("fixed", "search"), omit_default=True),
     Param("spatial_candidates", "int|all", 3,
-          "spatial = search: unrollings tried per layer (the best by rank; ZigZag's default 3), or \"all\"",
+          "spatial = search: unrollings tried per layer (the best by rank; ZigZag's default 3), or \"all\" "
+          "(in sweep map with objective latency, an unrolling whose latency bound exceeds the best "
+          "found is not run: the same best)",
           low=1, high=1 << 20, omit_default=True),
     Param("spatial_rank", "str", "utilization",
           "spatial = search: how candidates are ranked: utilization (MACs / (PEs x cycles), then the "
