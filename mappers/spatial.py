@@ -32,10 +32,30 @@ An empty unrolling (nothing unrolled) is always in the set unless ``min_utilizat
 ceil(bound_d / F_d)) / PEs`` with ``F_d`` the total factor of ``d`` (padding counts as idle), highest
 first; ties go to the smaller largest factor ``max_d F_d`` (ZigZag's *diversity* term: one loop
 dim unrolled very wide leans on one operand's bandwidth), then to the candidate's position in the
-enumeration (array dims in order, options of each by descending product then hint order). With
-``rank = "probe"`` a pool of the ``4 keep`` (at least 12) best by utilisation is re-ranked by the
-best objective of 64 seeded random temporal orderings on each (`probe_values`), utilisation
-breaking ties. ``keep`` candidates are kept (None = all).
+enumeration (array dims in order, options of each by descending product then hint order).
+
+Utilisation sees padding only. It is blind to two things that decide a GPU-sized array's latency:
+whether the temporal counts left after padding can be split between the memory levels (on the
+h100 preset, B=4096, C=8192, K=57344 unrolled B4 x K33 on the SMs leaves K 218 = 2 x 109 temporal
+iterations: the prime 109 cannot be tiled, so the shared memory's tile loses reuse and its port
+stalls, 1.36x the compute floor, against 1.011x for B11 x K12 at 0.7% less utilisation) and the
+bandwidth each level must then feed (B132 on the SMs tiles well but every SM reads all of W from
+the one L2: 2.0x). So with ``rank = "loma"`` a pool of the
+``4 keep`` (at least 12) best by utilisation is probed by a coarse exhaustive temporal search:
+LOMA at ``lpf_limit`` `LOMA_PROBE_LPFS` (<= 720 orderings, `loma_values`), a real mapping's cost
+that includes every tile and port. Candidates are probed in utilisation order, and one whose
+lower bound (`costmodel.bounds.layer_bound` at its utilisation: compute, every port, forced DRAM
+re-reads) is at least the ``keep``-th best probe value so far is not probed: it cannot enter the
+kept ones. The ``keep`` best by probe value are kept, except that one whose bound is at least the
+best probe value is dropped (a mapping that good exists on another candidate), so between 1 and
+``keep`` candidates go to the temporal search. With ``rank = "probe"`` the pool is re-ranked by
+the best of 64 seeded random temporal orderings on each (`probe_values`; random orderings are a
+noisy rank). ``rank = "auto"`` (the default of the loop-order mappers' ``spatial_rank``) is
+``loma`` under the latency objective, where the misses above were measured, and ``utilization``
+under energy and EDP (on eyeriss_like's and tpu_like's hints the top 3 by utilisation come within
+5.0% and 1.45% of the best candidate's energy, docs/archsearch.md). Ties go to utilisation order. ``keep = None`` keeps every candidate in utilisation
+order whatever the rank (all of them run, so the order cannot change the best).
+``scripts/bench_spatial_choice.py`` measures the rules against the exhaustive spatial search.
 
 **Speed.** The top ``keep`` come from a branch and bound over the array dims (options sorted by
 product; ``prod(factors) / S_a`` bounds the utilisation a dim can still contribute), so a 128 x 128
@@ -60,12 +80,14 @@ from costmodel.loopnest.mapping import RELEVANT, SPATIAL_DIMS, SpatialMapping
 from costmodel.loopnest.reference import operand_bits
 
 __all__ = ["SpatialCandidate", "NoSpatialCandidate", "spatial_candidates", "spatial_mode", "first_missing", "has_candidate", "axis_options", "utilization",
-           "probe_values", "RANKS"]
+           "probe_values", "loma_values", "RANKS", "LOMA_PROBE_LPFS"]
 
 #: Ranking rules of `spatial_candidates`.
-RANKS = ("utilization", "probe")
+RANKS = ("auto", "loma", "utilization", "probe")
 
 _PROBE_ORDERINGS = 64
+#: LOMA's LPF limit of the ``loma`` rank: at most 6! = 720 orderings per candidate.
+LOMA_PROBE_LPFS = 6
 
 
 class NoSpatialCandidate(ValueError):
@@ -262,6 +284,75 @@ def probe_values(layer, arch, spatials, objective: str = "energy", orderings: in
     return out
 
 
+def loma_values(layer, arch, spatials, objective: str = "energy", lpf_limit: int = LOMA_PROBE_LPFS,
+                even: bool = False) -> np.ndarray:
+    """Best ``objective`` of an exhaustive LOMA search at ``lpf_limit`` on each unrolling.
+
+    Each unrolling's temporal LPFs are merged to at most ``lpf_limit`` loops (LOMA's rule,
+    `mappers.loop_order.lpf.merge_lpfs`) and every ordering of them is costed (<= lpf_limit!
+    orderings, bottom-up allocation). The value is that of a real mapping of the candidate, so it
+    sees what utilisation cannot: whether the temporal counts left after padding split between the
+    memory levels (a count with a large prime factor cannot, and the tile at the inner levels loses
+    reuse) and the bandwidth each level must then feed. Shape (len(spatials),); +inf where no
+    ordering is valid.
+
+    Source: the LPF limit is LOMA's (Symons, Mei, Verhelst, AICAS 2021, Sec. III-B).
+    """
+    from costmodel.loopnest.ordering import OrderingEvaluator
+    from mappers.base import objective_index
+    from costmodel.loopnest.mapping import prime_factors
+    from costmodel.workload import LOOP_DIMS
+    from mappers.loop_order.lpf import iter_permutations, merge_lpfs
+    k = objective_index(objective)
+    out = np.full(len(spatials), np.inf)
+    for i, sp in enumerate(spatials):
+        sp.fit(layer)   # (raises as the evaluator would)
+        tb = sp.temporal_bounds(layer)
+        loops = [(d, p) for d in LOOP_DIMS for p in prime_factors(tb[d])]
+        ev = OrderingEvaluator(layer, arch, spatial=sp, factors=merge_lpfs(loops, lpf_limit), even=even)
+        for block in iter_permutations(ev.counts, 0, None, 4096):
+            cost = ev.evaluate(block)
+            vals = np.asarray((cost.energy_pj, cost.latency_cycles, cost.edp)[k], dtype=float)
+            vals = np.where(np.asarray(cost.valid), vals, np.inf)
+            out[i] = min(out[i], float(vals.min()) if vals.size else np.inf)
+    return out
+
+
+def _bound_value(layer, arch, u: float, objective: str) -> float:
+    """A lower bound of ``objective`` for any mapping at utilisation ``u`` (`costmodel.bounds`)."""
+    from costmodel.bounds import layer_bound
+    try:
+        b = layer_bound(layer, arch, u)
+    except ValueError:   # an operand no on-chip memory serves: no bound, nothing skipped
+        return 0.0
+    return {"latency": b.latency_cycles, "energy": b.energy_pj}.get(objective, b.latency_cycles * b.energy_pj)
+
+
+def _loma_rank(layer, arch, pool: list[SpatialCandidate], keep: int, objective: str,
+               even: bool) -> tuple[np.ndarray, list[int]]:
+    """The ``loma`` rank of a utilisation-ordered pool: (probe value per pool entry, +inf where
+    not probed; the kept pool indices, best first).
+
+    Candidates are probed (`loma_values`) in utilisation order; one whose lower bound
+    (`costmodel.bounds.layer_bound` at its utilisation) is at least the ``keep``-th best probe value
+    so far is not probed: it cannot enter the kept ones. Of the ``keep`` best by probe value, one
+    whose bound is at least the best probe value is dropped (a mapping that good is known on
+    another candidate), so between 1 and ``keep`` candidates are kept.
+    """
+    vals = np.full(len(pool), np.inf)
+    bounds = [_bound_value(layer, arch, c.utilization, objective) for c in pool]
+    probed: list[int] = []
+    for i, c in enumerate(pool):
+        kth = sorted(vals[j] for j in probed)[keep - 1] if len(probed) >= keep else np.inf
+        if bounds[i] >= kth:
+            continue
+        vals[i] = loma_values(layer, arch, [c.spatial], objective, even=even)[0]
+        probed.append(i)
+    order = sorted(probed, key=lambda i: (vals[i], i))[:keep]
+    best = vals[order[0]]
+    return vals, [order[0]] + [i for i in order[1:] if bounds[i] < best]
+
+
 def spatial_mode(problem, params) -> str:
     """"fixed" or "search": ``params['spatial']`` if given; else fixed when the problem or the
     accelerator has a spatial unrolling, search when the accelerator has only a hint."""
@@ -287,7 +378,8 @@ def spatial_candidates(layer, arch, hint=None, keep: int | None = 3, rank: str =
         arch: a loop-nest `Accelerator`.
         hint: the `SpatialHint`; None = ``arch.spatial_hint``.
         keep: how many to keep (None = all, best first).
-        rank: "utilization" or "probe" (`RANKS`).
+        rank: `RANKS`: "auto" (loma under the latency objective, else utilization), "loma",
+            "utilization" or "probe".
         objective: what the probe minimises ("energy", "latency", "edp").
         even: even mapping in the probe.
 
@@ -305,23 +397,29 @@ def spatial_candidates(layer, arch, hint=None, keep: int | None = 3, rank: str =
                          f"(or use spatial = \"fixed\")")
     if rank not in RANKS:
         raise ValueError(f"spatial rank {rank!r}: expected one of {list(RANKS)}")
+    if rank == "auto":
+        rank = "loma" if objective == "latency" else "utilization"
     try:
-        ckey = (layer, id(arch), repr(hint), keep, rank, objective if rank == "probe" else None, even)
+        ckey = (layer, id(arch), repr(hint), keep, rank, objective if rank != "utilization" else None, even)
         hit = _CACHE.get(ckey)
     except TypeError:
         ckey, hit = None, None
     if hit is not None:
         _CACHE.move_to_end(ckey)
         return hit[1]
-    if rank == "utilization":
+    if rank == "utilization" or keep is None:   # every candidate runs: the order cannot change the best
         out = _enumerate(layer, arch, hint, keep)
     else:
-        pool = _enumerate(layer, arch, hint, None if keep is None else max(4 * keep, 12))
-        vals = probe_values(layer, arch, [c.spatial for c in pool], objective, even=even)
-        order = sorted(range(len(pool)), key=lambda i: (vals[i], i))
+        pool = _enumerate(layer, arch, hint, max(4 * keep, 12))
+        if not pool:
+            vals, order = np.zeros(0), []
+        elif rank == "probe":
+            vals = probe_values(layer, arch, [c.spatial for c in pool], objective, even=even)
+            order = sorted(range(len(pool)), key=lambda i: (vals[i], i))[:keep]
+        else:
+            vals, order = _loma_rank(layer, arch, pool, keep, objective, even)
         out = [SpatialCandidate(pool[i].spatial, pool[i].utilization, pool[i].max_factor, pool[i].key,
                                 float(vals[i])) for i in order]
-        out = out if keep is None else out[:keep]
     if not out:
         raise _no_candidate(layer, arch, hint)
     if ckey is not None:

@@ -150,9 +150,13 @@ SPATIAL_PARAMS = (
           "(in sweep map with objective latency, an unrolling whose latency bound exceeds the best "
           "found is not run: the same best)",
           low=1, high=1 << 20, omit_default=True),
-    Param("spatial_rank", "str", "utilization",
-          "spatial = search: how candidates are ranked: utilization (MACs / (PEs x cycles), then the "
-          "smaller largest factor) or probe (best objective of 64 random orderings per unrolling)",
+    Param("spatial_rank", "str", "auto",
+          "spatial = search: how candidates are ranked: auto (loma under the latency objective, else "
+          "utilization), loma (of the 12 best by utilisation, those whose "
+          "bound can still win are probed by an exhaustive LOMA at lpf_limit 6; kept by the probe's best "
+          "objective, one whose bound cannot beat the best probe dropped), utilization (MACs / (PEs x "
+          "cycles), then the smaller largest factor) or probe (best objective of 64 random orderings "
+          "per unrolling)",
           choices=RANKS, omit_default=True),
 )
 
@@ -217,7 +221,7 @@ class LoopOrderMapper(LayerMapper):
         """The problem's spatial candidates (`mappers.spatial.spatial_candidates`), best first."""
         k = params.get("spatial_candidates", 3)
         return spatial_candidates(problem.layer, problem.arch, keep=None if k == "all" else int(k),
-                                  rank=str(params.get("spatial_rank", "utilization")),
+                                  rank=str(params.get("spatial_rank", "auto")),
                                   objective=problem.objective, even=problem.even)
 
     def units(self, problem: LayerProblem, params: Mapping[str, Any]) -> list[WorkUnit]:

@@ -67,7 +67,7 @@ class LomaMapper(LoopOrderMapper):
     """
 
     name = "loma"
-    version = "1"
+    version = "2"  # 2: spatial_rank "auto" (loma under the latency objective) is the default
     latency_ties = 1  # ties on latency broken by energy (mappers.base.rank_key)
     kind = "loopnest"
     params = (

@@ -101,7 +101,7 @@ class RandomMapper(LoopOrderMapper):
     """
 
     name = "random"
-    version = "1"
+    version = "2"  # 2: spatial_rank "auto" (loma under the latency objective) is the default
     latency_ties = 1  # latency ties broken by energy; such a tie-break resets patience (module docstring)
     kind = "loopnest"
     params = (

@@ -457,7 +457,7 @@ class SalsaMapper(LoopOrderMapper):
     """
 
     name = "salsa"
-    version = "4"
+    version = "5"  # 5: spatial_rank "auto" (loma under the latency objective) is the default
     latency_ties = 1  # ties on latency broken by energy (mappers.base.rank_key)
     kind = "loopnest"
     params = (

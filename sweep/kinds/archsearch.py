@@ -183,8 +183,14 @@ def _design_seconds(campaign: Any) -> tuple[float | None, str, str]:
     acc = sp.template.design(sp.point(len(sp) // 2))
     layers = {canonical_json(l.hash_fields()): l for net in c.networks for l, _ in net.unique()}
     total = 0.0
+    from mappers import get_mapper
+    params = dict(spec.params)
+    if any(p.name == "spatial_rank" for p in get_mapper(spec.name).params):
+        # the units of the top candidates by utilisation: as many as any rank keeps (the probe ranks
+        # keep at most as many), without the probes' kernel runs
+        params["spatial_rank"] = "utilization"
     for layer in layers.values():
-        prob = Problem.layer(spec.name, layer, acc, objective=objective, params=spec.params, seed=c.seeds[0])
+        prob = Problem.layer(spec.name, layer, acc, objective=objective, params=params, seed=c.seeds[0])
         try:
             units = prob.units()
         except Exception:  # noqa: BLE001 - no mapping fits: an error row, no time

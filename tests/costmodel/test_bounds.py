@@ -144,7 +144,8 @@ def test_skipping_units_by_floor_keeps_the_best():
     skipped = 0
     for layer, _ in build_transformer("gpt2", phase="prefill", batch=1, seq=256).unique():
         prob = Problem.layer("salsa", layer, acc, objective="latency",
-                             params={"spatial": "search", "chains": 2, "iterations": 20, "max_evaluations": 200},
+                             params={"spatial": "search", "spatial_rank": "utilization", "chains": 2,
+                                     "iterations": 20, "max_evaluations": 200},
                              seed=1)
         full, fast = prob.solve(), prob.solve(skip_by_floor=True)
         assert (fast.best.value, fast.best.loops, fast.best.extra["spatial"]) == \
