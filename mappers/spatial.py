@@ -310,7 +310,7 @@ def loma_values(layer, arch, spatials, objective: str = "energy", lpf_limit: int
         tb = sp.temporal_bounds(layer)
         loops = [(d, p) for d in LOOP_DIMS for p in prime_factors(tb[d])]
         ev = OrderingEvaluator(layer, arch, spatial=sp, factors=merge_lpfs(loops, lpf_limit), even=even)
-        for block in iter_permutations(ev.counts, 0, None, 4096):
+        for block in iter_permutations([int(c) for c in ev.counts], 0, None, 4096):
             cost = ev.evaluate(block)
             vals = np.asarray((cost.energy_pj, cost.latency_cycles, cost.edp)[k], dtype=float)
             vals = np.where(np.asarray(cost.valid), vals, np.inf)
