@@ -153,7 +153,7 @@ SPATIAL_PARAMS = (
     Param("spatial_rank", "str", "auto",
           "spatial = search: how candidates are ranked: auto (loma under the latency objective, else "
           "utilization), loma (of the 12 best by utilisation, those whose "
-          "bound can still win are probed by an exhaustive LOMA at lpf_limit 6; kept by the probe's best "
+          "bound can still win are probed by an exhaustive LOMA of at most 2,520 orderings; kept by the probe's best "
           "objective, one whose bound cannot beat the best probe dropped), utilization (MACs / (PEs x "
           "cycles), then the smaller largest factor) or probe (best objective of 64 random orderings "
           "per unrolling)",

@@ -17,7 +17,9 @@ from costmodel.loopnest.arch import load_accelerator
 from costmodel.workload import Layer
 from mappers import get_mapper
 from mappers.base import check_params
-from mappers.spatial import LOMA_PROBE_LPFS, _enumerate, loma_values, spatial_candidates
+from costmodel.loopnest.mapping import prime_factors
+from mappers.loop_order.lpf import lpf_types, merge_lpfs, multiset_count
+from mappers.spatial import LOMA_PROBE_ORDERINGS, _enumerate, loma_values, spatial_candidates
 from sweep.engine.problem import Problem
 
 GEMMS = [("h100", 4096, 8192, 57344), ("h100", 4096, 57344, 8192), ("h100", 8192, 8192, 8192),
@@ -40,14 +42,20 @@ def test_pruned_probe_keeps_what_probing_every_candidate_keeps(arch, m, k, n):
     assert all(every[i] >= bounds[i] * (1 - 1e-9) for i in range(len(pool)))
 
 
-def test_probe_is_an_exhaustive_loma_at_the_lpf_limit():
+def test_probe_is_an_exhaustive_loma_at_the_largest_lpf_limit_within_the_budget():
     acc = load_accelerator("a100")
     layer = Layer("g", kind="matmul", B=512, C=4096, K=4096)
     c = spatial_candidates(layer, acc, keep=1, rank="utilization")[0]
+    tb = c.spatial.temporal_bounds(layer)
+    loops = [(d, p) for d in "BCK" for p in prime_factors(tb[d])]
+    # the limit by hand: the largest number of loops whose LOMA merge has <= 2,520 orderings
+    limit = max(n for n in range(1, len(loops) + 1)
+                if multiset_count(lpf_types(merge_lpfs(loops, n))[1]) <= LOMA_PROBE_ORDERINGS)
+    assert 6 <= limit < len(loops)
     loma = get_mapper("loma")
-    prob = Problem.layer("loma", layer, acc, objective="latency", params={"lpf_limit": LOMA_PROBE_LPFS}, seed=0)
+    prob = Problem.layer("loma", layer, acc, objective="latency", params={"lpf_limit": limit}, seed=0)
     inst = replace(prob.instance, spatial=c.spatial)
-    params = check_params(loma.params, {"lpf_limit": LOMA_PROBE_LPFS})[0]
+    params = check_params(loma.params, {"lpf_limit": limit})[0]
     r = loma.reduce([loma.run(inst, u, params) for u in loma.units(inst, params)])
     assert loma_values(layer, acc, [c.spatial], "latency")[0] == r.latency_cycles
 
