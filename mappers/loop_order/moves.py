@@ -58,12 +58,16 @@ class PairStream:
         self.buf: list[int] = rng.integers(0, len(pairs), size=chunk).tolist()
         self.pos = 0
 
+    def more(self) -> None:
+        """Extend the buffer by one chunk of draws."""
+        self.buf.extend(self.rng.integers(0, len(self.pairs), size=self.chunk).tolist())
+
     def propose(self, o: list) -> list:
         """``o`` with a uniformly random pair (i, j), o[i] != o[j], swapped (rejection sampling)."""
         buf, pos, pairs = self.buf, self.pos, self.pairs
         while True:
             if pos == len(buf):
-                buf.extend(self.rng.integers(0, len(pairs), size=self.chunk).tolist())
+                self.more()
             i, j = pairs[buf[pos]]
             pos += 1
             if o[i] != o[j]:
@@ -82,12 +86,16 @@ class MoveStream:
         self.buf: list[float] = rng.random(self.chunk).tolist()
         self.pos = 0
 
+    def more(self) -> None:
+        """Extend the buffer by one chunk of uniforms."""
+        self.buf.extend(self.rng.random(self.chunk).tolist())
+
     def propose(self, o: list) -> list:
         """A new ordering (a list) one mixed move away from ``o``."""
         n = self.n
         while True:
             if self.pos + 4 > len(self.buf):
-                self.buf.extend(self.rng.random(self.chunk).tolist())
+                self.more()
             u0, u1, u2, u3 = self.buf[self.pos:self.pos + 4]
             self.pos += 4
             if u0 < self.share:

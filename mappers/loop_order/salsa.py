@@ -163,22 +163,23 @@ shards of LOMA's enumeration (`mappers.loop_order.loma`). `reduce` keeps the bes
 
 from __future__ import annotations
 
-import math
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from mappers.annealing import log_accept_arg
-from mappers.base import LayerProblem, Param, SearchResult, WorkUnit, best_of, chain_seeds, objective_index
+from mappers.base import LayerProblem, Param, SearchResult, WorkUnit, best_of, chain_seeds
 from mappers.loop_order.base import (SPATIAL_PARAMS, LoopOrderMapper, least_energy_tie, make_result, problem_counts,
                                      problem_evaluator)
+from mappers.loop_order.annealer import (INIT_TRIES, MOVES, NORMALISE, ChainResult, anneal, random_orderings,
+                                         single_row)
 from mappers.loop_order.loma import exhaustive_range
-from mappers.loop_order.lpf import expand, iter_permutations, multiset_count, shard_range
-from mappers.loop_order.moves import BLOCK_MAX, MoveStream, PairStream, descend_ends, fit_surrogate
+from mappers.loop_order.lpf import iter_permutations, multiset_count, shard_range
+from mappers.loop_order.moves import descend_ends, fit_surrogate
 
-__all__ = ["AUTO_EXHAUSTIVE_FACTOR", "DEFAULT_SCHEDULE", "PAPER_SCHEDULE", "ChainResult", "anneal", "random_orderings",
+__all__ = ["AUTO_EXHAUSTIVE_FACTOR", "DEFAULT_SCHEDULE", "INIT_TRIES", "PAPER_SCHEDULE", "ChainResult", "anneal",
+           "random_orderings",
            "chain_seeds", "SalsaMapper", "SALSA"]
 
 #: ``engine="auto"`` takes the exhaustive path when the number of orderings is at most
@@ -191,12 +192,6 @@ __all__ = ["AUTO_EXHAUSTIVE_FACTOR", "DEFAULT_SCHEDULE", "PAPER_SCHEDULE", "Chai
 #: (16 chains x 150 iterations) layers of up to 7,200 orderings are searched exhaustively.
 AUTO_EXHAUSTIVE_FACTOR = 3
 
-#: Random orderings tried at most for a valid initial state.
-INIT_TRIES = 1000
-
-_NORMALISE = ("initial", "best", "log", "zigzag")
-#: Proposal kinds: SALSA's swap (eq. 2) only, or swaps mixed with block moves and reversals.
-MOVES = ("swap", "mixed")
 #: The paper's schedule (SALSA section V-A): one chain of 1000 swaps, T0 = 0.05, rho = 0.999.
 PAPER_SCHEDULE = {"iterations": 1000, "t0": 0.05, "rho": 0.999, "chains": 1, "normalise": "log", "moves": "swap",
                   "descent": False}
@@ -204,214 +199,6 @@ PAPER_SCHEDULE = {"iterations": 1000, "t0": 0.05, "rho": 0.999, "chains": 1, "no
 #: evaluations per run (issue 13; module docstring, "Final descent" and "Default schedule").
 DEFAULT_SCHEDULE = {"iterations": 150, "t0": 0.0044, "rho": 0.9, "chains": 16, "normalise": "log",
                     "moves": "mixed", "swap_share": 0.32, "descent": True, "surrogate": True, "max_evaluations": 4000}
-
-
-def random_orderings(rng: np.random.Generator, counts, size: int) -> np.ndarray:
-    """``size`` uniformly random orderings of the multiset ``counts``, int64 of shape (size, n).
-
-    Each row uses n doubles of ``rng`` (sorted keys), so a stream drawn in pieces equals one drawn
-    at once.
-    """
-    base = expand(counts)
-    keys = rng.random((size, len(base)))
-    return base[np.argsort(keys, axis=1, kind="stable")]
-
-
-
-@dataclass
-class ChainResult:
-    """One annealing chain.
-
-    ``value`` best objective (+inf: no valid state found); ``ordering`` its type ids (n,) or None;
-    ``v0`` the initial state's objective; ``evaluations`` evaluator rows (initial tries + one per
-    proposal not evaluated before by this chain; repeats are looked up); ``accepted`` accepted
-    moves; ``history`` (iterations + 1,) objective of the initial state then of every *proposed*
-    state (accepted or not), in evaluation order; ``seen`` the orderings the chain evaluated
-    (tuple -> objective; None if it did not run), which the final descent looks up.
-    """
-
-    value: float
-    ordering: np.ndarray | None
-    v0: float
-    evaluations: int
-    accepted: int
-    history: np.ndarray
-    seen: dict | None = field(default=None, repr=False, compare=False)
-
-
-def _initial(ev, objective: str, rng: np.random.Generator):
-    """A random valid ordering: first of up to INIT_TRIES random draws (1, then batches of 111)."""
-    tried = 0
-    size = 1
-    while tried < INIT_TRIES:
-        cand = random_orderings(rng, ev.counts, size)
-        vals = ev.objective(cand, objective)
-        tried += size
-        ok = np.flatnonzero(np.isfinite(vals))
-        if len(ok):
-            return cand[ok[0]], float(vals[ok[0]]), tried
-        size = min(111, INIT_TRIES - tried)
-    return cand[0], float("inf"), tried
-
-
-def anneal(ev, objective: str, rngs: Sequence[np.random.Generator], iterations: int = 1000, t0: float = 0.05,
-           rho: float = 0.999, normalise: str = "log", moves: str = "swap",
-           swap_share: float = 1.0 / 3.0) -> list[ChainResult]:
-    """Run ``len(rngs)`` annealing chains; several run in lockstep (one evaluator call per iteration).
-
-    Chain k uses only ``rngs[k]``, in a fixed order (initial state, acceptance uniforms, pair
-    indices), and the same floating-point operations either way, so a chain gives exactly the same
-    result alone (scalar fast path) or in lockstep with others.
-
-    Acceptance (eq. 3) is tested as log(u) < (V - V') / T with u uniform in [0, 1), i.e.
-    u < exp((V - V') / T); V normalised as ``normalise`` says (see the module docstring).
-    Invalid proposals (+inf) are always rejected.
-
-    Args:
-        ev: ordering evaluator (``counts``, ``objective(orderings, objective)``).
-        objective: "energy" | "latency" | "edp".
-        rngs: one Generator per chain.
-        iterations: I, proposals per chain.
-        t0, rho: initial temperature and geometric cooling factor, T_i = t0 * rho^i, i = 0 .. I-1.
-        normalise: "log" | "initial" | "best" | "zigzag" (see the module docstring).
-        moves: "swap" (eq. 2) or "mixed" (swaps with probability ``swap_share``, else block moves
-            and segment reversals in equal shares; see the module docstring).
-        swap_share: share of swaps among "mixed" proposals, in [0, 1].
-
-    Returns:
-        One `ChainResult` per chain.
-
-    Raises:
-        ValueError: unknown ``normalise``.
-    """
-    if normalise not in _NORMALISE:
-        raise ValueError(f"normalise must be one of {_NORMALISE}, got {normalise!r}")
-    if moves not in MOVES:
-        raise ValueError(f"moves must be one of {MOVES}, got {moves!r}")
-    counts = np.asarray(ev.counts)
-    n = int(counts.sum())
-    init = [_initial(ev, objective, r) for r in rngs]
-    if (counts > 0).sum() < 2 or iterations == 0:
-        return [ChainResult(x, o if np.isfinite(x) else None, x, k, 0, np.array([x])) for o, x, k in init]
-    temps = (t0 * rho ** np.arange(iterations)).tolist()
-    iu, ju = np.triu_indices(n, 1)
-    pairs = list(zip(iu.tolist(), ju.tolist()))
-    draws: list[tuple[list[float], PairStream | MoveStream] | None] = []  # None: no valid start
-    for (o, x, k), r in zip(init, rngs):
-        if not np.isfinite(x):
-            draws.append(None)
-            continue
-        with np.errstate(divide="ignore"):
-            log_u = np.log(r.random(iterations)).tolist()
-        stream = (PairStream(r, pairs, 2 * iterations + 16) if moves == "swap"
-                  else MoveStream(r, n, 2 * iterations + 16, swap_share))
-        draws.append((log_u, stream))
-    if len(rngs) == 1:
-        (o, x, k), = init
-        if draws[0] is None:
-            return [ChainResult(x, None, x, k, 0, np.array([x]))]
-        return [_anneal_one(ev, objective, o, x, k, draws[0], temps, normalise)]
-    return _anneal_lockstep(ev, objective, init, draws, temps, normalise)
-
-
-def _single_row(ev, objective: str) -> Callable[[list], float]:
-    """Objective of one ordering given as a list: the evaluator's scalar ``evaluate_one`` if it
-    has one (same numbers as the batched path, without NumPy per call), else a 1-row batch."""
-    one = getattr(ev, "evaluate_one", None)
-    if one is not None:
-        k = objective_index(objective)
-        return lambda o: float(one(o)[k])
-    return lambda o: float(ev.objective(np.array([o], dtype=np.int64), objective)[0])
-
-
-def _anneal_one(ev, objective, o, x, k, draws, temps, normalise) -> ChainResult:
-    """One chain, scalar bookkeeping around single-ordering evaluator calls.
-
-    Proposals already evaluated by this chain are looked up (same value, no evaluator call)."""
-    log_u, stream = draws
-    f = _single_row(ev, objective)
-    cur = o.tolist()
-    v = v0 = x
-    best_v, best_o = x, tuple(cur)
-    memo = {best_o: x}
-    ref = v0
-    hist = [x]
-    accepted = 0
-    evals = k
-    isinf = math.isinf
-    for it in range(len(temps)):
-        p = stream.propose(cur)
-        key = tuple(p)
-        vn = memo.get(key)
-        if vn is None:
-            vn = memo[key] = f(p)
-            evals += 1
-        hist.append(vn)
-        if not isinf(vn) and log_u[it] < log_accept_arg(v, vn, ref, temps[it], normalise):
-            cur, v = p, vn
-            accepted += 1
-            if vn < best_v:
-                best_v, best_o = vn, key
-                if normalise == "best":
-                    ref = best_v
-    return ChainResult(best_v, np.array(best_o, dtype=np.int64), v0, evals, accepted, np.array(hist), memo)
-
-
-def _anneal_lockstep(ev, objective, init, draws, temps, normalise) -> list[ChainResult]:
-    """Several chains, one batched evaluator call per iteration for the proposals not seen before
-    by their chain (dead chains, without a valid initial state, do not run)."""
-    live = [k for k, d in enumerate(draws) if d is not None]
-    iters = len(temps)
-    cur = [init[k][0].tolist() for k in live]
-    v = [init[k][1] for k in live]
-    ref = list(v)
-    best_v = list(v)
-    best_o = [tuple(o) for o in cur]
-    memo = [{best_o[r]: v[r]} for r in range(len(live))]
-    evals = [init[k][2] for k in live]
-    hist = np.empty((iters + 1, len(live)))
-    hist[0] = v
-    accepted = [0] * len(live)
-    props: list[list] = [[] for _ in live]
-    keys = [()] * len(live)
-    vals = [0.0] * len(live)
-    isinf = math.isinf
-    for it in range(iters):
-        todo = []
-        for r, k in enumerate(live):
-            props[r] = p = draws[k][1].propose(cur[r])
-            keys[r] = key = tuple(p)
-            got = memo[r].get(key)
-            if got is None:
-                todo.append(r)
-            else:
-                vals[r] = got
-        if todo:
-            out = ev.objective(np.array([keys[r] for r in todo], dtype=np.int64), objective).tolist()
-            for r, vn in zip(todo, out):
-                vals[r] = memo[r][keys[r]] = float(vn)
-                evals[r] += 1
-        hist[it + 1] = vals
-        t = temps[it]
-        for r in range(len(live)):
-            vn = vals[r]
-            if not isinf(vn) and draws[live[r]][0][it] < log_accept_arg(v[r], vn, ref[r], t, normalise):
-                cur[r], v[r] = props[r], vn
-                accepted[r] += 1
-                if vn < best_v[r]:
-                    best_v[r], best_o[r] = vn, keys[r]
-                    if normalise == "best":
-                        ref[r] = vn
-    out = []
-    for k in range(len(init)):
-        o, x, e = init[k]
-        if k in live:
-            r = live.index(k)
-            out.append(ChainResult(best_v[r], np.array(best_o[r], dtype=np.int64), x, evals[r], accepted[r],
-                                   hist[:, r].copy(), memo[r]))
-        else:
-            out.append(ChainResult(x, None, x, e, 0, np.array([x])))
-    return out
 
 
 def _final_descent(ev, objective: str, chains: Sequence[ChainResult], budget: int | None,
@@ -422,14 +209,14 @@ def _final_descent(ev, objective: str, chains: Sequence[ChainResult], budget: in
     ``surrogate``. Returns (best value, its ordering, evaluations)."""
     seen: dict[tuple, float] = {}
     for r in chains:
-        seen.update(r.seen or {})
+        seen.update(r.memo() or {})
     ends = list({tuple(r.ordering.tolist()): r.value for r in chains
                  if np.isfinite(r.value) and r.ordering is not None}.items())  # finite value: an ordering
     best = min(chains, key=lambda r: r.value)
     if not ends:
         return best.value, best.ordering, 0
     weights = fit_surrogate(seen, len(ev.counts)) if surrogate else None
-    value, ordering, used = descend_ends(_single_row(ev, objective), ends, 10**12 if budget is None else budget, rng,
+    value, ordering, used = descend_ends(single_row(ev, objective), ends, 10**12 if budget is None else budget, rng,
                                          seen, weights)
     if value < best.value:
         return value, np.array(ordering, dtype=np.int64), used
@@ -477,7 +264,7 @@ class SalsaMapper(LoopOrderMapper):
               low=0),
         Param("normalise", "str", DEFAULT_SCHEDULE["normalise"],
               "V in exp((V - V')/T): ln(cost), cost / initial cost, cost / best so far, or ZigZag's V/V' - 1",
-              choices=_NORMALISE),
+              choices=NORMALISE),
         Param("moves", "str", DEFAULT_SCHEDULE["moves"],
               "proposals: swap (eq. 2, the paper) or mixed (swaps, block moves and reversals)",
               choices=MOVES),
@@ -580,7 +367,7 @@ class SalsaMapper(LoopOrderMapper):
                          else 0.0)
             evals += used
         if problem.objective == "latency":
-            ordering = least_energy_tie(ev, value, ordering, [r.seen for r in res])
+            ordering = least_energy_tie(ev, value, ordering, [r.memo() for r in res])
         return make_result(ev, problem, self.name, "sa", ordering, value, evals,
                            time.perf_counter() - t_start, seed=seeds[best], history=history, extra=extra)
 
