@@ -30,7 +30,8 @@ on layer2.0.conv2); an SA move leaves the loops below it.
 
 The functions are plain Python decorated with `_jit`: compiled by Numba (``cache=True``: machine
 code cached in ``__pycache__``) when the module is loaded as `costmodel.loopnest.kernel` and numba
-is importable and not disabled (``DSE_SWEEP_NO_NUMBA=1``); `python_kernel` loads this same file a
+is importable and not disabled (``DSE_SWEEP_NO_NUMBA=1``; the cache key also holds a hash of the
+kernel's source files, `KERNEL_SOURCES`, so a change in any of them recompiles it); `python_kernel` loads this same file a
 second time with `_jit` the identity, the interpreted twin used by ``backend="python"``.
 `evaluate_batch` borrows every array it is given (`borrow`: views without Numba's reference
 counting, which took most of its time in the helpers' array arguments: 2.3-2.8x on LOMA's conv3_2).
@@ -38,7 +39,9 @@ counting, which took most of its time in the helpers' array arguments: 2.3-2.8x 
 
 from __future__ import annotations
 
+import hashlib
 import os
+from pathlib import Path
 from types import ModuleType
 
 import numpy as np
@@ -52,7 +55,7 @@ from .tables import (LV_EVERY, LV_EXT, LV_FINOK, LV_G, LV_MC, LV_MEXT, LV_MG, LV
 from .borrow import borrow_intrinsic
 from .window import window_rows
 
-__all__ = ["evaluate_batch", "python_kernel", "numba_disabled", "JIT"]
+__all__ = ["evaluate_batch", "python_kernel", "numba_disabled", "JIT", "KERNEL_SOURCES"]
 
 
 def numba_disabled() -> bool:
@@ -689,48 +692,60 @@ _sizes = _inline(work_sizes)
 _carve = _inline(carve)
 
 
-@_jit
-def evaluate_batch(O, ft, lv, lvf, mem, memf, par, mac_e, out, wi, wf):
-    """Costs of the orderings O (n, L) of loop-type ids, innermost loop first, into out (4, n):
-    energy (pJ), latency (cycles), EDP, valid (1.0 / 0.0); invalid orderings (no allocation fits)
-    get inf costs. memf is not read (each operand's port at a level is in lvf). wi / wf: the evaluator's workspace (`tables.workspace`); after the call its RW,
-    bnd and ST (`tables.carve`) hold the access counts, boundaries and stalls of the last row evaluated. Returns
-    the index of the first row with a type id out of range (rows from there on are not
-    evaluated), else -1."""
-    O, ft, lv, lvf, mem, par, out, wi, wf = (_borrow(O), _borrow(ft), _borrow(lv), _borrow(lvf), _borrow(mem),
-                                             _borrow(par), _borrow(out), _borrow(wi), _borrow(wf))  # no counting
-    n, L = O.shape
-    nm = mem.shape[0]
-    C, SM, RG, CT, CC, TE, TB, TR, GO, LK, bnd, PREV, FL, TK, TA, BA, TF, RW, ST = _carve(
-        wi, wf, L, nm, lv.shape[1], _sizes(L, nm, lv.shape[1])[0])
-    total = par[P_TOTAL]
-    for i in range(n):
-        k = 0
-        if i > 0:
-            while k < L and O[i, k] == O[i - 1, k]:
-                k += 1
-        elif FL[F_PREV] != 0:
-            while k < L and O[0, k] == PREV[k]:
-                k += 1
-        FL[F_PREV] = 0
-        _shared(k, RG, LK, TK)
-        if not _prefix(O, i, k, ft, C):
-            return i
-        if not _allocate(L, C, lv, mem, par, SM, RG, CT, CC, bnd, TA, BA):
-            out[0, i], out[1, i], out[2, i], out[3, i] = np.inf, np.inf, np.inf, 0.0
-            continue
-        e, ne = _traffic(O, i, L, C, ft, lv, lvf, mem, par, bnd, TE, TK, RW, TB, TR, TF, LK)
-        if FL[F_PORTS] == 0:
-            _ports(ne, TR, GO, mem)
-            FL[F_PORTS] = 1
-        energy = mac_e + e
-        latency = float(total) + _latency(ne, TR, TF, GO, mem, TB, total, ST)
-        out[0, i], out[1, i], out[2, i], out[3, i] = energy, latency, energy * latency, 1.0
-    for e in range(L):
-        PREV[e] = O[n - 1, e]
-    FL[F_PREV] = 1 if n > 0 else 0
-    return -1
+def _make_evaluate_batch(sources: str):
+    """`evaluate_batch`, compiled as a closure over ``sources`` (`KERNEL_SOURCES`) alone: Numba keys
+    its on-disk cache by this file's time stamp and by a closure's values, so a change in a file
+    the kernel compiles from (tables.py, window.py, borrow.py) recompiles it too."""
 
+    def evaluate_batch(O, ft, lv, lvf, mem, memf, par, mac_e, out, wi, wf):
+        """Costs of the orderings O (n, L) of loop-type ids, innermost loop first, into out (4, n):
+        energy (pJ), latency (cycles), EDP, valid (1.0 / 0.0); invalid orderings (no allocation fits)
+        get inf costs. memf is not read (each operand's port at a level is in lvf). wi / wf: the evaluator's workspace (`tables.workspace`); after the call its RW,
+        bnd and ST (`tables.carve`) hold the access counts, boundaries and stalls of the last row evaluated. Returns
+        the index of the first row with a type id out of range (rows from there on are not
+        evaluated), else -1."""
+        O, ft, lv, lvf, mem, par, out, wi, wf = (_borrow(O), _borrow(ft), _borrow(lv), _borrow(lvf), _borrow(mem),
+                                                 _borrow(par), _borrow(out), _borrow(wi), _borrow(wf))  # no counting
+        assert len(sources) > 0   # the closure's value: part of the cache key
+        n, L = O.shape
+        nm = mem.shape[0]
+        C, SM, RG, CT, CC, TE, TB, TR, GO, LK, bnd, PREV, FL, TK, TA, BA, TF, RW, ST = _carve(
+            wi, wf, L, nm, lv.shape[1], _sizes(L, nm, lv.shape[1])[0])
+        total = par[P_TOTAL]
+        for i in range(n):
+            k = 0
+            if i > 0:
+                while k < L and O[i, k] == O[i - 1, k]:
+                    k += 1
+            elif FL[F_PREV] != 0:
+                while k < L and O[0, k] == PREV[k]:
+                    k += 1
+            FL[F_PREV] = 0
+            _shared(k, RG, LK, TK)
+            if not _prefix(O, i, k, ft, C):
+                return i
+            if not _allocate(L, C, lv, mem, par, SM, RG, CT, CC, bnd, TA, BA):
+                out[0, i], out[1, i], out[2, i], out[3, i] = np.inf, np.inf, np.inf, 0.0
+                continue
+            e, ne = _traffic(O, i, L, C, ft, lv, lvf, mem, par, bnd, TE, TK, RW, TB, TR, TF, LK)
+            if FL[F_PORTS] == 0:
+                _ports(ne, TR, GO, mem)
+                FL[F_PORTS] = 1
+            energy = mac_e + e
+            latency = float(total) + _latency(ne, TR, TF, GO, mem, TB, total, ST)
+            out[0, i], out[1, i], out[2, i], out[3, i] = energy, latency, energy * latency, 1.0
+        for e in range(L):
+            PREV[e] = O[n - 1, e]
+        FL[F_PREV] = 1 if n > 0 else 0
+        return -1
+
+    return _jit(evaluate_batch)
+
+
+#: sha256 of the source files the kernel compiles from
+KERNEL_SOURCES = hashlib.sha256(b"".join((Path(__file__).parent / f).read_bytes()
+                                         for f in ("kernel.py", "tables.py", "window.py", "borrow.py"))).hexdigest()
+evaluate_batch = _make_evaluate_batch(KERNEL_SOURCES)
 
 def python_kernel():
     """This module loaded a second time, interpreted (its `_jit` the identity): the kernel that

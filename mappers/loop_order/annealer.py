@@ -19,7 +19,6 @@ import numpy as np
 
 from mappers.annealing import log_accept_arg
 from mappers.base import objective_index
-from mappers.loop_order.chain import NORMALISE_CODE, compiled, run_chains
 from mappers.loop_order.lpf import expand
 from mappers.loop_order.moves import BLOCK_MAX, MoveStream, PairStream
 
@@ -154,10 +153,20 @@ def anneal(ev, objective: str, rngs: Sequence[np.random.Generator], iterations: 
     return _anneal_lockstep(ev, objective, init, draws, temps, normalise)
 
 
+def compiled(ev) -> bool:
+    """`mappers.loop_order.chain.compiled`, imported only for an evaluator on the "numba" backend
+    (which has loaded the kernel already: other kinds of accelerator never import numba)."""
+    if getattr(ev, "backend", None) != "numba":
+        return False
+    from mappers.loop_order.chain import compiled as on_kernel
+    return on_kernel(ev)
+
+
 def _anneal_compiled(ev, objective, init, draws, temps, normalise, mixed: bool) -> list[ChainResult]:
     """The live chains in `mappers.loop_order.chain.run_chains` (compiled, the same trajectory as
     `_anneal_one` / `_anneal_lockstep`), each buffer extended from its stream's Generator whenever
     it runs out; each chain's memo (`ChainResult.memo`) built from its proposals when asked for."""
+    from mappers.loop_order.chain import NORMALISE_CODE, run_chains
     live = [k for k, d in enumerate(draws) if d is not None]
     out: list[ChainResult] = [ChainResult(x, None, x, e, 0, np.array([x])) for _, x, e in init]
     if not live:

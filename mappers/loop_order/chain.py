@@ -19,9 +19,7 @@ so a changed kernel recompiles the chain.
 
 from __future__ import annotations
 
-import hashlib
 import math
-from pathlib import Path
 
 from costmodel.loopnest import kernel as _kernel
 
@@ -30,10 +28,8 @@ __all__ = ["NORMALISE_CODE", "KERNEL_SOURCES", "run_chains", "compiled"]
 #: `mappers.annealing.log_accept_arg`'s normalisations as the compiled loop's codes.
 NORMALISE_CODE = {"initial": 0, "best": 1, "log": 2, "zigzag": 3}
 
-_LOOPNEST = Path(_kernel.__file__).parent
-#: sha256 of the source files the compiled kernel is built from (its cache key in the chain)
-KERNEL_SOURCES = hashlib.sha256(b"".join((_LOOPNEST / f).read_bytes()
-                                         for f in ("kernel.py", "tables.py", "window.py", "borrow.py"))).hexdigest()
+#: the hash of the kernel's source files (`costmodel.loopnest.kernel.KERNEL_SOURCES`)
+KERNEL_SOURCES = _kernel.KERNEL_SOURCES
 
 
 def _accept_arg(v, vn, ref, t, norm):
@@ -121,11 +117,15 @@ def _slot(tab, r, props, p, n):
     return -h - 1
 
 
+_jit, b = _kernel._jit, _kernel._borrow
+accept, swap_draw, mixed_draw, slot = _jit(_accept_arg), _jit(_swap_draw), _jit(_mixed_draw), _jit(_slot)
+evaluate_batch = _kernel.evaluate_batch
+
+
 def _make_run_chains(sources: str):
-    """The compiled loop, a closure over ``sources`` (`KERNEL_SOURCES`: part of its cache key)."""
-    jit, b = _kernel._jit, _kernel._borrow
-    accept, swap_draw, mixed_draw, slot = jit(_accept_arg), jit(_swap_draw), jit(_mixed_draw), jit(_slot)
-    evaluate_batch = _kernel.evaluate_batch
+    """The compiled loop, a closure over ``sources`` (`KERNEL_SOURCES`) alone: Numba's cache key
+    holds a closure's values (pickled; a compiled function's pickle differs from process to
+    process, so the helpers are globals)."""
 
     def run_chains(start, cur, v, ref, best_v, best_o, accepted, evals, hist, props, tab, log_u, temps, norm,
                    mixed, bufi, buff, pos, end, pi, pj, share, bmax, obj, row, out,
@@ -180,7 +180,7 @@ def _make_run_chains(sources: str):
                         ref[r] = vn
         return -1
 
-    return jit(run_chains)
+    return _jit(run_chains)
 
 
 #: the compiled loop (`_make_run_chains`); interpreted when the kernel is
