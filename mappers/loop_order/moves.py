@@ -16,11 +16,13 @@ join an earlier one; `fit_surrogate` fits the scan order they use.
 
 from __future__ import annotations
 
+import functools
 from typing import Callable
 
 import numpy as np
 
-__all__ = ["BLOCK_MAX", "swap", "block_move", "reverse", "PairStream", "MoveStream", "neighbourhood", "descend",
+__all__ = ["BLOCK_MAX", "swap", "block_move", "reverse", "PairStream", "MoveStream", "move_positions", "neighbours",
+           "neighbourhood", "descend",
            "descend_ends", "fit_surrogate", "SURROGATE_RIDGE"]
 
 #: Ridge penalty of `fit_surrogate` (on indicator features; only keeps the normal equations regular).
@@ -111,25 +113,37 @@ class MoveStream:
                 return p
 
 
+@functools.lru_cache(maxsize=64)
+def move_positions(n: int, block_max: int = BLOCK_MAX) -> np.ndarray:
+    """Every move of `neighbourhood` on n positions as the positions it reads, int64 (m, n): the
+    ordering one move away from o is ``o[P[k]]`` (a move permutes positions, whatever o holds), in
+    `neighbourhood`'s order (swaps i < j, block moves by length, start and target, reversals)."""
+    ident = list(range(n))
+    rows = [swap(ident, i, j) for i in range(n) for j in range(i + 1, n)]
+    rows += [block_move(ident, i, length, j) for length in range(1, min(block_max, n - 1) + 1)
+             for i in range(n - length + 1) for j in range(n - length + 1)]
+    rows += [reverse(ident, i, j) for i in range(n + 1) for j in range(i + 2, n + 1)]
+    out = np.array(rows, dtype=np.int64).reshape(len(rows), n)
+    out.setflags(write=False)
+    return out
+
+
+def neighbours(o, block_max: int = BLOCK_MAX) -> tuple[list[tuple], np.ndarray]:
+    """`neighbourhood` of ``o`` and the same orderings as an int64 array (one row each): every
+    move of `move_positions` applied at once, the first of equal orderings kept, ``o`` dropped."""
+    a = np.asarray(o, dtype=np.int64)
+    found = dict.fromkeys(map(tuple, a[move_positions(a.shape[0], block_max)].tolist()))
+    found.pop(tuple(a.tolist()), None)
+    nb = list(found)
+    return nb, np.array(nb, dtype=np.int64).reshape(len(nb), a.shape[0])
+
+
 def neighbourhood(o: list, block_max: int = BLOCK_MAX) -> list[tuple]:
     """Every distinct ordering one move away from ``o`` (swaps, block moves of 1..``block_max``
     LPFs, reversals), each once, ``o`` itself excluded, in a fixed order (swaps, then block moves
-    by length, then reversals). The set `MoveStream` draws from (with ``block_max`` = `BLOCK_MAX`)."""
-    n = len(o)
-    out: dict[tuple, None] = {}
-    for i in range(n):
-        for j in range(i + 1, n):
-            if o[i] != o[j]:
-                out[tuple(swap(o, i, j))] = None
-    for length in range(1, min(block_max, n - 1) + 1):
-        for i in range(n - length + 1):
-            for j in range(n - length + 1):
-                out[tuple(block_move(o, i, length, j))] = None
-    for i in range(n + 1):
-        for j in range(i + 2, n + 1):
-            out[tuple(reverse(o, i, j))] = None
-    out.pop(tuple(o), None)
-    return list(out)
+    by length, then reversals; an ordering reached by several moves at its first). The set
+    `MoveStream` draws from (with ``block_max`` = `BLOCK_MAX`). Computed by `neighbours`."""
+    return neighbours(o, block_max)[0]
 
 
 def _same(a: float, b: float) -> bool:
@@ -159,12 +173,12 @@ def fit_surrogate(seen: dict[tuple, float], ntypes: int, ridge: float = SURROGAT
     return w[:-1].reshape(n, ntypes)
 
 
-def _scan_order(nb: list[tuple], rng: np.random.Generator, weights: np.ndarray | None) -> list[int]:
-    """Indices of ``nb`` in scan order: a random permutation, stably sorted by the surrogate if any."""
+def _scan_order(nb: np.ndarray, rng: np.random.Generator, weights: np.ndarray | None) -> list[int]:
+    """Indices of the orderings ``nb`` (rows) in scan order: a random permutation, stably sorted by
+    the surrogate if any."""
     perm = rng.permutation(len(nb))
     if weights is not None and len(nb):
-        o = np.array(nb, dtype=np.int64)
-        score = weights[np.arange(o.shape[1]), o].sum(axis=1)
+        score = weights[np.arange(nb.shape[1]), nb].sum(axis=1)
         perm = perm[np.argsort(score[perm], kind="stable")]
     return perm.tolist()
 
@@ -173,10 +187,10 @@ def _descend(f, start, value, budget, rng, seen, weights=None, stop=None):
     """`descend` with the reason it ended: "local", "budget" or "joined" (``stop`` said so)."""
     cur, v, used = start, value, 0
     while True:
-        nb = neighbourhood(list(cur))
+        nb, rows = neighbours(cur)
         if stop is not None and stop(cur, v, nb):
             return v, cur, used, "joined"
-        for k in _scan_order(nb, rng, weights):
+        for k in _scan_order(rows, rng, weights):
             q = nb[k]
             vn = seen.get(q)
             if vn is None:
