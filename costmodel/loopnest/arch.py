@@ -396,6 +396,8 @@ def _num(src, key, v, *, positive=True, integer=False):
         ok = False
     if not ok:
         raise _bad(src, key, v, ("a positive " if positive else "a non-negative ") + ("integer" if integer else "number"))
+    if not math.isfinite(v):   # TOML's nan and inf: no cost, size or bandwidth is either
+        raise _bad(src, key, v, "a finite " + ("positive" if positive else "non-negative") + " number")
     return int(v) if integer else float(v)
 
 

@@ -110,6 +110,13 @@ def _base():
     (lambda d: d["memory"][5].update(word_bits={"I": 64, "O": 0}),
      r"memory\[5\] \(sram_1M\).word_bits.O = 0: expected a positive integer"),
     (lambda d: d["memory"][5].update(read_pj={"I": 1.0, "O": -1}), r"\(sram_1M\).read_pj.O = -1: expected a non-negative"),
+    # TOML's nan / inf (every row "infeasible", blamed on the mapper, before they were refused)
+    (lambda d: d["memory"][0].update(read_pj=float("nan")), r"\(rf_64B_A\).read_pj = nan: expected a finite non-negative"),
+    (lambda d: d["memory"][6].update(write_pj=float("inf")), r"\(dram\).write_pj = inf: expected a finite non-negative"),
+    (lambda d: d["memory"][5].update(read_pj={"I": 1.0, "O": float("nan")}), r"\(sram_1M\).read_pj.O = nan: expected a finite"),
+    (lambda d: d.update(mac_pj=float("inf")), r"mac_pj = inf: expected a finite non-negative number"),
+    (lambda d: d.update(clock_mhz=float("inf")), r"clock_mhz = inf: expected a finite positive number"),
+    (lambda d: d["memory"][3].update(read_bw=float("nan")), r"\(sram_8KB\).read_bw = nan: expected a finite positive"),
 ])
 def test_bad_inputs_name_key_and_value(change, match):
     d = _base()

@@ -11,8 +11,10 @@ import re
 from pathlib import Path
 
 import pytest
+import tomli_w
 from typer.testing import CliRunner
 
+from costmodel.loopnest.arch import load_accelerator
 from sweep.cli import app
 
 from campaign_util import TINY
@@ -57,6 +59,9 @@ RUN = ["run", "{tmp}/c.toml", "--executor", "local"]
 VALIDATE = ["validate", "{tmp}/c.toml"]
 TUNE_CMD = ["tune", "{tmp}/t.toml", "--out", "{tmp}/tout", "--executor", "local"]
 MAP = ["map", "--dims", "K=8,C=4,OY=7,OX=7,FY=3,FX=3", "--arch", "eyeriss_like", "--mapper", "salsa"]
+#: eyeriss_like as a user file, one per-access energy TOML's nan (issue 57: rows came back "infeasible")
+NAN_ARCH = tomli_w.dumps({**load_accelerator("eyeriss_like").to_dict(), "name": "nan_rf"}).replace(
+    "read_pj = 1.0", "read_pj = nan", 1)
 FOREIGN_PARQUET = {"res/data.parquet": "PARQUET", "c.toml": LOOPS, "net.csv": NET}   # written as a real Parquet file below
 
 CASES = [
@@ -101,6 +106,9 @@ CASES = [
      [RUN, VALIDATE], ["{tmp}/c.toml", "report.baseline = 'random': expected the name of one of the campaign's mappers"]),
     ("nan-mapper-param", _loops("iterations = 50", "iterations = 50, t0 = nan"), [RUN, VALIDATE],
      ["{tmp}/c.toml", "mappers[0].params.t0 = nan: expected a finite float"]),
+    ("nan-energy-in-arch-file", {"c.toml": _sub(LOOPS, 'presets = ["eyeriss_like"]', 'files = ["acc.toml"]'),
+                                 "net.csv": NET, "acc.toml": NAN_ARCH}, [RUN, VALIDATE],
+     ["{tmp}/c.toml", "architectures.files[0]", "(rf_64B_A).read_pj = nan: expected a finite non-negative number"]),
     # --- sweep map / eval -------------------------------------------------------------------
     ("map-unknown-arch", {}, [_sub(" ".join(MAP), "eyeriss_like", "eyeriss_lik").split()],
      ["eyeriss_lik", "unknown accelerator"]),
