@@ -14,6 +14,7 @@ Operands are indexed 0 W, 1 I, 2 O (`mapping.OPERANDS`); levels of an operand in
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -22,7 +23,7 @@ from .mapping import OPERANDS, RELEVANT
 from .reference import _Nest, mac_energy, operand_bits
 from .window import WINDOW, window_caps, window_steps
 
-__all__ = ["KernelTables", "build_tables", "workspace", "views"]
+__all__ = ["KernelTables", "KernelRangeError", "KERNEL_MAX_COUNT", "build_tables", "workspace", "views"]
 
 # ---- ft[row, type]: per loop type, the factor it contributes to each cumulative product (1 where
 # the type does not count), then 0/1 relevance to W, I, O
@@ -179,10 +180,35 @@ def _multicast_row(nest: _Nest, op: str, lo_scope, up_scope, row, rowf) -> None:
     rowf[LVF_MA:LVF_MA + 4] = [wf.get(d, 1.0) for d in WINDOW]
 
 
+#: The largest count the kernel's int64 arithmetic may reach: its largest product is a tile's bits
+#: times the loops above the tile, at most (temporal loops x spatial unrolling: the padded MACs) x
+#: the widest operand's bits; kept below 2^62 so that no sum of two such counts overflows either.
+KERNEL_MAX_COUNT = 1 << 62
+
+
+class KernelRangeError(ValueError):
+    """A layer too large for the kernel's 64-bit integer counts (`KERNEL_MAX_COUNT`)."""
+
+
 def build_tables(layer, arch, fit, types, counts, even: bool) -> KernelTables:
     """The tables of an evaluator of ``layer`` on ``arch`` with the fitted spatial unrolling ``fit``
     (`SpatialMapping.fit`), the loop types ``types`` ((dim, factor) pairs) and their multiplicities
-    ``counts``; ``even``: even mappings only."""
+    ``counts``; ``even``: even mappings only.
+
+    Raises:
+        KernelRangeError: padded MACs x the widest operand's bits reach `KERNEL_MAX_COUNT` (a layer of
+            more than about 2^57 MACs at 32 bits; the reference, `costmodel.loopnest.reference`,
+            counts in Python integers and has no such limit).
+    """
+    total = 1
+    for (_, f), c in zip(types, counts):
+        total *= f ** int(c)
+    padded = total * math.prod(f for loops in fit.dims.values() for _, f in loops)
+    widest = max(operand_bits(layer, arch).values())
+    if padded * widest >= KERNEL_MAX_COUNT:
+        raise KernelRangeError(
+            f"layer {layer.name!r}: {padded:,} MACs (spatially padded) x {widest} bits reach 2^62: more than "
+            f"the loop-nest kernel's 64-bit counts hold; split the layer (e.g. along B or K)")
     nest = _Nest(layer, arch, fit, ())
     nlev = [len(arch.levels(op)) for op in OPERANDS]
     lv = np.zeros((3, max(nlev), N_LV), dtype=np.int64)
@@ -203,9 +229,6 @@ def build_tables(layer, arch, fit, types, counts, even: bool) -> KernelTables:
     bits = operand_bits(layer, arch)
     ft = _type_table(types)
     par = np.zeros(N_P, dtype=np.int64)
-    total = 1
-    for (_, f), c in zip(types, counts):
-        total *= f ** int(c)
     par[:P_NL] = (total, bits["W"], bits["I"], bits["O"], bits["O_final"], *window_steps(layer), int(bool(even)))
     par[P_NL:P_NL + 3] = nlev
     par[P_RY], par[P_RX] = window_caps(layer)

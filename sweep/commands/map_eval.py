@@ -285,16 +285,22 @@ def map_layer(layer: Layer, arch, mapper_name: str, objective: str | None = None
     if probs:
         raise CampaignError("--param", [Finding(f"--param {k}", v, m) for k, v, m in probs])
     prob = prob.with_params(resolved)
+    from costmodel.loopnest.tables import KernelRangeError
     with compile_notice(arch):
         try:
             units = prob.units()
+        except KernelRangeError as e:   # a layer beyond the kernel's 64-bit counts (the probes' evaluators)
+            raise _bad("--dims", "layer", layer.name, str(e)) from None
         except ValueError as e:  # spatial search: no hint, or no unrolling of this layer under it
             if getattr(arch, "spatial_hint", None) is None:
                 raise _bad("--param", "--param spatial", resolved.get("spatial"), str(e)) from None
             raise _bad("--arch", "spatial_hint", arch.spatial_hint.to_dict(), str(e)) from None
-        # an exhaustive spatial search (spatial_candidates = all) skips a unit whose latency bound
-        # cannot beat the best found (`Problem.solve`): the same best, a fraction of the units run
-        sol = prob.solve(units, skip_by_floor=resolved.get("spatial_candidates") == "all")
+        try:
+            # an exhaustive spatial search (spatial_candidates = all) skips a unit whose latency bound
+            # cannot beat the best found (`Problem.solve`): the same best, a fraction of the units run
+            sol = prob.solve(units, skip_by_floor=resolved.get("spatial_candidates") == "all")
+        except KernelRangeError as e:
+            raise _bad("--dims", "layer", layer.name, str(e)) from None
     best, status, reason, wall, results = sol.best, sol.status, sol.reason, sol.wall_s, sol.results
     out = {"mapper": mapper_name, "engine": best.engine, "objective": objective, "status": status,
            "value": best.value, "energy_pj": best.energy_pj, "latency_cycles": best.latency_cycles,

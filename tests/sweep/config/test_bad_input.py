@@ -117,6 +117,8 @@ CASES = [
      ["--mapper = 'deepopt'", "maps systolic architectures", "deepopt_table3"]),
     ("map-nan-param", {}, [MAP + ["--param", "t0=nan", "--param", "engine=sa"]], ["--param t0 = nan", "finite"]),
     ("map-zero-dim", {}, [_sub(" ".join(MAP), "K=8", "K=0").split()], ["--dims K = 0", "positive integer"]),
+    ("map-beyond-64-bit", {}, [_sub(" ".join(MAP), "K=8,C=4,OY=7,OX=7", "K=2147483648,C=2147483648,OY=65536,OX=65536")
+                               .split()], ["--dims", "layer 'dims'", "x 16 bits reach 2^62", "64-bit counts"]),
     ("map-unknown-param", {}, [MAP + ["--param", "tempreature=1"]], ["--param tempreature", "unknown parameter"]),
     ("map-wrong-type-param", {}, [MAP + ["--param", "iterations=many"]], ["--param iterations", "many"]),
     ("map-unknown-network", {}, [["map", "--network", "resnet51", "--layer", "0", "--arch", "eyeriss_like",
