@@ -63,6 +63,24 @@ class LoopnestKind(LayerKind):
                     continue
                 if (e := first_missing(layers, acc)) is not None:
                     bad(f"spatial_hint of {arch_name}", acc.spatial_hint.to_dict(), str(e))
+        self._check_some_step_fits(networks, archs, bad)
+
+    @staticmethod
+    def _check_some_step_fits(networks: list, archs: Any, bad: Bad) -> None:
+        """A campaign of transformer steps none of which fits any accelerator's usable DRAM maps
+        nothing: a finding naming every step, accelerator and footprint (`step_fits`); a campaign
+        where some pair fits runs it (``describe_valid`` lists the others)."""
+        from costmodel.capacity import GPU_MEMORY_UTILIZATION, step_footprint
+        from sweep.engine.layer_tasks import step_fits
+        pairs = [(net, name, acc) for net in networks for name, acc in archs.archs]
+        if not pairs or not all(net.workload for net, _, _ in pairs):
+            return
+        share = getattr(archs, "gpu_memory_utilization", GPU_MEMORY_UTILIZATION)
+        if any(step_fits(net, acc, share) for net, _, acc in pairs):
+            return
+        why = "; ".join(f"{net.name} on {name}: {step_footprint(net, acc, share).reason()}" for net, name, acc in pairs)
+        bad("networks", [net.name for net in networks],
+            f"no step fits the usable DRAM of any accelerator, so nothing would be mapped: {why}")
 
     def describe_valid(self, campaign: Any, path: Any) -> str:
         """The counts and the run time (`CampaignKind.describe_valid`), then each transformer step

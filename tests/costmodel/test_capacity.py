@@ -176,6 +176,32 @@ params = {{ lpf_limit = 4 }}
     assert not (tmp_path / "out").exists()
 
 
+def test_a_campaign_where_no_step_fits_exits_2_naming_each_step(tmp_path):
+    """Only the 70B step above, on llm_ws: nothing would be mapped, so `sweep validate` and `sweep
+    run` refuse the campaign (exit 2) naming the step, the accelerator and the footprint; nothing
+    written (issue 57: it ran nothing and exited 0)."""
+    from typer.testing import CliRunner
+    from sweep.cli import app
+    p = tmp_path / "c.toml"
+    p.write_text(f'''name = "nofit"
+output = "{(tmp_path / 'out').as_posix()}"
+networks = [{{model = "llama3_70b", phase = "decode", context = 64, weight_bits = 8, act_bits = 8}}]
+objectives = ["latency"]
+[architectures]
+kind = "loopnest"
+presets = ["llm_ws"]
+[[mappers]]
+name = "loma"
+''')
+    for cmd in (["validate", str(p)], ["run", str(p), "--executor", "local"]):
+        res = CliRunner().invoke(app, cmd)
+        out = " ".join(res.output.split())
+        assert res.exit_code == 2, (cmd, out)
+        assert "networks" in out and "no step fits the usable DRAM of any accelerator" in out
+        assert "llama3_70b/decode/b1/ctx64/w8/a8 on llm_ws: needs 70.6 GB" in out
+    assert not (tmp_path / "out").exists()
+
+
 def test_a_design_too_small_for_one_step_has_no_figure_for_that_phase():
     """Decode at batch 1 fits, at batch 64 it does not: the design's decode figure is not the batch-1
     step alone (which would rank it above designs that serve both)."""
@@ -389,12 +415,13 @@ def test_one_default_for_the_capacity_model_and_the_scheduler(llm_ws):
 
 # ----------------------------------------------------------------------------- campaigns
 
-def _loopnest_campaign(tmp_path, extra: str = "") -> str:
+def _loopnest_campaign(tmp_path, extra: str = "", more: str = "") -> str:
     p = tmp_path / "c.toml"
     p.write_text(f'''name = "share"
 output = "{(tmp_path / 'out').as_posix()}"
 networks = [
     {{model = "llama3_8b", phase = "decode", batch = 30, context = 4096, weight_bits = 8, act_bits = 8, fusion = "unfused"}},
+    {more}
 ]
 objectives = ["latency"]
 [architectures]
@@ -411,20 +438,26 @@ params = {{ lpf_limit = 4 }}
 def test_loopnest_campaign_checks_its_steps_against_the_share(tmp_path):
     """Llama-3-8B decode at batch 30, context 4,096, 8-bit weights and activations (cache with
     them) on llm_ws (16 GiB): 30 > 27 sequences fit 0.9
-    of it (by hand above), 30 <= 34 fit all of it. At the default the step is not mapped and
-    `sweep validate` says why; ``[architectures] gpu_memory_utilization = 1.0`` maps it."""
+    of it (by hand above), 30 <= 34 fit all of it. At the default the step is not mapped: alone in
+    its campaign `sweep validate` refuses it (nothing to map, exit 2), beside a step that fits it
+    says why; ``[architectures] gpu_memory_utilization = 1.0`` maps it."""
     from typer.testing import CliRunner
     from sweep.cli import app
     from sweep.engine.layer_tasks import _problems, unfit_steps
     from sweep.kinds.load import load_campaign
     from sweep.kinds.loopnest import LoopnestKind
     res = CliRunner().invoke(app, ["validate", _loopnest_campaign(tmp_path)])
+    assert res.exit_code == 2, res.output
+    out = " ".join(res.output.split())
+    assert "no step fits" in out and "x 0.90 usable (gpu_memory_utilization) = 15.5 GB" in out
+    gpt2 = '{model = "gpt2", phase = "decode", context = 64},'
+    res = CliRunner().invoke(app, ["validate", _loopnest_campaign(tmp_path, more=gpt2)])
     assert res.exit_code == 0, res.output
     out = " ".join(res.output.split())
     assert "1 step(s) do not fit" in out and "x 0.90 usable (gpu_memory_utilization) = 15.5 GB" in out
-    c = load_campaign(_loopnest_campaign(tmp_path))
+    c = load_campaign(_loopnest_campaign(tmp_path, more=gpt2))
     assert [u[:2] for u in unfit_steps(c)] == [("llama3_8b/decode/b30/ctx4096/w8/a8/unfused", "llm_ws")]
-    assert _problems(c, LoopnestKind.rules)[0] == []
+    assert {a[0] for al in _problems(c, LoopnestKind.rules)[1].values() for a in al} == {"gpt2/decode/b1/ctx64"}
     full = load_campaign(_loopnest_campaign(tmp_path, "gpu_memory_utilization = 1.0"))
     assert full.architectures.gpu_memory_utilization == 1.0 and unfit_steps(full) == []
     assert len(_problems(full, LoopnestKind.rules)[0]) > 0
