@@ -143,6 +143,27 @@ def test_archsearch_design_too_small_is_infeasible_without_mapping(llm_ws):
     assert "2.15 GB (2 GiB) in 1 LPDDR5 x16 channel" in t["error"]
 
 
+GPT2_DECODE = '{model = "gpt2", phase = "decode", context = 64}'
+LLAMA70B_DECODE = '{model = "llama3_70b", phase = "decode", context = 64, weight_bits = 8, act_bits = 8}'
+
+
+def _llm_ws_campaign(tmp_path, networks: str):
+    """A loop-nest campaign of the given networks (TOML inline tables) on llm_ws, LOMA at lpf_limit 4."""
+    p = tmp_path / "c.toml"
+    p.write_text(f'''name = "fit"
+output = "{(tmp_path / 'out').as_posix()}"
+networks = [{networks}]
+objectives = ["latency"]
+[architectures]
+kind = "loopnest"
+presets = ["llm_ws"]
+[[mappers]]
+name = "loma"
+params = {{ lpf_limit = 4 }}
+''')
+    return p
+
+
 def test_loopnest_campaign_does_not_map_a_step_that_does_not_fit(tmp_path):
     """A campaign of GPT-2 and Llama-3-70B decode steps on llm_ws: `sweep validate` names the 70B
     step (at 8-bit weights and activations: 70.6 GB of weights, as above) and its numbers; only
@@ -152,19 +173,7 @@ def test_loopnest_campaign_does_not_map_a_step_that_does_not_fit(tmp_path):
     from sweep.kinds.load import load_campaign
     from sweep.engine.layer_tasks import _problems, unfit_steps
     from sweep.kinds.loopnest import LoopnestKind
-    p = tmp_path / "c.toml"
-    p.write_text(f'''name = "fit"
-output = "{(tmp_path / 'out').as_posix()}"
-networks = [{{model = "gpt2", phase = "decode", context = 64}},
-            {{model = "llama3_70b", phase = "decode", context = 64, weight_bits = 8, act_bits = 8}}]
-objectives = ["latency"]
-[architectures]
-kind = "loopnest"
-presets = ["llm_ws"]
-[[mappers]]
-name = "loma"
-params = {{ lpf_limit = 4 }}
-''')
+    p = _llm_ws_campaign(tmp_path, GPT2_DECODE + ", " + LLAMA70B_DECODE)
     res = CliRunner().invoke(app, ["validate", str(p)])
     assert res.exit_code == 0, res.output
     out = " ".join(res.output.split())
@@ -182,17 +191,7 @@ def test_a_campaign_where_no_step_fits_exits_2_naming_each_step(tmp_path):
     written (issue 57: it ran nothing and exited 0)."""
     from typer.testing import CliRunner
     from sweep.cli import app
-    p = tmp_path / "c.toml"
-    p.write_text(f'''name = "nofit"
-output = "{(tmp_path / 'out').as_posix()}"
-networks = [{{model = "llama3_70b", phase = "decode", context = 64, weight_bits = 8, act_bits = 8}}]
-objectives = ["latency"]
-[architectures]
-kind = "loopnest"
-presets = ["llm_ws"]
-[[mappers]]
-name = "loma"
-''')
+    p = _llm_ws_campaign(tmp_path, LLAMA70B_DECODE)
     for cmd in (["validate", str(p)], ["run", str(p), "--executor", "local"]):
         res = CliRunner().invoke(app, cmd)
         out = " ".join(res.output.split())
