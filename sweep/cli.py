@@ -187,6 +187,8 @@ def _execute(c, resume: bool, executor: ExecutorKind, address: str | None, resum
                     (Path(c.output) / "manifest.json").exists() else "nothing was written"))
             err.print(line, markup=False, highlight=False)
             raise typer.Exit(130)
+    for line in (s.mended.lines(str(c.output)) if s.mended else []):
+        err.print(f"mended: {line}", style="yellow", markup=False, highlight=False, soft_wrap=True)
     err.print(f"done: {s.done_text(c.plan.runs_study(c))}", markup=False, highlight=False)
     text.print_search_outcome(s.search, err)
     text.print_run_outcome(s, err)
@@ -435,6 +437,7 @@ def report(
         if html.is_dir():
             _fail(SweepError(f"--html {html}: is a directory; give the HTML file to write"), 2)
     rep = build_report(directory, plots)
+    _warn_foreign(directory)
     if as_json:
         _echo_json(rep, default=float)
     else:
@@ -445,6 +448,18 @@ def report(
                                         soft_wrap=True)
 
 
+def _warn_foreign(directory: Path) -> None:
+    """A line on stderr naming the fragment files of ``directory`` that no commit wrote (not read)."""
+    from sweep.engine.store import Store
+
+    foreign = Store(directory).foreign()
+    if foreign:
+        names = ", ".join(f"{f.parent.name}/{f.name}" for f in foreign[:3]) + (" ..." if len(foreign) > 3 else "")
+        err.print(f"{directory}: {len(foreign)} fragment(s) no run of this campaign wrote are not read ({names}); "
+                  f"`sweep check {directory}`; `sweep run ... --resume` moves them to .foreign/", style="yellow",
+                  markup=False, highlight=False, soft_wrap=True)
+
+
 @app.command()
 @_guard
 def compact(directory: Annotated[Path, typer.Argument(help="A result directory written by `sweep run`.")]) -> None:
@@ -452,11 +467,36 @@ def compact(directory: Annotated[Path, typer.Argument(help="A result directory w
     `sweep run` does it by itself when a run ends with many fragments."""
     from sweep.engine.store import Store
 
-    done = Store(directory).compact()
+    with Store(directory) as store:
+        store.manifest()
+        store.acquire(f"sweep compact {directory}")
+        done = store.compact()
     for name, (before, after) in done.items():
         out.print(f"{name}: {before} -> {after} fragment(s)", markup=False)
     if not done:
         out.print(f"{directory}: nothing to compact", markup=False)
+
+
+@app.command()
+@_guard
+def check(
+    directory: Annotated[Path, typer.Argument(help="A result directory written by `sweep run` or `sweep tune`.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+) -> None:
+    """Verify a result directory without changing it: every committed fragment present, its bytes the
+    sha256 committed and its Parquet pages their checksums; fragments no run wrote (foreign); a commit
+    a killed command left; tasks stored, crashed, failed, and how many `sweep run --resume` would run.
+    Exit 0 if intact, 1 if not."""
+    from sweep.engine.store.check import check as check_dir
+
+    found = check_dir(directory)
+    if as_json:
+        _echo_json(found.as_dict())
+    else:
+        for line in found.lines():
+            out.print(line, markup=False, highlight=False, soft_wrap=True)
+    if not found.intact:
+        raise typer.Exit(1)
 
 
 @app.command()

@@ -251,6 +251,13 @@ def print_run_outcome(s: Any, console: Any) -> None:
                       f"error per mapper and layer: `sweep report {s.output}`)", style="red", markup=False,
                       highlight=False)
         raise typer.Exit(1)
+    left = sum(getattr(s, "errors_stored", {}).values())
+    if left:   # a resume that leaves errors (earlier runs' rows) does not end as a success
+        kinds = ", ".join(f"{n:,} {'whose worker crashed again' if k == 'crash' else 'whose code raised'}"
+                          for k, n in sorted(s.errors_stored.items()))
+        console.print(f"{left:,} task(s) of {s.output} have status 'error' ({kinds}); what failed: "
+                      f"`sweep report {s.output}`", style="red", markup=False, highlight=False)
+        raise typer.Exit(1)
     if others:
         console.print(f"per mapper and layer, with reasons: `sweep report {s.output}`", style="yellow",
                       soft_wrap=True, markup=False, highlight=False)

@@ -1,14 +1,15 @@
 """The exceptions of the engine, one root, each also the built-in it behaves like.
 
 The CLI maps them to exit codes in one place (`sweep.cli`): `CampaignError` and `StoreError`
-(bad input: a campaign file, an output directory) exit 2; any other `SweepError` exits 1.
+(bad input: a campaign file, an output directory) exit 2; any other `SweepError` (`StoreIOError`: the
+file system refused a write) exits 1.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["SweepError", "CampaignError", "Finding", "StoreError", "ExecutionError", "DoesNotFitError"]
+__all__ = ["SweepError", "CampaignError", "Finding", "StoreError", "StoreIOError", "StoreBusyError", "ExecutionError", "DoesNotFitError"]
 
 
 class SweepError(Exception):
@@ -40,6 +41,16 @@ class CampaignError(SweepError, ValueError):
 
 class StoreError(SweepError, ValueError):
     """An output directory cannot be used (foreign files, another campaign's results, unreadable)."""
+
+
+class StoreIOError(SweepError, OSError):
+    """The file system refused a write of the result store (no space left, a read-only file system,
+    a permission): one line naming the path and the cause; what was committed stays, the directory
+    stays resumable. Exit 1 (the input was fine)."""
+
+
+class StoreBusyError(StoreError):
+    """Another command holds a result directory's writer lock (its pid, host and command named)."""
 
 
 class ExecutionError(SweepError, RuntimeError):

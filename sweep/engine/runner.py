@@ -14,7 +14,8 @@ from sweep.config.campaign import Campaign
 from sweep.engine.executor import Executor
 from sweep.engine.signals import sigterm_as_interrupt
 from sweep.engine.store import Store, code_version
-from sweep.engine.tasks import AnyTask, count_tasks, error_table, execute, expand
+from sweep.engine.store.repair import Mended, repair
+from sweep.engine.tasks import CRASHED, AnyTask, count_tasks, error_table, execute, expand
 
 __all__ = ["RunSummary", "run_campaign", "Interrupted"]
 
@@ -68,6 +69,11 @@ class RunSummary:
     #: the run completed a directory that already held tasks (``--resume``): the row counts by
     #: status are of this run's rows
     resumed: bool = False
+    #: what ``--resume`` mended before running (`sweep.engine.store.repair`), None on a new run
+    mended: Mended | None = None
+    #: tasks of the whole directory (this run's and earlier ones) stored with an "error" row at the end
+    #: of a ``--resume``, by kind ("crash": the executor gave up again; "raised": the code raised)
+    errors_stored: dict[str, int] = field(default_factory=dict)
 
     def count_rows(self, rows: pa.Table) -> None:
         """Count the ``rows`` of one task by status (``rows_by_status``: "ok", "infeasible",
@@ -140,12 +146,26 @@ def run_campaign(campaign: Campaign, *, resume: bool = False, executor: str = "r
     store = Store(campaign.output)
     store.check_new_or_resumable(campaign.config_hash(), resume)
     store.check_writable()
-    done_ids = store.stored_task_ids() if resume else set()   # 100k ids: ~10 MB
     t1 = time.perf_counter()
     total = count_tasks(campaign)
-    summary = RunSummary(str(campaign.output), total, tasks_before=len(done_ids), resumed=bool(done_ids))
-    summary.timings["count_s"] = time.perf_counter() - t1
-    store.create(_manifest(campaign, total))
+    count_s = time.perf_counter() - t1
+    with store:
+        store.mkdir()
+        store.acquire()   # the writer lock, held to the end of the run
+        if not store.create(_manifest(campaign, total)) or resume:
+            store.check_new_or_resumable(campaign.config_hash(), resume)   # (a run that began meanwhile)
+        mended = repair(store) if resume else None
+        done_ids = store.stored_task_ids() if resume else set()   # 100k ids: ~10 MB
+        summary = RunSummary(str(campaign.output), total, tasks_before=len(done_ids), resumed=bool(done_ids),
+                             mended=mended)
+        summary.timings["count_s"] = count_s
+        return _run(campaign, store, summary, done_ids, resume, executor, address, progress, t0)
+
+
+def _run(campaign: Campaign, store: Store, summary: "RunSummary", done_ids: set[str], resume: bool,
+         executor: str, address: str | None, progress, t0: float) -> "RunSummary":
+    """`run_campaign` once the directory is locked and mended: the tasks not stored, run and
+    committed in batches."""
     stamp = {"code_version": code_version(), "config_hash": campaign.config_hash()}
     timings = summary.timings
     timings.update(expand_s=0.0, write_s=0.0)
@@ -179,7 +199,7 @@ def run_campaign(campaign: Campaign, *, resume: bool = False, executor: str = "r
             try:
                 for task, tables, error in ex.imap(execute, _todo(campaign, done_ids, summary)):
                     if error is not None:  # the worker died more than max_retries times, or similar
-                        tables = {"rows": error_table(task, f"{type(error).__name__}: {error}")}
+                        tables = {"rows": error_table(task, f"{type(error).__name__}: {error}", kind="crash")}
                     buf.append((task.task_id, tables))
                     rows = tables["rows"]
                     buf_rows += rows.num_rows
@@ -197,12 +217,26 @@ def run_campaign(campaign: Campaign, *, resume: bool = False, executor: str = "r
         flush()
     try:
         _tidy(store, summary, compact=not interrupted)
+        if resume and not interrupted:
+            summary.errors_stored = errors_stored(store)
     except KeyboardInterrupt:   # (local executor) compacting: crash-safe, every task stays stored
         interrupted = True
     _finish(summary, ex, t0)
     if interrupted:
         raise Interrupted(summary)
     return summary
+
+
+def errors_stored(store: Store) -> dict[str, int]:
+    """Tasks of ``store`` with a row of status "error", by ``error_kind`` ("crash": the executor gave
+    up on it, run again by ``--resume``; "raised": the code raised)."""
+    rows = store.read("rows")
+    if rows.empty or "status" not in rows or "error" not in rows:
+        return {}
+    bad = rows[rows["status"] == "error"]
+    crashed = bad["error"].fillna("").str.startswith(CRASHED)
+    out = {"crash": bad.loc[crashed, "task_id"].nunique(), "raised": bad.loc[~crashed, "task_id"].nunique()}
+    return {k: int(n) for k, n in out.items() if n}
 
 
 def _todo(campaign: Campaign, done_ids: set[str], summary: RunSummary) -> Iterator[AnyTask]:

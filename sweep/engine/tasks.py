@@ -13,12 +13,14 @@ from typing import Iterator, Union
 
 import pyarrow as pa
 
+from sweep.common.ids import canonical_json
+
 from sweep.config.campaign import Campaign
 from sweep.engine.design_tasks import DesignTask
 from sweep.engine.layer_tasks import LayerTask
 from sweep.engine.systolic_tasks import SystolicTask
 
-__all__ = ["AnyTask", "expand", "count_tasks", "execute", "error_table", "TABLES"]
+__all__ = ["AnyTask", "expand", "count_tasks", "execute", "error_table", "TABLES", "CRASHED"]
 
 #: Tables a task writes; ``rows`` is written last and marks a task as stored.
 TABLES = ("layers", "problems", "archs", "totals", "rows")
@@ -53,7 +55,32 @@ def execute(task: AnyTask) -> dict[str, pa.Table]:
         return {"rows": error_table(task, f"{type(e).__name__}: {e}", traceback.format_exc())}
 
 
-def error_table(task: AnyTask, error: str, trace: str = "") -> pa.Table:
-    """The single ``rows`` row recording that ``task`` failed."""
-    return pa.table({"task_id": [task.task_id], "status": ["error"], "mapper": [task.mapper],
-                     "error": [error], "traceback": [trace[-4000:]]})
+#: How the ``error`` of a task the executor gave up on begins (`error_table` with kind "crash").
+CRASHED = "crashed: "
+
+
+def error_table(task: AnyTask, error: str, trace: str = "", kind: str = "raised") -> pa.Table:
+    """The ``rows`` of a ``task`` that failed as a whole, status "error": one row per work unit of a
+    loop-nest or npu task (its ``problem_id``, ``unit_index``, ``mapper``, ``arch``, ``layer_shape``: which
+    problem failed), one row otherwise. No column beyond those its kind's rows have, but ``traceback`` when
+    there is one, so a plain reader's schema is the same once the task is run again.
+
+    Args:
+        error: what failed (``Type: message``).
+        trace: its traceback (the last 4,000 characters are kept).
+        kind: "crash" (the executor gave up on the task: a worker process killed, out of memory,
+            a lost node; ``error`` then begins with `CRASHED` and ``--resume`` runs it again) or
+            "raised" (its code raised).
+    """
+    head = CRASHED if kind == "crash" else ""
+    units = getattr(task, "units", None)
+    if not units:
+        cols = {"task_id": [task.task_id], "status": ["error"], "mapper": [task.mapper], "error": [head + error]}
+        return pa.table(dict(cols, traceback=[trace[-4000:]]) if trace else cols)
+    n = len(units)
+    cols = {"task_id": [task.task_id] * n, "status": ["error"] * n,
+            "problem_id": [u.problem_id for u in units], "unit_index": [u.unit_index for u in units],
+            "mapper": [u.mapper for u in units], "arch": [u.arch_name for u in units],
+            "layer_shape": [canonical_json(u.problem.instance.layer.hash_fields()) for u in units],
+            "error": [head + error] * n}
+    return pa.table(dict(cols, traceback=[trace[-4000:]] * n) if trace else cols)

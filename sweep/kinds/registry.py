@@ -107,7 +107,9 @@ def build_report(directory: str | Path, plots_dir: str | Path | None = None) -> 
     """
     from sweep.engine.store import Store  # (pandas: not at import, `sweep --help` stays quick)
     directory = Path(directory)
-    manifest = Store(directory).manifest()
+    store = Store(directory)
+    manifest = store.manifest()
+    store.recover_if_free()   # a commit a killed command left: finished first, for every reader
     kind = of_directory(directory, manifest)
     try:
         return kind.report().build(directory, manifest, plots_dir)

@@ -193,7 +193,7 @@ class _DesignObjective:
         try:
             for task, tables, error in self.ex.imap(execute, [make_task(self.c, [i]) for i in new]):
                 if error is not None:
-                    tables = {"rows": error_table(task, f"{type(error).__name__}: {error}")}
+                    tables = {"rows": error_table(task, f"{type(error).__name__}: {error}", kind="crash")}
                 batch.append((task.task_id, tables))
                 if "totals" in tables:
                     for rec in tables["totals"].to_pylist():

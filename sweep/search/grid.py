@@ -207,7 +207,7 @@ def run_pruned_grid(campaign, summary, *, resume: bool, executor: str, address: 
                     info["driver_s"] += time.perf_counter() - t1
                     for task, tables, error in ex.imap(execute, todo):
                         if error is not None:
-                            tables = {"rows": error_table(task, f"{type(error).__name__}: {error}")}
+                            tables = {"rows": error_table(task, f"{type(error).__name__}: {error}", kind="crash")}
                         batch.append((task.task_id, tables))
                         for rec in (tables.get("totals") or pa.table({})).to_pylist():
                             stored.setdefault(rec["design_id"], []).append(rec)

@@ -312,7 +312,7 @@ def run_tune(c: TuneCampaign, *, trials: int | None = None, parallel: int | None
     par = int(parallel or c.parallel)
     out = Path(c.output)
     store = Store(out)
-    store.check_new_or_resumable(c.config_hash(), resume)
+    store.check_new_or_resumable(c.config_hash(), resume, busy=False)   # (drivers share it: locked per commit)
     if not (out / "manifest.json").exists():  # (create clears OUT/.tmp: not while another driver writes)
         store.create({"name": c.name, "source": c.source, "config_hash": c.config_hash(), "config": c.resolved_config(),
                       "storage": c.storage})

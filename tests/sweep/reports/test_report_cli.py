@@ -74,10 +74,31 @@ def test_report_bad_directory_exit_2(tmp_path, setup, fragment):
     assert res.exit_code == 2 and fragment in res.output
 
 
-def test_report_foreign_parquet_exit_2(tiny_out, tmp_path):
+def test_report_foreign_parquet_named_and_not_read(tiny_out, tmp_path):
+    """A Parquet file no run wrote (no task_id column, or not Parquet at all) in a table folder: never
+    read, named by the report (exit 0, the results as before) and by `sweep check` (exit 1)."""
     import shutil
     d = tmp_path / "copy"
     shutil.copytree(tiny_out, d)
+    before = runner.invoke(app, ["report", str(d), "--json"]).stdout
+    for body in (None, b"not parquet"):
+        f = d / "rows" / "part-zzzz.parquet"
+        pd.DataFrame({"x": [1]}).to_parquet(f) if body is None else f.write_bytes(body)
+        res = runner.invoke(app, ["report", str(d)])
+        assert res.exit_code == 0 and "part-zzzz.parquet" in res.output and "not read" in res.output
+        assert runner.invoke(app, ["report", str(d), "--json"]).stdout == before
+        res = runner.invoke(app, ["check", str(d)])
+        assert res.exit_code == 1 and "foreign: rows/part-zzzz.parquet" in res.output
+
+
+def test_report_of_a_directory_without_catalog_still_reads_every_fragment(tiny_out, tmp_path):
+    """A directory written before the catalog existed (no fragments.json): every fragment counts, as
+    then, and an unreadable one is refused naming it (exit 2)."""
+    import shutil
+    d = tmp_path / "legacy"
+    shutil.copytree(tiny_out, d)
+    (d / "fragments.json").unlink()
+    assert runner.invoke(app, ["report", str(d)]).exit_code == 0
     pd.DataFrame({"x": [1]}).to_parquet(d / "rows" / "part-zzzz.parquet")
     res = runner.invoke(app, ["report", str(d)])
     assert res.exit_code == 2 and "no task_id column" in res.output
