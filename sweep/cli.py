@@ -32,7 +32,7 @@ from sweep.commands.llm_step import (ActBitsOpt, AttentionOpt, BatchOpt, Context
                                      MicroBatchesOpt, InterconnectOpt, LaunchUsOpt, GpuMemoryUtilizationOpt, memory_share)
 from sweep.commands.text import param_option, plain_help, seed_option
 from sweep.common import fmt
-from sweep.common.errors import CampaignError, Finding, StoreError, SweepError
+from sweep.common.errors import CampaignError, ClusterLostError, Finding, StoreError, SweepError
 from sweep.common.ids import strict_json
 from sweep.kinds.registry import for_mapper_kind
 
@@ -46,6 +46,15 @@ app = typer.Typer(no_args_is_help=True, add_completion=False, rich_markup_mode="
 #: printed with `sweep.common.fmt.print_wide`, the width their content needs.
 out = Console(soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)
+
+
+def _exit_now(code: int) -> None:
+    """End the process at once with ``code`` once the output is flushed: after a lost Ray cluster,
+    whose exit hook (``ray.shutdown``) would wait on the gone head node. Everything the run stored is
+    committed and fsynced by then."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 def _fail(e: Exception, code: int) -> None:
@@ -176,6 +185,10 @@ def _execute(c, resume: bool, executor: ExecutorKind, address: str | None, resum
         try:
             s = run_campaign(c, resume=resume, executor=executor.value, address=address,
                              progress=progress)
+        except ClusterLostError as e:
+            prog.stop()
+            err.print(f"error: {e}; resume with: {resume_hint}", markup=False, highlight=False, soft_wrap=True)
+            _exit_now(1)
         except (Interrupted, KeyboardInterrupt) as i:   # (a bare Ctrl-C: before Ray started)
             s = getattr(i, "summary", None)
             if s is not None and (unit == "tasks" or "pruned" in s.search):   # the bar ends where the line does

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["SweepError", "CampaignError", "Finding", "StoreError", "StoreIOError", "StoreBusyError", "ExecutionError", "DoesNotFitError"]
+__all__ = ["SweepError", "CampaignError", "Finding", "StoreError", "StoreIOError", "StoreBusyError", "ExecutionError", "ClusterLostError", "DoesNotFitError"]
 
 
 class SweepError(Exception):
@@ -55,6 +55,11 @@ class StoreBusyError(StoreError):
 
 class ExecutionError(SweepError, RuntimeError):
     """The run failed at run time; what was stored stays resumable."""
+
+
+class ClusterLostError(ExecutionError):
+    """The Ray cluster went away under a run (its head node lost: the GCS does not answer, or the
+    driver's raylet is gone). What finished before is stored; ``--resume`` completes the run. Exit 1."""
 
 
 class DoesNotFitError(ExecutionError):

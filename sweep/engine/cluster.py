@@ -31,7 +31,7 @@ from typing import Iterator
 
 from sweep.common.errors import ExecutionError
 
-__all__ = ["use_available_token", "check_reachable", "connect_failed", "TOKEN_HELP"]
+__all__ = ["use_available_token", "check_reachable", "connect_failed", "gcs_answers", "TOKEN_HELP"]
 
 #: How to give the driver the cluster's token (Ray's places, in its order) or do without one.
 TOKEN_HELP = ("copy the token of the head machine (its ~/.ray/auth_token, or `ray get-auth-token` "
@@ -138,6 +138,18 @@ def _http2_settings(host: str, port: int) -> bytes | None:
         except socket.timeout:
             return None
         return head
+
+
+def gcs_answers(address: str, timeout: float = 2.0) -> bool:
+    """Whether a TCP connection to the GCS at ``address`` (``host:port``) opens within ``timeout``
+    seconds: while it does the head node is up; a run whose driver keeps waiting on a cluster whose
+    head is gone would otherwise hang until Ray's own reconnect timeout (60 s) aborts it."""
+    host, _, port = address.rpartition(":")
+    try:
+        with socket.create_connection((host or "127.0.0.1", int(port)), timeout=timeout):
+            return True
+    except (OSError, ValueError):
+        return False
 
 
 def connect_failed(address: str, e: BaseException) -> ExecutionError:

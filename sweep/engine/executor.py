@@ -23,6 +23,10 @@ failed of `sweep.engine.signals`); a driver's shutdown ends its job, and Ray's r
 that job's workers (Ray's ``NodeManager::HandleJobFinished``). A second signal ends the process at
 once with exit 130 after killing the local Ray's processes.
 
+A lost cluster (the head node gone: the driver's raylet broke its pipe, or the GCS stopped answering
+while the driver waited, `PROBE_S`) raises `ClusterLostError` from `imap` at once, after the calls
+finished by then were yielded; leaving the ``with`` block then cancels and shuts down nothing.
+
 A call that raises (or whose worker died more than ``max_retries`` times) yields its exception as
 ``error`` and the stream goes on: the caller decides what a failure means (an error row for
 `sweep run`, a failed trial for `sweep tune`). The calls are deterministic, so results do not
@@ -54,6 +58,9 @@ TIMERS = ("submit_s", "wait_s", "get_s", "compute_s")
 POLL_S = 0.2
 #: Seconds the processes of a local Ray get, after `ray.shutdown`, to end on SIGTERM before SIGKILL.
 REAP_S = 3.0
+#: While no call finishes, the GCS is asked every this many seconds whether it still answers; the
+#: second silence in a row means the head node is lost (`ClusterLostError`).
+PROBE_S = 3.0
 
 
 #: The logger of Ray's token-authentication set-up, and the start of the warning it logs on every
@@ -120,6 +127,8 @@ class Executor:
         self._procs = _RayProcesses()
         self._signals = contextlib.ExitStack()
         self.flag: Any = None   # the interrupt flag while Ray runs (`interrupts_flagged`)
+        self.lost = False       # the cluster went away (`ClusterLostError`)
+        self._silent = 0        # GCS probes in a row that got no answer
 
     def __enter__(self) -> "Executor":
         if self.name == "ray":
@@ -181,6 +190,10 @@ class Executor:
         and, once one came, the next ends the process at once (`interrupts_flagged`). A Ray started
         by someone else stays up: the calls still pending there are cancelled (not forced:
         ``ray.cancel(force=True)`` races with a call completing, module docstring)."""
+        if self.lost:   # every call to the GCS would wait on a head that is gone
+            self._pending, self._started = [], False
+            self._procs.kill()
+            return
         if not self._started:
             for ref in self._pending:
                 ray.cancel(ref)
@@ -257,14 +270,18 @@ class Executor:
                 if self.flag:
                     raise KeyboardInterrupt
                 return
-            done, _ = ray.wait(self._pending, num_returns=len(by_ref), timeout=0)
+            done = self._wait(ray, len(by_ref), 0)
+            quiet_since = time.monotonic()
             while not done and not self.flag:
-                done, _ = ray.wait(self._pending, num_returns=1, timeout=POLL_S)
+                done = self._wait(ray, 1, POLL_S)
                 if self.beat and time.monotonic() - last_beat >= self.beat_s:
                     self._beat()
                     last_beat = time.monotonic()
+                if not done and time.monotonic() - quiet_since >= PROBE_S:
+                    self._probe(ray)
+                    quiet_since = time.monotonic()
             if self.flag:  # everything finished by now is the caller's to store, then stop
-                done, _ = ray.wait(self._pending, num_returns=len(by_ref), timeout=0)
+                done = self._wait(ray, len(by_ref), 0)
             tm["wait_s"] += time.perf_counter() - t1
             yield from self._results(ray, done, by_ref)
             if self.beat:
@@ -273,6 +290,38 @@ class Executor:
             if self.flag:
                 self._pending = list(by_ref)
                 raise KeyboardInterrupt
+
+    def _wait(self, ray, n: int, timeout: float) -> list:
+        """``ray.wait`` on the pending calls; a driver whose raylet is gone (the head node lost:
+        "Broken pipe") raises `ClusterLostError`."""
+        try:
+            return ray.wait(self._pending, num_returns=n, timeout=timeout)[0]
+        except (OSError, ray.exceptions.RaySystemError) as e:
+            raise self._lost(e) from None
+
+    def _probe(self, ray) -> None:
+        """Raise `ClusterLostError` if the GCS did not answer twice in a row (`PROBE_S`)."""
+        from sweep.engine.cluster import gcs_answers
+        try:
+            gcs = ray.get_runtime_context().gcs_address
+        except Exception:  # noqa: BLE001 - no address to ask: nothing to probe
+            return
+        if gcs_answers(gcs):
+            self._silent = 0
+            return
+        self._silent += 1
+        if self._silent >= 2:
+            raise self._lost(ConnectionError(f"its GCS at {gcs} does not answer"))
+
+    def _lost(self, cause: BaseException):
+        """The `ClusterLostError` of a lost cluster; from now on nothing is cancelled or shut down
+        (the calls to a lost GCS would hang)."""
+        from sweep.common.errors import ClusterLostError
+        self.lost = True
+        self._pending = []
+        where = self.address or "this machine (a local Ray)"
+        why = str(cause).strip().splitlines()[0] if str(cause).strip() else type(cause).__name__
+        return ClusterLostError(f"the Ray cluster at {where} was lost ({why}); what finished before is stored")
 
     def _results(self, ray, done: list, by_ref: dict):
         """``(item, result, error)`` of the finished calls ``done`` (removed from ``by_ref``); once

@@ -10,6 +10,7 @@ from typing import Callable, Iterator
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from sweep.common.errors import ClusterLostError
 from sweep.config.campaign import Campaign
 from sweep.engine.executor import Executor
 from sweep.engine.signals import sigterm_as_interrupt
@@ -22,6 +23,9 @@ __all__ = ["RunSummary", "run_campaign", "Interrupted"]
 
 #: A completed run whose ``rows`` table has more fragments than this merges them (`Store.compact`).
 COMPACT_ABOVE = 32
+#: Seconds at most between a result's arrival and its commit (also ``[run] flush_rows`` rows): what a
+#: driver killed outright (SIGKILL, its machine lost) can lose.
+FLUSH_S = 5.0
 
 
 class Interrupted(Exception):
@@ -205,12 +209,15 @@ def _run(campaign: Campaign, store: Store, summary: "RunSummary", done_ids: set[
                     buf_rows += rows.num_rows
                     summary.tasks_run += 1
                     summary.count_rows(rows)
-                    if buf_rows >= campaign.run.flush_rows or time.monotonic() - last_flush > 30:
+                    if buf_rows >= campaign.run.flush_rows or time.monotonic() - last_flush > FLUSH_S:
                         flush()
                     if progress:
                         progress(len(done_ids) + summary.tasks_run, summary.tasks_total)
             except KeyboardInterrupt:
                 interrupted = True
+            except ClusterLostError:
+                flush()   # every result received is committed; the caller says how to resume
+                raise
             flush()   # what finished, stored before Ray stops (a second Ctrl-C meanwhile: exit at once)
     except KeyboardInterrupt:   # while Ray started or stopped, or (local executor) while storing
         interrupted = True

@@ -1,5 +1,5 @@
-"""Faults: a Ray worker process killed mid-task, a worker node removed mid-campaign, a task that
-raises. Each run ends with exactly the rows of an undisturbed run (same task_ids, no duplicates,
+"""Faults: a Ray worker process killed mid-task, a worker node removed mid-campaign, the head node
+lost, a task that raises. Each run ends with exactly the rows of an undisturbed run (same task_ids, no duplicates,
 same values; the measured wall_s / solver_s aside). The driver killed with SIGKILL mid-write and
 resumed is tests/test_engine.py::test_sigkill_then_resume.
 """
@@ -131,6 +131,57 @@ def test_worker_node_removed_mid_campaign(tmp_path, reference):
     assert (rows["status"] == "ok").all(), (proc.returncode, err[-2000:], rows["error"].dropna().unique()[:3])
     ok, msg = same_rows(out, reference)
     assert ok, (msg, proc.returncode, err[-2000:])
+
+
+@pytest.mark.slow
+def test_head_node_lost_mid_campaign(tmp_path, reference):
+    """The head node SIGKILLed (every process of it) once some rows are stored: the driver says in one
+    line that the cluster was lost and how to resume, exits 1 within seconds (before: a 60 s hang, then
+    only Ray's C++ log line), every result it had received is stored, and a local `--resume`
+    completes exactly the undisturbed rows."""
+    path = _campaign(tmp_path, "head")
+    out = tmp_path / "head_out"
+    env = cluster_env()
+    with LocalCluster(tmp_path.parent / f"rh{os.getpid()}", workers=1, head_cpus=0) as cl:
+        cmd = [sys.executable, "-m", "sweep.cli", "run", str(path), "--address", cl.address, "--out", str(out)]
+        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        try:
+            deadline = time.time() + 120
+            while time.time() < deadline and proc.poll() is None and len(Store(out).fragments()) < 2:
+                time.sleep(0.05)
+            assert proc.poll() is None, "the run ended before the head could be lost"
+            before = len(Store(out).stored_task_ids())
+            cl.kill_node(0)
+            t0 = time.time()
+            _, err = proc.communicate(timeout=120)
+            took = time.time() - t0
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    lines = [ln for ln in err.splitlines() if "was lost" in ln]
+    assert proc.returncode == 1 and len(lines) == 1 and "resume with: sweep run" in lines[0], err[-2000:]
+    assert "Traceback" not in err and took < 30, (took, err[-2000:])
+    assert len(Store(out).stored_task_ids()) >= before
+    res = subprocess.run(cmd[:5] + ["--executor", "local", "--out", str(out), "--resume"], env=env,
+                         capture_output=True, text=True, timeout=240)
+    assert res.returncode == 0, res.stderr[-2000:]
+    ok, msg = same_rows(out, reference)
+    assert ok, msg
+
+
+def test_a_gcs_that_does_not_answer_is_seen():
+    """The probe a waiting driver makes (`gcs_answers`): a listening port answers, a closed one not."""
+    import socket
+    from sweep.engine.cluster import gcs_answers
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(1)
+    port = srv.getsockname()[1]
+    try:
+        assert gcs_answers(f"127.0.0.1:{port}")
+    finally:
+        srv.close()
+    assert not gcs_answers(f"127.0.0.1:{port}", timeout=0.5)
 
 
 def test_failing_unit_becomes_error_row_and_the_rest_goes_on(tmp_path, monkeypatch, reference):
