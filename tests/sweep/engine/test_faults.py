@@ -103,6 +103,26 @@ def test_worker_process_killed_mid_task(tmp_path, reference, ray_session):
     pd.testing.assert_frame_equal(_rows(c.output), _rows(reference))
 
 
+def _kill_node_mid_run(cl, node: int, cmd: list[str], env: dict, out: Path):
+    """Run ``cmd`` (a `sweep run` on cluster ``cl``), SIGKILL node ``node`` (0: the head) once two
+    fragments are stored, wait for the driver. Returns (process, its stderr, tasks stored at the kill,
+    seconds from the kill to the driver's exit)."""
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.time() + 120
+        while time.time() < deadline and proc.poll() is None and len(Store(out).fragments()) < 2:
+            time.sleep(0.05)
+        assert proc.poll() is None, "the run ended before the node could be removed"
+        before = len(Store(out).stored_task_ids())
+        cl.kill_node(node)
+        t0 = time.time()
+        _, err = proc.communicate(timeout=240)
+        return proc, err, before, time.time() - t0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+
+
 @pytest.mark.slow
 def test_worker_node_removed_mid_campaign(tmp_path, reference):
     """A two-node cluster (head 1 CPU, worker node 1 CPU), the worker node SIGKILLed once some
@@ -113,17 +133,7 @@ def test_worker_node_removed_mid_campaign(tmp_path, reference):
     env = cluster_env()
     with LocalCluster(tmp_path.parent / f"rc{os.getpid()}", workers=1, head_cpus=1) as cl:
         cmd = [sys.executable, "-m", "sweep.cli", "run", str(path), "--address", cl.address, "--out", str(out)]
-        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        try:
-            deadline = time.time() + 120
-            while time.time() < deadline and proc.poll() is None and len(Store(out).fragments()) < 2:
-                time.sleep(0.05)
-            assert proc.poll() is None, "the run ended before the node could be removed"
-            cl.kill_node(1)
-            _, err = proc.communicate(timeout=240)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
+        proc, err, _, _ = _kill_node_mid_run(cl, 1, cmd, env, out)
         if proc.returncode != 0:  # the driver itself went down with the node
             res = subprocess.run(cmd + ["--resume"], env=env, capture_output=True, text=True, timeout=240)
             assert res.returncode == 0, (proc.returncode, err[-2000:], res.stderr[-2000:])
@@ -144,20 +154,7 @@ def test_head_node_lost_mid_campaign(tmp_path, reference):
     env = cluster_env()
     with LocalCluster(tmp_path.parent / f"rh{os.getpid()}", workers=1, head_cpus=0) as cl:
         cmd = [sys.executable, "-m", "sweep.cli", "run", str(path), "--address", cl.address, "--out", str(out)]
-        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        try:
-            deadline = time.time() + 120
-            while time.time() < deadline and proc.poll() is None and len(Store(out).fragments()) < 2:
-                time.sleep(0.05)
-            assert proc.poll() is None, "the run ended before the head could be lost"
-            before = len(Store(out).stored_task_ids())
-            cl.kill_node(0)
-            t0 = time.time()
-            _, err = proc.communicate(timeout=120)
-            took = time.time() - t0
-        finally:
-            if proc.poll() is None:
-                proc.kill()
+        proc, err, before, took = _kill_node_mid_run(cl, 0, cmd, env, out)
     lines = [ln for ln in err.splitlines() if "was lost" in ln]
     assert proc.returncode == 1 and len(lines) == 1 and "resume with: sweep run" in lines[0], err[-2000:]
     assert "Traceback" not in err and took < 30, (took, err[-2000:])
