@@ -1,5 +1,5 @@
-"""The result store of a campaign run: Parquet fragments committed through a catalog and a redo
-journal (`sweep.engine.store.core`, `sweep.engine.store.catalog`), one writer at a time
+"""The result store of a campaign run: Parquet fragments committed through a catalog that is a redo
+log (`sweep.engine.store.core`, `sweep.engine.store.catalog`), one writer at a time
 (`sweep.engine.store.lock`), durable file operations (`sweep.engine.store.fsops`), what
 ``--resume`` mends (`sweep.engine.store.repair`) and ``sweep check`` (`sweep.engine.store.check`)."""
 

@@ -2,8 +2,8 @@
 
 Every committed fragment (`sweep.engine.store.catalog`) is checked three ways: present, its bytes
 the committed sha256, and its Parquet pages their CRC-32 checksums (pyarrow's
-``page_checksum_verification``); fragment files no commit wrote are *foreign*; a commit journal left
-by a killed command is *pending* (the next command finishes it). Then the tasks: stored, in a damaged
+``page_checksum_verification``); fragment files no commit wrote are *foreign*; the last commit not
+fully applied (a killed command's) is *pending* (the next command finishes it). Then the tasks: stored, in a damaged
 batch, crashed (run again by ``--resume``), raised (their code failed), and, for a campaign whose
 task count is known up front, not stored yet.
 """
@@ -80,12 +80,12 @@ def check(directory: str | Path) -> Checked:
     """Verify ``directory`` (module docstring); changes nothing.
 
     Raises:
-        StoreError: not a dse-sweep result directory, or its catalog or journal is unreadable.
+        StoreError: not a dse-sweep result directory, or its catalog is unreadable.
     """
     store = Store(directory)
     m = store.manifest()
     root = store.root
-    out = Checked(str(directory), str(m.get("name")), pending_commit=pending(root) is not None)
+    out = Checked(str(directory), str(m.get("name")), pending_commit=pending(root))
     cat = store.catalog()
     out.fragments = len(cat.entries())
     out.foreign = [f"{f.parent.name}/{f.name}" for f in store.foreign()]

@@ -3,10 +3,9 @@
 Layout of an output directory::
 
     manifest.json                 campaign name, config hash, resolved configuration, code version
-    fragments.json                the committed fragments (`sweep.engine.store.catalog`)
+    fragments.log                 the committed fragments, a log of commits (`sweep.engine.store.catalog`)
     rows/part-<digest>.parquet    one row per result (task_id, status, ...)
     layers/part-<digest>.parquet  per-layer detail (optional, per mapper)
-    journal.json                  a commit being applied (only after a crash, until the next command)
     .lock                         the writer lock (`sweep.engine.store.lock`)
     .tmp/                         files being written (never read)
 
@@ -39,7 +38,7 @@ import pyarrow.parquet as pq
 from sweep.common.errors import StoreError
 from sweep.common.ids import strict_json
 from sweep.engine.store import fsops
-from sweep.engine.store.catalog import CATALOG, JOURNAL, TMP, Catalog, Entry, commit, recover
+from sweep.engine.store.catalog import CATALOG, TMP, Catalog, Entry, commit, pending, recover
 from sweep.engine.store.lock import LOCK, WriterLock
 
 __all__ = ["Store", "code_version", "MANIFEST", "FORMAT"]
@@ -259,7 +258,7 @@ class Store:
         """A reader's first step (``sweep report``): if no command is writing the directory, finish
         a commit a killed one left, so that plain readers see each task's rows once. Returns whether
         there was one to finish."""
-        if not (self.root / JOURNAL).exists() or not self._lock.is_free():
+        if not (self.root / CATALOG).exists() or not self._lock.is_free() or not pending(self.root):
             return False
         try:
             with self._writing():
@@ -283,8 +282,9 @@ class Store:
         return self._cat
 
     def _commit(self, new: Catalog, moves=(), remove=()) -> None:
-        commit(self.root, new, list(moves), list(remove))
-        self._cat = None
+        cat = commit(self.root, self.catalog(), new, list(moves), list(remove))
+        st = os.stat(self.root / CATALOG)
+        self._cat, self._cat_key = cat, (st.st_ino, st.st_mtime_ns, st.st_size)
 
     def adopt(self) -> None:
         """Write the catalog of a directory that has none (new, or written before it existed: its
@@ -298,7 +298,7 @@ class Store:
     def _stage(self, table: str, name: str, data: bytes) -> tuple[str, str, Entry]:
         """Write a fragment's bytes into ``.tmp`` (fsynced); its move and catalog entry."""
         fsops.mkdir(self.root / TMP)
-        tmp = f"{TMP}/{table}-{name}"
+        tmp = f"{TMP}/{self.catalog().seq + 1}-{table}-{name}"   # (this commit's: never an earlier one's)
         fsops.write(self.root / tmp, data)
         rows = pq.read_metadata(pa.BufferReader(data)).num_rows
         return tmp, f"{table}/{name}", Entry(table, name, hashlib.sha256(data).hexdigest(), len(data), rows)
@@ -486,8 +486,14 @@ class Store:
         path = self.root / e.rel
         try:
             data = path.read_bytes()
-        except FileNotFoundError:
-            raise self._damaged(e, "missing (a committed fragment)") from None
+        except FileNotFoundError:   # committed, still to be moved into place (a killed commit)?
+            staged = {dst: src for src, dst in (self.catalog().last or {}).get("moves", [])}.get(e.rel)
+            try:
+                data = (self.root / staged).read_bytes() if staged else b""
+            except OSError:
+                data = b""
+            if not data:
+                raise self._damaged(e, "missing (a committed fragment)") from None
         except OSError as err:
             raise self._damaged(e, f"unreadable ({err.strerror})") from None
         if e.sha256 and (len(data) != e.bytes or hashlib.sha256(data).hexdigest() != e.sha256):

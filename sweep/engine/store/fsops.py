@@ -20,7 +20,7 @@ from typing import Callable
 
 from sweep.common.errors import StoreIOError
 
-__all__ = ["HOOK", "write", "replace", "unlink", "fsync_dir", "mkdir", "io_error"]
+__all__ = ["HOOK", "write", "append", "truncate", "replace", "unlink", "fsync_dir", "mkdir", "io_error"]
 
 #: Called as HOOK(operation, path) before each operation; None: no test is watching.
 HOOK: Callable[[str, Path], None] | None = None
@@ -38,15 +38,16 @@ def io_error(path: Path, e: OSError, doing: str) -> StoreIOError:
                         "directory can be resumed once the cause is fixed")
 
 
-def write(path: Path, data: bytes) -> None:
-    """Create ``path`` (replacing a file of that name) holding ``data``, flushed and fsynced.
+def write(path: Path, data: bytes, mode: str = "wb") -> None:
+    """Create ``path`` (replacing a file of that name) holding ``data``, flushed and fsynced
+    (``mode`` "ab": append ``data`` to it instead).
 
     Raises:
         StoreIOError: the file system refused (no space, read-only, permissions).
     """
     try:
         _at("write", path)
-        with open(path, "wb") as f:
+        with open(path, mode) as f:
             half = len(data) // 2
             f.write(data[:half])
             if HOOK is not None:
@@ -58,6 +59,30 @@ def write(path: Path, data: bytes) -> None:
             os.fsync(f.fileno())
     except OSError as e:
         raise io_error(path, e, "write") from None
+
+
+def append(path: Path, data: bytes) -> None:
+    """Append ``data`` to ``path``, flushed and fsynced (`write`; a crash inside leaves a prefix of
+    ``data`` at the end).
+
+    Raises:
+        StoreIOError: the file system refused.
+    """
+    write(path, data, "ab")
+
+
+def truncate(path: Path, size: int) -> None:
+    """Cut ``path`` to its first ``size`` bytes and fsync it.
+
+    Raises:
+        StoreIOError: the file system refused.
+    """
+    def cut() -> None:
+        with open(path, "r+b") as f:
+            f.truncate(size)
+            f.flush()
+            os.fsync(f.fileno())
+    _do("truncate", path, "truncate", cut)
 
 
 def _do(op: str, path: Path, doing: str, fn: Callable[[], object]) -> None:

@@ -156,9 +156,9 @@ def test_a_batch_killed_between_its_fragments_leaves_no_orphan(tmp_path, referen
     """Killed after a batch's ``problems`` fragment is in place and before its ``rows``: the next
     command leaves neither (before: 82 ``problems`` rows for 76 after the resume)."""
     c = _campaign(tmp_path)
-    # renames: the manifest, the empty catalog's journal and catalog, then the first batch's journal,
-    # problems fragment (6th: killed with it in place, its rows not)
-    monkeypatch.setattr(fsops, "HOOK", _crash_at("rename", 6))
+    # renames: the manifest, the new catalog, then the first batch's problems fragment (3rd) and its
+    # rows (4th: killed with the problems fragment in place, its rows not)
+    monkeypatch.setattr(fsops, "HOOK", _crash_at("rename", 4))
     with pytest.raises(_Crash):
         run_campaign(c, executor="local")
     monkeypatch.setattr(fsops, "HOOK", None)
@@ -258,10 +258,11 @@ def _enospc_at(op: str, nth: int):
 
 
 def test_a_full_disk_is_one_line_and_the_directory_stays_resumable(tmp_path, reference, monkeypatch):
-    """ENOSPC at the second batch's first fragment: exit 1 with one line naming the path and the cause
+    """ENOSPC at the second batch's commit: exit 1 with one line naming the path and the cause
     (before: a 100-line traceback); the batch committed stays; `--resume` completes the run."""
     c = _campaign(tmp_path)
-    # writes: the write check, the manifest, the empty catalog's journal and catalog, 4 per batch
+    # writes: the write check, the manifest, the new catalog, 3 per batch (2 fragments, the commit line):
+    # the 9th is the second batch's commit line
     monkeypatch.setattr(fsops, "HOOK", _enospc_at("write", 9))
     res = cli.invoke(app, _run_args(c))
     monkeypatch.setattr(fsops, "HOOK", None)
@@ -291,7 +292,9 @@ def test_a_read_only_directory_fails_before_any_work(tmp_path, monkeypatch):
     half-done directory fails with exit 1 before it computes a task (before: 38 tasks computed for
     33 s, then the failure at the first write)."""
     c = _campaign(tmp_path)
-    monkeypatch.setattr(fsops, "HOOK", _crash_at("rename", 12))   # killed after two batches
+    # writes: the write check, the manifest, the new catalog, 3 per batch: killed at the third
+    # batch's first fragment, two committed
+    monkeypatch.setattr(fsops, "HOOK", _crash_at("write", 10))
     with pytest.raises(_Crash):
         run_campaign(c, executor="local")
     monkeypatch.setattr(fsops, "HOOK", None)

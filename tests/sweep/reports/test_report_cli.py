@@ -92,12 +92,12 @@ def test_report_foreign_parquet_named_and_not_read(tiny_out, tmp_path):
 
 
 def test_report_of_a_directory_without_catalog_still_reads_every_fragment(tiny_out, tmp_path):
-    """A directory written before the catalog existed (no fragments.json): every fragment counts, as
+    """A directory written before the catalog existed (no fragments.log): every fragment counts, as
     then, and an unreadable one is refused naming it (exit 2)."""
     import shutil
     d = tmp_path / "legacy"
     shutil.copytree(tiny_out, d)
-    (d / "fragments.json").unlink()
+    (d / "fragments.log").unlink()
     assert runner.invoke(app, ["report", str(d)]).exit_code == 0
     pd.DataFrame({"x": [1]}).to_parquet(d / "rows" / "part-zzzz.parquet")
     res = runner.invoke(app, ["report", str(d)])
