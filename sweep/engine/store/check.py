@@ -30,6 +30,7 @@ class Checked:
 
     directory: str
     campaign: str
+    source: str = "CAMPAIGN"
     fragments: int = 0
     damaged: list[tuple[str, str]] = field(default_factory=list)
     foreign: list[str] = field(default_factory=list)
@@ -70,7 +71,8 @@ class Checked:
                    (f", {self.tasks_crashed:,} crashed (run again by --resume)" if self.tasks_crashed else "") +
                    (f", {self.tasks_raised:,} whose code raised (status 'error')" if self.tasks_raised else ""))
         r = self.rerun
-        out.append("intact" if self.intact else "NOT intact: `sweep run CAMPAIGN --resume --out DIR` mends it")
+        out.append("intact" if self.intact else
+                   f"NOT intact: `sweep run {self.source} --resume --out {self.directory}` mends it")
         if r is not None:
             out.append(f"--resume would run {r:,} task(s)" if r else "complete: --resume would run nothing")
         return out
@@ -85,7 +87,7 @@ def check(directory: str | Path) -> Checked:
     store = Store(directory)
     m = store.manifest()
     root = store.root
-    out = Checked(str(directory), str(m.get("name")), pending_commit=pending(root))
+    out = Checked(str(directory), str(m.get("name")), str(m.get("source") or "CAMPAIGN"), pending_commit=pending(root))
     cat = store.catalog()
     out.fragments = len(cat.entries())
     out.foreign = [f"{f.parent.name}/{f.name}" for f in store.foreign()]
