@@ -280,7 +280,7 @@ def same_rows(a: Path, b: Path) -> tuple[bool, str]:
         keys = [c for c in ("task_id", "problem_id", "unit_index", "network", "pm", "point", "design", "setting", "rate")
                 if c in df]
         return df.sort_values(keys).reset_index(drop=True)[sorted(df.columns)]
-    tables = sorted(p.name for p in Path(a).iterdir() if p.is_dir() and any(p.glob("*.parquet")))
+    tables = sorted(p.name for p in Path(a).iterdir() if p.is_dir() and not p.name.startswith(".") and any(p.glob("*.parquet")))
     x, y = load(a, "rows"), load(b, "rows")
     if set(x["task_id"]) != set(y["task_id"]):
         return False, f"task_ids differ: {len(set(x['task_id']) ^ set(y['task_id']))}"
