@@ -488,10 +488,13 @@ class Store:
             data = path.read_bytes()
         except FileNotFoundError:   # committed, still to be moved into place (a killed commit)?
             staged = {dst: src for src, dst in (self.catalog().last or {}).get("moves", [])}.get(e.rel)
-            try:
-                data = (self.root / staged).read_bytes() if staged else b""
-            except OSError:
-                data = b""
+            data = b""
+            for p in ([self.root / staged, path] if staged else []):   # (moved meanwhile: read it there)
+                try:
+                    data = p.read_bytes()
+                    break
+                except OSError:
+                    continue
             if not data:
                 raise self._damaged(e, "missing (a committed fragment)") from None
         except OSError as err:

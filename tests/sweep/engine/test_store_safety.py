@@ -309,3 +309,19 @@ def test_a_read_only_directory_fails_before_any_work(tmp_path, monkeypatch):
     with pytest.raises(StoreIOError, match="Read-only file system"):
         run_campaign(c, resume=True, executor="local")
     assert not ran
+
+
+def test_a_committed_batch_not_yet_in_place_is_read_from_where_it_was_staged(tmp_path, monkeypatch):
+    """Killed after a batch's commit line and before its fragments' renames: the store's readers see
+    the batch at once (from ``.tmp``) while a writer is away, and the next command moves it into place."""
+    c = _campaign(tmp_path)
+    # renames: the manifest, the new catalog, then the first batch's fragments (3rd: killed before it)
+    monkeypatch.setattr(fsops, "HOOK", _crash_at("rename", 3))
+    with pytest.raises(_Crash):
+        run_campaign(c, executor="local")
+    monkeypatch.setattr(fsops, "HOOK", None)
+    assert len(Store(c.output).read("rows")) == 1 and len(Store(c.output).read("problems")) == 1
+    assert not (Path(c.output) / "rows").exists() or not any((Path(c.output) / "rows").iterdir())
+    assert check(c.output).pending_commit
+    assert cli.invoke(app, ["report", str(c.output)]).exit_code == 0
+    assert len(pd.read_parquet(Path(c.output) / "rows")) == 1 and check(c.output).intact
