@@ -98,8 +98,8 @@ class Catalog:
                 line = json.loads(data[pos:end])
                 cat._apply(line, first=pos == 0)
             except (ValueError, KeyError, TypeError) as e:
-                if data.find(b"\n", end + 1) < 0 and end + 1 >= len(data):
-                    cat.torn = True   # (a last line torn inside a multi-byte write: treated alike)
+                if end + 1 == len(data):   # the last line, torn inside a multi-byte write: no commit either
+                    cat.torn = True
                     break
                 raise StoreError(f"{path}: unreadable fragment catalog (line at byte {pos}: {e})") from None
             pos = end + 1

@@ -95,13 +95,13 @@ def check(directory: str | Path) -> Checked:
         out.tasks_expected = int(m["tasks"])
     stored: set[str] = set()
     for g, es in sorted(cat.groups.items()):
-        bad = [(e.rel, _why(root, e)) for e in es]
-        bad = [(rel, why) for rel, why in bad if why]
+        read = {e.rel: _read(root, e) for e in es}
+        bad = [(rel, why) for rel, (why, _) in read.items() if why]
         out.damaged += bad
         for e in es:
-            if e.table != "rows" or any(rel == e.rel for rel, _ in bad):
+            why, t = read[e.rel]
+            if e.table != "rows" or why or t is None:
                 continue
-            t = pq.read_table(root / e.rel, columns=None)
             ids = set(t.column("task_id").to_pylist())
             if bad:
                 out.tasks_in_damaged += len(ids)
@@ -116,13 +116,12 @@ def check(directory: str | Path) -> Checked:
     return out
 
 
-def _why(root: Path, e) -> str:
-    """``verify_entry``, then the pages against their checksums."""
+def _read(root: Path, e) -> tuple[str, pa.Table | None]:
+    """`verify_entry`, then the pages against their checksums: (why it is damaged or "", its table)."""
     why = verify_entry(root, e)
     if why:
-        return why
+        return why, None
     try:
-        pq.read_table(root / e.rel, page_checksum_verification=True)
+        return "", pq.read_table(root / e.rel, page_checksum_verification=True)
     except (OSError, pa.ArrowException) as err:
-        return f"unreadable ({err})"
-    return ""
+        return f"unreadable ({err})", None
