@@ -46,6 +46,7 @@ designs x 11 figures above their mapped values; docs/archsearch.md).
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import dataclass
 import math
 from typing import Any
@@ -78,6 +79,30 @@ def layer_bound(layer, arch, utilization: float = 1.0) -> LayerBound:
         ValueError: the layer keeps an operand on chip that no memory below the DRAM serves
             (`Accelerator.for_layer`).
     """
+    port, where, energy, dram_top, view = _memory_floor(layer, arch)
+    compute = layer.macs / (view.pe_count * utilization) * (1 - 1e-12)  # C is an integer >= this
+    if compute >= port:
+        return LayerBound(max(compute, port), energy, "compute")
+    return LayerBound(port, energy, "dram" if where is dram_top else where.name)
+
+
+_FLOORS: OrderedDict = OrderedDict()
+_FLOORS_SIZE = 1024
+
+
+def _memory_floor(layer, arch):
+    """What `layer_bound` does not take from the utilisation: (the busiest port's least time or the
+    DRAM re-reads, cycles; its memory; the energy bound, pJ; the DRAM memory if the top level is
+    one (else None); the layer's view of ``arch``), kept per (layer, accelerator) for the candidates
+    of one layer (an LRU of `_FLOORS_SIZE`, holding the accelerator)."""
+    try:
+        key = (layer, id(arch))
+        hit = _FLOORS.get(key)
+    except TypeError:   # an unhashable layer: nothing kept
+        key, hit = None, None
+    if hit is not None and hit[0] is arch:
+        _FLOORS.move_to_end(key)
+        return hit[1]
     view = arch.for_layer(layer)
     top = view.memories[-1]
     bits = operand_bits(layer, view)
@@ -86,16 +111,18 @@ def layer_bound(layer, arch, utilization: float = 1.0) -> LayerBound:
     served = [op for op in ("W", "I", "O") if top.size_bits is None and view.levels(op)[-1] is top]
     reads = sum(footprint(op, dims, layer) * prec[op] for op in served if op != "O")
     writes = footprint("O", dims, layer) * prec["O"] if "O" in served else 0
-    compute = layer.macs / (view.pe_count * utilization) * (1 - 1e-12)  # C is an integer >= this
     port, where = port_floor(layer, view, prec)
     refetch = dram_floor(layer, view, prec, bits)
     if refetch is not None and refetch * (1 - 1e-12) > port:
         port, where = refetch * (1 - 1e-12), top
     mac = view.mac_pj + (view.accumulator_pj or 0.0)
     energy = layer.macs * mac + reads * top.read_pj / top.word_bits + writes * top.write_pj / top.word_bits
-    if compute >= port:
-        return LayerBound(max(compute, port), energy, "compute")
-    return LayerBound(port, energy, "dram" if where is top and top.size_bits is None else where.name)
+    out = (port, where, energy, top if top.size_bits is None else None, view)
+    if key is not None:
+        _FLOORS[key] = (arch, out)
+        while len(_FLOORS) > _FLOORS_SIZE:
+            _FLOORS.popitem(last=False)
+    return out
 
 
 def port_floor(layer, view, prec: dict[str, int]) -> tuple[float, Any]:

@@ -20,9 +20,10 @@ import numpy as np
 from mappers.annealing import log_accept_arg
 from mappers.base import objective_index
 from mappers.loop_order.lpf import expand
-from mappers.loop_order.moves import BLOCK_MAX, MoveStream, PairStream
+from mappers.loop_order.moves import BLOCK_MAX, MoveStream, PairStream, row_hashes
 
-__all__ = ["INIT_TRIES", "MOVES", "NORMALISE", "ChainResult", "anneal", "random_orderings", "single_row"]
+__all__ = ["INIT_TRIES", "MOVES", "NORMALISE", "ChainResult", "anneal", "merged_evaluations", "random_orderings",
+           "single_row"]
 
 #: Random orderings tried at most for a valid initial state.
 INIT_TRIES = 1000
@@ -74,6 +75,31 @@ class ChainResult:
             orderings, values = self.trace
             self.seen = dict(zip(map(tuple, orderings.tolist()), values.tolist()))
         return self.seen
+
+
+def merged_evaluations(chains: Sequence[ChainResult]) -> tuple[np.ndarray, np.ndarray] | None:
+    """What the chains evaluated, each ordering once, as arrays: (orderings (m, n) int64, objectives
+    (m,)), in the order of the dict their memos merge into (``seen.update(chain.memo())`` chain by
+    chain: first evaluations first). Built from the compiled chains' traces without tuples (rows
+    matched by `mappers.loop_order.moves.row_hashes`, confirmed row by row). None when a chain ran
+    in Python (it has a memo dict, no trace), when no chain ran, or when a match is not confirmed
+    (the dict path then gives the answer)."""
+    traces = []
+    for r in chains:
+        if r.trace is not None:
+            traces.append(r.trace)
+        elif r.seen is not None:
+            return None
+    if not traces:
+        return None
+    o = np.concatenate([t[0] for t in traces])
+    v = np.concatenate([t[1] for t in traces])
+    _, first, inv = np.unique(row_hashes(o), return_index=True, return_inverse=True)
+    at = first[inv]
+    if not ((o == o[at]).all() and (v == v[at]).all()):
+        return None
+    first.sort()
+    return o[first], v[first]
 
 
 def _initial(ev, objective: str, rng: np.random.Generator):

@@ -122,7 +122,8 @@ def least_energy_tie(ev, value: float, ordering, seen: list):
     """Under the latency objective, the ordering of least energy among those evaluated at exactly
     ``value`` (`mappers.base.rank_key`: a compute-bound layer has many orderings of equal latency
     that move different data): ``ordering`` and the keys of each dict of ``seen`` (ordering tuple ->
-    objective; None entries skipped) whose value is ``value``. ``ordering`` itself when it is the
+    objective; None entries skipped; or a pair of arrays, orderings (m, n) and objectives (m,), the
+    items of such a dict) whose value is ``value``. ``ordering`` itself when it is the
     only one or ``value`` is not finite; ties on energy keep the first met (``ordering``, then the
     dicts in order, each in insertion order). The re-costing is not counted as evaluations: the
     search already counted these orderings."""
@@ -130,7 +131,10 @@ def least_energy_tie(ev, value: float, ordering, seen: list):
         return ordering
     cands = [tuple(int(t) for t in ordering)]
     for d in seen:
-        cands += [k for k, v in (d or {}).items() if v == value]
+        if isinstance(d, tuple):   # (orderings (m, n), objectives (m,)): a dict's items as arrays
+            cands += list(map(tuple, d[0][d[1] == value].tolist()))
+        else:
+            cands += [k for k, v in (d or {}).items() if v == value]
     cands = list(dict.fromkeys(cands))
     if len(cands) == 1:
         return ordering

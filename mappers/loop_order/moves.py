@@ -21,9 +21,9 @@ from typing import Callable
 
 import numpy as np
 
-__all__ = ["BLOCK_MAX", "swap", "block_move", "reverse", "PairStream", "MoveStream", "move_positions", "neighbours",
+__all__ = ["BLOCK_MAX", "swap", "block_move", "reverse", "PairStream", "MoveStream", "move_positions", "neighbours", "neighbour_rows", "row_hashes",
            "neighbourhood", "descend",
-           "descend_ends", "fit_surrogate", "SURROGATE_RIDGE"]
+           "descend_ends", "fit_surrogate", "fit_surrogate_rows", "Evaluated", "SURROGATE_RIDGE"]
 
 #: Ridge penalty of `fit_surrogate` (on indicator features; only keeps the normal equations regular).
 SURROGATE_RIDGE = 1e-3
@@ -128,6 +128,40 @@ def move_positions(n: int, block_max: int = BLOCK_MAX) -> np.ndarray:
     return out
 
 
+@functools.lru_cache(maxsize=64)
+def _hash_weights(n: int) -> np.ndarray:
+    """Fixed odd 64-bit multipliers of `row_hashes` for rows of n entries."""
+    w = np.random.default_rng(0x5A15A).integers(1, 2**63, size=n, dtype=np.uint64) * np.uint64(2) + np.uint64(1)
+    w.setflags(write=False)
+    return w
+
+
+def row_hashes(rows: np.ndarray) -> np.ndarray:
+    """A 64-bit hash of each row of ``rows`` (int, (m, n)): sum_i rows[:, i] * w_i modulo 2^64 with
+    fixed odd multipliers w. Equal rows hash equal; a match is only a candidate (callers confirm it)."""
+    return (rows.astype(np.uint64) * _hash_weights(rows.shape[1])).sum(axis=1, dtype=np.uint64)
+
+
+def neighbour_rows(o) -> tuple[np.ndarray, np.ndarray]:
+    """`neighbours` of ``o`` as (orderings (m, n) int64, their `row_hashes` (m,)), without building
+    tuples: every move of `move_positions` applied at once, the first of equal rows kept (found by
+    hash, confirmed row by row; the dictionary path on a collision), ``o`` dropped."""
+    a = np.asarray(o, dtype=np.int64)
+    n = a.shape[0]
+    rows = a[move_positions(n)]
+    if n < 2 or rows.shape[0] == 0:
+        nb = neighbours(o)[1]
+        return nb, row_hashes(nb)
+    h = row_hashes(rows)
+    _, first, inv = np.unique(h, return_index=True, return_inverse=True)
+    if not (rows == rows[first[inv]]).all():   # two distinct rows of one hash: exact path
+        nb = neighbours(o)[1]
+        return nb, row_hashes(nb)
+    first.sort()
+    keep = first[~(rows[first] == a).all(axis=1)]
+    return rows[keep], h[keep]
+
+
 def neighbours(o, block_max: int = BLOCK_MAX) -> tuple[list[tuple], np.ndarray]:
     """`neighbourhood` of ``o`` and the same orderings as an int64 array (one row each): every
     move of `move_positions` applied at once, the first of equal orderings kept, ``o`` dropped."""
@@ -155,22 +189,66 @@ def fit_surrogate(seen: dict[tuple, float], ntypes: int, ridge: float = SURROGAT
     """Weights W (n, ntypes) of a linear surrogate of ln(cost): ln cost(o) ~ c + sum_i W[i, o[i]].
 
     Ridge regression (penalty ``ridge`` on every coefficient, intercept included) of the log of the
-    finite, positive objectives in ``seen`` (ordering -> objective) on position x type indicators.
-    No evaluations; None when ``seen`` holds no such ordering. The normal equations are accumulated
-    with ``np.bincount`` (exact counts, sums in a fixed order) and solved once, (n * ntypes + 1)^2.
-    """
+    finite, positive objectives in ``seen`` (ordering -> objective) on position x type indicators
+    (`fit_surrogate_rows` of its items in order). No evaluations; None when ``seen`` holds no such
+    ordering."""
     keys = [k for k, v in seen.items() if 0.0 < v < np.inf]
     if not keys:
         return None
-    o = np.array(keys, dtype=np.int64)
-    y = np.log(np.array([seen[k] for k in keys]))
+    return fit_surrogate_rows(np.array(keys, dtype=np.int64), np.array([seen[k] for k in keys]), ntypes, ridge)
+
+
+def fit_surrogate_rows(orderings: np.ndarray, values: np.ndarray, ntypes: int,
+                       ridge: float = SURROGATE_RIDGE) -> np.ndarray | None:
+    """`fit_surrogate` of the rows ``orderings`` (m, n) with objectives ``values`` (m,), those
+    neither finite nor positive left out. The normal equations: the indicators' counts X'X exact
+    (a float32 product of 0/1 entries, each count below 2^24), X'y by ``np.bincount`` (sums in a fixed
+    order: the rows'); solved once, (n * ntypes + 1)^2."""
+    ok = (values > 0.0) & (values < np.inf)
+    if not ok.any():
+        return None
+    o = orderings[ok]
+    y = np.log(values[ok])
     m, n = o.shape
     d = n * ntypes + 1
     idx = np.hstack([np.arange(n) * ntypes + o, np.full((m, 1), n * ntypes)])
-    a = np.bincount((idx[:, :, None] * d + idx[:, None, :]).ravel(), minlength=d * d).reshape(d, d)
+    if m < 1 << 24:   # X'X of the 0/1 indicators X in float32: exact counts (each < 2^24), by BLAS
+        x = np.zeros((m, d), dtype=np.float32)
+        np.put_along_axis(x, idx, 1.0, axis=1)
+        a = (x.T @ x).astype(np.float64)
+    else:
+        a = np.bincount((idx[:, :, None] * d + idx[:, None, :]).ravel(), minlength=d * d).reshape(d, d).astype(np.float64)
     b = np.bincount(idx.ravel(), weights=np.repeat(y, n + 1), minlength=d)
     w = np.linalg.solve(a + ridge * np.eye(d), b)
     return w[:-1].reshape(n, ntypes)
+
+
+class Evaluated:
+    """The orderings evaluated so far and their objectives, for the final descent: ordering tuple ->
+    objective, as `descend` reads a dict (``get``, ``seen[q] = value``), without building tuples
+    for what the chains evaluated. Those come as arrays (`mappers.loop_order.annealer.merged_evaluations`:
+    distinct rows) and are found by `row_hashes` (``lookup``, given the row's hash; a hash match is
+    confirmed row by row); what the descent adds is kept in a dict."""
+
+    def __init__(self, orderings: np.ndarray, values: np.ndarray) -> None:
+        self.rows, self.values = orderings, values.tolist()
+        self.index = dict(zip(row_hashes(orderings).tolist(), range(len(orderings))))
+        self.added: dict[tuple, float] = {}
+
+    def lookup(self, q: tuple, h: int) -> float | None:
+        """The objective of ordering ``q`` whose `row_hashes` value is ``h``, or None."""
+        i = self.index.get(h)
+        if i is not None and tuple(self.rows[i].tolist()) == q:
+            return self.values[i]
+        return self.added.get(q)
+
+    def get(self, q: tuple, default=None):
+        """The objective of ordering ``q``, or ``default``."""
+        v = self.lookup(q, int(row_hashes(np.array([q], dtype=np.int64))[0]))
+        return default if v is None else v
+
+    def __setitem__(self, q: tuple, value: float) -> None:
+        self.added[q] = value
 
 
 def _scan_order(nb: np.ndarray, rng: np.random.Generator, weights: np.ndarray | None) -> list[int]:
@@ -184,15 +262,18 @@ def _scan_order(nb: np.ndarray, rng: np.random.Generator, weights: np.ndarray | 
 
 
 def _descend(f, start, value, budget, rng, seen, weights=None, stop=None):
-    """`descend` with the reason it ended: "local", "budget" or "joined" (``stop`` said so)."""
+    """`descend` with the reason it ended: "local", "budget" or "joined" (``stop(cur, v, rows, hashes)``
+    said so, given the current ordering's neighbours as `neighbour_rows`)."""
     cur, v, used = start, value, 0
+    lookup = seen.lookup if isinstance(seen, Evaluated) else (lambda q, h: seen.get(q))
     while True:
-        nb, rows = neighbours(cur)
-        if stop is not None and stop(cur, v, nb):
+        rows, h = neighbour_rows(cur)
+        if stop is not None and stop(cur, v, rows, h):
             return v, cur, used, "joined"
+        hashes = h.tolist()
         for k in _scan_order(rows, rng, weights):
-            q = nb[k]
-            vn = seen.get(q)
+            q = tuple(rows[k].tolist())
+            vn = lookup(q, hashes[k])
             if vn is None:
                 if used >= budget:
                     return v, cur, used, "budget"
@@ -206,7 +287,7 @@ def _descend(f, start, value, budget, rng, seen, weights=None, stop=None):
 
 
 def descend(f: Callable[[list], float], start: tuple, value: float, budget: int, rng: np.random.Generator,
-            seen: dict[tuple, float], weights: np.ndarray | None = None) -> tuple[float, tuple, int]:
+            seen: dict[tuple, float] | Evaluated, weights: np.ndarray | None = None) -> tuple[float, tuple, int]:
     """First-improvement descent over `neighbourhood` from ``start`` (objective ``value``).
 
     The neighbours of the current ordering are visited in a random order (``rng.permutation``),
@@ -221,7 +302,7 @@ def descend(f: Callable[[list], float], start: tuple, value: float, budget: int,
         start, value: the starting ordering (tuple of type ids) and its objective.
         budget: evaluations allowed (>= 0).
         rng: the Generator of the visiting order.
-        seen: the evaluations known so far (updated in place).
+        seen: the evaluations known so far (updated in place): a dict, or an `Evaluated`.
         weights: surrogate weights (n, types) ordering the scan, or None (random order).
 
     Returns:
@@ -232,7 +313,7 @@ def descend(f: Callable[[list], float], start: tuple, value: float, budget: int,
 
 
 def descend_ends(f: Callable[[list], float], ends: list[tuple[tuple, float]], budget: int, rng: np.random.Generator,
-                 seen: dict[tuple, float], weights: np.ndarray | None = None,
+                 seen: dict[tuple, float] | Evaluated, weights: np.ndarray | None = None,
                  log: list | None = None) -> tuple[float, tuple | None, int]:
     """Descents (`descend`) from several orderings in turn, each stopped once it joins an earlier one.
 
@@ -266,9 +347,14 @@ def descend_ends(f: Callable[[list], float], ends: list[tuple[tuple, float]], bu
     path: dict[tuple, float] = {}
     local: list[float] = []
 
-    def joined(cur, v, nb):
-        return (cur in path or any(_same(v, x) for x in local)
-                or any(q in path and path[q] < v for q in nb))
+    def joined(cur, v, rows, h):
+        if cur in path or any(_same(v, x) for x in local):
+            return True
+        lower = [q for q, x in path.items() if x < v]   # a neighbour on a path, below v
+        if not lower:
+            return False
+        hit = np.flatnonzero(np.isin(h, row_hashes(np.array(lower, dtype=np.int64))))
+        return any(path.get(q, v) < v for q in map(tuple, rows[hit].tolist()))
 
     used, last = 0, None
     for o, v in ends:
@@ -279,10 +365,10 @@ def descend_ends(f: Callable[[list], float], ends: list[tuple[tuple, float]], bu
             break
         trail = [o]
 
-        def stop(cur, x, nb, trail=trail):
+        def stop(cur, x, rows, h, trail=trail):
             if cur != trail[-1]:
                 trail.append(cur)
-            return joined(cur, x, nb)
+            return joined(cur, x, rows, h)
 
         vd, od, k, why = _descend(f, o, v, budget - used, rng, seen, weights, stop)
         used += k

@@ -172,11 +172,11 @@ import numpy as np
 from mappers.base import LayerProblem, Param, SearchResult, WorkUnit, best_of, chain_seeds
 from mappers.loop_order.base import (SPATIAL_PARAMS, LoopOrderMapper, least_energy_tie, make_result, problem_counts,
                                      problem_evaluator)
-from mappers.loop_order.annealer import (INIT_TRIES, MOVES, NORMALISE, ChainResult, anneal, random_orderings,
-                                         single_row)
+from mappers.loop_order.annealer import (INIT_TRIES, MOVES, NORMALISE, ChainResult, anneal, merged_evaluations,
+                                         random_orderings, single_row)
 from mappers.loop_order.loma import exhaustive_range
 from mappers.loop_order.lpf import iter_permutations, multiset_count, shard_range
-from mappers.loop_order.moves import descend_ends, fit_surrogate
+from mappers.loop_order.moves import Evaluated, descend_ends, fit_surrogate, fit_surrogate_rows
 
 __all__ = ["AUTO_EXHAUSTIVE_FACTOR", "DEFAULT_SCHEDULE", "INIT_TRIES", "PAPER_SCHEDULE", "ChainResult", "anneal",
            "random_orderings",
@@ -202,20 +202,30 @@ DEFAULT_SCHEDULE = {"iterations": 150, "t0": 0.0044, "rho": 0.9, "chains": 16, "
 
 
 def _final_descent(ev, objective: str, chains: Sequence[ChainResult], budget: int | None,
-                   rng: np.random.Generator, surrogate: bool = True) -> tuple[float, np.ndarray | None, int]:
+                   rng: np.random.Generator, surrogate: bool = True,
+                   evaluated: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[float, np.ndarray | None, int]:
     """The final descent (module docstring): `mappers.loop_order.moves.descend_ends` from the chains'
     distinct best orderings, while evaluations remain of ``budget`` (None: no limit), looking up what
-    any chain evaluated, in the scan order of a surrogate fitted to the chains' evaluations if
-    ``surrogate``. Returns (best value, its ordering, evaluations)."""
-    seen: dict[tuple, float] = {}
-    for r in chains:
-        seen.update(r.memo() or {})
+    any chain evaluated (``evaluated``: the chains' `merged_evaluations` if known), in the scan order of
+    a surrogate fitted to the chains' evaluations if ``surrogate``. Returns (best value, its ordering,
+    evaluations)."""
+    seen: dict[tuple, float] | Evaluated
+    if evaluated is None:
+        memo: dict[tuple, float] = {}
+        for r in chains:
+            memo.update(r.memo() or {})
+        seen = memo
+    else:
+        seen = Evaluated(*evaluated)
     ends = list({tuple(r.ordering.tolist()): r.value for r in chains
                  if np.isfinite(r.value) and r.ordering is not None}.items())  # finite value: an ordering
     best = min(chains, key=lambda r: r.value)
     if not ends:
         return best.value, best.ordering, 0
-    weights = fit_surrogate(seen, len(ev.counts)) if surrogate else None
+    weights = None
+    if surrogate:
+        weights = (fit_surrogate(memo, len(ev.counts)) if evaluated is None
+                   else fit_surrogate_rows(evaluated[0], evaluated[1], len(ev.counts)))
     value, ordering, used = descend_ends(single_row(ev, objective), ends, 10**12 if budget is None else budget, rng,
                                          seen, weights)
     if value < best.value:
@@ -358,16 +368,18 @@ class SalsaMapper(LoopOrderMapper):
             len({len(r.history) for r in res}) == 1 else [r.history for r in res]
         evals = sum(r.evaluations for r in res)
         value, ordering = ch.value, ch.ordering
+        evaluated = merged_evaluations(res)
         if "descent_seed" in unit.spec:
             value, ordering, used = _final_descent(ev, problem.objective, res, int(q["max_evaluations"]) - evals
                                                    if int(q["max_evaluations"]) else None,
                                                    np.random.default_rng(unit.spec["descent_seed"]),
-                                                   bool(q["surrogate"]))
+                                                   bool(q["surrogate"]), evaluated)
             extra.update(descent_evaluations=used, descent_gain=(ch.value - value) / ch.value if value < ch.value
                          else 0.0)
             evals += used
         if problem.objective == "latency":
-            ordering = least_energy_tie(ev, value, ordering, [r.memo() for r in res])
+            ordering = least_energy_tie(ev, value, ordering, [r.memo() for r in res] if evaluated is None
+                                        else [evaluated])
         return make_result(ev, problem, self.name, "sa", ordering, value, evals,
                            time.perf_counter() - t_start, seed=seeds[best], history=history, extra=extra)
 
