@@ -350,6 +350,27 @@ def step_launches(network) -> int:
     return n
 
 
+_LAYOUTS: dict[int, tuple] = {}
+
+
+def _layout(network) -> tuple[list[tuple[str, int, int]], list[tuple[str, ...]]]:
+    """What `step_latency` reads of a step that is the same on every accelerator, kept per network
+    object (up to 256): per layer (name, index of its shape in ``network.unique()``, repeat), and per
+    vector operation the layers it overlaps that are in the step, in the order it names them (sums over
+    them run in that order, whatever the process's string hashing)."""
+    hit = _LAYOUTS.get(id(network))
+    if hit is not None and hit[0] is network:
+        return hit[1]
+    index = {l.shape_key(): k for k, (l, _) in enumerate(network.unique())}
+    layers = [(l.name, index[l.shape_key()], r) for l, r in network]
+    present = {l.name for l, _ in network}
+    overlaps = [tuple(dict.fromkeys(n for n in op.overlaps if n in present)) for op in network.vector_ops]
+    if len(_LAYOUTS) >= 256:
+        _LAYOUTS.clear()
+    _LAYOUTS[id(network)] = (network, (layers, overlaps))
+    return layers, overlaps
+
+
 def step_latency(network, unique_latency: list[float], vector_rows: list[dict[str, Any]]) -> dict[str, float]:
     """A step's latency (cycles) with the vector unit working while the array works.
 
@@ -379,23 +400,23 @@ def step_latency(network, unique_latency: list[float], vector_rows: list[dict[st
         ``latency_cycles`` (overlapped), ``serial_cycles`` (matmuls + vector ops one after
         another) and ``overlapped_cycles`` (the difference), cycles.
     """
-    by_shape = {l.shape_key(): lat for (l, _), lat in zip(network.unique(), unique_latency)}
+    layers, overlaps = _layout(network)
     array: dict[str, float] = {}
-    for l, r in network:
-        array[l.name] = array.get(l.name, 0.0) + by_shape[l.shape_key()] * r
+    for name, k, r in layers:
+        array[name] = array.get(name, 0.0) + unique_latency[k] * r
     matmuls = sum(array.values())
     alone = 0.0
-    groups: list[tuple[set[str], float]] = []
-    for op, row in zip(network.vector_ops, vector_rows):
+    groups: list[tuple[dict[str, None], float]] = []   # a group's layer names (in a fixed order) and cycles
+    for names0, row in zip(overlaps, vector_rows):
         v = row["latency_cycles"] * row["repeat"]
-        names = {n for n in op.overlaps if n in array}
-        if not names:
+        if not names0:
             alone += v
             continue
-        merged = [g for g in groups if g[0] & names]
+        names = dict.fromkeys(names0)
+        merged = [g for g in groups if any(n in names for n in g[0])]
         for g in merged:
-            groups.remove(g)
-            names |= g[0]
+            groups = [h for h in groups if h is not g]
+            names.update(g[0])
             v += g[1]
         groups.append((names, v))
     hidden_excess = sum(max(0.0, v - sum(array[n] for n in names)) for names, v in groups)

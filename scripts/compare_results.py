@@ -22,8 +22,9 @@ ok = True
 for camp in sorted(p.name for p in A.iterdir() if p.is_dir()):
     for tab in sorted(p for p in (A / camp).iterdir()):
         name = tab.name
-        if name in ("drivers", "manifest.json", "study.journal", "plots", "fragments.log") or name.startswith("."):
-            continue   # (the catalog, the writer lock, .tmp, .foreign, .damaged: not tables)
+        if name in ("drivers", "manifest.json", "study.journal", "plots", "fragments.log", "designs",
+                    "report.html") or name.startswith("."):
+            continue   # (the catalog, the writer lock, .tmp, .foreign, .damaged, what `sweep report` writes)
         if name.endswith(".toml"):
             same = tab.read_text() == (B / camp / name).read_text()
             print(f"{camp}/{name}: {'identical' if same else 'DIFFERENT'}"); ok &= same; continue
