@@ -69,6 +69,7 @@ accelerator and the hint when no unrolling survives.
 from __future__ import annotations
 
 import bisect
+import functools
 import itertools
 import math
 from collections import OrderedDict
@@ -288,12 +289,18 @@ def probe_loops(loops, max_orderings: int = LOMA_PROBE_ORDERINGS) -> list[tuple[
     """The loops of the ``loma`` rank's probe: ``loops`` (LPFs as (dim, factor)) merged by LOMA's
     rule (`mappers.loop_order.lpf.merge_lpfs`) at the largest ``lpf_limit`` whose orderings number
     at most ``max_orderings`` (n! / prod k_i!, equal LPFs interchangeable)."""
+    return list(_probe_loops(tuple((str(d), int(f)) for d, f in loops), int(max_orderings)))
+
+
+@functools.lru_cache(maxsize=4096)
+def _probe_loops(loops: tuple[tuple[str, int], ...], max_orderings: int) -> tuple[tuple[str, int], ...]:
+    """`probe_loops`, kept per loops (the candidates of a layer often leave the same temporal loops)."""
     from mappers.loop_order.lpf import lpf_types, merge_lpfs, multiset_count
     n = len(loops)
     while True:
         m = merge_lpfs(loops, max(n, 1))
         if n <= 1 or multiset_count([int(k) for k in lpf_types(m)[1]]) <= max_orderings:
-            return m
+            return tuple(m)
         n -= 1
 
 

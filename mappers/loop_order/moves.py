@@ -139,27 +139,42 @@ def _hash_weights(n: int) -> np.ndarray:
 def row_hashes(rows: np.ndarray) -> np.ndarray:
     """A 64-bit hash of each row of ``rows`` (int, (m, n)): sum_i rows[:, i] * w_i modulo 2^64 with
     fixed odd multipliers w. Equal rows hash equal; a match is only a candidate (callers confirm it)."""
-    return (rows.astype(np.uint64) * _hash_weights(rows.shape[1])).sum(axis=1, dtype=np.uint64)
+    return rows.astype(np.uint64) @ _hash_weights(rows.shape[1])   # (an integer product wraps mod 2^64)
 
 
 def neighbour_rows(o) -> tuple[np.ndarray, np.ndarray]:
     """`neighbours` of ``o`` as (orderings (m, n) int64, their `row_hashes` (m,)), without building
     tuples: every move of `move_positions` applied at once, the first of equal rows kept (found by
-    hash, confirmed row by row; the dictionary path on a collision), ``o`` dropped."""
+    hash, each repeat confirmed equal to the first of its hash; the dictionary path on a collision),
+    ``o`` dropped."""
     a = np.asarray(o, dtype=np.int64)
     n = a.shape[0]
-    rows = a[move_positions(n)]
-    if n < 2 or rows.shape[0] == 0:
+    if n < 2:
         nb = neighbours(o)[1]
         return nb, row_hashes(nb)
-    h = row_hashes(rows)
-    _, first, inv = np.unique(h, return_index=True, return_inverse=True)
-    if not (rows == rows[first[inv]]).all():   # two distinct rows of one hash: exact path
+    au = a.astype(np.uint64)
+    w = _hash_weights(n)
+    rows_u = au[move_positions(n)]
+    rows = rows_u.view(np.int64)             # (type ids are >= 0: the same bits)
+    h = rows_u @ w                           # `row_hashes`
+    order = np.argsort(h)
+    hs = h[order]
+    new = np.empty(len(hs), dtype=bool)
+    new[0] = True
+    np.not_equal(hs[1:], hs[:-1], out=new[1:])
+    starts = np.flatnonzero(new)
+    first = np.minimum.reduceat(order, starts)   # each hash's first row
+    rep = np.repeat(first, np.diff(np.append(starts, len(hs))))
+    rest = ~new
+    if not (rows[order[rest]] == rows[rep[rest]]).all():   # two distinct rows of one hash: exact path
         nb = neighbours(o)[1]
         return nb, row_hashes(nb)
     first.sort()
-    keep = first[~(rows[first] == a).all(axis=1)]
-    return rows[keep], h[keep]
+    same = np.flatnonzero(h[first] == au @ w)
+    drop = same[(rows[first[same]] == a).all(axis=1)]
+    if drop.size:
+        first = np.delete(first, drop)
+    return rows[first], h[first]
 
 
 def neighbours(o, block_max: int = BLOCK_MAX) -> tuple[list[tuple], np.ndarray]:
@@ -261,23 +276,56 @@ def _scan_order(nb: np.ndarray, rng: np.random.Generator, weights: np.ndarray | 
     return perm.tolist()
 
 
-def _descend(f, start, value, budget, rng, seen, weights=None, stop=None):
+#: Speculative evaluations of `descend_ends` with a batch evaluator: the first batch of a scan and
+#: the most the batches grow to (doubling while the scan goes on).
+AHEAD_FIRST, AHEAD_MAX = 4, 64
+
+
+def _ahead(many, q, pos, order, rows, hashes, lookup, spec, width) -> float:
+    """``q``'s objective from one call of ``many`` that also evaluates the next ``width - 1``
+    orderings of ``order`` (after ``pos``) not known yet; those wait in ``spec`` (not counted, not
+    in ``seen``) until the scan reaches them."""
+    batch = [q]
+    for k in order[pos + 1:]:
+        if len(batch) >= width:
+            break
+        p = tuple(rows[k].tolist())
+        if p not in spec and lookup(p, hashes[k]) is None:
+            batch.append(p)
+    vals = many(batch)
+    spec.update(zip(batch[1:], vals[1:]))
+    return vals[0]
+
+
+def _descend(f, start, value, budget, rng, seen, weights=None, stop=None, many=None, spec=None):
     """`descend` with the reason it ended: "local", "budget" or "joined" (``stop(cur, v, rows, hashes)``
-    said so, given the current ordering's neighbours as `neighbour_rows`)."""
+    said so, given the current ordering's neighbours as `neighbour_rows`). With ``many`` (objectives
+    of a list of orderings, the same numbers as ``f``) evaluations run in growing batches ahead of the
+    scan (`_ahead`, kept in the dict ``spec`` until reached): the same scan, counts and ``seen``."""
     cur, v, used = start, value, 0
     lookup = seen.lookup if isinstance(seen, Evaluated) else (lambda q, h: seen.get(q))
+    spec = {} if spec is None else spec
     while True:
         rows, h = neighbour_rows(cur)
         if stop is not None and stop(cur, v, rows, h):
             return v, cur, used, "joined"
         hashes = h.tolist()
-        for k in _scan_order(rows, rng, weights):
+        order = _scan_order(rows, rng, weights)
+        width = AHEAD_FIRST
+        for pos, k in enumerate(order):
             q = tuple(rows[k].tolist())
             vn = lookup(q, hashes[k])
             if vn is None:
                 if used >= budget:
                     return v, cur, used, "budget"
-                vn = seen[q] = f(list(q))
+                vn = spec.pop(q, None)
+                if vn is None:
+                    if many is None:
+                        vn = f(list(q))
+                    else:
+                        vn = _ahead(many, q, pos, order, rows, hashes, lookup, spec, width)
+                        width = min(2 * width, AHEAD_MAX)
+                seen[q] = vn
                 used += 1
             if vn < v * (1.0 - 1e-12):
                 cur, v = q, vn
@@ -314,7 +362,8 @@ def descend(f: Callable[[list], float], start: tuple, value: float, budget: int,
 
 def descend_ends(f: Callable[[list], float], ends: list[tuple[tuple, float]], budget: int, rng: np.random.Generator,
                  seen: dict[tuple, float] | Evaluated, weights: np.ndarray | None = None,
-                 log: list | None = None) -> tuple[float, tuple | None, int]:
+                 log: list | None = None,
+                 many: Callable[[list[tuple]], list[float]] | None = None) -> tuple[float, tuple | None, int]:
     """Descents (`descend`) from several orderings in turn, each stopped once it joins an earlier one.
 
     ``ends`` (ordering, objective) are taken best first (ties: in the order given); an end whose
@@ -337,6 +386,8 @@ def descend_ends(f: Callable[[list], float], ends: list[tuple[tuple, float]], bu
         budget: evaluations allowed, all descents together.
         log: if a list, one (start objective, end objective, evaluations, reason) per descent, with
             reason "local", "budget" or "joined".
+        many: objectives of a list of orderings (the numbers ``f`` gives, one evaluator call): if
+            given, evaluations run in batches ahead of the scans (`_descend`); the same result.
 
     Returns:
         (best objective, its ordering, evaluations made); the best of ``ends`` if nothing improves it
@@ -357,6 +408,7 @@ def descend_ends(f: Callable[[list], float], ends: list[tuple[tuple, float]], bu
         return any(path.get(q, v) < v for q in map(tuple, rows[hit].tolist()))
 
     used, last = 0, None
+    spec: dict[tuple, float] = {}   # evaluated ahead of the scans (`_ahead`)
     for o, v in ends:
         if last is not None and _same(v, last):
             continue
@@ -370,7 +422,7 @@ def descend_ends(f: Callable[[list], float], ends: list[tuple[tuple, float]], bu
                 trail.append(cur)
             return joined(cur, x, rows, h)
 
-        vd, od, k, why = _descend(f, o, v, budget - used, rng, seen, weights, stop)
+        vd, od, k, why = _descend(f, o, v, budget - used, rng, seen, weights, stop, many, spec)
         used += k
         if log is not None:
             log.append((v, vd, k, why))

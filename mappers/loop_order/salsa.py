@@ -227,7 +227,8 @@ def _final_descent(ev, objective: str, chains: Sequence[ChainResult], budget: in
         weights = (fit_surrogate(memo, len(ev.counts)) if evaluated is None
                    else fit_surrogate_rows(evaluated[0], evaluated[1], len(ev.counts)))
     value, ordering, used = descend_ends(single_row(ev, objective), ends, 10**12 if budget is None else budget, rng,
-                                         seen, weights)
+                                         seen, weights, many=lambda qs: ev.objective(np.array(qs, dtype=np.int64),
+                                                                                     objective).tolist())
     if value < best.value:
         return value, np.array(ordering, dtype=np.int64), used
     return best.value, best.ordering, used

@@ -24,10 +24,14 @@ def test_neighbour_rows_equal_the_dictionary_path():
 
 def test_a_hash_collision_takes_the_exact_path(monkeypatch):
     """Every row hashing alike must not merge distinct orderings."""
-    monkeypatch.setattr(mv, "row_hashes", lambda rows: np.zeros(len(rows), dtype=np.uint64))
+    calls = []
+    real = mv.neighbours
+    monkeypatch.setattr(mv, "_hash_weights", lambda n: np.zeros(n, dtype=np.uint64))
+    monkeypatch.setattr(mv, "neighbours", lambda o: calls.append(o) or real(o))
     o = [0, 1, 2, 0, 1, 2, 2]
     rows, _ = mv.neighbour_rows(o)
-    assert [tuple(r) for r in rows.tolist()] == neighbours(o)[0]
+    assert calls == [o]                                   # the dictionary path answered
+    assert [tuple(r) for r in rows.tolist()] == real(o)[0]
 
 
 def _reference_descend(f, cur, x, budget, rng, seen, weights, joined, trail):
@@ -116,21 +120,33 @@ def test_descend_ends_equals_the_reference_descent(seed):
     evaluations, log and ``seen`` (contents and insertion order)."""
     f, ends, train, weights, budget = _case(seed)
     seen_a, seen_b, log_a, log_b = dict(train), dict(train), [], []
-    got = descend_ends(f, ends, budget, np.random.default_rng(seed), seen_a, weights, log_a)
+    calls = []
+
+    def many(qs):                       # evaluations ahead of the scan (on odd seeds)
+        calls.append(len(qs))
+        return [f(list(q)) for q in qs]
+    got = descend_ends(f, ends, budget, np.random.default_rng(seed), seen_a, weights, log_a,
+                       many if seed % 2 else None)
     want = _reference_descend_ends(f, ends, budget, np.random.default_rng(seed), seen_b, weights, log_b)
     assert got == want and log_a == log_b and list(seen_a.items()) == list(seen_b.items())
+    assert not calls or seed % 2
 
 
 def test_the_cases_reach_every_way_a_descent_ends():
-    """The cases above exercise the joined test (both of its hash-checked parts), local optima and
-    spent budgets."""
-    reasons = set()
+    """The cases above exercise the joined test (both of its hash-checked parts), local optima,
+    spent budgets and batches ahead of the scan at every width."""
+    reasons, widths = set(), []
+
+    def many(qs):
+        widths.append(len(qs))
+        return [f(list(q)) for q in qs]
     for seed in SEEDS:
         f, ends, train, weights, budget = _case(seed)
         log = []
-        descend_ends(f, ends, budget, np.random.default_rng(seed), dict(train), weights, log)
+        descend_ends(f, ends, budget, np.random.default_rng(seed), dict(train), weights, log, many)
         reasons |= {why for *_, why in log}
     assert reasons == {"joined", "local", "budget"}
+    assert max(widths) == mv.AHEAD_MAX and min(widths) == 1   # batches grew; some found nothing left to add
 
 
 @pytest.mark.parametrize("objective", ["energy", "latency"])
