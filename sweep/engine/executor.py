@@ -42,7 +42,7 @@ import signal
 import time
 from typing import Any, Callable, Iterable, Iterator
 
-__all__ = ["Executor", "ordered", "TIMERS", "EXECUTORS", "POLL_S"]
+__all__ = ["Executor", "Later", "ordered", "TIMERS", "EXECUTORS", "POLL_S"]
 
 #: The executor kinds.
 EXECUTORS = ("ray", "local")
@@ -93,6 +93,12 @@ def _timed(fn: Callable[[Any], Any], item: Any) -> tuple[Any, float]:
     t0 = time.perf_counter()
     out = fn(item)
     return out, time.perf_counter() - t0
+
+
+class Later(Exception):
+    """Raised by the iterator `Executor.imap` reads its items from: no item can be given until a
+    pending call finishes (`imap` asks again after yielding the next result; with no call pending
+    it is an error)."""
 
 
 class Executor:
@@ -221,7 +227,9 @@ class Executor:
              ) -> Iterator[tuple[Any, Any, BaseException | None]]:
         """``(item, fn(item), None)``, or ``(item, None, error)`` for a call that failed, in
         completion order, with at most ``limit`` (default ``max_in_flight``) calls pending.
-        ``fn`` must be a module-level function (Ray sends it by reference).
+        ``fn`` must be a module-level function (Ray sends it by reference). ``items`` is read
+        lazily, one item whenever a call may start; its ``__next__`` may raise `Later` (nothing to
+        start until a pending call finishes: it is asked again after the next result).
 
         Raises:
             KeyboardInterrupt: (Ray) a Ctrl-C or SIGTERM came (module docstring): raised after the
@@ -234,7 +242,14 @@ class Executor:
             yield from self._imap_ray(fn, items, limit)
 
     def _imap_local(self, fn, items):
-        for item in items:
+        it = iter(items)
+        while True:
+            try:
+                item = next(it)
+            except StopIteration:
+                return
+            except Later:   # nothing pending here: an item source that waits on none is stuck
+                raise RuntimeError("imap: the items said Later with no call pending") from None
             try:
                 out, dt = _timed(fn, item)
                 self.timers["compute_s"] += dt
@@ -258,7 +273,12 @@ class Executor:
         while True:
             t0 = time.perf_counter()
             while not exhausted and len(by_ref) < limit and not self.flag:
-                item = next(it, _END)
+                try:
+                    item = next(it, _END)
+                except Later:
+                    if not by_ref:
+                        raise RuntimeError("imap: the items said Later with no call pending") from None
+                    break   # asked again once a call finishes
                 if item is _END:
                     exhausted = True
                     break

@@ -11,7 +11,9 @@ the beaten ones are *pruned* (stored at once: a ``totals`` and a ``rows`` row pe
 ``"pruned"`` and the bound that beat it), the others mapped as `DesignTask` s of
 ``run.designs_per_task`` designs (a task keeps a view's designs together: they share every layer
 mapping, `sweep.engine.design_tasks.mapped_layer`), in parallel; the round ends when all are
-stored. A design's rows are those of mapping it alone: the tasks are the grid's tasks.
+stored. A later round whose decision the rounds still running cannot change starts its tasks at
+once (`sweep.search.rounds`: the rule, and the check that the decision taken ahead is the one the
+figures give). A design's rows are those of mapping it alone: the tasks are the grid's tasks.
 
 Determinism: what a round maps or prunes depends only on the bounds and on the figures of earlier
 rounds, never on the executor, the number of workers or the order tasks finish in; an interrupted
@@ -29,12 +31,14 @@ from typing import Callable
 import numpy as np
 import pyarrow as pa
 
+from sweep.common.errors import ClusterLostError
 from sweep.common.ids import stable_hash
 from sweep.engine.design_tasks import make_task, pruned_tables
 from sweep.engine.executor import Executor
 from sweep.engine.store import Store
 from sweep.engine.tasks import error_table, execute
-from sweep.search.bounds import design_bounds, dominated, priority_order
+from sweep.search.bounds import design_bounds, priority_order
+from sweep.search.rounds import Rounds
 
 __all__ = ["run_pruned_grid", "mapped_figures", "round_size"]
 
@@ -175,57 +179,70 @@ def run_pruned_grid(campaign, summary, *, resume: bool, executor: str, address: 
     pruned_ids: set[str] = set()   # task_ids of the batches of pruned designs' rows
     ids = [space.design_id(space.point(int(i))) for i in range(len(space))]
     fig = np.full_like(b.lower, np.nan)
-    is_mapped = np.zeros(len(space), dtype=bool)
     size = round_size(campaign)
+    rounds = [order[s:s + size] for s in range(0, len(order), size)]
+
+    def finish(j, beaten, task_ids, results) -> list[int]:
+        """Store round j: its pruned designs' rows and its tasks' results; its mapped designs."""
+        t1 = time.perf_counter()
+        idx = rounds[j]
+        m = np.flatnonzero(plan.mapped)
+        prune = [int(i) for i, x in zip(idx, beaten) if x]
+        keep = [int(i) for i, x in zip(idx, beaten) if not x]
+        batch: list = []
+        new = [i for i in prune if ids[i] not in stored]
+        if new:
+            batch.append(_pruned(campaign, new, b, idx, m, fig, ids))
+            pruned_ids.add(batch[-1][0])
+        done.add([ids[i] for i in prune], pruned=True)   # stored with this batch
+        summary.tasks_skipped += sum(1 for t in task_ids if t in stored_tasks)
+        for t in task_ids:
+            if t in stored_tasks:   # stored earlier (a failed task's designs have no totals row)
+                done.mapped.update(designs_of[t])
+        batch += [_result(task, tables, error) for task, tables, error in results.values()]
+        flush(batch)
+        summary.tasks_run += sum(1 for tid, _ in batch if tid not in pruned_ids)
+        done.commit()
+        for i in keep:
+            fig[i] = mapped_figures(stored.get(ids[i], []), b.dims, nets, mix)
+        info["rounds"] += 1
+        info["driver_s"] += time.perf_counter() - t1
+        return keep
+
+    def tasks_of(keep: list[int]) -> list:
+        tasks = [make_task(campaign, t) for t in _tasks(campaign, keep, b.views)]
+        designs_of.update((t.task_id, [d for d, _ in t.designs]) for t in tasks)
+        return tasks
+
+    def _result(task, tables, error) -> tuple[str, dict]:
+        if error is not None:
+            tables = {"rows": error_table(task, f"{type(error).__name__}: {error}", kind="crash")}
+        return task.task_id, tables
+
+    designs_of: dict[str, list[str]] = {}
+    plan = Rounds(rounds, b.lower, b.area, tasks_of, stored_tasks, finish, fig)
     t_ex = time.perf_counter()
     with Executor(executor, address, campaign.run.num_cpus, campaign.run.max_in_flight,
                   campaign.run.max_retries) as ex:
         summary.executor_start_s = time.perf_counter() - t_ex   # starting (or joining) Ray
         try:
-            for start in range(0, len(order), size):
-                info["rounds"] += 1
-                t1 = time.perf_counter()
-                idx = order[start:start + size]
-                m = np.flatnonzero(is_mapped)
-                beaten = dominated(b.lower[idx], b.area[idx], fig[m], b.area[m])
-                prune = [int(i) for i, x in zip(idx, beaten) if x]
-                keep = [int(i) for i, x in zip(idx, beaten) if not x]
-                batch: list = []
-                stop = None
-                try:
-                    new = [i for i in prune if ids[i] not in stored]
-                    if new:
-                        batch.append(_pruned(campaign, new, b, idx, m, fig, ids))
-                        pruned_ids.add(batch[-1][0])
-                    done.add([ids[i] for i in prune], pruned=True)   # stored with this batch
-                    tasks = [make_task(campaign, t) for t in _tasks(campaign, keep, b.views)]
-                    todo = [t for t in tasks if t.task_id not in stored_tasks]
-                    summary.tasks_skipped += len(tasks) - len(todo)
-                    for t in tasks:   # stored earlier (a failed task's designs have no totals row)
-                        if t.task_id in stored_tasks:
-                            done.mapped.update(d for d, _ in t.designs)
-                    info["driver_s"] += time.perf_counter() - t1
-                    for task, tables, error in ex.imap(execute, todo):
-                        if error is not None:
-                            tables = {"rows": error_table(task, f"{type(error).__name__}: {error}", kind="crash")}
-                        batch.append((task.task_id, tables))
-                        for rec in (tables.get("totals") or pa.table({})).to_pylist():
-                            stored.setdefault(rec["design_id"], []).append(rec)
-                        done.add([d for d, _ in task.designs])
-                except KeyboardInterrupt as e:   # the part of the round finished is stored
-                    stop = e
-                flush(batch)
-                summary.tasks_run += sum(1 for tid, _ in batch if tid not in pruned_ids)
+            for task, tables, error in ex.imap(execute, plan):
+                for rec in ((tables or {}).get("totals") or pa.table({})).to_pylist():
+                    stored.setdefault(rec["design_id"], []).append(rec)
+                done.add([d for d, _ in task.designs])
+                plan.take(task, tables, error)
+            if not plan.done():
+                raise RuntimeError("pruned grid: rounds left unfinished")
+        except (KeyboardInterrupt, ClusterLostError):   # every task finished is stored
+            held = [_result(*r) for r in plan.unfinished_results().values()]
+            if held:
+                flush(held)
+                summary.tasks_run += len(held)
                 done.commit()
-                if stop is not None:
-                    raise stop
-                t1 = time.perf_counter()
-                for i in keep:
-                    fig[i] = mapped_figures(stored.get(ids[i], []), b.dims, nets, mix)
-                    is_mapped[i] = True
-                info["driver_s"] += time.perf_counter() - t1
+            raise
         finally:
             summary.timings.update(ex.timers)
+            info["driver_s"] += plan.decide_s
     return info
 
 
