@@ -48,7 +48,14 @@ lower bound (`costmodel.bounds.layer_bound` at its utilisation: compute, every p
 re-reads) is at least the ``keep``-th best probe value so far is not probed: it cannot enter the
 kept ones. The ``keep`` best by probe value are kept, except that one whose bound is at least the
 best probe value is dropped (a mapping that good exists on another candidate), so between 1 and
-``keep`` candidates go to the temporal search. With ``rank = "probe"`` the pool is re-ranked by
+``keep`` candidates go to the temporal search. "At least" is up to a tie (`tied`: within one
+cycle under the latency objective, else within `TIE_RTOL`, one part per million): on a memory-bound layer (a decode GEMM reads all of W from DRAM once whatever the
+unrolling) every candidate's bound is the same DRAM floor, the first probe reaches it, and the
+others are neither probed nor kept; a probe itself stops at the first batch of orderings that
+reaches the candidate's bound. Under the latency objective this keeps one candidate where the rule
+without the tolerance kept three equal ones (SALSA ran on each), so the latency is the same; of
+the probed candidates that tie the best latency the one whose probe found the least energy at it
+is kept (the latency objective breaks its ties by energy). With ``rank = "probe"`` the pool is re-ranked by
 the best of 64 seeded random temporal orderings on each (`probe_values`; random orderings are a
 noisy rank). ``rank = "auto"`` (the default of the loop-order mappers' ``spatial_rank``) is
 ``loma`` under the latency objective, where the misses above were measured, and ``utilization``
@@ -81,7 +88,8 @@ from costmodel.loopnest.mapping import RELEVANT, SPATIAL_DIMS, SpatialMapping
 from costmodel.loopnest.reference import operand_bits
 
 __all__ = ["SpatialCandidate", "NoSpatialCandidate", "spatial_candidates", "spatial_mode", "first_missing", "has_candidate", "axis_options", "utilization",
-           "probe_values", "loma_values", "RANKS", "LOMA_PROBE_ORDERINGS", "probe_loops"]
+           "probe_values", "loma_values", "RANKS", "LOMA_PROBE_ORDERINGS", "probe_loops", "tied", "TIE_RTOL",
+           "TIE_CYCLES"]
 
 #: Ranking rules of `spatial_candidates`.
 RANKS = ("auto", "loma", "utilization", "probe")
@@ -89,6 +97,25 @@ RANKS = ("auto", "loma", "utilization", "probe")
 _PROBE_ORDERINGS = 64
 #: Orderings the ``loma`` rank's probe may enumerate per candidate (the LPFs merged until so few remain).
 LOMA_PROBE_ORDERINGS = 2520
+#: Relative difference under which the ``loma`` rank counts two figures as equal (`tied`).
+TIE_RTOL = 1e-6
+#: Latency difference (cycles) under which the ``loma`` rank counts two latencies as equal.
+TIE_CYCLES = 1.0
+
+
+def tied(bound: float, value: float, objective: str) -> bool:
+    """Whether a candidate whose lower bound is ``bound`` cannot beat ``value`` by more than a tie:
+    ``bound >= value - tol`` with ``tol`` = max(`TIE_CYCLES`, `TIE_RTOL` x value) under the latency
+    objective (cycles: a mapping faster by a fraction of a clock is not faster on silicon; the
+    model's bandwidth terms give fractional cycles, and the bounds carry a 1e-12 safety margin
+    against rounding), else `TIE_RTOL` x value (pJ, pJ x cycles)."""
+    return bound >= value - _tie_tol(value, objective)
+
+
+def _tie_tol(value, objective: str):
+    """The tie tolerance of `tied` at ``value`` (a float or an array)."""
+    tol = TIE_RTOL * np.abs(value)
+    return np.maximum(tol, TIE_CYCLES) if objective == "latency" else tol
 
 
 class NoSpatialCandidate(ValueError):
@@ -305,7 +332,7 @@ def _probe_loops(loops: tuple[tuple[str, int], ...], max_orderings: int) -> tupl
 
 
 def loma_values(layer, arch, spatials, objective: str = "energy", max_orderings: int = LOMA_PROBE_ORDERINGS,
-                even: bool = False) -> np.ndarray:
+                even: bool = False, floors=None) -> np.ndarray:
     """Best ``objective`` of an exhaustive LOMA search of at most ``max_orderings`` orderings on each
     unrolling.
 
@@ -317,29 +344,71 @@ def loma_values(layer, arch, spatials, objective: str = "energy", max_orderings:
     reuse) and the bandwidth each level must then feed. Shape (len(spatials),); +inf where no
     ordering is valid.
 
+    ``floors`` (optional, one per unrolling, in the objective's unit): a lower bound of the value
+    (`costmodel.bounds.layer_bound`). The orderings are then costed in growing batches (64, 256,
+    1,024, 4,096) and an unrolling's search stops once a batch reaches its floor up to a tie
+    (`tied`: nothing can be better by more), so a layer at its compute or memory floor costs a fraction
+    of the orderings.
+
     Source: the LPF limit is LOMA's (Symons, Mei, Verhelst, AICAS 2021, Sec. III-B). A budget of
     orderings, not of loops, keeps more split points where factors repeat (2^7 of one dim counts
     once): at 6 loops (720 orderings) the probe missed the tiling LOMA at 7 loops finds on
     simba_like (Llama-3-8B ffn_gate at batch 128: 17.3 M against 13.8 M cycles).
     """
+    out = np.full(len(spatials), np.inf)
+    for i, sp in enumerate(spatials):
+        out[i] = _loma_probe(layer, arch, sp, objective, max_orderings, even,
+                             None if floors is None else floors[i])[0]
+    return out
+
+
+def _loma_probe(layer, arch, sp, objective: str, max_orderings: int, even: bool,
+                floor: float | None) -> tuple[float, float]:
+    """One unrolling's probe (`loma_values`): (best ``objective``, the least energy (pJ) of the
+    orderings tied with it (`tied`); +inf, +inf if none is valid). ``floor``: stop at it (None =
+    every ordering)."""
     from costmodel.loopnest.ordering import OrderingEvaluator
     from mappers.base import objective_index
     from costmodel.loopnest.mapping import prime_factors
     from costmodel.workload import LOOP_DIMS
-    from mappers.loop_order.lpf import iter_permutations
+    from mappers.loop_order.lpf import iter_permutations, multiset_count
     k = objective_index(objective)
-    out = np.full(len(spatials), np.inf)
-    for i, sp in enumerate(spatials):
-        sp.fit(layer)   # (raises as the evaluator would)
-        tb = sp.temporal_bounds(layer)
-        loops = [(d, p) for d in LOOP_DIMS for p in prime_factors(tb[d])]
-        ev = OrderingEvaluator(layer, arch, spatial=sp, factors=probe_loops(loops, max_orderings), even=even)
-        for block in iter_permutations([int(c) for c in ev.counts], 0, None, 4096):
-            cost = ev.evaluate(block)
-            vals = np.asarray((cost.energy_pj, cost.latency_cycles, cost.edp)[k], dtype=float)
-            vals = np.where(np.asarray(cost.valid), vals, np.inf)
-            out[i] = min(out[i], float(vals.min()) if vals.size else np.inf)
-    return out
+    sp.fit(layer)   # (raises as the evaluator would)
+    tb = sp.temporal_bounds(layer)
+    loops = [(d, p) for d in LOOP_DIMS for p in prime_factors(tb[d])]
+    ev = OrderingEvaluator(layer, arch, spatial=sp, factors=probe_loops(loops, max_orderings), even=even)
+    counts = [int(c) for c in ev.counts]
+    blocks = (iter_permutations(counts, 0, None, 4096) if floor is None
+              else _growing_blocks(counts, multiset_count(counts)))
+    best, near = np.inf, []   # near: (values, energies) of each batch's orderings tied with its best
+    for block in blocks:
+        cost = ev.evaluate(block)
+        vals = np.where(np.asarray(cost.valid), np.asarray((cost.energy_pj, cost.latency_cycles, cost.edp)[k],
+                                                           dtype=float), np.inf)
+        if not vals.size:
+            continue
+        best = min(best, float(vals.min()))
+        sel = np.isfinite(vals) & (vals - _tie_tol(vals, objective) <= best)
+        near.append((vals[sel], np.asarray(cost.energy_pj, dtype=float)[sel]))
+        if floor is not None and tied(floor, best, objective):
+            break
+    energy = np.inf
+    for v, e in near:   # (a later batch may have lowered the best)
+        sel = v - _tie_tol(v, objective) <= best
+        if sel.any():
+            energy = min(energy, float(e[sel].min()))
+    return best, energy
+
+
+def _growing_blocks(counts: list[int], total: int):
+    """Every ordering of the multiset ``counts`` (``total`` of them), in batches of 64, 256, 1,024,
+    then 4,096 (`mappers.loop_order.lpf.iter_permutations` over consecutive rank ranges)."""
+    from mappers.loop_order.lpf import iter_permutations
+    start, size = 0, 64
+    while start < total:
+        stop = min(total, start + size)
+        yield from iter_permutations(counts, start, stop, stop - start)
+        start, size = stop, min(4 * size, 4096)
 
 
 def _bound_value(layer, arch, u: float, objective: str) -> float:
@@ -357,24 +426,33 @@ def _loma_rank(layer, arch, pool: list[SpatialCandidate], keep: int, objective: 
     """The ``loma`` rank of a utilisation-ordered pool: (probe value per pool entry, +inf where
     not probed; the kept pool indices, best first).
 
-    Candidates are probed (`loma_values`) in utilisation order; one whose lower bound
-    (`costmodel.bounds.layer_bound` at its utilisation) is at least the ``keep``-th best probe value
-    so far is not probed: it cannot enter the kept ones. Of the ``keep`` best by probe value, one
-    whose bound is at least the best probe value is dropped (a mapping that good is known on
-    another candidate), so between 1 and ``keep`` candidates are kept.
+    Candidates are probed (`loma_values`, stopping at the candidate's bound) in utilisation order;
+    one whose lower bound (`costmodel.bounds.layer_bound` at its utilisation) is at least the
+    ``keep``-th best probe value so far is not probed: it cannot enter the kept ones. Of the
+    ``keep`` best by probe value, one whose bound is at least the best probe value is dropped (a
+    mapping that good is known on another candidate), so between 1 and ``keep`` candidates are
+    kept. "At least" is up to a tie (`tied`). Under the latency objective the first kept is, of
+    those ``keep`` whose probe value ties the best, the one whose probe found the least energy at
+    that latency (the latency objective breaks its ties by energy; the others are dropped, their
+    bounds tie the best).
     """
     vals = np.full(len(pool), np.inf)
+    energy = np.full(len(pool), np.inf)
     bounds = [_bound_value(layer, arch, c.utilization, objective) for c in pool]
     probed: list[int] = []
     for i, c in enumerate(pool):
         kth = sorted(vals[j] for j in probed)[keep - 1] if len(probed) >= keep else np.inf
-        if bounds[i] >= kth:
+        if tied(bounds[i], kth, objective):
             continue
-        vals[i] = loma_values(layer, arch, [c.spatial], objective, even=even)[0]
+        vals[i], energy[i] = _loma_probe(layer, arch, c.spatial, objective, LOMA_PROBE_ORDERINGS, even, bounds[i])
         probed.append(i)
     order = sorted(probed, key=lambda i: (vals[i], i))[:keep]
     best = vals[order[0]]
-    return vals, [order[0]] + [i for i in order[1:] if bounds[i] < best]
+    if objective == "latency":
+        first = min((i for i in order if tied(best, vals[i], objective)), key=lambda i: (energy[i], vals[i], i))
+    else:
+        first = order[0]
+    return vals, [first] + [i for i in order if i != first and not tied(bounds[i], best, objective)]
 
 
 def spatial_mode(problem, params) -> str:
