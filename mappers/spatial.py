@@ -109,11 +109,13 @@ def tied(bound: float, value: float, objective: str) -> bool:
     objective (cycles: a mapping faster by a fraction of a clock is not faster on silicon; the
     model's bandwidth terms give fractional cycles, and the bounds carry a 1e-12 safety margin
     against rounding), else `TIE_RTOL` x value (pJ, pJ x cycles)."""
+    if not math.isfinite(value):   # nothing to beat (no k-th value yet, or no valid ordering)
+        return False
     return bound >= value - _tie_tol(value, objective)
 
 
 def _tie_tol(value, objective: str):
-    """The tie tolerance of `tied` at ``value`` (a float or an array)."""
+    """The tie tolerance of `tied` at a finite ``value`` (a float or an array)."""
     tol = TIE_RTOL * np.abs(value)
     return np.maximum(tol, TIE_CYCLES) if objective == "latency" else tol
 
@@ -388,8 +390,10 @@ def _loma_probe(layer, arch, sp, objective: str, max_orderings: int, even: bool,
         if not vals.size:
             continue
         best = min(best, float(vals.min()))
-        sel = np.isfinite(vals) & (vals - _tie_tol(vals, objective) <= best)
-        near.append((vals[sel], np.asarray(cost.energy_pj, dtype=float)[sel]))
+        fin = np.isfinite(vals)
+        v = vals[fin]
+        sel = v - _tie_tol(v, objective) <= best
+        near.append((v[sel], np.asarray(cost.energy_pj, dtype=float)[fin][sel]))
         if floor is not None and tied(floor, best, objective):
             break
     energy = np.inf
@@ -448,10 +452,9 @@ def _loma_rank(layer, arch, pool: list[SpatialCandidate], keep: int, objective: 
         probed.append(i)
     order = sorted(probed, key=lambda i: (vals[i], i))[:keep]
     best = vals[order[0]]
-    if objective == "latency":
+    first = order[0]
+    if objective == "latency" and math.isfinite(best):
         first = min((i for i in order if tied(best, vals[i], objective)), key=lambda i: (energy[i], vals[i], i))
-    else:
-        first = order[0]
     return vals, [first] + [i for i in order if i != first and not tied(bounds[i], best, objective)]
 
 

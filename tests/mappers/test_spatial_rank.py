@@ -187,3 +187,21 @@ def test_keeping_one_of_tied_candidates_loses_no_latency_and_no_energy(arch, m, 
     assert units2 == 3 * units
     assert tied(before.latency_cycles, now.latency_cycles, "latency") and now.latency_cycles >= before.latency_cycles - 1
     assert now.energy_pj <= before.energy_pj * (1 + 1e-9)
+
+
+def test_ties_by_hand_and_a_pool_whose_every_probe_is_invalid(monkeypatch):
+    """`tied` under latency: within one cycle, or 1 ppm of a large figure; never against +inf (no
+    k-th probe yet, or no valid ordering). A pool whose every probe finds no valid ordering keeps
+    its first candidate by utilisation (as before the tie rule) instead of failing."""
+    assert tied(999.5, 1000.0, "latency") and not tied(998.9, 1000.0, "latency")
+    assert tied(1e9 - 900, 1e9, "latency") and not tied(1e9 - 1100, 1e9, "latency")
+    assert tied(1e9 - 900, 1e9, "energy") and not tied(999.5, 1000.0, "energy")
+    assert not tied(5.0, float("inf"), "latency") and not tied(float("inf"), float("inf"), "latency")
+    acc = load_accelerator("llm_ws")
+    layer = Layer("decode_o_proj", kind="matmul", B=1, C=4096, K=4096)
+    monkeypatch.setattr(spatial_module, "_loma_probe", lambda *a, **k: (float("inf"), float("inf")))
+    spatial_module._CACHE.clear()
+    got = spatial_candidates(layer, acc, keep=3, rank="loma", objective="latency")
+    pool = _enumerate(layer, acc, acc.spatial_hint, 12)
+    assert got[0].spatial.to_json() == pool[0].spatial.to_json() and got[0].probe == float("inf")
+    spatial_module._CACHE.clear()
