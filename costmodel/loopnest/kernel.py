@@ -353,22 +353,42 @@ def _choose(mi, mem, par, SM, CT, CC, look, TA, base):
     jointly and, if look and where base[mu] >= 0, leave memory mu room for its tiles
     (`_ahead_tables`: the look-ahead; look False checks nothing); ties to the last in the order where the first
     operand varies slowest (ZigZag's ``<=``); even mappings: all operands end at the same loop.
-    Writes SM[S_CHOICE, j]; False if none. (A binary search over the last operand's candidates,
+    Writes SM[S_CHOICE, j]; False if none.
+
+    The combinations are visited in the reverse of that order, each slot's deepest candidate
+    first, and one replaces the best only if it costs strictly less: the first of the least cost
+    met backwards is the last of them forwards, the same choice. Deeper candidates mostly cost less
+    (more reuse below the memory above), so a cheap one is met early, and then an e1 (or e1, e2)
+    whose cost plus the least cost of the remaining slots is not below the best is skipped whole:
+    every combination under it costs at least as much (floating-point addition is monotone, so the
+    partial sums compare the same way). On the a100 preset, whose register file decides most
+    allocations by the look-ahead, one ordering's evaluation went 28-31 -> 5.3-6.0 us
+    (``scripts/bench_costmodel.py --arch a100``). (A binary search over the last operand's candidates,
     whose tile bits mostly grow with the prefix, measured no faster: a memory has few candidates.)"""
     size = mem[mi, M_SIZE]
     nops = mem[mi, M_NOPS]
     even = par[P_EVEN] != 0
     found = False
     bc = 0
-    for e1 in range(SM[S_LO, 0], SM[S_HI, 0]):
-        for e2 in range(SM[S_LO, 1], SM[S_HI, 1]):
-            for e3 in range(SM[S_LO, 2], SM[S_HI, 2]):
+    m2 = np.inf   # the least cost of slots 1 and 2: a bound on what e1 (or e1, e2) can still reach
+    for e in range(SM[S_LO, 1], SM[S_HI, 1]):
+        m2 = min(m2, CC[mi, 1, e])
+    m3 = np.inf
+    for e in range(SM[S_LO, 2], SM[S_HI, 2]):
+        m3 = min(m3, CC[mi, 2, e])
+    for e1 in range(SM[S_HI, 0] - 1, SM[S_LO, 0] - 1, -1):
+        if found and CC[mi, 0, e1] + m2 + m3 >= bc:
+            continue   # every combination with e1 costs at least the best (rounding is monotone)
+        for e2 in range(SM[S_HI, 1] - 1, SM[S_LO, 1] - 1, -1):
+            if found and CC[mi, 0, e1] + CC[mi, 1, e2] + m3 >= bc:
+                continue
+            for e3 in range(SM[S_HI, 2] - 1, SM[S_LO, 2] - 1, -1):
                 if size >= 0 and CT[mi, 0, e1] + CT[mi, 1, e2] + CT[mi, 2, e3] > size:
                     continue
                 if even and ((nops > 1 and e2 != e1) or (nops > 2 and e3 != e1)):
                     continue
                 c = CC[mi, 0, e1] + CC[mi, 1, e2] + CC[mi, 2, e3]
-                if found and c > bc:
+                if found and c >= bc:
                     continue
                 room = True
                 for mu in range(base.shape[0] if look else 0):
