@@ -14,7 +14,13 @@ order, a candidate whose latency bound exceeds the best found not run: what ``sw
 spatial_candidates=all`` does); ``loma_no_ties`` is ``loma`` with its tie tolerance off
 (`mappers.spatial.TIE_RTOL` and ``TIE_CYCLES`` 0: the rule before 2026-12-04, every candidate whose
 bound is below a probe value by any amount probed and kept). ``--rule`` picks rules (repeatable;
-the gaps are then to the best rule run when ``all`` is not among them). Printed per GEMM and
+the gaps are then to the best rule run when ``all`` is not among them); ``default`` is SALSA's
+default spatial choice, whatever the code under test makes it, and ``--code DIR`` runs another
+checkout's code (``git worktree add DIR COMMIT``), so a GEMM's time then and now compare:
+
+    python scripts/bench_spatial_choice.py --set vidur --rule default --code /tmp/old
+
+Printed per GEMM and
 rule: latency as a multiple of the compute floor (MACs / PEs cycles), its gap to ``all``, the
 energy of the mapping kept against the first rule's, units listed and run, the wall time (s; the
 kernel's compile excluded by a warm-up; each rule's spatial choice from an empty cache; the rules
@@ -41,7 +47,9 @@ from pathlib import Path
 
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+#: ``--code DIR``: the code under test is that checkout (the GEMM sets' data still from this one)
+CODE = Path(sys.argv[sys.argv.index("--code") + 1]).resolve() if "--code" in sys.argv[:-1] else ROOT
+sys.path.insert(0, str(CODE))
 
 from costmodel.loopnest.arch import load_accelerator  # noqa: E402
 from costmodel.workload import Layer  # noqa: E402
@@ -49,7 +57,8 @@ from mappers import get_mapper, spatial  # noqa: E402
 from mappers.base import check_params  # noqa: E402
 from sweep.engine.problem import Problem  # noqa: E402
 
-RULES = {"loma": {"spatial": "search"},
+RULES = {"default": {"spatial": "search"},
+         "loma": {"spatial": "search"},
          "loma_no_ties": {"spatial": "search"},
          "utilization": {"spatial": "search", "spatial_rank": "utilization"},
          "probe": {"spatial": "search", "spatial_rank": "probe"},
@@ -91,7 +100,7 @@ def solve(layer, acc, params: dict, ties: bool = True):
     cleared first, so every rule pays for its own choice."""
     p = Problem.layer("salsa", layer, acc, objective="latency", params=params, seed=0, keep_seed=True)
     p = p.with_params(check_params(get_mapper("salsa").params, p.params)[0])
-    saved = spatial.TIE_RTOL, spatial.TIE_CYCLES
+    saved = getattr(spatial, "TIE_RTOL", None), getattr(spatial, "TIE_CYCLES", None)
     spatial._CACHE.clear()
     if not ties:
         spatial.TIE_RTOL, spatial.TIE_CYCLES = 0.0, 0.0
@@ -101,7 +110,8 @@ def solve(layer, acc, params: dict, ties: bool = True):
         sol = p.solve(units, skip_by_floor=params.get("spatial_candidates") == "all")
         return sol.best, len(units), len(sol.results), time.perf_counter() - t
     finally:
-        spatial.TIE_RTOL, spatial.TIE_CYCLES = saved
+        if saved[0] is not None:
+            spatial.TIE_RTOL, spatial.TIE_CYCLES = saved
 
 
 def bench(acc, gemm: str, rules: list[str]) -> dict[str, tuple[float, float, float]]:
@@ -132,6 +142,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="a GEMM of M rows, reduction K, N columns (repeatable; needs --arch)")
     ap.add_argument("--rule", action="append", default=None, choices=list(RULES),
                     help="a rule to run (repeatable; default loma, utilization, probe, all)")
+    ap.add_argument("--code", default=None, metavar="DIR",
+                    help="run the code of this checkout (e.g. a git worktree of an older commit) with "
+                         "--rule default: what its SALSA does by default, for per-GEMM times then and now")
     a = ap.parse_args(argv)
     if a.gemm and not a.arch:
         ap.error("--gemm needs --arch")
