@@ -67,7 +67,7 @@ class LomaMapper(LoopOrderMapper):
     """
 
     name = "loma"
-    version = "3"  # 3: the loma rank counts figures within 1 ppm as equal (mappers.spatial.TIE_RTOL); 2: spatial_rank "auto" (loma under the latency objective) is the default
+    version = "3"  # 3: the loma rank counts figures within a cycle or 1 ppm as tied (mappers.spatial.tied); 2: spatial_rank "auto" (loma under the latency objective) is the default
     latency_ties = 1  # ties on latency broken by energy (mappers.base.rank_key)
     kind = "loopnest"
     params = (

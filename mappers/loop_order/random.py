@@ -101,7 +101,7 @@ class RandomMapper(LoopOrderMapper):
     """
 
     name = "random"
-    version = "3"  # 3: the loma rank counts figures within 1 ppm as equal (mappers.spatial.TIE_RTOL); 2: spatial_rank "auto" (loma under the latency objective) is the default
+    version = "3"  # 3: the loma rank counts figures within a cycle or 1 ppm as tied (mappers.spatial.tied); 2: spatial_rank "auto" (loma under the latency objective) is the default
     latency_ties = 1  # latency ties broken by energy; such a tie-break resets patience (module docstring)
     kind = "loopnest"
     params = (

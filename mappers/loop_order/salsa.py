@@ -255,7 +255,7 @@ class SalsaMapper(LoopOrderMapper):
     """
 
     name = "salsa"
-    version = "6"  # 6: the loma rank counts figures within 1 ppm as equal (mappers.spatial.TIE_RTOL); 5: spatial_rank "auto" (loma under the latency objective) is the default
+    version = "6"  # 6: the loma rank counts figures within a cycle or 1 ppm as tied (mappers.spatial.tied); 5: spatial_rank "auto" (loma under the latency objective) is the default
     latency_ties = 1  # ties on latency broken by energy (mappers.base.rank_key)
     kind = "loopnest"
     params = (
